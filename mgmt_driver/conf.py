@@ -1,0 +1,106 @@
+"""Configuration options, group ``[kubespray_mgmt]``.
+
+Inside Tacker these options live in tacker.conf (the driver registers them
+on Tacker's global ``cfg.CONF``); the ``kubespray-mgmt`` command reads them
+from ``--config-file``.  Values in a request's ``additionalParams`` (for
+example ``kubespray.forks`` or a role's ``ssh_key_file``) override the
+matching option for that request.  ``oslo-config-generator --namespace
+mgmt_driver`` lists them with their help (``tox -e genconfig``).
+"""
+
+from oslo_config import cfg
+
+GROUP = 'kubespray_mgmt'
+
+kubespray_mgmt_group = cfg.OptGroup(
+    GROUP, title='Kubespray MgmtDriver options',
+    help='How the kubespray MgmtDriver reaches VMs over SSH and how long '
+         'it waits for kubespray, kubectl and HAProxy.')
+
+ssh_opts = [
+    cfg.IntOpt('ssh_connect_timeout', default=10, min=1, max=300,
+               help='Seconds to wait for one TCP connect, SSH banner or '
+                    'authentication attempt.'),
+    cfg.IntOpt('ssh_connect_retries', default=10, min=0, max=1000,
+               help='How many times a failed SSH connection is retried '
+                    '(VMs that are still booting refuse connections). '
+                    'Authentication and host key failures are never '
+                    'retried.'),
+    cfg.FloatOpt('ssh_retry_initial_delay', default=1.0, min=0.0, max=60.0,
+                 help='Seconds before the first SSH connection retry; the '
+                      'delay doubles after each attempt.'),
+    cfg.FloatOpt('ssh_retry_max_delay', default=15.0, min=0.0, max=600.0,
+                 help='Upper bound, in seconds, of the delay between two '
+                      'SSH connection attempts.'),
+    cfg.IntOpt('ssh_command_timeout', default=600, min=1, max=86400,
+               help='Default timeout in seconds of one remote command. '
+                    'Playbook runs use the playbook_timeout_* options '
+                    'instead.'),
+    cfg.StrOpt('host_key_policy', default='accept-new',
+               choices=[('reject', 'refuse any host key that is not '
+                                   'already in known_hosts_file'),
+                        ('accept-new', 'trust a host key on first use and '
+                                       'record it in known_hosts_file'),
+                        ('warn', 'accept an unknown host key with a '
+                                 'warning, without recording it')],
+               help='What to do with an SSH host key that is not yet known. '
+                    'A key that differs from the recorded one is always '
+                    'refused, whatever the policy.'),
+    cfg.StrOpt('known_hosts_file', default='~/.kubespray-mgmt/known_hosts',
+               help='known_hosts file owned by this driver (OpenSSH '
+                    'format, mode 0600). The user\'s ~/.ssh/known_hosts is '
+                    'never read or written.'),
+    cfg.StrOpt('ssh_private_key_file',
+               help='Private key file on this host used for every SSH login '
+                    'whose request gives no password and no key file of '
+                    'its own.'),
+]
+
+kubespray_opts = [
+    cfg.IntOpt('playbook_timeout_base', default=1800, min=60, max=172800,
+               help='Fixed part, in seconds, of the timeout of one '
+                    'ansible-playbook run.'),
+    cfg.IntOpt('playbook_timeout_per_node', default=600, min=0, max=86400,
+               help='Seconds added to the playbook timeout for each node '
+                    'the playbook targets.'),
+    cfg.IntOpt('ansible_forks', default=10, min=1, max=500,
+               help='ansible-playbook --forks; a request\'s '
+                    'kubespray.forks overrides it.'),
+    cfg.IntOpt('drain_timeout', default=600, min=10, max=86400,
+               help='Seconds "kubectl drain" may take before the node '
+                    'removal fails.'),
+    cfg.IntOpt('kubectl_timeout', default=120, min=5, max=3600,
+               help='Timeout in seconds of one kubectl command other than '
+                    'drain.'),
+    cfg.FloatOpt('poll_initial_delay', default=1.0, min=0.1, max=60.0,
+                 help='First delay, in seconds, when polling for a state '
+                      '(pods evacuated, node gone); it doubles up to '
+                      'poll_max_delay until the step\'s deadline.'),
+    cfg.FloatOpt('poll_max_delay', default=10.0, min=0.1, max=300.0,
+                 help='Upper bound, in seconds, of the delay between two '
+                      'polls.'),
+]
+
+ALL_OPTS = ssh_opts + kubespray_opts
+
+
+def register_opts(conf):
+    """Register the ``[kubespray_mgmt]`` options on *conf*.
+
+    :param conf: an ``oslo_config.cfg.ConfigOpts``; registering twice is
+        harmless.
+    """
+    conf.register_group(kubespray_mgmt_group)
+    conf.register_opts(ALL_OPTS, group=kubespray_mgmt_group)
+
+
+def list_opts():
+    """Options for ``oslo-config-generator`` (entry point oslo.config.opts).
+
+    :returns: a list of ``(group, options)`` pairs.
+    """
+    return [(kubespray_mgmt_group, ALL_OPTS)]
+
+
+CONF = cfg.CONF
+register_opts(CONF)
