@@ -1,0 +1,769 @@
+"""SSH access to the Ansible server, the cluster nodes and the LB VM.
+
+The only module that imports paramiko.  A :class:`Connection` opens lazily,
+retries with backoff while a VM boots, reuses one transport for every
+command and file transfer, and closes in a ``with`` block.  Commands are
+argv lists (quoted here) or shell strings built by this package from
+quoted parts; :meth:`Connection.run` returns a :class:`CommandResult` and
+raises the errors of :mod:`mgmt_driver.exceptions`.  SSH, SFTP and socket
+errors are translated here and nowhere else.
+"""
+
+import codecs
+import dataclasses
+import io
+import math
+import os
+import posixpath
+import select
+import shlex
+import socket
+import threading
+import time
+import uuid
+
+import paramiko
+import tenacity
+from oslo_log import log as logging
+
+from mgmt_driver import conf as kconf
+from mgmt_driver import exceptions
+
+LOG = logging.getLogger(__name__)
+
+#: Exit code of coreutils ``timeout`` when it had to stop the command.
+REMOTE_TIMEOUT_EXIT = 124
+
+
+def quote(value):
+    """Quote one value for a POSIX shell (``shlex.quote`` of ``str``)."""
+    return shlex.quote(str(value))
+
+
+def display_command(command, env=None):
+    """The shell form of *command* (argv list or string) with its *env*.
+
+    :param command: a list of arguments, each quoted, or a shell string
+        that the caller built from quoted parts.
+    :param env: optional mapping of environment variables, set with
+        ``env NAME=VALUE`` in front of the command.  Never put a secret
+        here: it would be visible in the remote process list.
+    """
+    text = command if isinstance(command, str) else shlex.join(
+        [str(arg) for arg in command])
+    if env:
+        assignments = ' '.join(
+            quote('%s=%s' % (name, value))
+            for name, value in sorted(env.items()))
+        if isinstance(command, str):
+            text = 'env %s sh -c %s' % (assignments, quote(text))
+        else:
+            text = 'env %s %s' % (assignments, text)
+    return text
+
+
+@dataclasses.dataclass(frozen=True)
+class Credentials:
+    """How to log in to a host.  Secrets are left out of ``repr``.
+
+    :param username: the login user.
+    :param password: a password, or None.
+    :param key_file: a private key file on this host, or None.
+    :param key_text: the private key itself (PEM/OpenSSH text), or None.
+    :param key_passphrase: passphrase of the private key, or None.
+    """
+
+    username: str
+    password: str | None = dataclasses.field(default=None, repr=False)
+    key_file: str | None = None
+    key_text: str | None = dataclasses.field(default=None, repr=False)
+    key_passphrase: str | None = dataclasses.field(default=None, repr=False)
+
+
+@dataclasses.dataclass(frozen=True)
+class CommandResult:
+    """What one remote command did.
+
+    :param host: the host it ran on.
+    :param command: its shell form (see :func:`display_command`).
+    :param stdout: standard output, decoded as UTF-8.
+    :param stderr: standard error, decoded as UTF-8.
+    :param exit_code: its exit status; -1 when it never finished.
+    """
+
+    host: str
+    command: str
+    stdout: str
+    stderr: str
+    exit_code: int
+
+    @property
+    def ok(self):
+        return self.exit_code == 0
+
+    @property
+    def failed(self):
+        return not self.ok
+
+    def tail(self, lines=20):
+        """The last *lines* lines of stderr, or of stdout if stderr is empty.
+
+        :returns: the lines joined by newlines ('' if there was no output).
+        """
+        text = self.stderr if self.stderr.strip() else self.stdout
+        return '\n'.join(text.rstrip('\n').splitlines()[-lines:])
+
+    def __repr__(self):
+        return '<CommandResult %s %r exit=%s>' % (
+            self.host, self.command[:60], self.exit_code)
+
+
+@dataclasses.dataclass(frozen=True)
+class SSHSettings:
+    """Connection policy; :meth:`from_conf` reads ``[kubespray_mgmt]``."""
+
+    connect_timeout: float = 10
+    connect_retries: int = 10
+    retry_initial_delay: float = 1.0
+    retry_max_delay: float = 15.0
+    command_timeout: float = 600
+    host_key_policy: str = 'accept-new'
+    known_hosts_file: str = '~/.kubespray-mgmt/known_hosts'
+    #: Seconds the local side waits past a command's timeout for the
+    #: remote ``timeout`` wrapper to report before giving up on its own.
+    timeout_grace: float = 10.0
+
+    @classmethod
+    def from_conf(cls, conf=None):
+        """Build settings from an ``oslo_config`` object (default global).
+
+        :param conf: a ``ConfigOpts`` with the ``[kubespray_mgmt]`` group.
+        """
+        group = (conf or kconf.CONF).kubespray_mgmt
+        return cls(connect_timeout=group.ssh_connect_timeout,
+                   connect_retries=group.ssh_connect_retries,
+                   retry_initial_delay=group.ssh_retry_initial_delay,
+                   retry_max_delay=group.ssh_retry_max_delay,
+                   command_timeout=group.ssh_command_timeout,
+                   host_key_policy=group.host_key_policy,
+                   known_hosts_file=group.known_hosts_file)
+
+
+class Stats:
+    """Thread-safe counters of connections, commands and transfers per host.
+
+    Tests and benchmarks read :meth:`snapshot`; the driver never relies
+    on it.
+    """
+
+    KINDS = ('connections', 'commands', 'transfers')
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._counts = {}
+
+    def record(self, host, kind):
+        with self._lock:
+            per_host = self._counts.setdefault(
+                host, dict.fromkeys(self.KINDS, 0))
+            per_host[kind] += 1
+
+    def snapshot(self):
+        """:returns: ``{host: {'connections': n, 'commands': n, ...}}``."""
+        with self._lock:
+            return {host: dict(counts)
+                    for host, counts in self._counts.items()}
+
+    def total(self, kind):
+        with self._lock:
+            return sum(counts[kind] for counts in self._counts.values())
+
+
+_PATH_LOCKS = {}
+_PATH_LOCKS_GUARD = threading.Lock()
+
+
+def _path_lock(path):
+    with _PATH_LOCKS_GUARD:
+        return _PATH_LOCKS.setdefault(path, threading.Lock())
+
+
+def _fingerprint(key):
+    return key.fingerprint
+
+
+# Host key algorithms that can carry a key of a given type.
+_KEY_ALGORITHMS = {
+    'ssh-rsa': ('rsa-sha2-512', 'rsa-sha2-256', 'ssh-rsa'),
+}
+
+
+class KnownHosts:
+    """The driver's own known_hosts file and its host key policy.
+
+    The file is read afresh for every check and rewritten atomically
+    (mode 0600) under a per-path lock, so connections in several threads
+    can record keys at once.
+
+    :param path: file path; ``~`` is expanded.
+    :param policy: ``reject``, ``accept-new`` or ``warn``.
+    """
+
+    POLICIES = ('reject', 'accept-new', 'warn')
+
+    def __init__(self, path, policy='accept-new'):
+        if policy not in self.POLICIES:
+            raise ValueError('host key policy %r is not one of %s'
+                             % (policy, ', '.join(self.POLICIES)))
+        self.path = os.path.expanduser(path)
+        self.policy = policy
+        self._lock = _path_lock(self.path)
+
+    @staticmethod
+    def entry(host, port):
+        """The known_hosts name of *host*:*port*, as OpenSSH writes it."""
+        return host if int(port) == 22 else '[%s]:%d' % (host, int(port))
+
+    def _load(self):
+        keys = paramiko.HostKeys()
+        if os.path.exists(self.path):
+            keys.load(self.path)
+        return keys
+
+    def _save(self, keys):
+        directory = os.path.dirname(self.path) or '.'
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+        tmp = '%s.%s.tmp' % (self.path, uuid.uuid4().hex[:8])
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, 'w') as f:
+            for host, entry in keys.items():
+                for key in entry.values():
+                    f.write('%s %s %s\n' % (host, key.get_name(),
+                                            key.get_base64()))
+        os.replace(tmp, self.path)
+
+    def known_key_types(self, host, port):
+        """Key types recorded for *host*:*port* (to prefer in negotiation)."""
+        with self._lock:
+            found = self._load().lookup(self.entry(host, port))
+        return list(found.keys()) if found else []
+
+    def verify(self, host, port, key):
+        """Check *key* against the file and apply the policy.
+
+        :raises HostKeyChanged: a different key is recorded for the host.
+        :raises HostKeyUnknown: the key is unknown and the policy rejects.
+        """
+        entry = self.entry(host, port)
+        with self._lock:
+            keys = self._load()
+            recorded = keys.lookup(entry)
+            if recorded:
+                self._check_recorded(host, port, entry, key, recorded)
+                return
+            self._apply_policy(host, port, entry, key, keys)
+
+    def _check_recorded(self, host, port, entry, key, recorded):
+        same = recorded.get(key.get_name())
+        if same is not None and same == key:
+            return
+        expected = ', '.join(_fingerprint(k) for k in recorded.values())
+        raise exceptions.HostKeyChanged(
+            host=host, port=port, fingerprint=_fingerprint(key),
+            expected=expected, known_hosts=self.path, entry=entry)
+
+    def _apply_policy(self, host, port, entry, key, keys):
+        if self.policy == 'reject':
+            raise exceptions.HostKeyUnknown(
+                host=host, port=port, fingerprint=_fingerprint(key),
+                known_hosts=self.path)
+        if self.policy == 'warn':
+            LOG.warning('Accepting unknown SSH host key %s of %s without '
+                        'recording it (host_key_policy=warn)',
+                        _fingerprint(key), entry)
+            return
+        keys.add(entry, key.get_name(), key)
+        self._save(keys)
+        LOG.info('Recorded new SSH host key %s of %s in %s',
+                 _fingerprint(key), entry, self.path)
+
+    def forget(self, host, port=22):
+        """Drop the keys of *host*:*port*, e.g. when its VM is re-created.
+
+        :returns: True if an entry was removed.
+        """
+        entry = self.entry(host, port)
+        with self._lock:
+            keys = self._load()
+            if entry not in keys:
+                return False
+            del keys[entry]
+            self._save(keys)
+            return True
+
+
+def _load_private_key(credentials):
+    """The credentials' private key as a paramiko key, or None."""
+    passphrase = credentials.key_passphrase
+    try:
+        if credentials.key_text:
+            return _key_from_text(credentials.key_text, passphrase)
+        if credentials.key_file:
+            return paramiko.PKey.from_path(
+                os.path.expanduser(credentials.key_file), passphrase)
+    except (paramiko.PasswordRequiredException, TypeError):
+        # cryptography raises TypeError for an encrypted OpenSSH-format
+        # key without passphrase, paramiko its own exception for PEM.
+        raise _KeyError('the private key is encrypted and no passphrase '
+                        'was given')
+    except (OSError, paramiko.SSHException, ValueError) as exc:
+        source = credentials.key_file or 'given as text'
+        raise _KeyError('cannot load the private key (%s): %s'
+                        % (source, type(exc).__name__))
+    return None
+
+
+def _key_from_text(text, passphrase):
+    for key_class in (paramiko.Ed25519Key, paramiko.ECDSAKey,
+                      paramiko.RSAKey):
+        try:
+            return key_class.from_private_key(io.StringIO(text), passphrase)
+        except paramiko.PasswordRequiredException:
+            raise
+        except (paramiko.SSHException, ValueError):
+            continue
+    raise paramiko.SSHException('not a supported private key')
+
+
+class _KeyError(Exception):
+    """A private key could not be loaded (reason has no key material)."""
+
+
+class _AuthRefused(Exception):
+    """The server refused every credential we offered."""
+
+
+class _Output:
+    """Accumulates one output stream, decoding UTF-8 across chunk borders.
+
+    :param on_line: called with each complete line (no newline), or None.
+    """
+
+    def __init__(self, on_line=None):
+        self._decoder = codecs.getincrementaldecoder('utf-8')('replace')
+        self._parts = []
+        self._pending = ''
+        self._on_line = on_line
+
+    def feed(self, data):
+        text = self._decoder.decode(data)
+        self._parts.append(text)
+        if self._on_line:
+            self._emit(text)
+
+    def _emit(self, text):
+        lines = (self._pending + text).split('\n')
+        self._pending = lines.pop()
+        for line in lines:
+            self._on_line(line.rstrip('\r'))
+
+    def text(self):
+        tail = self._decoder.decode(b'', final=True)
+        self._parts.append(tail)
+        if self._on_line:
+            self._emit(tail)
+            if self._pending:
+                self._on_line(self._pending.rstrip('\r'))
+                self._pending = ''
+        return ''.join(self._parts)
+
+
+def _drain(chan, out, err):
+    got = False
+    while chan.recv_ready():
+        out.feed(chan.recv(65536))
+        got = True
+    while chan.recv_stderr_ready():
+        err.feed(chan.recv_stderr(65536))
+        got = True
+    return got
+
+
+def _is_transient(exc):
+    """Worth another connection attempt: the host may still be booting."""
+    if isinstance(exc, (exceptions.HostKeyChanged,
+                        exceptions.HostKeyUnknown, _KeyError)):
+        return False
+    return isinstance(exc, (OSError, EOFError, paramiko.SSHException,
+                            _AuthRefused))
+
+
+class Connection:
+    """One SSH connection to one host, opened on first use.
+
+    Every command and file transfer of the connection shares one
+    transport; a transport that dropped is re-opened on the next call.
+
+    :param host: address to connect to.
+    :param credentials: a :class:`Credentials`.
+    :param port: SSH port.
+    :param settings: :class:`SSHSettings` (default: from ``[kubespray_mgmt]``).
+    :param known_hosts: a :class:`KnownHosts` (default: from settings).
+    :param stats: a :class:`Stats` to count into, or None.
+    :param sleep: the sleep function used between connection attempts.
+    """
+
+    def __init__(self, host, credentials, port=22, settings=None,
+                 known_hosts=None, stats=None, sleep=time.sleep):
+        self.host = host
+        self.port = int(port)
+        self.credentials = credentials
+        self.settings = settings or SSHSettings.from_conf()
+        self.known_hosts = known_hosts or KnownHosts(
+            self.settings.known_hosts_file, self.settings.host_key_policy)
+        self.stats = stats
+        self._sleep = sleep
+        self._lock = threading.Lock()
+        self._transport_obj = None
+        self._sftp_obj = None
+
+    def __repr__(self):
+        return '<Connection %s@%s:%s>' % (self.credentials.username,
+                                          self.host, self.port)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        self.close()
+
+    def _count(self, kind):
+        if self.stats is not None:
+            self.stats.record(self.host, kind)
+
+    # Connecting.
+
+    def _transport(self):
+        with self._lock:
+            if self._transport_obj is None or \
+                    not self._transport_obj.is_active():
+                self._sftp_obj = None
+                self._transport_obj = self._connect_with_retries()
+            return self._transport_obj
+
+    def _connect_with_retries(self):
+        settings = self.settings
+        retrying = tenacity.Retrying(
+            stop=tenacity.stop_after_attempt(settings.connect_retries + 1),
+            wait=tenacity.wait_exponential(
+                multiplier=settings.retry_initial_delay,
+                max=settings.retry_max_delay),
+            retry=tenacity.retry_if_exception(_is_transient),
+            sleep=self._sleep, reraise=True,
+            before_sleep=self._log_retry)
+        try:
+            return retrying(self._connect_once)
+        except exceptions.MgmtDriverOtherError:
+            raise
+        except _KeyError as exc:
+            raise exceptions.SSHAuthError(
+                user=self.credentials.username, host=self.host,
+                port=self.port, reason=str(exc))
+        except _AuthRefused as exc:
+            raise exceptions.SSHAuthError(
+                user=self.credentials.username, host=self.host,
+                port=self.port, reason=str(exc))
+        except (OSError, EOFError, paramiko.SSHException) as exc:
+            raise exceptions.SSHConnectError(
+                host=self.host, port=self.port,
+                attempts=settings.connect_retries + 1,
+                reason=_describe(exc))
+
+    def _log_retry(self, state):
+        LOG.info('SSH to %s:%s: attempt %d failed (%s), retrying in '
+                 '%.1f s', self.host, self.port, state.attempt_number,
+                 _describe(state.outcome.exception()),
+                 state.next_action.sleep)
+
+    def _connect_once(self):
+        timeout = self.settings.connect_timeout
+        sock = socket.create_connection((self.host, self.port),
+                                        timeout=timeout)
+        transport = paramiko.Transport(sock)
+        try:
+            transport.banner_timeout = timeout
+            transport.auth_timeout = timeout
+            self._prefer_known_key_types(transport)
+            transport.start_client(timeout=timeout)
+            self.known_hosts.verify(self.host, self.port,
+                                    transport.get_remote_server_key())
+            self._authenticate(transport)
+        except BaseException:
+            transport.close()
+            raise
+        transport.set_keepalive(30)
+        self._count('connections')
+        LOG.debug('Connected to %s', self)
+        return transport
+
+    def _prefer_known_key_types(self, transport):
+        # Negotiate a key type we have on record, so that a host that
+        # still has its recorded key is never reported as changed.
+        known = self.known_hosts.known_key_types(self.host, self.port)
+        if not known:
+            return
+        options = transport.get_security_options()
+        first = [alg for name in known
+                 for alg in _KEY_ALGORITHMS.get(name, (name,))
+                 if alg in options.key_types]
+        options.key_types = first + [alg for alg in options.key_types
+                                     if alg not in first]
+
+    def _authenticate(self, transport):
+        creds = self.credentials
+        refused = []
+        pkey = _load_private_key(creds)
+        if pkey is not None:
+            try:
+                transport.auth_publickey(creds.username, pkey)
+                return
+            except paramiko.AuthenticationException:
+                refused.append('public key refused')
+        if creds.password is not None:
+            try:
+                transport.auth_password(creds.username, creds.password)
+                return
+            except paramiko.AuthenticationException:
+                refused.append('password refused')
+        if not refused:
+            raise _KeyError('no password and no private key given')
+        raise _AuthRefused(', '.join(refused))
+
+    def close(self):
+        """Close the connection; the next call would open it again."""
+        with self._lock:
+            if self._transport_obj is not None:
+                self._transport_obj.close()
+            self._transport_obj = None
+            self._sftp_obj = None
+
+    # Commands.
+
+    def run(self, command, timeout=None, check=True, env=None, stdin=None,
+            on_line=None):
+        """Run *command* on the host and wait for it.
+
+        The command runs under coreutils ``timeout``, so a command that
+        overruns is stopped on the host too, not only abandoned here.
+
+        :param command: argv list (each item quoted) or a shell string
+            built from :func:`quote`-d parts.
+        :param timeout: seconds (default: ``ssh_command_timeout``).
+        :param check: raise when the exit code is not 0.
+        :param env: environment variables (never secrets: they are on the
+            remote command line).
+        :param stdin: str or bytes sent to the command's standard input
+            (the place for secrets a command needs).
+        :param on_line: called with each line of stdout as it arrives.
+        :returns: a :class:`CommandResult`.
+        :raises RemoteCommandFailed: exit code not 0 and *check* is set.
+        :raises RemoteCommandTimedOut: the command ran past *timeout*.
+        """
+        timeout = timeout or self.settings.command_timeout
+        text = display_command(command, env)
+        wrapped = 'timeout -k 5 %d sh -c %s' % (math.ceil(timeout),
+                                                quote(text))
+        LOG.debug('Running on %s: %s', self.host, text)
+        start = time.monotonic()
+        exit_code, out, err = self._execute(
+            wrapped, timeout + self.settings.timeout_grace, stdin, on_line)
+        result = CommandResult(self.host, text, out, err, exit_code)
+        elapsed = time.monotonic() - start
+        if exit_code == -1 or (exit_code in (REMOTE_TIMEOUT_EXIT, 137)
+                               and elapsed >= timeout):
+            raise exceptions.RemoteCommandTimedOut(result, timeout)
+        if check and result.failed:
+            raise exceptions.RemoteCommandFailed(result)
+        return result
+
+    def _execute(self, command, deadline_after, stdin, on_line):
+        transport = self._transport()
+        self._count('commands')
+        try:
+            chan = transport.open_session(
+                timeout=self.settings.connect_timeout)
+        except (OSError, EOFError, paramiko.SSHException) as exc:
+            raise exceptions.SSHConnectError(
+                host=self.host, port=self.port, attempts=1,
+                reason='cannot open a session: %s' % _describe(exc))
+        try:
+            chan.exec_command(command)
+            if stdin is not None:
+                chan.sendall(stdin.encode('utf-8')
+                             if isinstance(stdin, str) else stdin)
+            chan.shutdown_write()
+            return self._collect(chan, time.monotonic() + deadline_after,
+                                 on_line)
+        except (OSError, EOFError, paramiko.SSHException) as exc:
+            raise exceptions.SSHConnectError(
+                host=self.host, port=self.port, attempts=1,
+                reason='connection lost while running a command: %s'
+                       % _describe(exc))
+        finally:
+            chan.close()
+
+    @staticmethod
+    def _collect(chan, deadline, on_line):
+        out, err = _Output(on_line), _Output()
+        while not (chan.exit_status_ready() and chan.eof_received):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return -1, out.text(), err.text()
+            if not _drain(chan, out, err):
+                # Stdout and EOF wake select at once; stderr-only output
+                # is picked up by the short timeout.
+                select.select([chan], [], [], min(remaining, 0.05))
+        _drain(chan, out, err)
+        return chan.recv_exit_status(), out.text(), err.text()
+
+    # Files.
+
+    def _sftp(self):
+        transport = self._transport()
+        with self._lock:
+            if self._sftp_obj is None:
+                self._sftp_obj = paramiko.SFTPClient.from_transport(
+                    transport)
+            return self._sftp_obj
+
+    def _file_error(self, action, path, exc):
+        return exceptions.RemoteFileError(action=action, path=path,
+                                          host=self.host,
+                                          reason=_describe(exc))
+
+    def write_file(self, path, content, mode=0o600):
+        """Write *content* to *path* atomically (temp file, then rename).
+
+        The temp file gets *mode* before any byte is written, so a secret
+        is never readable by others, not even for a moment.
+
+        :param content: str (written as UTF-8) or bytes.
+        :param mode: permission bits of the file.
+        :raises RemoteFileError: the transfer or rename failed.
+        """
+        data = content.encode('utf-8') if isinstance(content, str) \
+            else content
+        directory, name = posixpath.split(path)
+        tmp = posixpath.join(directory, '.%s.%s.tmp'
+                             % (name, uuid.uuid4().hex[:8]))
+        sftp = self._sftp()
+        self._count('transfers')
+        try:
+            with sftp.open(tmp, 'wb') as remote:
+                remote.chmod(mode)
+                remote.write(data)
+            sftp.posix_rename(tmp, path)
+        except (OSError, EOFError, paramiko.SSHException) as exc:
+            self._remove_quietly(sftp, tmp)
+            raise self._file_error('Writing', path, exc)
+
+    @staticmethod
+    def _remove_quietly(sftp, path):
+        try:
+            sftp.remove(path)
+        except (OSError, EOFError, paramiko.SSHException):
+            pass
+
+    def read_file(self, path, missing_ok=False):
+        """Return the content of *path* as text.
+
+        :param missing_ok: return None instead of raising if it is absent.
+        :raises RemoteFileError: the file cannot be read.
+        """
+        sftp = self._sftp()
+        self._count('transfers')
+        try:
+            with sftp.open(path, 'rb') as remote:
+                return remote.read().decode('utf-8', 'replace')
+        except FileNotFoundError as exc:
+            if missing_ok:
+                return None
+            raise self._file_error('Reading', path, exc)
+        except (OSError, EOFError, paramiko.SSHException) as exc:
+            raise self._file_error('Reading', path, exc)
+
+    def put(self, local_path, remote_path, mode=None):
+        """Copy a local file to the host atomically.
+
+        :param mode: permission bits (default: those of the local file).
+        """
+        with open(local_path, 'rb') as f:
+            data = f.read()
+        if mode is None:
+            mode = os.stat(local_path).st_mode & 0o777
+        self.write_file(remote_path, data, mode)
+
+    def get(self, remote_path, local_path):
+        """Copy a file from the host; the local file appears whole or not."""
+        sftp = self._sftp()
+        self._count('transfers')
+        tmp = '%s.%s.tmp' % (local_path, uuid.uuid4().hex[:8])
+        try:
+            sftp.get(remote_path, tmp)
+            os.replace(tmp, local_path)
+        except (OSError, EOFError, paramiko.SSHException) as exc:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise self._file_error('Fetching', remote_path, exc)
+
+
+def _describe(exc):
+    text = str(exc).strip()
+    return '%s: %s' % (type(exc).__name__, text) if text \
+        else type(exc).__name__
+
+
+class ConnectionPool:
+    """Hands out one :class:`Connection` per (host, port, user).
+
+    A hook uses one pool, so it opens at most one SSH connection per
+    host; leaving the ``with`` block closes them all.
+
+    :param settings: :class:`SSHSettings` shared by the connections.
+    :param known_hosts: :class:`KnownHosts` shared by the connections.
+    :param stats: :class:`Stats` to count into (default: a new one).
+    :param sleep: sleep function for connection retries.
+    """
+
+    def __init__(self, settings=None, known_hosts=None, stats=None,
+                 sleep=time.sleep):
+        self.settings = settings or SSHSettings.from_conf()
+        self.known_hosts = known_hosts or KnownHosts(
+            self.settings.known_hosts_file, self.settings.host_key_policy)
+        self.stats = stats if stats is not None else Stats()
+        self._sleep = sleep
+        self._connections = {}
+        self._lock = threading.Lock()
+
+    def connection(self, host, credentials, port=22):
+        """The pool's connection to *host* (created, not yet opened)."""
+        key = (host, int(port), credentials.username)
+        with self._lock:
+            if key not in self._connections:
+                self._connections[key] = Connection(
+                    host, credentials, port, self.settings,
+                    self.known_hosts, self.stats, self._sleep)
+            return self._connections[key]
+
+    def close_all(self):
+        with self._lock:
+            connections = list(self._connections.values())
+            self._connections.clear()
+        for conn in connections:
+            conn.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        self.close_all()

@@ -1,0 +1,132 @@
+"""Recording test doubles for :mod:`mgmt_driver.ssh`.
+
+``FakeConnection`` has the public interface of ``ssh.Connection``: it
+records every call in ``calls`` and answers commands from a script of
+``(regex, CommandResult fields)`` rules, first match wins; commands that
+match no rule succeed with empty output.  Remote files live in ``files``.
+``FakePool`` hands out one ``FakeConnection`` per host, like
+``ssh.ConnectionPool``.
+"""
+
+import re
+import shlex
+
+from mgmt_driver import exceptions
+from mgmt_driver import ssh
+
+
+class FakeConnection:
+    def __init__(self, host, port=22, username='user'):
+        self.host = host
+        self.port = port
+        self.username = username
+        self.calls = []
+        self.files = {}
+        self.modes = {}
+        self._rules = []
+        self.closed = False
+
+    def script(self, pattern, stdout='', stderr='', exit_code=0,
+               timeout=False, times=None):
+        """Answer commands matching *pattern* (``re.search``).
+
+        :param timeout: raise ``RemoteCommandTimedOut`` instead.
+        :param times: use the rule this many times only (None: always).
+        """
+        self._rules.append({'re': re.compile(pattern), 'stdout': stdout,
+                            'stderr': stderr, 'exit_code': exit_code,
+                            'timeout': timeout, 'times': times})
+
+    @property
+    def commands(self):
+        return [c[1] for c in self.calls if c[0] == 'run']
+
+    def _match(self, command):
+        for rule in self._rules:
+            if rule['times'] == 0 or not rule['re'].search(command):
+                continue
+            if rule['times'] is not None:
+                rule['times'] -= 1
+            return rule
+        return None
+
+    def run(self, command, timeout=None, check=True, env=None, stdin=None,
+            on_line=None):
+        text = ssh.display_command(command, env)
+        self.calls.append(('run', text))
+        rule = self._match(text) or {'stdout': '', 'stderr': '',
+                                     'exit_code': 0, 'timeout': False}
+        result = ssh.CommandResult(host=self.host, command=text,
+                                   stdout=rule['stdout'],
+                                   stderr=rule['stderr'],
+                                   exit_code=rule['exit_code'])
+        if on_line:
+            for line in result.stdout.splitlines():
+                on_line(line)
+        if rule['timeout']:
+            raise exceptions.RemoteCommandTimedOut(result, timeout)
+        if check and not result.ok:
+            raise exceptions.RemoteCommandFailed(result)
+        return result
+
+    def write_file(self, path, content, mode=0o600):
+        self.calls.append(('write_file', path))
+        if isinstance(content, bytes):
+            content = content.decode('utf-8')
+        self.files[path] = content
+        self.modes[path] = mode
+
+    def read_file(self, path, missing_ok=False):
+        self.calls.append(('read_file', path))
+        if path not in self.files:
+            if missing_ok:
+                return None
+            raise exceptions.RemoteFileError(action='Reading', path=path,
+                                             host=self.host,
+                                             reason='No such file')
+        return self.files[path]
+
+    def put(self, local_path, remote_path, mode=None):
+        self.calls.append(('put', local_path, remote_path))
+        with open(local_path, encoding='utf-8') as f:
+            self.files[remote_path] = f.read()
+        self.modes[remote_path] = mode
+
+    def get(self, remote_path, local_path):
+        self.calls.append(('get', remote_path, local_path))
+        with open(local_path, 'w', encoding='utf-8') as f:
+            f.write(self.read_file(remote_path))
+
+    def close(self):
+        self.closed = True
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class FakePool:
+    """One FakeConnection per host address; see ``ssh.ConnectionPool``."""
+
+    def __init__(self):
+        self.connections = {}
+
+    def connection(self, host, credentials=None, port=22):
+        if host not in self.connections:
+            user = getattr(credentials, 'username', 'user')
+            self.connections[host] = FakeConnection(host, port, user)
+        return self.connections[host]
+
+    def __getitem__(self, host):
+        return self.connection(host)
+
+    def close_all(self):
+        for conn in self.connections.values():
+            conn.close()
+
+
+def joined(argv):
+    """The display form of an argv list, as the fake records it."""
+    return shlex.join(argv)

@@ -1,0 +1,192 @@
+"""A real OpenSSH ``sshd`` on loopback addresses, for functional tests.
+
+:class:`Sshd` writes its own host key, client keys and ``sshd_config`` in
+a fresh directory, listens on one free port of one or more 127.0.0.x
+addresses and stops in :meth:`Sshd.stop`, leaving nothing running.
+Run as root (as CI does), it logs in a dedicated test user with a random
+password and with keys; as another user it can only log that user in with
+a key, so password tests skip.
+"""
+
+import getpass
+import os
+import pwd
+import re
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+
+SSHD = shutil.which('sshd') or '/usr/sbin/sshd'
+SSH_KEYGEN = shutil.which('ssh-keygen') or '/usr/bin/ssh-keygen'
+TEST_USER = 'kmgmt-test'
+
+
+def available():
+    """Why the site cannot run here, or None if it can."""
+    for tool in (SSHD, SSH_KEYGEN):
+        if not os.access(tool, os.X_OK):
+            return '%s not found (apt-get install openssh-server)' % tool
+    return None
+
+
+def free_port(address='127.0.0.1'):
+    with socket.socket() as sock:
+        sock.bind((address, 0))
+        return sock.getsockname()[1]
+
+
+def _keygen(path, key_type='ed25519', passphrase=''):
+    subprocess.run([SSH_KEYGEN, '-q', '-t', key_type, '-N', passphrase,
+                    '-C', 'kmgmt-test', '-f', path], check=True)
+
+
+_PASSWORD = 'pw-' + secrets.token_hex(8)
+
+
+def _ensure_test_user():
+    password = _PASSWORD
+    try:
+        pwd.getpwnam(TEST_USER)
+    except KeyError:
+        subprocess.run(['useradd', '-m', '-s', '/bin/sh', TEST_USER],
+                       check=True)
+    subprocess.run(['chpasswd'], input='%s:%s' % (TEST_USER, password),
+                   text=True, check=True)
+    return password
+
+
+class Sshd:
+    """One sshd process serving *addresses* on one port.
+
+    :param addresses: loopback addresses to listen on.
+    """
+
+    def __init__(self, addresses=('127.0.0.2',)):
+        self.addresses = tuple(addresses)
+        self.root = tempfile.mkdtemp(prefix='kmgmt-sshd-')
+        os.chmod(self.root, 0o755)
+        self.port = free_port(self.addresses[0])
+        self.is_root = os.geteuid() == 0
+        if self.is_root:
+            self.user = TEST_USER
+            self.password = _ensure_test_user()
+        else:
+            self.user = getpass.getuser()
+            self.password = None
+        self.scratch = self._path('scratch')
+        os.mkdir(self.scratch)
+        os.chmod(self.scratch, 0o1777)
+        self.client_key = self._path('id_ed25519')
+        _keygen(self.client_key)
+        self.passphrase = 'pass-' + secrets.token_hex(6)
+        self.encrypted_key = self._path('id_rsa_enc')
+        _keygen(self.encrypted_key, 'rsa', self.passphrase)
+        self._write_authorized_keys()
+        self.host_key = self._path('ssh_host_ed25519_key')
+        _keygen(self.host_key)
+        self.log = self._path('sshd.log')
+        self._proc = None
+
+    def _path(self, name):
+        return os.path.join(self.root, name)
+
+    def _write_authorized_keys(self):
+        lines = []
+        for key in (self.client_key, self.encrypted_key):
+            with open(key + '.pub') as f:
+                lines.append(f.read().strip())
+        path = self._path('authorized_keys')
+        with open(path, 'w') as f:
+            f.write('\n'.join(lines) + '\n')
+        os.chmod(path, 0o644)
+
+    def _write_config(self):
+        listen = ''.join('ListenAddress %s:%d\n' % (addr, self.port)
+                         for addr in self.addresses)
+        config = (
+            listen +
+            'HostKey %s\n' % self.host_key +
+            'PidFile %s\n' % self._path('sshd.pid') +
+            'AuthorizedKeysFile %s\n' % self._path('authorized_keys') +
+            'PasswordAuthentication %s\n' % (
+                'yes' if self.is_root else 'no') +
+            'KbdInteractiveAuthentication no\n'
+            'PubkeyAuthentication yes\n'
+            'UsePAM no\n'
+            'StrictModes no\n'
+            'PermitRootLogin no\n'
+            'AllowUsers %s\n' % self.user +
+            'MaxSessions 100\n'
+            'MaxStartups 200\n'
+            'LogLevel VERBOSE\n'
+            'Subsystem sftp internal-sftp\n')
+        path = self._path('sshd_config')
+        with open(path, 'w') as f:
+            f.write(config)
+        return path
+
+    def start(self, timeout=15):
+        """Start sshd and wait until every address accepts connections."""
+        if self.is_root:
+            os.makedirs('/run/sshd', mode=0o755, exist_ok=True)
+        config = self._write_config()
+        self._proc = subprocess.Popen(
+            [SSHD, '-D', '-f', config, '-E', self.log],
+            stdin=subprocess.DEVNULL)
+        deadline = time.monotonic() + timeout
+        for address in self.addresses:
+            self._wait_listening(address, deadline)
+        return self
+
+    def _wait_listening(self, address, deadline):
+        while True:
+            if self._proc.poll() is not None:
+                raise RuntimeError('sshd exited: %s' % self.read_log())
+            try:
+                socket.create_connection((address, self.port), 1).close()
+                return
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError('sshd is not listening on %s:%d'
+                                       % (address, self.port))
+                time.sleep(0.05)
+
+    def stop(self):
+        """Stop sshd (and the sessions it forked)."""
+        if self._proc is None:
+            return
+        self._proc.send_signal(signal.SIGTERM)
+        try:
+            self._proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            self._proc.wait()
+        self._proc = None
+
+    def new_host_key(self):
+        """Replace the host key and restart: a "re-created VM"."""
+        self.stop()
+        os.unlink(self.host_key)
+        os.unlink(self.host_key + '.pub')
+        _keygen(self.host_key)
+        self.start()
+
+    def read_log(self):
+        try:
+            with open(self.log) as f:
+                return f.read()
+        except FileNotFoundError:
+            return ''
+
+    def accepted_logins(self):
+        """How many logins sshd accepted so far (from its log)."""
+        return len(re.findall(r'Accepted (?:publickey|password) for ',
+                              self.read_log()))
+
+    def cleanup(self):
+        self.stop()
+        shutil.rmtree(self.root, ignore_errors=True)
