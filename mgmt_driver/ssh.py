@@ -302,6 +302,9 @@ class KnownHosts:
             return True
 
 
+_NEEDS_PASSPHRASE = 'the private key is encrypted and no passphrase was given'
+
+
 def _load_private_key(credentials):
     """The credentials' private key as a paramiko key, or None."""
     passphrase = credentials.key_passphrase
@@ -310,12 +313,15 @@ def _load_private_key(credentials):
             return _key_from_text(credentials.key_text, passphrase)
         if credentials.key_file:
             return paramiko.PKey.from_path(
-                os.path.expanduser(credentials.key_file), passphrase)
-    except (paramiko.PasswordRequiredException, TypeError):
-        # cryptography raises TypeError for an encrypted OpenSSH-format
-        # key without passphrase, paramiko its own exception for PEM.
-        raise _KeyError('the private key is encrypted and no passphrase '
-                        'was given')
+                os.path.expanduser(credentials.key_file),
+                passphrase.encode('utf-8') if passphrase else None)
+    except paramiko.PasswordRequiredException:
+        raise _KeyError(_NEEDS_PASSPHRASE)
+    except TypeError:
+        # cryptography's way of saying that an encrypted key needs one.
+        if passphrase:
+            raise
+        raise _KeyError(_NEEDS_PASSPHRASE)
     except (OSError, paramiko.SSHException, ValueError) as exc:
         source = credentials.key_file or 'given as text'
         raise _KeyError('cannot load the private key (%s): %s'
