@@ -1,0 +1,217 @@
+"""Make the new cluster usable: a Tacker Kubernetes VIM, or a kubeconfig.
+
+Inside Tacker, :class:`TackerVimRegistry` registers the cluster as a
+Kubernetes VIM (bearer token and CA certificate, ``auth_url`` pointing at
+the external load balancer), reuses a VIM of the same name and URL, and
+records it in the VNF instance's ``vim_connection_info``; terminate undoes
+both.  Outside Tacker, :class:`KubeconfigRegistry` writes a kubeconfig file
+(mode 0600).  Document rendering is pure; Tacker is imported lazily.
+"""
+
+import base64
+import dataclasses
+import os
+import uuid
+
+import yaml
+from oslo_log import log as logging
+
+from mgmt_driver import exceptions
+
+LOG = logging.getLogger(__name__)
+
+VIM_TYPE = 'kubernetes'
+
+
+@dataclasses.dataclass(frozen=True)
+class ClusterAccess:
+    """How to reach the cluster's API server as its admin.
+
+    :param name: VIM (or kubeconfig context) name.
+    :param server: ``https://<address>:<port>`` of the API endpoint.
+    :param token: bearer token of the admin ServiceAccount (never shown).
+    :param ca_cert: PEM of the cluster CA.
+    """
+
+    name: str
+    server: str
+    token: str = dataclasses.field(repr=False)
+    ca_cert: str = dataclasses.field(repr=False)
+
+
+def server_url(address, port):
+    """``https://`` URL of *address*:*port* (IPv6 in brackets)."""
+    host = '[%s]' % address if ':' in address else address
+    return 'https://%s:%d' % (host, int(port))
+
+
+def default_vim_name(vnf_instance_id):
+    return 'kubernetes_vim_%s' % vnf_instance_id
+
+
+def vim_body(access, project_id, description=None):
+    """The body Tacker's ``NfvoPlugin.create_vim`` takes.
+
+    :param access: a :class:`ClusterAccess`.
+    :param project_id: the owning project (``context.project_id``).
+    """
+    return {'vim': {
+        'name': access.name,
+        'description': description or 'Kubernetes cluster built by the '
+                                      'kubespray MgmtDriver',
+        'type': VIM_TYPE,
+        'auth_url': access.server,
+        'vim_project': {'name': 'default'},
+        'auth_cred': {'bearer_token': access.token,
+                      'ssl_ca_cert': access.ca_cert},
+        'is_default': False,
+        'tenant_id': project_id,
+    }}
+
+
+def render_kubeconfig(access, user='kubespray-mgmt-admin'):
+    """A kubeconfig (YAML text) for *access*; it holds the token."""
+    ca = base64.b64encode(access.ca_cert.encode('utf-8')).decode('ascii')
+    doc = {
+        'apiVersion': 'v1',
+        'kind': 'Config',
+        'clusters': [{'name': access.name, 'cluster': {
+            'server': access.server,
+            'certificate-authority-data': ca}}],
+        'users': [{'name': user, 'user': {'token': access.token}}],
+        'contexts': [{'name': access.name, 'context': {
+            'cluster': access.name, 'user': user}}],
+        'current-context': access.name,
+    }
+    return yaml.safe_dump(doc, sort_keys=True, default_flow_style=False)
+
+
+class KubeconfigRegistry:
+    """Outside Tacker: one kubeconfig file per cluster in *directory*."""
+
+    def __init__(self, directory):
+        self.directory = directory
+
+    def path(self, name):
+        if not name or '/' in name or name.startswith('.'):
+            raise exceptions.MgmtDriverParamInvalid(
+                param='vim_name (%r is not usable as a file name)' % name)
+        return os.path.join(self.directory, '%s.kubeconfig' % name)
+
+    def register(self, access):
+        """Write the kubeconfig atomically with mode 0600.
+
+        :returns: its path.
+        """
+        path = self.path(access.name)
+        os.makedirs(self.directory, mode=0o700, exist_ok=True)
+        tmp = '%s.%s.tmp' % (path, uuid.uuid4().hex[:8])
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, 'w') as f:
+            f.write(render_kubeconfig(access))
+        os.replace(tmp, path)
+        LOG.info('Wrote kubeconfig of %s to %s', access.name, path)
+        return path
+
+    def unregister(self, name):
+        """Remove the kubeconfig; absent is fine.
+
+        :returns: True if a file was removed.
+        """
+        try:
+            os.unlink(self.path(name))
+        except FileNotFoundError:
+            return False
+        return True
+
+
+class TackerVimRegistry:
+    """Inside Tacker: the cluster as a Kubernetes VIM of the VNF instance.
+
+    :param plugin: an object with Tacker's ``NfvoPlugin`` methods
+        ``get_vims``, ``create_vim`` and ``delete_vim`` (default: a new
+        ``NfvoPlugin``).
+    :param make_connection_info: builds a ``VimConnectionInfo`` from
+        keyword arguments (default: Tacker's object class).
+    """
+
+    def __init__(self, plugin=None, make_connection_info=None):
+        self._plugin = plugin
+        self._make_connection_info = make_connection_info
+
+    def _nfvo(self):
+        if self._plugin is None:
+            from tacker.nfvo import nfvo_plugin
+            self._plugin = nfvo_plugin.NfvoPlugin()
+        return self._plugin
+
+    def _connection_info(self, **fields):
+        if self._make_connection_info is None:
+            from tacker import objects
+            self._make_connection_info = objects.VimConnectionInfo
+        return self._make_connection_info(**fields)
+
+    def _find(self, context, name):
+        vims = self._nfvo().get_vims(context, filters={'name': [name]})
+        return vims[0] if vims else None
+
+    def register(self, context, vnf_instance, access):
+        """Create (or reuse) the VIM and attach it to *vnf_instance*.
+
+        :returns: the VIM id.
+        :raises MgmtDriverOtherError: a VIM of that name exists for
+            another API endpoint, or Tacker refused the VIM.
+        """
+        vim = self._find(context, access.name)
+        if vim is not None and vim.get('auth_url') != access.server:
+            raise exceptions.MgmtDriverOtherError(
+                error_message='a VIM named %s already exists for %s; '
+                              'choose another vim_name' % (
+                                  access.name, vim.get('auth_url')))
+        if vim is None:
+            vim = self._create(context, access)
+        self._attach(vnf_instance, vim['id'])
+        return vim['id']
+
+    def _create(self, context, access):
+        try:
+            vim = self._nfvo().create_vim(
+                context, vim_body(access, getattr(context, 'project_id',
+                                                  None)))
+        except Exception as exc:  # Tacker raises many kinds here
+            reason = str(exc).replace(access.token, '***') or \
+                type(exc).__name__
+            raise exceptions.MgmtDriverOtherError(
+                error_message='registering the Kubernetes VIM %s at %s '
+                              'failed: %s' % (access.name, access.server,
+                                              reason))
+        LOG.info('Registered Kubernetes VIM %s (%s) at %s', access.name,
+                 vim['id'], access.server)
+        return vim
+
+    def _attach(self, vnf_instance, vim_id):
+        infos = vnf_instance.vim_connection_info
+        if any(info.vim_id == vim_id for info in infos):
+            return
+        infos.append(self._connection_info(
+            id=str(uuid.uuid4()), vim_id=vim_id, vim_type=VIM_TYPE,
+            access_info={}, interface_info={}, extra={}))
+        vnf_instance.vim_connection_info = infos
+        vnf_instance.save()
+
+    def unregister(self, context, vnf_instance, name):
+        """Detach and delete the VIM named *name*; absent is fine.
+
+        :returns: True if a VIM was deleted.
+        """
+        vim = self._find(context, name)
+        if vim is None:
+            return False
+        infos = vnf_instance.vim_connection_info
+        kept = [info for info in infos if info.vim_id != vim['id']]
+        if len(kept) != len(infos):
+            vnf_instance.vim_connection_info = kept
+            vnf_instance.save()
+        self._nfvo().delete_vim(context, vim['id'])
+        LOG.info('Deleted Kubernetes VIM %s (%s)', name, vim['id'])
+        return True

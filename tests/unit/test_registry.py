@@ -1,0 +1,143 @@
+"""mgmt_driver.registry with a fake NfvoPlugin and VNF instance."""
+
+import base64
+import os
+import stat
+
+import pytest
+import yaml
+
+from mgmt_driver import exceptions
+from mgmt_driver import registry
+
+TOKEN = 'tok-SECRET-0123456789'
+ACCESS = registry.ClusterAccess('kubernetes_vim_i1', 'https://10.0.0.5:8383',
+                                TOKEN, '-----BEGIN CERTIFICATE-----\nx\n')
+
+
+class FakePlugin:
+    def __init__(self, fail=None):
+        self.vims = {}
+        self.calls = []
+        self.fail = fail
+
+    def get_vims(self, context, filters=None):
+        names = filters['name']
+        return [v for v in self.vims.values() if v['name'] in names]
+
+    def create_vim(self, context, body):
+        self.calls.append(('create', body))
+        if self.fail:
+            raise self.fail
+        vim = dict(body['vim'], id='vim-%d' % (len(self.vims) + 1))
+        self.vims[vim['id']] = vim
+        return vim
+
+    def delete_vim(self, context, vim_id):
+        self.calls.append(('delete', vim_id))
+        del self.vims[vim_id]
+
+
+class Info:
+    def __init__(self, **fields):
+        self.__dict__.update(fields)
+
+
+class Instance:
+    def __init__(self):
+        self.vim_connection_info = []
+        self.saves = 0
+
+    def save(self):
+        self.saves += 1
+
+
+class Context:
+    project_id = 'proj-1'
+
+
+def _registry(plugin):
+    return registry.TackerVimRegistry(plugin, Info)
+
+
+def test_register_creates_vim_and_connection_info():
+    plugin, instance = FakePlugin(), Instance()
+    vim_id = _registry(plugin).register(Context(), instance, ACCESS)
+    body = plugin.calls[0][1]['vim']
+    assert body['type'] == 'kubernetes'
+    assert body['auth_url'] == 'https://10.0.0.5:8383'
+    assert body['auth_cred'] == {'bearer_token': TOKEN,
+                                 'ssl_ca_cert': ACCESS.ca_cert}
+    assert body['tenant_id'] == 'proj-1'
+    [info] = instance.vim_connection_info
+    assert (info.vim_id, info.vim_type) == (vim_id, 'kubernetes')
+    assert instance.saves == 1
+
+
+def test_register_again_reuses_vim_and_info():
+    plugin, instance = FakePlugin(), Instance()
+    reg = _registry(plugin)
+    first = reg.register(Context(), instance, ACCESS)
+    assert reg.register(Context(), instance, ACCESS) == first
+    assert len(plugin.vims) == 1 and len(instance.vim_connection_info) == 1
+    assert instance.saves == 1
+
+
+def test_same_name_other_url_is_refused():
+    plugin = FakePlugin()
+    _registry(plugin).register(Context(), Instance(), ACCESS)
+    other = registry.ClusterAccess(ACCESS.name, 'https://10.9.9.9:8383',
+                                   TOKEN, 'ca')
+    with pytest.raises(exceptions.MgmtDriverOtherError, match='10.0.0.5'):
+        _registry(plugin).register(Context(), Instance(), other)
+
+
+def test_failed_registration_hides_the_token():
+    plugin = FakePlugin(fail=RuntimeError('bad token %s' % TOKEN))
+    with pytest.raises(exceptions.MgmtDriverOtherError) as info:
+        _registry(plugin).register(Context(), Instance(), ACCESS)
+    assert TOKEN not in str(info.value) and '***' in str(info.value)
+
+
+def test_unregister_detaches_and_deletes_and_is_idempotent():
+    plugin, instance = FakePlugin(), Instance()
+    reg = _registry(plugin)
+    reg.register(Context(), instance, ACCESS)
+    instance.vim_connection_info.append(Info(vim_id='openstack-vim'))
+    assert reg.unregister(Context(), instance, ACCESS.name)
+    assert [i.vim_id for i in instance.vim_connection_info] == [
+        'openstack-vim']
+    assert not plugin.vims
+    assert not reg.unregister(Context(), instance, ACCESS.name)
+
+
+def test_access_repr_hides_token():
+    assert TOKEN not in repr(ACCESS)
+
+
+@pytest.mark.parametrize('address, url', [
+    ('10.0.0.5', 'https://10.0.0.5:8383'),
+    ('fd00::5', 'https://[fd00::5]:8383'),
+])
+def test_server_url(address, url):
+    assert registry.server_url(address, 8383) == url
+
+
+def test_kubeconfig_file(tmp_path):
+    reg = registry.KubeconfigRegistry(str(tmp_path / 'kc'))
+    path = reg.register(ACCESS)
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    doc = yaml.safe_load(open(path))
+    cluster = doc['clusters'][0]['cluster']
+    assert cluster['server'] == ACCESS.server
+    assert base64.b64decode(cluster['certificate-authority-data']).decode() \
+        == ACCESS.ca_cert
+    assert doc['users'][0]['user']['token'] == TOKEN
+    assert doc['current-context'] == ACCESS.name
+    assert reg.unregister(ACCESS.name) and not reg.unregister(ACCESS.name)
+
+
+@pytest.mark.parametrize('name', ['', '../x', '.hidden', 'a/b'])
+def test_kubeconfig_refuses_unsafe_names(tmp_path, name):
+    with pytest.raises(exceptions.MgmtDriverParamInvalid):
+        registry.KubeconfigRegistry(str(tmp_path)).path(name)
