@@ -81,7 +81,36 @@ kubespray_opts = [
                       'polls.'),
 ]
 
-ALL_OPTS = ssh_opts + kubespray_opts
+lb_opts = [
+    cfg.StrOpt('haproxy_config_path', default='/etc/haproxy/haproxy.cfg',
+               help='HAProxy configuration file on the external load '
+                    'balancer VM. The driver replaces it as a whole; the '
+                    'previous file is kept as <path>.bak and the new one '
+                    'is checked first as <path>.new.'),
+    cfg.StrOpt('haproxy_check_command', default='haproxy -c -f',
+               help='Command, split like a shell would (no shell runs it), '
+                    'that checks a configuration file on the LB VM; the '
+                    'file path is appended. A non-zero exit refuses the '
+                    'new configuration.'),
+    cfg.StrOpt('haproxy_reload_command', default='systemctl reload haproxy',
+               help='Command, split like a shell would (no shell runs it), '
+                    'that makes HAProxy load the new configuration without '
+                    'cutting established connections. "systemctl '
+                    'reload-or-restart haproxy" also starts a stopped '
+                    'HAProxy.'),
+    cfg.StrOpt('haproxy_sudo', default='auto',
+               choices=[('auto', 'use "sudo -n" when the LB SSH user is '
+                                 'not root'),
+                        ('always', 'always use "sudo -n"'),
+                        ('never', 'never use sudo; the SSH user must be '
+                                  'able to write the configuration '
+                                  'directory and reload HAProxy')],
+               help='Whether the commands that replace the HAProxy '
+                    'configuration and reload it run under "sudo -n" '
+                    '(passwordless sudo) on the LB VM.'),
+]
+
+ALL_OPTS = ssh_opts + kubespray_opts + lb_opts
 
 
 def register_opts(conf):

@@ -86,3 +86,120 @@ class RemoteFileError(MgmtDriverOtherError):
     """A file transfer to or from a host failed."""
 
     message = '%(action)s %(path)s on %(host)s failed: %(reason)s'
+
+
+class CsarError(MgmtDriverParamInvalid):
+    """A CSAR cannot be built from its source (see :mod:`csar`)."""
+
+    message = 'CSAR build failed: %(reason)s'
+
+
+class _ParamsProblems:
+    """Mixin: every problem of one request, reported together.
+
+    :param problems: ``'<field path>: <problem>'`` strings; never a
+        secret value.  Kept as ``.problems``; the message lists them all.
+    """
+
+    message = '%(count)s problem(s) in the input: %(problems)s'
+
+    def __init__(self, problems):
+        self.problems = list(problems)
+        super().__init__(count=len(self.problems),
+                         problems='; '.join(self.problems))
+
+
+class ParamsInvalid(_ParamsProblems, MgmtDriverParamInvalid):
+    """At least one field is invalid (some may also be missing)."""
+
+
+class ParamsNotFound(_ParamsProblems, MgmtDriverNotFound):
+    """Every problem is a missing field."""
+
+
+class LoadBalancerLayoutInvalid(MgmtDriverParamInvalid):
+    """The node set or ports cannot make a valid HAProxy configuration."""
+
+    message = 'Invalid load balancer layout: %(reason)s'
+
+
+class LoadBalancerConfigInvalid(MgmtDriverOtherError):
+    """``haproxy -c`` refused a new configuration; nothing was applied.
+
+    :param result: the ``CommandResult`` of the check command.
+    :param path: where the refused file was checked.
+    """
+
+    message = ('HAProxy refused the new configuration on %(host)s '
+               '(checked as %(path)s); the running configuration is '
+               'unchanged: %(detail)s')
+
+    def __init__(self, result, path):
+        self.result = result
+        self.path = path
+        super().__init__(host=result.host, path=path,
+                         detail=_haproxy_detail(result))
+
+
+def _haproxy_detail(result, lines=20):
+    """HAProxy's own complaint: its output without the [NOTICE] banner."""
+    text = result.stderr + '\n' + result.stdout
+    kept = [line for line in text.splitlines()
+            if line.strip() and not line.startswith('[NOTICE]')]
+    return '\n'.join(kept[-lines:]) or result.tail(lines) or '(no output)'
+
+
+class PlaybookFailed(MgmtDriverRemoteCommandError):
+    """``ansible-playbook`` exited non-zero on the Ansible server.
+
+    :param playbook: the playbook, relative to the kubespray checkout.
+    :param result: the ``CommandResult`` of the run.
+    :param recap: ``{host: {'ok': n, 'failed': n, ...}}`` from PLAY RECAP.
+    :param errors: the ``fatal:``/``ERROR!`` lines of the output.
+    :param tail: the last lines of the output.
+    """
+
+    message = ('ansible-playbook %(playbook)s on %(host)s failed with exit '
+               'code %(exit_code)s; failed hosts: %(failed)s; unreachable '
+               'hosts: %(unreachable)s; errors: %(errors)s; output tail: '
+               '%(tail)s')
+
+    def __init__(self, playbook, result, recap, errors, tail):
+        self.playbook = playbook
+        self.result = result
+        self.recap = recap
+        self.failed_hosts = sorted(
+            h for h, c in recap.items() if c.get('failed'))
+        self.unreachable_hosts = sorted(
+            h for h, c in recap.items() if c.get('unreachable'))
+        super().__init__(
+            playbook=playbook, host=result.host, exit_code=result.exit_code,
+            failed=', '.join(self.failed_hosts) or 'none',
+            unreachable=', '.join(self.unreachable_hosts) or 'none',
+            errors=' | '.join(errors) or 'none', tail=tail or '(no output)')
+
+
+class KubesprayCheckoutUnsupported(MgmtDriverOtherError):
+    """The kubespray checkout is missing, incomplete or too old."""
+
+    message = ('The kubespray checkout %(root)s on %(host)s cannot be used: '
+               '%(reason)s')
+
+
+class UnsafeRemotePath(MgmtDriverParamInvalid):
+    """A remote path the driver would create, write or delete is unsafe."""
+
+    message = 'Refusing the remote path %(path)r: %(reason)s'
+
+
+class WaitTimedOut(MgmtDriverRemoteCommandTimeOut):
+    """A polled state was not reached before its deadline."""
+
+    message = ('Gave up after %(timeout)s s waiting on %(host)s for '
+               '%(what)s: %(detail)s')
+
+
+class NoReachableHost(MgmtDriverOtherError):
+    """None of the candidate hosts could run a command."""
+
+    message = 'No host could run %(what)s; tried %(tried)s'

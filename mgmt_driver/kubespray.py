@@ -1,0 +1,587 @@
+"""Runs kubespray's playbooks on the Ansible server over one SSH connection.
+
+* :class:`Workspace`: the per-VNF-instance directory on the Ansible server
+  that holds the inventory, the extra-vars files and credentials (0700
+  directory, 0600 files, written atomically).
+* :func:`detect_layout`: what the kubespray checkout looks like (where
+  ``facts.yml`` is, whether ``remove-node.yml`` knows
+  ``skip_confirmation``), in one remote command; checkouts older than
+  v2.16 are refused.
+* :class:`Runner`: ``ansible-playbook`` with the checkout as working
+  directory, ``-i <inventory file>``, ``-e @<file>`` only (``-e k=v``
+  turns booleans into strings), ``--become``, forks and a timeout that
+  grows with the node count; progress lines go to the log, PLAY RECAP is
+  parsed, and a failure raises :class:`~mgmt_driver.exceptions.PlaybookFailed`
+  naming the failed hosts.  No PTY is ever requested and no prompt is
+  answered: confirmations are switched off through vars files.
+
+Inputs are plain values (paths, host names, rendered documents), so the
+module does not depend on the request model.
+"""
+
+import dataclasses
+import posixpath
+import re
+
+import yaml
+from oslo_log import log as logging
+
+from mgmt_driver import conf as kconf
+from mgmt_driver import exceptions
+
+LOG = logging.getLogger(__name__)
+
+#: Oldest kubespray release this driver supports.
+MIN_VERSION = (2, 16)
+
+#: The vars file :meth:`Runner.remove_nodes` writes into the workspace.
+REMOVE_VARS_FILE = 'remove-node-vars.yaml'
+#: The vars file :meth:`Runner.reset` writes into the workspace.
+RESET_VARS_FILE = 'reset-vars.yaml'
+
+# Kubernetes node names are DNS subdomains; an inventory name must also be
+# a plain Ansible host pattern (no ',', ':', '!', '&', '*' or '~' that
+# would widen --limit or remove-node's ``node`` to other hosts).
+_HOST_NAME = re.compile(r'^[A-Za-z0-9][A-Za-z0-9._-]{0,252}$')
+# Patterns that are valid names but would match every host.
+_WIDE_PATTERNS = frozenset({'all', 'localhost', 'ungrouped'})
+
+
+_ENSURE_DIR = 'mkdir -p -m 0700 -- "$1" && chmod 0700 -- "$1"'
+
+
+def _unsafe(path, reason):
+    return exceptions.UnsafeRemotePath(path=path, reason=reason)
+
+
+def _check_workspace_path(path):
+    """The normalised absolute *path*, or UnsafeRemotePath."""
+    if not isinstance(path, str) or not path.strip():
+        raise _unsafe(path, 'it is empty')
+    if any(ch in path for ch in '\0\n\r'):
+        raise _unsafe(path, 'it contains a control character')
+    if not path.startswith('/'):
+        raise _unsafe(path, 'it is not absolute')
+    parts = [p for p in path.split('/') if p]
+    if '..' in parts or '.' in parts:
+        raise _unsafe(path, 'it contains "." or ".." components')
+    if len(parts) < 2:
+        raise _unsafe(path, 'it has fewer than 2 components (the driver '
+                            'deletes this directory on terminate)')
+    return '/' + '/'.join(parts)
+
+
+def _check_relative(name):
+    """The normalised relative *name* of a workspace file."""
+    if not isinstance(name, str) or not name.strip():
+        raise _unsafe(name, 'a workspace file name is empty')
+    if any(ch in name for ch in '\0\n\r'):
+        raise _unsafe(name, 'it contains a control character')
+    if name.startswith('/'):
+        raise _unsafe(name, 'a workspace file name must be relative')
+    parts = [p for p in name.split('/') if p]
+    if not parts or '..' in parts or '.' in parts:
+        raise _unsafe(name, 'it contains "." or ".." components')
+    return '/'.join(parts)
+
+
+class Workspace:
+    """The directory of one VNF instance on the Ansible server.
+
+    :param conn: an ``ssh.Connection`` to the Ansible server.
+    :param path: absolute directory (``transferring_inventory_path``);
+        at least two components, no ``..``.
+    :raises UnsafeRemotePath: *path* is not safe to create and delete.
+    """
+
+    def __init__(self, conn, path):
+        self.conn = conn
+        self.path = _check_workspace_path(path)
+        self._made_dirs = set()
+
+    def __repr__(self):
+        return '<Workspace %s:%s>' % (self.conn.host, self.path)
+
+    def file(self, name):
+        """The absolute path of workspace file *name* (relative).
+
+        :raises UnsafeRemotePath: *name* is absolute or has ``..``.
+        """
+        return posixpath.join(self.path, _check_relative(name))
+
+    def ensure(self):
+        """Create the directory (mode 0700) or reuse it: one command.
+
+        A directory that already exists is kept with its files, so a
+        retried instantiate converges instead of failing.
+        """
+        # chmod as well: a directory that already existed may be wider.
+        self.conn.run(['sh', '-c', _ENSURE_DIR, 'sh', self.path])
+        LOG.debug('Workspace %s ready on %s', self.path, self.conn.host)
+
+    def upload(self, documents, mode=0o600):
+        """Write each document atomically into the workspace.
+
+        :param documents: ``{relative path: text}``; subdirectories such
+            as ``host_vars/`` are created (mode 0700) with one command.
+        :param mode: permission bits of every file (default 0600: the
+            documents may hold credentials).
+        :returns: the absolute paths written, in the given order.
+        :raises UnsafeRemotePath: a name is absolute or has ``..``.
+        """
+        targets = [(self.file(name), text)
+                   for name, text in documents.items()]
+        self._make_dirs(posixpath.dirname(path) for path, _ in targets)
+        for path, text in targets:
+            self.conn.write_file(path, text, mode=mode)
+        return [path for path, _ in targets]
+
+    def _make_dirs(self, directories):
+        missing = set()
+        for directory in directories:
+            while directory != self.path and directory not in missing:
+                missing.add(directory)
+                directory = posixpath.dirname(directory)
+        missing -= self._made_dirs
+        if missing:
+            # Each level is listed, parents first, so every one of them
+            # gets mode 0700, not only the deepest.
+            self.conn.run(['mkdir', '-p', '-m', '0700', '--']
+                          + sorted(missing))
+            self._made_dirs |= missing
+
+    def remove(self):
+        """Delete the workspace and everything in it: one command.
+
+        Deleting a workspace that is already gone succeeds.
+        """
+        self.conn.run(['rm', '-rf', '--', self.path])
+        self._made_dirs.clear()
+        LOG.info('Removed workspace %s on %s', self.path, self.conn.host)
+
+
+# ------------------------------------------------------------- layout --
+
+@dataclasses.dataclass(frozen=True)
+class Layout:
+    """What :func:`detect_layout` found in a kubespray checkout.
+
+    :param facts_playbook: ``facts.yml`` (v2.21 and older) or
+        ``playbooks/facts.yml`` (v2.22 and newer).
+    :param has_skip_confirmation: ``remove-node.yml`` honours
+        ``skip_confirmation`` (v2.17 and newer); older ones need
+        ``delete_nodes_confirmation: "yes"``.
+    :param version: ``git describe --tags`` of the checkout, else the
+        ``version:`` of its ``galaxy.yml``, else None.  For messages
+        only: the decisions above come from the files themselves.
+    """
+
+    facts_playbook: str
+    has_skip_confirmation: bool
+    version: str | None = None
+
+
+# One remote command prints a marker per finding; paths are "$1" only.
+_DETECT_SCRIPT = '''\
+cd -- "$1" 2>/dev/null || { echo KS:MISSING; exit 0; }
+for f in cluster.yml scale.yml remove-node.yml reset.yml facts.yml \\
+         playbooks/facts.yml; do
+  if [ -f "$f" ]; then echo "KS:FILE:$f"; fi
+done
+if grep -qs skip_confirmation remove-node.yml playbooks/remove_node.yml
+then echo KS:SKIP_CONFIRMATION; fi
+if grep -qs '^\\[kube-master\\]' inventory/sample/inventory.ini
+then echo KS:LEGACY_GROUPS; fi
+if v=$(git describe --tags 2>/dev/null); then echo "KS:GIT:$v"; fi
+sed -n 's/^version:[[:space:]]*//p' galaxy.yml 2>/dev/null | \\
+  head -n 1 | sed 's/^/KS:GALAXY:/'
+exit 0
+'''
+
+_REQUIRED_PLAYBOOKS = ('cluster.yml', 'scale.yml', 'remove-node.yml')
+
+
+def detect_layout(conn, kubespray_root):
+    """Inspect the kubespray checkout at *kubespray_root*: one command.
+
+    :param conn: an ``ssh.Connection`` to the Ansible server.
+    :param kubespray_root: absolute path of the checkout.
+    :returns: a :class:`Layout`.
+    :raises KubesprayCheckoutUnsupported: the directory is missing, a
+        playbook is missing, or the checkout predates v2.16 (legacy
+        group names such as ``kube-master``).
+    """
+    result = conn.run(['sh', '-c', _DETECT_SCRIPT, 'sh', kubespray_root])
+    found = _markers(result.stdout)
+    layout = _layout_from(found, _refuser(conn.host, kubespray_root))
+    LOG.info('kubespray checkout %s on %s: version %s, facts playbook %s, '
+             'skip_confirmation %s', kubespray_root, conn.host,
+             layout.version or 'unknown', layout.facts_playbook,
+             'supported' if layout.has_skip_confirmation else 'unknown')
+    return layout
+
+
+def _markers(stdout):
+    found = {'files': set(), 'flags': set(), 'git': None, 'galaxy': None}
+    for line in stdout.splitlines():
+        if not line.startswith('KS:'):
+            continue
+        kind, _, value = line.strip()[3:].partition(':')
+        if kind == 'FILE':
+            found['files'].add(value)
+        elif kind in ('GIT', 'GALAXY'):
+            found[kind.lower()] = found[kind.lower()] or value.strip()
+        else:
+            found['flags'].add(kind)
+    return found
+
+
+def _refuser(host, root):
+    def refuse(reason):
+        return exceptions.KubesprayCheckoutUnsupported(
+            root=root, host=host, reason=reason)
+    return refuse
+
+
+def _layout_from(found, refuse):
+    if 'MISSING' in found['flags']:
+        raise refuse('the directory does not exist or is not accessible')
+    version = found['git'] or found['galaxy']
+    too_old = ('it predates kubespray v%d.%d, the oldest supported '
+               'release' % MIN_VERSION)
+    if 'LEGACY_GROUPS' in found['flags']:
+        raise refuse(too_old + ' (its sample inventory uses the legacy '
+                               'group kube-master)')
+    parsed = _version_tuple(version)
+    if parsed is not None and parsed < MIN_VERSION:
+        raise refuse('%s (version %s)' % (too_old, version))
+    missing = [p for p in _REQUIRED_PLAYBOOKS if p not in found['files']]
+    if missing:
+        raise refuse('playbook(s) %s not found; is this a kubespray '
+                     'checkout of v2.16 or newer?' % ', '.join(missing))
+    return Layout(facts_playbook=_facts_playbook(found['files'], refuse),
+                  has_skip_confirmation='SKIP_CONFIRMATION'
+                  in found['flags'],
+                  version=version)
+
+
+def _facts_playbook(files, refuse):
+    # v2.22 moved the playbooks; the root facts.yml is gone since then.
+    for candidate in ('playbooks/facts.yml', 'facts.yml'):
+        if candidate in files:
+            return candidate
+    raise refuse('neither facts.yml nor playbooks/facts.yml exists')
+
+
+def _version_tuple(version):
+    match = re.match(r'^v?(\d+)\.(\d+)', version or '')
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+# ------------------------------------------------------------- recap --
+
+_RECAP_LINE = re.compile(r'^(?P<host>\S+)\s+:\s+(?P<counts>(?:\w+=\d+\s*)+)$')
+_COUNT = re.compile(r'(\w+)=(\d+)')
+_ERROR_LINE = re.compile(r'^(fatal|failed): \[|^ERROR!|^\[ERROR\]|'
+                         r'UNREACHABLE!')
+
+
+def parse_recap(output):
+    """The PLAY RECAP of an ``ansible-playbook`` output.
+
+    :param output: the playbook's standard output.
+    :returns: ``{host: {'ok': n, 'changed': n, 'unreachable': n,
+        'failed': n, ...}}`` with every counter Ansible printed; empty
+        when the output has no recap (the run stopped before it).
+    """
+    lines = output.splitlines()
+    starts = [i for i, line in enumerate(lines)
+              if line.startswith('PLAY RECAP')]
+    recap = {}
+    for line in lines[starts[-1] + 1:] if starts else ():
+        match = _RECAP_LINE.match(line.strip())
+        if match:
+            recap[match.group('host')] = {
+                key: int(value)
+                for key, value in _COUNT.findall(match.group('counts'))}
+    return recap
+
+
+def _error_lines(result, keep=5, width=300):
+    lines = [line.strip() for line in
+             (result.stdout + '\n' + result.stderr).splitlines()
+             if _ERROR_LINE.search(line.strip())]
+    return [line[:width] for line in lines[-keep:]]
+
+
+def _output_tail(result, lines=15):
+    # The recap is reported on its own; the lines before it say why.
+    stdout = result.stdout.split('\nPLAY RECAP', 1)[0]
+    kept = [line for line in stdout.splitlines() if line.strip()][-lines:]
+    kept += [line for line in result.stderr.splitlines()
+             if line.strip()][-5:]
+    return '\n'.join(kept)
+
+
+class _Progress:
+    """Feeds each output line to a callback and the useful ones to LOG."""
+
+    def __init__(self, host, playbook, callback=None):
+        self.host = host
+        self.playbook = playbook
+        self.callback = callback
+        self.in_recap = False
+
+    def __call__(self, line):
+        if self.callback is not None:
+            self.callback(line)
+        if line.startswith(('PLAY [', 'TASK [', 'PLAY RECAP')):
+            self.in_recap = line.startswith('PLAY RECAP')
+            LOG.info('%s on %s: %s', self.playbook, self.host,
+                     line.rstrip('* '))
+        elif self.in_recap and _RECAP_LINE.match(line.strip()):
+            LOG.info('%s on %s: %s', self.playbook, self.host,
+                     line.strip())
+        elif line.strip():
+            # e.g. profile_tasks' summary: in the output, not the log.
+            self.in_recap = False
+
+
+# ------------------------------------------------------------- runner --
+
+@dataclasses.dataclass(frozen=True)
+class PlaybookSettings:
+    """Forks, timeouts and the ansible-playbook command.
+
+    :param timeout_base: fixed part of a playbook's timeout (s).
+    :param timeout_per_node: seconds added per targeted node.
+    :param forks: ``--forks``.
+    :param ansible_playbook: the command on the Ansible server (a path
+        into a virtualenv works).
+    """
+
+    timeout_base: int = 1800
+    timeout_per_node: int = 600
+    forks: int = 10
+    ansible_playbook: str = 'ansible-playbook'
+
+    @classmethod
+    def from_conf(cls, conf=None, forks=None, ansible_playbook=None):
+        """Settings from ``[kubespray_mgmt]``; arguments override.
+
+        :param forks: a request's ``kubespray.forks``, or None.
+        :param ansible_playbook: a request's command path, or None.
+        """
+        group = (conf or kconf.CONF).kubespray_mgmt
+        return cls(timeout_base=group.playbook_timeout_base,
+                   timeout_per_node=group.playbook_timeout_per_node,
+                   forks=forks or group.ansible_forks,
+                   ansible_playbook=ansible_playbook or 'ansible-playbook')
+
+    def timeout_for(self, node_count):
+        """``timeout_base + timeout_per_node * node_count`` seconds."""
+        return self.timeout_base + self.timeout_per_node * max(
+            0, int(node_count))
+
+
+@dataclasses.dataclass(frozen=True)
+class PlaybookRun:
+    """A finished, successful playbook run.
+
+    :param playbook: the playbook, relative to the checkout.
+    :param recap: see :func:`parse_recap`.
+    :param result: the ``CommandResult``.
+    """
+
+    playbook: str
+    recap: dict
+    result: object = dataclasses.field(repr=False)
+
+
+#: Environment of every run: plain lines, streamed as they come.
+PLAYBOOK_ENV = {'ANSIBLE_NOCOLOR': '1', 'PYTHONUNBUFFERED': '1'}
+
+# Run "$@" in the directory "$1", so kubespray's ansible.cfg applies.
+_IN_DIR = 'cd -- "$1" && shift && exec "$@"'
+
+
+def _host_names(names, what):
+    """*names* as a list without duplicates, each a plain host name."""
+    if isinstance(names, str):
+        names = [names]
+    unique = list(dict.fromkeys(names))
+    for name in unique:
+        if not isinstance(name, str) or not _HOST_NAME.match(name):
+            raise exceptions.MgmtDriverParamInvalid(
+                param='%s name %r (letters, digits, ".", "_" and "-" '
+                      'only)' % (what, name))
+    return unique
+
+
+class Runner:
+    """Runs kubespray playbooks for one VNF instance.
+
+    :param conn: an ``ssh.Connection`` to the Ansible server.
+    :param kubespray_root: absolute path of the checkout (the working
+        directory of every run).
+    :param layout: the checkout's :class:`Layout`.
+    :param workspace: the instance's :class:`Workspace`.
+    :param inventory: inventory file, relative to the workspace.
+    :param extra_vars_files: vars files relative to the workspace,
+        passed as ``-e @file`` to every run, in this order.
+    :param settings: :class:`PlaybookSettings` (default: from conf).
+    :param on_progress: called with every output line, or None.
+    """
+
+    def __init__(self, conn, kubespray_root, layout, workspace,
+                 inventory='hosts.yaml',
+                 extra_vars_files=('cluster-vars.yaml',), settings=None,
+                 on_progress=None):
+        self.conn = conn
+        self.root = kubespray_root
+        self.layout = layout
+        self.workspace = workspace
+        self.inventory = workspace.file(inventory)
+        self.extra_vars_files = [workspace.file(f)
+                                 for f in extra_vars_files]
+        self.settings = settings or PlaybookSettings.from_conf()
+        self.on_progress = on_progress
+
+    def timeout_for(self, node_count):
+        """The timeout of a playbook that targets *node_count* nodes."""
+        return self.settings.timeout_for(node_count)
+
+    def argv(self, playbook, inventory_path, extra_vars_files=(),
+             limit=None, forks=None, become=True):
+        """The ``ansible-playbook`` argv (run from the checkout).
+
+        :param limit: host names for ``--limit``, or None.
+        """
+        argv = [self.settings.ansible_playbook, '-i', inventory_path]
+        for path in extra_vars_files:
+            argv += ['-e', '@' + path]
+        if become:
+            argv += ['--become', '--become-user=root']
+        argv += ['--forks', str(forks or self.settings.forks)]
+        if limit:
+            argv.append('--limit=' + ','.join(_host_names(limit, 'limit')))
+        return argv + [playbook]
+
+    def run_playbook(self, playbook, inventory_path, extra_vars_files=(),
+                     limit=None, forks=None, timeout=None, become=True):
+        """Run *playbook* and return its :class:`PlaybookRun`.
+
+        :param playbook: path relative to the checkout.
+        :param inventory_path: absolute inventory file path.
+        :param extra_vars_files: absolute vars file paths (``-e @``).
+        :param limit: host names for ``--limit``, or None for all.
+        :param forks: ``--forks`` (default: the settings').
+        :param timeout: seconds (default: ``timeout_for(0)``).
+        :param become: add ``--become --become-user=root``.
+        :raises PlaybookFailed: ansible-playbook exited non-zero.
+        :raises RemoteCommandTimedOut: the run took longer than
+            *timeout*; it was stopped on the Ansible server too.
+        """
+        argv = self.argv(playbook, inventory_path, extra_vars_files,
+                         limit, forks, become)
+        timeout = timeout or self.timeout_for(0)
+        LOG.info('Running %s on %s (timeout %d s)', playbook,
+                 self.conn.host, timeout)
+        result = self.conn.run(
+            ['sh', '-c', _IN_DIR, 'sh', self.root] + argv, timeout=timeout,
+            check=False, env=PLAYBOOK_ENV,
+            on_line=_Progress(self.conn.host, playbook, self.on_progress))
+        recap = parse_recap(result.stdout)
+        if result.failed:
+            raise exceptions.PlaybookFailed(
+                playbook, result, recap, _error_lines(result),
+                _output_tail(result))
+        LOG.info('%s finished on %s for %d host(s)', playbook,
+                 self.conn.host, len(recap))
+        return PlaybookRun(playbook, recap, result)
+
+    def _run(self, playbook, node_count, limit=None, vars_files=()):
+        return self.run_playbook(
+            playbook, self.inventory,
+            self.extra_vars_files + list(vars_files), limit=limit,
+            timeout=self.timeout_for(node_count))
+
+    def cluster(self, node_count, limit=None):
+        """``cluster.yml``: instantiate, or add control-plane nodes.
+
+        :param node_count: nodes in the inventory (scales the timeout).
+        :param limit: host names or groups for ``--limit``, or None.
+        """
+        return self._run('cluster.yml', node_count, limit)
+
+    def facts(self, node_count):
+        """The layout's facts playbook over all hosts (no ``--limit``),
+        which ``scale.yml --limit`` needs for the hosts it leaves out.
+        """
+        return self._run(self.layout.facts_playbook, node_count)
+
+    def scale(self, new_nodes):
+        """``scale.yml --limit=<new_nodes>``: join new workers only.
+
+        :returns: the :class:`PlaybookRun`, or None when *new_nodes* is
+            empty (a run without ``--limit`` would touch every node).
+        """
+        names = _host_names(new_nodes, 'node')
+        if not names:
+            LOG.info('No new node to add with scale.yml')
+            return None
+        return self._run('scale.yml', len(names), limit=names)
+
+    def remove_nodes(self, names, reachable=True, extra_vars=None):
+        """``remove-node.yml`` for *names*, never prompting.
+
+        Writes ``remove-node-vars.yaml`` (0600) into the workspace with
+        ``node``, ``skip_confirmation: true`` (plus
+        ``delete_nodes_confirmation: "yes"`` for checkouts without
+        skip_confirmation) and, when the nodes cannot be reached,
+        ``reset_nodes: false`` and ``allow_ungraceful_removal: true``.
+
+        :param names: inventory (= Kubernetes node) names.
+        :param reachable: False when the nodes' VMs are gone or down.
+        :param extra_vars: more vars for the same file (e.g.
+            ``drain_timeout``), or None.
+        :returns: the :class:`PlaybookRun`, or None for no names.
+        """
+        names = _host_names(names, 'node')
+        if not names:
+            LOG.info('No node to remove with remove-node.yml')
+            return None
+        wide = _WIDE_PATTERNS.intersection(names)
+        if wide:
+            raise exceptions.MgmtDriverParamInvalid(
+                param='node name %r (it would match every host)'
+                      % sorted(wide)[0])
+        path = self._write_vars(REMOVE_VARS_FILE,
+                                self._remove_vars(names, reachable,
+                                                  extra_vars))
+        return self._run('remove-node.yml', len(names), vars_files=[path])
+
+    def _remove_vars(self, names, reachable, extra_vars):
+        values = dict(extra_vars or {})
+        values.update(node=','.join(names), skip_confirmation=True)
+        if not self.layout.has_skip_confirmation:
+            values['delete_nodes_confirmation'] = 'yes'
+        if not reachable:
+            values.update(reset_nodes=False, allow_ungraceful_removal=True)
+        return values
+
+    def reset(self, node_count):
+        """``reset.yml``: wipe Kubernetes from every inventory host.
+
+        ``reset_confirmation: "yes"`` satisfies both the prompt variable
+        of v2.16-v2.22 (compared with "yes") and the flag of v2.23+
+        (``| bool``); ``skip_confirmation: true`` skips v2.23+'s pause.
+        """
+        path = self._write_vars(RESET_VARS_FILE, {
+            'reset_confirmation': 'yes', 'skip_confirmation': True})
+        return self._run('reset.yml', node_count, vars_files=[path])
+
+    def _write_vars(self, name, values):
+        text = yaml.safe_dump(values, default_flow_style=False,
+                              sort_keys=False)
+        return self.workspace.upload({name: text})[0]

@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# Prepare the external load balancer VM of a kubespray cluster: install
+# HAProxy and kubectl on Ubuntu or Debian.  Idempotent: run it again and it
+# only installs what is missing.  The kubespray MgmtDriver runs it as root
+# (or under sudo) before it writes /etc/haproxy/haproxy.cfg itself.
+#
+# Usage: install_external_lb.sh [--kubectl-version 1.30.2 | --kubectl-channel v1.30]
+#
+#   --kubectl-version X.Y.Z  install exactly this kubectl (from the
+#                            Kubernetes apt repository of its minor release)
+#   --kubectl-channel vX.Y   minor release repository to take the newest
+#                            kubectl from when no exact version is given
+#                            (default: v1.30)
+#
+# Proxies: http_proxy, https_proxy and no_proxy from the environment are
+# passed to apt and curl (curl also honours no_proxy).  The driver sets
+# them when the request has a proxy; plain sudo would drop them.
+set -euo pipefail
+
+KUBECTL_VERSION="${KUBECTL_VERSION:-}"
+KUBECTL_CHANNEL="${KUBECTL_CHANNEL:-v1.30}"
+# Overridable so that tests can run the script against stub commands.
+KEYRING="${LB_APT_KEYRING:-/etc/apt/keyrings/kubernetes-apt-keyring.gpg}"
+SOURCES="${LB_APT_SOURCES:-/etc/apt/sources.list.d/kubernetes.list}"
+
+log() { printf 'install_external_lb: %s\n' "$*" >&2; }
+die() { log "ERROR: $*"; exit 1; }
+
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --kubectl-version) KUBECTL_VERSION="${2:?--kubectl-version needs a value}"; shift 2 ;;
+        --kubectl-channel) KUBECTL_CHANNEL="${2:?--kubectl-channel needs a value}"; shift 2 ;;
+        -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+        *) die "unknown argument: $1" ;;
+    esac
+done
+
+[ "$(id -u)" -eq 0 ] || die "run as root (or with sudo -E)"
+command -v apt-get >/dev/null || die "apt-get not found: Ubuntu or Debian only"
+
+# An exact version decides the repository: 1.30.2 lives in v1.30.
+if [ -n "$KUBECTL_VERSION" ]; then
+    KUBECTL_VERSION="${KUBECTL_VERSION#v}"
+    [[ "$KUBECTL_VERSION" =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] \
+        || die "--kubectl-version must look like 1.30.2, got $KUBECTL_VERSION"
+    KUBECTL_CHANNEL="v${KUBECTL_VERSION%.*}"
+fi
+[[ "$KUBECTL_CHANNEL" =~ ^v[0-9]+\.[0-9]+$ ]] \
+    || die "--kubectl-channel must look like v1.30, got $KUBECTL_CHANNEL"
+
+# apt reads proxies from its own options; pass the environment's on.
+APT_OPTS=(-y -q -o Dpkg::Options::=--force-confold)
+if [ -n "${http_proxy:-}" ]; then
+    APT_OPTS+=(-o "Acquire::http::Proxy=${http_proxy}")
+fi
+if [ -n "${https_proxy:-}" ]; then
+    APT_OPTS+=(-o "Acquire::https::Proxy=${https_proxy}")
+fi
+export DEBIAN_FRONTEND=noninteractive
+
+apt_updated=""
+apt_update() {
+    if [ -z "$apt_updated" ]; then
+        apt-get "${APT_OPTS[@]}" update
+        apt_updated=yes
+    fi
+}
+
+have_package() {
+    dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'
+}
+
+install_packages() {
+    local missing=()
+    for pkg in "$@"; do
+        have_package "$pkg" || missing+=("$pkg")
+    done
+    if [ ${#missing[@]} -eq 0 ]; then
+        return 0
+    fi
+    apt_update
+    apt-get "${APT_OPTS[@]}" install --no-install-recommends "${missing[@]}"
+}
+
+install_haproxy() {
+    install_packages haproxy
+    # The driver replaces the configuration and reloads; the service only
+    # has to run and start at boot.
+    systemctl enable haproxy >/dev/null
+    systemctl is-active --quiet haproxy || systemctl start haproxy
+    log "haproxy: $(haproxy -v | head -n 1)"
+}
+
+add_kubernetes_repo() {
+    local url="https://pkgs.k8s.io/core:/stable:/${KUBECTL_CHANNEL}/deb/"
+    local line="deb [signed-by=${KEYRING}] ${url} /"
+    # Rewrite only when the channel changed, so a re-run downloads nothing.
+    if [ -s "$KEYRING" ] && [ "$(cat "$SOURCES" 2>/dev/null)" = "$line" ]; then
+        return 0
+    fi
+    install -d -m 0755 "$(dirname "$KEYRING")"
+    curl -fsSL --retry 5 "${url}Release.key" | gpg --dearmor --yes -o "$KEYRING"
+    chmod 0644 "$KEYRING"
+    printf '%s\n' "$line" > "$SOURCES"
+    apt_updated=""
+}
+
+kubectl_ok() {
+    command -v kubectl >/dev/null || return 1
+    [ -z "$KUBECTL_VERSION" ] && return 0
+    kubectl version --client 2>/dev/null | grep -q "v${KUBECTL_VERSION}\$"
+}
+
+install_kubectl() {
+    if kubectl_ok; then
+        log "kubectl already installed"
+        return 0
+    fi
+    install_packages ca-certificates curl gnupg
+    add_kubernetes_repo
+    apt_update
+    if [ -n "$KUBECTL_VERSION" ]; then
+        # Package versions look like 1.30.2-1.1; take the newest build.
+        apt-get "${APT_OPTS[@]}" install --allow-downgrades "kubectl=${KUBECTL_VERSION}-*"
+    else
+        apt-get "${APT_OPTS[@]}" install kubectl
+    fi
+    log "kubectl: $(kubectl version --client 2>/dev/null | head -n 1)"
+}
+
+install_haproxy
+install_kubectl
+log "done"

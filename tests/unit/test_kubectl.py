@@ -1,0 +1,429 @@
+"""Unit tests of mgmt_driver.kubectl with the recording SSH fake."""
+
+import base64
+import json
+import logging
+
+import pytest
+from oslo_config import cfg
+
+from mgmt_driver import conf as kconf
+from mgmt_driver import exceptions
+from mgmt_driver import kubectl
+from mgmt_driver import ssh
+from tests.fakes import FakeConnection
+
+SETTINGS = kubectl.KubectlSettings(command_timeout=120, drain_timeout=600,
+                                   poll_initial_delay=1.0,
+                                   poll_max_delay=10.0)
+TOKEN = 'eyJhbGciOiJSUzI1NiJ9.c2VjcmV0LXRva2VuLXBheWxvYWQ.SIGNATURE-xyz'
+CA = '-----BEGIN CERTIFICATE-----\nMIIBfake\n-----END CERTIFICATE-----\n'
+
+
+class RecordingConnection(FakeConnection):
+    """FakeConnection that also records each command's timeout and stdin."""
+
+    def __init__(self, host='10.0.0.11'):
+        super().__init__(host)
+        self.timeouts = []
+        self.stdins = []
+
+    def run(self, command, timeout=None, check=True, env=None, stdin=None,
+            on_line=None):
+        self.timeouts.append(timeout)
+        self.stdins.append(stdin)
+        return super().run(command, timeout, check, env, stdin, on_line)
+
+
+class FakeClock:
+    """A monotonic clock that only moves when the code sleeps."""
+
+    def __init__(self):
+        self.now = 1000.0
+        self.sleeps = []
+
+    def __call__(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+
+def make_client(conn=None, clock=None, **kwargs):
+    clock = clock or FakeClock()
+    return kubectl.KubectlClient(conn or RecordingConnection(),
+                                 settings=SETTINGS, sleep=clock.sleep,
+                                 clock=clock, **kwargs)
+
+
+def pod(name, namespace='default', owner=None, mirror=False,
+        phase='Running'):
+    meta = {'name': name, 'namespace': namespace}
+    if owner:
+        meta['ownerReferences'] = [{'kind': owner, 'name': name + '-owner'}]
+    if mirror:
+        meta['annotations'] = {'kubernetes.io/config.mirror': 'abc'}
+    return {'metadata': meta, 'status': {'phase': phase}}
+
+
+def pods_json(*pods):
+    return json.dumps({'apiVersion': 'v1', 'kind': 'List',
+                       'items': list(pods)})
+
+
+def b64(text):
+    return base64.b64encode(text.encode()).decode()
+
+
+# ---------------------------------------------------------------- argv --
+
+def test_argv_with_sudo_and_kubeconfig():
+    client = make_client(kubectl='/usr/local/bin/kubectl', sudo=True,
+                         kubeconfig='/etc/kubernetes/admin.conf')
+    client.conn.script(r'get nodes', stdout='{"items": []}')
+    assert client.node_names() == []
+    assert client.conn.commands == [
+        'sudo -n /usr/local/bin/kubectl --kubeconfig '
+        '/etc/kubernetes/admin.conf get nodes -o json']
+    assert client.conn.timeouts == [120]
+
+
+def test_settings_from_conf():
+    config = cfg.ConfigOpts()
+    kconf.register_opts(config)
+    config([], project='kubespray-mgmt-test', default_config_files=[])
+    config.set_override('drain_timeout', 900, 'kubespray_mgmt')
+    config.set_override('poll_max_delay', 5.0, 'kubespray_mgmt')
+    assert kubectl.KubectlSettings.from_conf(config) == \
+        kubectl.KubectlSettings(command_timeout=120, drain_timeout=900,
+                                poll_initial_delay=1.0, poll_max_delay=5.0)
+
+
+# --------------------------------------------------------------- nodes --
+
+def test_node_names():
+    client = make_client()
+    client.conn.script(r'get nodes', stdout=json.dumps({'items': [
+        {'metadata': {'name': 'master-10-0-0-11'}},
+        {'metadata': {'name': 'worker-10-0-0-21'}}]}))
+    assert client.node_names() == ['master-10-0-0-11', 'worker-10-0-0-21']
+    assert client.conn.commands == ['kubectl get nodes -o json']
+
+
+def test_node_names_with_garbage_output():
+    client = make_client()
+    client.conn.script(r'get nodes', stdout='Unable to connect', times=1)
+    client.conn.script(r'get nodes', stdout='[]')
+    for _ in range(2):
+        with pytest.raises(exceptions.MgmtDriverOtherError,
+                           match='10.0.0.11'):
+            client.node_names()
+
+
+@pytest.mark.parametrize('stdout, expected', [
+    ('node/worker-1\n', True), ('', False)])
+def test_node_exists(stdout, expected):
+    client = make_client()
+    client.conn.script(r'get node worker-1', stdout=stdout)
+    assert client.node_exists('worker-1') is expected
+    assert client.conn.commands == [
+        'kubectl get node worker-1 --ignore-not-found -o name']
+
+
+def test_cordon():
+    client = make_client()
+    assert client.cordon('worker-1') is True
+    assert client.conn.commands == ['kubectl cordon worker-1']
+
+
+def test_cordon_of_absent_node_is_not_an_error():
+    client = make_client()
+    client.conn.script(r'cordon', exit_code=1, stderr='Error from server '
+                       '(NotFound): nodes "worker-1" not found\n')
+    assert client.cordon('worker-1') is False
+
+
+def test_cordon_other_failure_raises():
+    client = make_client()
+    client.conn.script(r'cordon', exit_code=1,
+                       stderr='Unable to connect to the server: EOF\n')
+    with pytest.raises(exceptions.RemoteCommandFailed, match='EOF'):
+        client.cordon('worker-1')
+
+
+def test_drain_flags_and_timeouts():
+    client = make_client()
+    assert client.drain('worker-1') is True
+    client.drain('worker-2', timeout=30, force=False, grace_period=15)
+    assert client.conn.commands == [
+        'kubectl drain worker-1 --ignore-daemonsets --delete-emptydir-data '
+        '--force --timeout=600s',
+        'kubectl drain worker-2 --ignore-daemonsets --delete-emptydir-data '
+        '--grace-period=15 --timeout=30s']
+    # the SSH command outlives kubectl's own timeout
+    assert client.conn.timeouts == [660, 90]
+
+
+def test_drain_failure_raises_with_output():
+    client = make_client()
+    client.conn.script(r'drain', exit_code=1, stderr=(
+        'error when evicting pods/"web-0" -n "default": Cannot evict pod '
+        'as it would violate the pod\'s disruption budget.\n'
+        'error: unable to drain node "worker-1" due to error: '
+        'global timeout reached: 30s\n'))
+    with pytest.raises(exceptions.RemoteCommandFailed) as info:
+        client.drain('worker-1', timeout=30)
+    assert 'disruption budget' in str(info.value)
+    assert '10.0.0.11' in str(info.value)
+
+
+def test_drain_of_absent_node_is_not_an_error():
+    client = make_client()
+    client.conn.script(r'drain', exit_code=1, stderr='Error from server '
+                       '(NotFound): nodes "worker-1" not found\n')
+    assert client.drain('worker-1') is False
+
+
+def test_delete_node_is_idempotent_in_one_command():
+    client = make_client()
+    client.delete_node('worker-1')
+    assert client.conn.commands == [
+        'kubectl delete node worker-1 --ignore-not-found']
+
+
+@pytest.mark.parametrize('bad', ['w 1', '$(reboot)', '-n', '', 'a;b',
+                                 None, 'x' * 300])
+def test_bad_node_names_are_refused_before_any_command(bad):
+    client = make_client()
+    for action in (client.cordon, client.drain, client.delete_node,
+                   client.node_exists, client.wait_evacuated):
+        with pytest.raises(exceptions.MgmtDriverParamInvalid):
+            action(bad)
+    assert client.conn.calls == []
+
+
+# ---------------------------------------------------------- evacuation --
+
+PODS_CMD = ('kubectl get pods -A --field-selector '
+            'spec.nodeName=worker-1 -o json')
+
+
+def test_pods_left_ignores_daemonset_mirror_and_finished_pods():
+    client = make_client()
+    client.conn.script(r'get pods', stdout=pods_json(
+        pod('web-1', owner='ReplicaSet'),
+        pod('calico-node-x', 'kube-system', owner='DaemonSet'),
+        pod('nginx-proxy-worker-1', 'kube-system', owner='Node',
+            mirror=True),
+        pod('job-1', owner='Job', phase='Succeeded'),
+        pod('job-2', owner='Job', phase='Failed'),
+        pod('bare'), pod('db-0', 'data', owner='StatefulSet')))
+    assert client.pods_left('worker-1') == [
+        'data/db-0', 'default/bare', 'default/web-1']
+    assert client.conn.commands == [PODS_CMD]
+
+
+def test_wait_evacuated_polls_with_backoff_until_empty():
+    clock = FakeClock()
+    client = make_client(clock=clock)
+    busy = pods_json(pod('web-1', owner='ReplicaSet'),
+                     pod('calico-node-x', 'kube-system', owner='DaemonSet'))
+    client.conn.script(r'get pods', stdout=busy, times=3)
+    client.conn.script(r'get pods', stdout=pods_json(
+        pod('calico-node-x', 'kube-system', owner='DaemonSet')))
+    client.wait_evacuated('worker-1', timeout=300)
+    assert client.conn.commands == [PODS_CMD] * 4
+    assert clock.sleeps == [1.0, 2.0, 4.0]
+
+
+def test_wait_evacuated_gives_up_at_the_deadline_naming_pods():
+    clock = FakeClock()
+    client = make_client(clock=clock)
+    client.conn.script(r'get pods', stdout=pods_json(
+        pod('web-1', owner='ReplicaSet'), pod('db-0', 'data')))
+    with pytest.raises(exceptions.WaitTimedOut) as info:
+        client.wait_evacuated('worker-1', timeout=40)
+    # 1+2+4+8+10+10 = 35, then the remaining 5 s, then one last poll
+    assert clock.sleeps == [1.0, 2.0, 4.0, 8.0, 10.0, 10.0, 5.0]
+    assert len(client.conn.commands) == 8
+    message = str(info.value)
+    assert 'worker-1' in message and '10.0.0.11' in message
+    assert '2 pod(s) left: data/db-0, default/web-1' in message
+    assert isinstance(info.value, exceptions.MgmtDriverRemoteCommandTimeOut)
+
+
+def test_wait_evacuated_on_an_empty_node_does_not_sleep():
+    clock = FakeClock()
+    client = make_client(clock=clock)
+    client.conn.script(r'get pods', stdout=pods_json())
+    client.wait_evacuated('worker-1')
+    assert clock.sleeps == [] and len(client.conn.commands) == 1
+
+
+# ---------------------------------------------------- admin credentials --
+
+SECRET_CMD = 'kubectl get secret tacker-admin-token -n kube-system -o json'
+
+
+def secret_json(token=None, ca=None):
+    data = {'namespace': b64('kube-system')}
+    if token:
+        data['token'] = b64(token)
+    if ca:
+        data['ca.crt'] = b64(ca)
+    return json.dumps({'kind': 'Secret', 'data': data,
+                       'type': 'kubernetes.io/service-account-token'})
+
+
+def test_admin_manifest_documents():
+    manifest = json.loads(kubectl.admin_manifest('vim-admin',
+                                                 'tacker-system'))
+    assert (manifest['apiVersion'], manifest['kind']) == ('v1', 'List')
+    docs = manifest['items']
+    assert [d['kind'] for d in docs] == [
+        'ServiceAccount', 'ClusterRoleBinding', 'Secret']
+    sa, binding, secret = docs
+    assert sa['metadata'] == {'name': 'vim-admin',
+                              'namespace': 'tacker-system'}
+    assert binding['roleRef'] == {'apiGroup': 'rbac.authorization.k8s.io',
+                                  'kind': 'ClusterRole',
+                                  'name': 'cluster-admin'}
+    assert binding['subjects'] == [{'kind': 'ServiceAccount',
+                                    'name': 'vim-admin',
+                                    'namespace': 'tacker-system'}]
+    assert secret['type'] == 'kubernetes.io/service-account-token'
+    assert secret['metadata'] == {
+        'name': 'vim-admin-token', 'namespace': 'tacker-system',
+        'annotations': {'kubernetes.io/service-account.name': 'vim-admin'}}
+
+
+def test_admin_credentials_apply_then_poll_token(caplog):
+    caplog.set_level(logging.DEBUG)
+    clock = FakeClock()
+    client = make_client(clock=clock)
+    client.conn.script(r'get secret', stdout=secret_json(), times=1)
+    client.conn.script(r'get secret', exit_code=1, times=1,
+                       stderr='Error from server (NotFound): secrets '
+                              '"tacker-admin-token" not found\n')
+    client.conn.script(r'get secret', stdout=secret_json(TOKEN, CA))
+    creds = client.admin_credentials()
+    assert creds.token == TOKEN and creds.ca_cert == CA
+    assert client.conn.commands == [
+        'kubectl apply -f -', SECRET_CMD, SECRET_CMD, SECRET_CMD]
+    assert clock.sleeps == [1.0, 2.0]
+    manifest = client.conn.stdins[0]
+    assert manifest == kubectl.admin_manifest()
+    # the token is never on a command line, in a log record or a repr
+    for text in client.conn.commands + [manifest] + [
+            r.getMessage() for r in caplog.records]:
+        assert TOKEN not in text and b64(TOKEN) not in text
+    assert TOKEN not in repr(creds) and TOKEN not in str(creds)
+    assert any('admin token' in r.getMessage() for r in caplog.records)
+
+
+def test_admin_credentials_custom_names():
+    client = make_client()
+    client.conn.script(r'get secret', stdout=secret_json(TOKEN, CA))
+    client.admin_credentials('vim-admin', 'tacker', secret_name='vim-tok')
+    assert client.conn.commands == [
+        'kubectl apply -f -', 'kubectl get secret vim-tok -n tacker -o json']
+    assert '"name": "vim-tok"' in client.conn.stdins[0]
+
+
+def test_admin_credentials_time_out_when_never_filled():
+    clock = FakeClock()
+    client = make_client(clock=clock)
+    client.conn.script(r'get secret', stdout=secret_json(ca=CA))
+    with pytest.raises(exceptions.WaitTimedOut) as info:
+        client.admin_credentials(timeout=20)
+    assert 'kube-system/tacker-admin-token' in str(info.value)
+    assert sum(clock.sleeps) == 20
+
+
+def test_admin_credentials_failure_keeps_stdout_out_of_the_error():
+    client = make_client()
+    client.conn.script(r'get secret', stdout=secret_json(TOKEN, CA),
+                       exit_code=1)
+    with pytest.raises(exceptions.RemoteCommandFailed) as info:
+        client.admin_credentials()
+    assert b64(TOKEN) not in str(info.value)
+    assert info.value.result.stdout == ''
+
+
+def test_admin_credentials_timeout_keeps_stdout_out_of_the_error():
+    client = make_client()
+    client.conn.script(r'get secret', stdout=secret_json(TOKEN, CA),
+                       timeout=True)
+    with pytest.raises(exceptions.RemoteCommandTimedOut) as info:
+        client.admin_credentials()
+    assert b64(TOKEN) not in str(info.value)
+    assert info.value.result.stdout == ''
+    assert info.value.result.command == SECRET_CMD
+
+
+@pytest.mark.parametrize('kwargs', [
+    {'name': 'Admin'}, {'namespace': 'kube_system'},
+    {'name': 'a\nkind: Pod'}, {'secret_name': '-x'}])
+def test_admin_names_must_be_dns_labels(kwargs):
+    client = make_client()
+    with pytest.raises(exceptions.MgmtDriverParamInvalid):
+        client.admin_credentials(**kwargs)
+    assert client.conn.calls == []
+
+
+def test_admin_credentials_repr_hides_token():
+    creds = kubectl.AdminCredentials(token=TOKEN, ca_cert=CA)
+    assert repr(creds) == '<AdminCredentials token=*** ca_cert=%d chars>' \
+        % len(CA)
+
+
+# ------------------------------------------------------ first reachable --
+
+class DownConnection(RecordingConnection):
+    def run(self, command, **kwargs):
+        self.calls.append(('run', ssh.display_command(command)))
+        raise exceptions.SSHConnectError(host=self.host, port=22,
+                                         attempts=3, reason='timed out')
+
+
+def test_first_reachable_skips_dead_and_broken_hosts():
+    down = DownConnection('10.0.0.11')
+    broken = RecordingConnection('10.0.0.12')
+    broken.script(r'kubectl', exit_code=127,
+                  stderr='sh: 1: kubectl: not found\n')
+    good = RecordingConnection('10.0.0.13')
+    assert kubectl.first_reachable([down, broken, good]) is good
+    for conn in (down, broken, good):
+        assert conn.commands == ['kubectl version --client']
+    assert good.timeouts == [30]
+
+
+def test_first_reachable_stops_at_the_first_good_host():
+    first, second = RecordingConnection('a'), RecordingConnection('b')
+    assert kubectl.first_reachable([first, second]) is first
+    assert second.calls == []
+
+
+def test_no_reachable_host_names_every_host_and_why():
+    down = DownConnection('10.0.0.11')
+    broken = RecordingConnection('10.0.0.12')
+    broken.script(r'kubectl', exit_code=127,
+                  stderr='sh: 1: kubectl: not found\n')
+    with pytest.raises(exceptions.NoReachableHost) as info:
+        kubectl.first_reachable([down, broken])
+    message = str(info.value)
+    assert 'kubectl version --client' in message
+    assert '10.0.0.11 (SSH connection to 10.0.0.11:22 failed' in message
+    assert '10.0.0.12 (' in message and 'kubectl: not found' in message
+
+
+def test_client_on_first_reachable_probes_with_its_own_argv():
+    down = DownConnection('10.0.0.11')
+    good = RecordingConnection('10.0.0.12')
+    client = kubectl.client_on_first_reachable(
+        [down, good], sudo=True, kubeconfig='/etc/kubernetes/admin.conf',
+        settings=SETTINGS)
+    assert client.conn is good
+    assert good.commands == ['sudo -n kubectl --kubeconfig '
+                             '/etc/kubernetes/admin.conf version --client']
