@@ -7,12 +7,19 @@ driver error.
 """
 
 import argparse
+import os
 import sys
+import tempfile
 
 from oslo_config import cfg
 
 from mgmt_driver import conf as kconf
 from mgmt_driver import exceptions
+from mgmt_driver import inventory
+from mgmt_driver import loadbalancer
+from mgmt_driver import localfiles
+from mgmt_driver import nodes
+from mgmt_driver import params
 
 EXIT_OK = 0
 EXIT_BAD_INPUT = 1
@@ -30,6 +37,166 @@ def _version():
 # Each entry adds one command group (``params``, ``render``, ...) to the
 # subparsers; a command sets ``func`` with ``set_defaults``.
 _COMMAND_GROUPS = []
+
+
+# --- params check, render inventory ----------------------------------------
+
+def _print_problems(exc):
+    for problem in getattr(exc, 'problems', None) or [str(exc)]:
+        print('kubespray-mgmt: %s' % problem, file=sys.stderr)
+    return EXIT_BAD_INPUT
+
+
+def _read_spec(path, need_cp_names):
+    """PARAMS holds additionalParams, or a whole SOL003 request body."""
+    document = localfiles.load_document(path, 'PARAMS')
+    if isinstance(document, dict) and 'additionalParams' in document:
+        document = document['additionalParams']
+    return params.parse_params(
+        document, need_cp_names=need_cp_names,
+        default_key_file=cfg.CONF.kubespray_mgmt.ssh_private_key_file)
+
+
+def _read_nodes(spec, topology_path):
+    if topology_path is None:
+        return nodes.nodes_from_spec(spec)
+    document = localfiles.load_document(topology_path, 'TOPOLOGY')
+    return nodes.build_nodes(spec, nodes.load_topology(document),
+                             path='topology')
+
+
+def _params_check(args):
+    try:
+        spec = _read_spec(args.params, need_cp_names=True)
+        summary = params.describe(spec)
+        if spec.nodes is not None:
+            found = nodes.nodes_from_spec(spec)
+            summary += ' (%d master(s), %d worker(s))' % (
+                len(found.masters), len(found.workers))
+    except (exceptions.ParamsInvalid, exceptions.ParamsNotFound) as exc:
+        return _print_problems(exc)
+    print(summary)
+    return EXIT_OK
+
+
+def _render_inventory(args):
+    try:
+        spec = _read_spec(args.params, need_cp_names=False)
+        cluster = _read_nodes(spec, args.topology)
+        key_paths = args.key_dir and inventory.remote_key_paths(
+            spec, cluster, args.key_dir)
+        files = inventory.render_files(spec, cluster, key_paths, args.mtu)
+        localfiles.write_tree(args.output, files)
+    except (exceptions.ParamsInvalid, exceptions.ParamsNotFound) as exc:
+        return _print_problems(exc)
+    print('wrote %s: %d file(s) for %d master(s) and %d worker(s)' % (
+        args.output, len(files), len(cluster.masters), len(cluster.workers)))
+    return EXIT_OK
+
+
+def _add_params_commands(subparsers):
+    group = subparsers.add_parser(
+        'params', help="check a request's additionalParams")
+    commands = group.add_subparsers(dest='params_command', metavar='COMMAND')
+    check = commands.add_parser(
+        'check', help='validate PARAMS; print a summary or every problem')
+    check.add_argument('params', metavar='PARAMS',
+                       help='JSON/YAML additionalParams, or a whole '
+                            'InstantiateVnfRequest body')
+    check.set_defaults(func=_params_check)
+
+
+def _add_render_inventory(commands):
+    render = commands.add_parser(
+        'inventory', help='write the kubespray inventory directory')
+    render.add_argument('--params', required=True, metavar='PARAMS')
+    render.add_argument('--topology', metavar='TOPOLOGY',
+                        help="YAML/JSON topology file (default: the "
+                             "request's explicit nodes list)")
+    render.add_argument('-o', '--output', required=True, metavar='DIR',
+                        help='directory to create, or to replace whole')
+    render.add_argument('--mtu', type=int,
+                        help='cluster network MTU; sets the Calico MTU')
+    render.add_argument('--key-dir', metavar='REMOTE_DIR',
+                        help='name private keys REMOTE_DIR/ssh-key-ROLE '
+                             '(where you copy them) instead of their '
+                             'local paths')
+    render.set_defaults(func=_render_inventory)
+
+
+# --- render haproxy ----------------------------------------------------------
+
+def _write_text(path, text):
+    """Write *path* whole or not at all (temp file, then rename)."""
+    if path == '-':
+        sys.stdout.write(text)
+        return
+    target = os.path.abspath(path)
+    try:
+        fd, temp = tempfile.mkstemp(prefix='.%s.' % os.path.basename(target),
+                                    dir=os.path.dirname(target))
+        try:
+            with os.fdopen(fd, 'w', encoding='utf-8') as f:
+                f.write(text)
+            os.chmod(temp, 0o644)  # no secrets in it
+            os.replace(temp, target)
+        except BaseException:
+            os.unlink(temp)
+            raise
+    except OSError as exc:
+        raise exceptions.MgmtDriverOtherError(
+            error_message='cannot write %s: %s' % (path, exc.strerror))
+
+
+def _render_haproxy(args):
+    try:
+        spec = _read_spec(args.params, need_cp_names=False)
+        cluster = _read_nodes(spec, args.topology)
+    except (exceptions.ParamsInvalid, exceptions.ParamsNotFound) as exc:
+        return _print_problems(exc)
+    options = {}
+    if args.worker_check_port is not None:
+        options['worker_check_port'] = args.worker_check_port
+    layout = loadbalancer.layout_for(spec.external_lb, cluster, **options)
+    _write_text(args.output, loadbalancer.render_haproxy_config(layout))
+    if args.output != '-':
+        print('wrote %s: API port %d to %d master(s), NodePorts %d-%d to '
+              '%d worker(s)' % (args.output, layout.api_port,
+                                len(layout.control_plane),
+                                layout.nodeport_range[0],
+                                layout.nodeport_range[1],
+                                len(layout.workers)))
+    return EXIT_OK
+
+
+def _add_render_haproxy(commands):
+    render = commands.add_parser(
+        'haproxy', help="write the external load balancer's haproxy.cfg")
+    render.add_argument('--params', required=True, metavar='PARAMS')
+    render.add_argument('--topology', metavar='TOPOLOGY',
+                        help="YAML/JSON topology file (default: the "
+                             "request's explicit nodes list)")
+    render.add_argument('-o', '--output', required=True, metavar='FILE',
+                        help='file to write (replaced whole), or - for '
+                             'standard output')
+    render.add_argument('--worker-check-port', type=int, metavar='PORT',
+                        help='TCP health check of each worker on PORT '
+                             '(e.g. 10256, kube-proxy); default: none')
+    render.set_defaults(func=_render_haproxy)
+
+
+# Each entry adds one ``render`` subcommand (``inventory``, ``haproxy``...).
+_RENDER_COMMANDS = [_add_render_inventory, _add_render_haproxy]
+
+
+def _add_render_commands(subparsers):
+    group = subparsers.add_parser('render', help='render files locally')
+    commands = group.add_subparsers(dest='render_command', metavar='WHAT')
+    for add_command in _RENDER_COMMANDS:
+        add_command(commands)
+
+
+_COMMAND_GROUPS += [_add_params_commands, _add_render_commands]
 
 
 def build_parser():

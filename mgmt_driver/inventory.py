@@ -1,0 +1,301 @@
+"""kubespray's inventory and extra-vars documents: pure functions, no I/O.
+
+:func:`render_files` returns every file of one inventory directory as
+``{relative path: RenderedFile}``:
+
+``hosts.yaml`` (mode 0644)
+    groups ``kube_control_plane`` and ``etcd`` (the masters),
+    ``kube_node`` (the workers), empty ``calico_rr``, and ``k8s_cluster``
+    declared with its children; host vars ``ansible_host``,
+    ``ansible_port``, ``ip``/``access_ip`` (``ip6``/``access_ip6`` for an
+    IPv6 cluster address), ``etcd_member_name`` and ``node_labels``.  No
+    credential.
+``host_vars/<node name>.yaml`` (mode 0600)
+    ``ansible_user`` and ``ansible_ssh_private_key_file`` or
+    ``ansible_password``.  Ansible loads ``host_vars/`` next to the
+    inventory file for exactly that host, so a host gets its own role's
+    login whatever groups it is in (``group_vars`` per group would let
+    one group's login win over another's for a host in both).
+``cluster-vars.yaml`` (mode 0644), for ``-e @cluster-vars.yaml``
+    networks, NodePort range, external LB, Calico MTU, ``no_proxy`` and
+    proxy URLs without credentials, then the request's ``extra_vars``.
+``secret-vars.yaml`` (mode 0600), for ``-e @secret-vars.yaml``
+    the proxy URLs that carry credentials (``{}`` when none do), so that
+    no secret is ever in ``cluster-vars.yaml``.
+
+Whoever writes the directory replaces ``host_vars/`` as a whole, so a
+removed node leaves no file behind.  Output is deterministic: the same
+spec and node set give the same bytes, however the set was reached.
+"""
+
+import dataclasses
+import ipaddress
+import urllib.parse
+
+import yaml
+
+HOSTS_FILE = 'hosts.yaml'
+CLUSTER_VARS_FILE = 'cluster-vars.yaml'
+SECRET_VARS_FILE = 'secret-vars.yaml'
+HOST_VARS_DIR = 'host_vars'
+PUBLIC_MODE = 0o644
+SECRET_MODE = 0o600
+
+#: Calico's encapsulation overhead (VXLAN; IPIP needs less).
+CALICO_OVERHEAD = {4: 50, 6: 70}
+DEFAULT_DNS_DOMAIN = 'cluster.local'
+
+
+@dataclasses.dataclass(frozen=True)
+class RenderedFile:
+    """One rendered file: its text and the mode to write it with."""
+
+    content: str = dataclasses.field(repr=False)
+    mode: int = PUBLIC_MODE
+
+
+class Unsafe(str):
+    """A string Ansible must never template (a password may hold "{{")."""
+
+
+class _Dumper(yaml.SafeDumper):
+    def ignore_aliases(self, data):
+        return True  # a shared list would otherwise become &id001/*id001
+
+
+def _represent_unsafe(dumper, value):
+    return dumper.represent_scalar('!unsafe', str(value), style="'")
+
+
+_Dumper.add_representer(Unsafe, _represent_unsafe)
+
+
+def dump_yaml(data):
+    """Deterministic YAML text of *data* (mapping order kept as built)."""
+    return yaml.dump(data, Dumper=_Dumper, default_flow_style=False,
+                     sort_keys=False, allow_unicode=True, width=1000)
+
+
+def _sorted(data):
+    """*data* with every mapping's keys sorted, recursively."""
+    if isinstance(data, dict):
+        return {key: _sorted(data[key]) for key in sorted(data)}
+    if isinstance(data, (list, tuple)):
+        return [_sorted(item) for item in data]
+    return data
+
+
+def _unique(items):
+    return list(dict.fromkeys(item for item in items if item))
+
+
+# ------------------------------------------------------------------ hosts
+
+def _host_vars(spec, node, etcd):
+    host = {'ansible_host': node.ssh_address, 'ansible_port': node.ssh_port}
+    if ipaddress.ip_address(node.cluster_address).version == 6:
+        host.update(ip6=node.cluster_address, access_ip6=node.cluster_address)
+    else:
+        host.update(ip=node.cluster_address, access_ip=node.cluster_address)
+    if etcd:
+        # The node name, not "etcd<index>": an index would rename the
+        # surviving members when a master is removed or healed.
+        host['etcd_member_name'] = node.name
+    labels = spec.labels_for(node.role)
+    if labels:
+        host['node_labels'] = labels
+    return _sorted(host)
+
+
+def render_hosts(spec, nodes):
+    """The ``hosts.yaml`` document.
+
+    :param spec: the :class:`~mgmt_driver.params.ClusterSpec`.
+    :param nodes: the :class:`~mgmt_driver.nodes.ClusterNodes`; masters
+        keep their order (the first is kubespray's first control plane).
+    :returns: the inventory as a dict (see :func:`dump_yaml`).
+    """
+    masters = {node.name: {} for node in nodes.masters}
+    workers = {node.name: {} for node in nodes.workers}
+    hosts = {node.name: _host_vars(spec, node, node in nodes.masters)
+             for node in nodes.k8s_nodes}
+    return {'all': {
+        'hosts': hosts,
+        'children': {
+            'kube_control_plane': {'hosts': masters},
+            'etcd': {'hosts': dict(masters)},
+            'kube_node': {'hosts': workers},
+            'calico_rr': {'hosts': {}},
+            'k8s_cluster': {'children': {'kube_control_plane': {},
+                                         'kube_node': {},
+                                         'calico_rr': {}}},
+        },
+    }}
+
+
+# ------------------------------------------------------------ credentials
+
+def remote_key_paths(spec, nodes, remote_dir):
+    """Where each role's private key goes on the Ansible server.
+
+    Ansible runs there, so ``ansible_ssh_private_key_file`` must name a
+    file there; the caller uploads each local key (mode 0600).
+
+    :param remote_dir: a directory on the Ansible server.
+    :returns: ``{local key file: remote path}``; a key shared by roles is
+        uploaded once (named after the first role using it).
+    """
+    paths = {}
+    for role in _roles_present(nodes):
+        key_file = spec.login_for(role).key_file
+        if key_file and key_file not in paths:
+            paths[key_file] = '%s/ssh-key-%s' % (remote_dir.rstrip('/'), role)
+    return paths
+
+
+def _roles_present(nodes):
+    return list(dict.fromkeys(node.role for node in nodes.k8s_nodes))
+
+
+def _credentials(login, key_paths):
+    creds = {'ansible_user': login.username}
+    if login.key_file:
+        # A key wins over a password: with a password Ansible would need
+        # sshpass on the Ansible server.
+        creds['ansible_ssh_private_key_file'] = key_paths.get(
+            login.key_file, login.key_file)
+    else:
+        creds['ansible_password'] = Unsafe(login.password)
+    return creds
+
+
+def render_credentials(spec, nodes, key_paths=None):
+    """The ``host_vars`` document of each Kubernetes node.
+
+    :param key_paths: ``{local key file: path Ansible uses}`` (see
+        :func:`remote_key_paths`); a key not in it keeps its local path.
+    :returns: ``{node name: {ansible_user, ansible_password |
+        ansible_ssh_private_key_file}}``.
+    """
+    key_paths = key_paths or {}
+    return {node.name: _credentials(spec.login_for(node.role), key_paths)
+            for node in nodes.k8s_nodes}
+
+
+# ----------------------------------------------------------- cluster vars
+
+def _has_credentials(url):
+    return bool(url) and '@' in urllib.parse.urlsplit(url).netloc
+
+
+def _no_proxy(spec, nodes, extra_vars):
+    domain = extra_vars.get('dns_domain', DEFAULT_DNS_DOMAIN)
+    proxy = spec.proxy
+    lb = nodes.external_lb
+    entries = list(proxy.no_proxy) + [
+        'localhost', '127.0.0.1', 'svc', 'svc.%s' % domain,
+        proxy.k8s_node_cidr and str(proxy.k8s_node_cidr),
+        str(spec.service_cidr), str(spec.pod_cidr),
+        lb and lb.cluster_address, lb and lb.ssh_address]
+    for node in nodes.k8s_nodes:
+        entries += [node.cluster_address, node.ssh_address]
+    return ','.join(_unique(entries))
+
+
+def _load_balancer_vars(spec, nodes, extra_vars):
+    lb = nodes.external_lb
+    if lb is None:
+        return {}
+    sans = [lb.cluster_address, lb.ssh_address] + list(
+        extra_vars.get('supplementary_addresses_in_ssl_keys', []))
+    return {
+        'loadbalancer_apiserver': {'address': lb.cluster_address,
+                                   'port': spec.external_lb.api_port},
+        # An address, not kubespray's default name: since v2.29 kubespray
+        # no longer writes /etc/hosts, so a name might not resolve.
+        'apiserver_loadbalancer_domain_name': lb.cluster_address,
+        'supplementary_addresses_in_ssl_keys': _unique(sans),
+    }
+
+
+def _calico_vars(nodes, mtu, extra_vars):
+    if mtu is None or extra_vars.get('kube_network_plugin',
+                                     'calico') != 'calico':
+        return {}
+    version = max((ipaddress.ip_address(n.cluster_address).version
+                   for n in nodes.k8s_nodes), default=4)
+    return {'calico_mtu': mtu, 'calico_veth_mtu': mtu - CALICO_OVERHEAD[
+        version]}
+
+
+def render_cluster_vars(spec, nodes, mtu=None):
+    """The ``cluster-vars.yaml`` document (typed values, sorted keys).
+
+    :param mtu: the MTU of the nodes' cluster network interface when the
+        caller measured it; sets ``calico_mtu`` and ``calico_veth_mtu``
+        (minus the VXLAN overhead) for the Calico plugin.
+    :returns: a dict: derived settings, then the request's ``extra_vars``
+        (which win for the Calico MTU; ``supplementary_addresses_in_ssl_keys``
+        is merged).  Proxy URLs with credentials are left out: see
+        :func:`render_secret_vars`.
+    :raises ValueError: if *mtu* is not a sensible MTU.
+    """
+    if mtu is not None and (isinstance(mtu, bool) or not isinstance(
+            mtu, int) or not 576 <= mtu <= 65535):
+        raise ValueError('mtu must be an integer from 576 to 65535')
+    extra_vars = dict(spec.kubespray.extra_vars)
+    first, last = spec.external_lb.nodeport_range
+    result = {
+        'kube_pods_subnet': str(spec.pod_cidr),
+        'kube_service_addresses': str(spec.service_cidr),
+        'kube_apiserver_node_port_range': '%d-%d' % (first, last),
+    }
+    result.update(_calico_vars(nodes, mtu, extra_vars))
+    result.update(extra_vars)
+    result.update(_load_balancer_vars(spec, nodes, extra_vars))
+    if spec.proxy.enabled:
+        result['no_proxy'] = _no_proxy(spec, nodes, extra_vars)
+        for key in ('http_proxy', 'https_proxy'):
+            url = getattr(spec.proxy, key)
+            if url and not _has_credentials(url):
+                result[key] = url
+    return _sorted(result)
+
+
+def render_secret_vars(spec):
+    """The ``secret-vars.yaml`` document: proxy URLs with credentials.
+
+    ``https_proxy`` comes from ``proxy.https_proxy`` (never from
+    ``http_proxy``).
+
+    :returns: a dict, empty when no proxy URL carries credentials.
+    """
+    result = {}
+    for key in ('http_proxy', 'https_proxy'):
+        url = getattr(spec.proxy, key)
+        if _has_credentials(url):
+            result[key] = Unsafe(url)
+    return result
+
+
+def render_files(spec, nodes, key_paths=None, mtu=None):
+    """Every file of the inventory directory.
+
+    :param spec: the :class:`~mgmt_driver.params.ClusterSpec`.
+    :param nodes: the :class:`~mgmt_driver.nodes.ClusterNodes`.
+    :param key_paths: see :func:`render_credentials`.
+    :param mtu: see :func:`render_cluster_vars`.
+    :returns: ``{relative path: RenderedFile}``.
+    """
+    files = {
+        HOSTS_FILE: RenderedFile(dump_yaml(render_hosts(spec, nodes))),
+        CLUSTER_VARS_FILE: RenderedFile(
+            dump_yaml(render_cluster_vars(spec, nodes, mtu))),
+        SECRET_VARS_FILE: RenderedFile(
+            dump_yaml(render_secret_vars(spec)), SECRET_MODE),
+    }
+    credentials = render_credentials(spec, nodes, key_paths)
+    for name in sorted(credentials):
+        files['%s/%s.yaml' % (HOST_VARS_DIR, name)] = RenderedFile(
+            dump_yaml(credentials[name]), SECRET_MODE)
+    return files

@@ -1,0 +1,131 @@
+"""Local files of the ``kubespray-mgmt`` command: read inputs, write outputs.
+
+Not in the design's layout: the command needs to read JSON/YAML input
+files without echoing their content (a parse error must not print the
+line holding a password) and to write a rendered directory all or nothing.
+That is local I/O, so it stays out of the pure rendering modules and out
+of ``cli.py``, which only wires commands together.
+"""
+
+import os
+import pathlib
+import shutil
+import tempfile
+
+import yaml
+
+from mgmt_driver import exceptions
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """SafeLoader that refuses a key given twice in one mapping."""
+
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, 'duplicate key %r' % (key,),
+                    key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+def load_document(path, what):
+    """Read a JSON or YAML file (JSON is YAML).
+
+    :param path: the file.
+    :param what: what it is, for messages (``'PARAMS'``, ``'TOPOLOGY'``).
+    :returns: the parsed document.
+    :raises ParamsNotFound: the file cannot be read.
+    :raises ParamsInvalid: it is not valid YAML/JSON; the message gives
+        the line and column, never the text there (it may be a secret).
+    """
+    try:
+        text = pathlib.Path(path).read_text(encoding='utf-8')
+    except (OSError, UnicodeDecodeError) as exc:
+        raise exceptions.ParamsNotFound(['%s file %s: cannot read it (%s)' % (
+            what, path, getattr(exc, 'strerror', None) or 'not UTF-8')])
+    try:
+        return yaml.load(text, Loader=_UniqueKeyLoader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, 'problem_mark', None)
+        where = ' at line %d, column %d' % (
+            mark.line + 1, mark.column + 1) if mark else ''
+        problem = getattr(exc, 'problem', None) or 'syntax error'
+        raise exceptions.ParamsInvalid(['%s file %s: not valid YAML or JSON'
+                                        '%s: %s' % (what, path, where,
+                                                    problem)])
+
+
+def _write_file(path, content, mode):
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+    with os.fdopen(fd, 'w', encoding='utf-8') as stream:
+        os.fchmod(stream.fileno(), mode)  # the umask must not widen it
+        stream.write(content)
+
+
+def _check_replaceable(directory, files):
+    if not directory.is_dir():
+        raise exceptions.ParamsInvalid(['%s exists and is not a directory'
+                                        % directory])
+    ours = {pathlib.PurePosixPath(rel).parts[0] for rel in files}
+    foreign = sorted(entry.name for entry in directory.iterdir()
+                     if entry.name not in ours)
+    if foreign:
+        raise exceptions.ParamsInvalid([
+            '%s holds files this command did not write (%s); choose a new '
+            'or empty directory' % (directory, ', '.join(foreign[:5]))])
+
+
+def _swap_in(new, directory):
+    if not directory.exists():
+        os.rename(new, directory)
+        return
+    old = pathlib.Path(tempfile.mkdtemp(prefix='.%s.old-' % directory.name,
+                                        dir=directory.parent))
+    os.rename(directory, old / 'previous')
+    try:
+        os.rename(new, directory)
+    except OSError:
+        os.rename(old / 'previous', directory)
+        raise
+    finally:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def write_tree(directory, files):
+    """Replace *directory* with exactly *files*, all or nothing.
+
+    Every file is written into a new directory next to *directory* first;
+    only when all are written does it take *directory*'s place.  On any
+    error *directory* is left as it was.  An existing *directory* may only
+    hold names that *files* writes (it is replaced whole, so a file of a
+    removed node does not survive).
+
+    :param directory: the target directory.
+    :param files: ``{relative path: object with .content and .mode}``.
+    :raises ParamsInvalid: *directory* holds other files.
+    :raises MgmtDriverOtherError: a file could not be written.
+    """
+    directory = pathlib.Path(directory).absolute()
+    try:
+        directory.parent.mkdir(parents=True, exist_ok=True)
+        if directory.exists():
+            _check_replaceable(directory, files)
+        new = pathlib.Path(tempfile.mkdtemp(
+            prefix='.%s.new-' % directory.name, dir=directory.parent))
+    except OSError as exc:
+        raise exceptions.MgmtDriverOtherError(
+            error_message='cannot write %s: %s' % (directory, exc.strerror))
+    try:
+        for rel in sorted(files):
+            _write_file(new / rel, files[rel].content, files[rel].mode)
+        _swap_in(new, directory)
+    except OSError as exc:
+        raise exceptions.MgmtDriverOtherError(
+            error_message='cannot write %s: %s' % (directory, exc.strerror))
+    finally:
+        shutil.rmtree(new, ignore_errors=True)

@@ -1,0 +1,246 @@
+"""The cluster's VMs: the :class:`Node` model, node names, node sets.
+
+A VIM (Heat, with the LCM hooks), a topology file (the CLI) or the
+request's explicit ``nodes`` list reports VMs as
+:class:`mgmt_driver.params.NodeAddress` entries; :func:`build_nodes`
+checks the set and turns it into :class:`ClusterNodes`.
+
+Node names are the kubespray inventory host names and the Kubernetes node
+names, so they must be valid DNS-1123 labels, unique, and stable for the
+life of the VM.  They come from the role and the **full** cluster address:
+``master-10-10-0-11``, ``worker-fd00-0-0-0-0-0-0-21`` (IPv6: all eight
+groups, lower-case hex without leading zeros, so one address has exactly
+one name and no two addresses share one).
+"""
+
+import dataclasses
+import ipaddress
+import re
+
+from mgmt_driver import exceptions
+from mgmt_driver import params
+
+NAME_PREFIXES = {params.ROLE_MASTER: 'master',
+                 params.ROLE_WORKER: 'worker',
+                 params.ROLE_EXTERNAL_LB: 'lb'}
+
+_DNS_1123_LABEL_RE = re.compile(r'^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$')
+_TOPOLOGY_KEYS = ('masters', 'workers', 'external_lb')
+
+
+def node_name(role, address):
+    """The node name of a VM of *role* at cluster address *address*.
+
+    :param role: one of :data:`mgmt_driver.params.ROLES`.
+    :param address: its IPv4 or IPv6 cluster address (text, any form).
+    :returns: e.g. ``worker-10-10-0-21`` or ``worker-fd00-0-0-0-0-0-0-21``.
+    :raises ValueError: for an unknown role or a bad address.
+    """
+    ip = ipaddress.ip_address(address)
+    if ip.version == 4:
+        suffix = str(ip).replace('.', '-')
+    else:
+        suffix = '-'.join('%x' % int(group, 16)
+                          for group in ip.exploded.split(':'))
+    name = '%s-%s' % (NAME_PREFIXES[role], suffix)
+    if not _DNS_1123_LABEL_RE.match(name):  # cannot happen: be loud if so
+        raise ValueError('node name %r is not a DNS-1123 label' % name)
+    return name
+
+
+def _address_key(node):
+    ip = ipaddress.ip_address(node.cluster_address)
+    return ip.version, int(ip)
+
+
+@dataclasses.dataclass(frozen=True)
+class Node:
+    """One VM of the cluster.
+
+    :param role: one of :data:`mgmt_driver.params.ROLES`; it is also the
+        credentials reference: ``spec.login_for(node.role)``.
+    :param name: inventory host name == Kubernetes node name.
+    :param ssh_address: where SSH reaches it (Ansible's ``ansible_host``).
+    :param cluster_address: its address inside the cluster (kubespray's
+        ``ip`` and ``access_ip``).
+    :param ssh_port: its SSH port.
+    :param resource_id: the VIM's id of the VM, when known.
+    """
+
+    role: str
+    name: str
+    ssh_address: str
+    cluster_address: str
+    ssh_port: int = params.DEFAULT_SSH_PORT
+    resource_id: str | None = None
+
+    @classmethod
+    def from_address(cls, address, default_port, resource_id=None):
+        """Build a node from a :class:`~mgmt_driver.params.NodeAddress`.
+
+        :param default_port: the role's SSH port, used when the entry
+            gives none.
+        """
+        return cls(role=address.role,
+                   name=node_name(address.role, address.nic_ip),
+                   ssh_address=address.ssh_ip,
+                   cluster_address=address.nic_ip,
+                   ssh_port=address.ssh_port or default_port,
+                   resource_id=resource_id)
+
+
+def _duplicate_names(nodes):
+    seen, duplicates = set(), []
+    for node in nodes:
+        if node.name in seen:
+            duplicates.append(node.name)
+        seen.add(node.name)
+    return duplicates
+
+
+@dataclasses.dataclass(frozen=True)
+class ClusterNodes:
+    """The node set of one cluster.
+
+    Masters keep the order they are given in: kubespray treats the first
+    control-plane node specially (``kubeadm init`` runs there; it cannot
+    be removed), so existing masters stay first and new ones are
+    appended.  Workers are kept sorted by address, so the same set always
+    renders the same inventory whatever order a VIM reported it in.
+
+    :raises ParamsInvalid: if two nodes have the same name.
+    """
+
+    masters: tuple = ()
+    workers: tuple = ()
+    external_lb: Node | None = None
+
+    def __post_init__(self):
+        object.__setattr__(self, 'masters', tuple(self.masters))
+        object.__setattr__(self, 'workers',
+                           tuple(sorted(self.workers, key=_address_key)))
+        duplicates = _duplicate_names(self.k8s_nodes)
+        if duplicates:
+            raise exceptions.ParamsInvalid(
+                ['nodes: %s is in the cluster twice' % name
+                 for name in duplicates])
+
+    @property
+    def k8s_nodes(self):
+        """Masters then workers: every node of the kubespray inventory."""
+        return self.masters + self.workers
+
+    @property
+    def names(self):
+        return [node.name for node in self.k8s_nodes]
+
+    def get(self, name):
+        """:returns: the Kubernetes node called *name*, or None."""
+        return next((n for n in self.k8s_nodes if n.name == name), None)
+
+    def add(self, *nodes):
+        """A new set with *nodes* added (masters at the end).
+
+        An ``external_lb`` node replaces the current one.
+        """
+        lb = self.external_lb
+        masters, workers = list(self.masters), list(self.workers)
+        for node in nodes:
+            if node.role == params.ROLE_EXTERNAL_LB:
+                lb = node
+            else:
+                (masters if node.role == params.ROLE_MASTER
+                 else workers).append(node)
+        return ClusterNodes(masters, workers, lb)
+
+    def remove(self, *names):
+        """A new set without the Kubernetes nodes called *names*."""
+        gone = set(names)
+        return ClusterNodes(
+            [n for n in self.masters if n.name not in gone],
+            [n for n in self.workers if n.name not in gone],
+            self.external_lb)
+
+
+def build_nodes(spec, addresses, path='nodes'):
+    """Check a node set against *spec* and build :class:`ClusterNodes`.
+
+    :param spec: the :class:`~mgmt_driver.params.ClusterSpec` (SSH ports
+        per role, pod and service networks).
+    :param addresses: :class:`~mgmt_driver.params.NodeAddress` entries,
+        masters in the order kubespray should see them.
+    :param path: where the entries came from, for messages.
+    :raises ParamsInvalid: listing every problem of the set.
+    """
+    addresses = list(addresses)
+    ports = {role: spec.login_for(role).port for role in params.ROLES}
+    networks = ((spec.pod_cidr, 'pod CIDR (master_node.pod_cidr)'),
+                (spec.service_cidr,
+                 'service CIDR (master_node.cluster_cidr)'))
+    problems = params.Problems()
+    params.check_node_addresses(problems, path, addresses, ports, networks)
+    problems.raise_if_any()
+    built = [Node.from_address(a, ports[a.role]) for a in addresses]
+    return ClusterNodes(
+        masters=[n for n in built if n.role == params.ROLE_MASTER],
+        workers=[n for n in built if n.role == params.ROLE_WORKER],
+        external_lb=next((n for n in built
+                          if n.role == params.ROLE_EXTERNAL_LB), None))
+
+
+def nodes_from_spec(spec):
+    """The :class:`ClusterNodes` of the request's explicit ``nodes`` list.
+
+    :raises ParamsInvalid: when the list is absent or the set is wrong.
+    """
+    if spec.nodes is None:
+        raise exceptions.ParamsNotFound(
+            ['%s.nodes: missing (no topology given either)' % params.ROOT])
+    return build_nodes(spec, spec.nodes, path='%s.nodes' % params.ROOT)
+
+
+def load_topology(data, path='topology'):
+    """Read a topology document (the CLI's stand-in for a VIM).
+
+    Format::
+
+        masters:                 # list, at least one
+          - ssh_ip: 10.10.0.11   # required
+            nic_ip: 10.10.0.11   # optional, defaults to ssh_ip
+            ssh_port: 22         # optional, defaults to the role's port
+        workers: [...]           # list, optional
+        external_lb: {ssh_ip: 10.10.0.30}   # one entry
+
+    :param data: the parsed document.
+    :param path: the name used in messages.
+    :returns: a list of :class:`~mgmt_driver.params.NodeAddress`, masters
+        first in file order; check the set with :func:`build_nodes`.
+    :raises ParamsInvalid, ParamsNotFound: listing every problem.
+    """
+    problems = params.Problems()
+    entries = []
+    if not isinstance(data, dict):
+        problems.invalid(path, 'must be a mapping with masters, workers '
+                         'and external_lb')
+    else:
+        entries = _topology_entries(problems, path, data)
+    problems.raise_if_any()
+    return entries
+
+
+def _topology_entries(problems, path, data):
+    top = params.Section(problems, path, data, _TOPOLOGY_KEYS)
+    lists = {}
+    for key in ('masters', 'workers'):
+        lists[key] = top.value(key, list, required=key == 'masters') or []
+    lb = top.value('external_lb', dict, required=True)
+    entries = []
+    for key, role in (('masters', params.ROLE_MASTER),
+                      ('workers', params.ROLE_WORKER)):
+        for index, item in enumerate(lists[key]):
+            entries.append(params.parse_node_address(
+                problems, '%s.%s[%d]' % (path, key, index), item, role))
+    if lb is not None:
+        entries.append(params.parse_node_address(
+            problems, '%s.external_lb' % path, lb, params.ROLE_EXTERNAL_LB))
+    return [entry for entry in entries if entry is not None]

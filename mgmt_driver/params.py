@@ -1,0 +1,1081 @@
+"""``additionalParams`` -> a typed, validated :class:`ClusterSpec`.
+
+:func:`parse_params` reads ``additionalParams.k8s_cluster_installation_param``
+(every key of Tacker's kubespray sample, plus this driver's extensions),
+checks all of it and raises **once** with every problem found, each as
+``k8s_cluster_installation_param.<path>: <problem>``:
+
+* :class:`~mgmt_driver.exceptions.ParamsNotFound` (a Tacker
+  ``MgmtDriverNotFound``) when every problem is a missing field;
+* :class:`~mgmt_driver.exceptions.ParamsInvalid` (a Tacker
+  ``MgmtDriverParamInvalid``) as soon as one problem is something else.
+
+A secret (password, proxy URL, the value of an unknown key, a kubespray
+extra var) is never echoed: its problem says what is wrong, not what was
+given.  :func:`parse_for_operation` lays a scale or heal request's
+overrides over the instantiated parameters and validates the result.
+
+``samples/README.rst`` documents every key with its default.
+"""
+
+import copy
+import dataclasses
+import difflib
+import ipaddress
+import posixpath
+import re
+import types
+import urllib.parse
+
+from mgmt_driver import exceptions
+from mgmt_driver import ssh
+
+ROOT = 'k8s_cluster_installation_param'
+
+ROLE_MASTER = 'master'
+ROLE_WORKER = 'worker'
+ROLE_EXTERNAL_LB = 'external_lb'
+ROLES = (ROLE_MASTER, ROLE_WORKER, ROLE_EXTERNAL_LB)
+
+# kubespray's own defaults (roles/kubespray_defaults), made explicit so that
+# the overlap check and no_proxy always know the cluster's networks.
+DEFAULT_POD_CIDR = '10.233.64.0/18'
+DEFAULT_SERVICE_CIDR = '10.233.0.0/18'
+DEFAULT_SSH_PORT = 22
+DEFAULT_API_PORT = 8383
+DEFAULT_NODEPORT_RANGE = (30000, 32767)
+DEFAULT_NODE_PREFIX = 24  # kubespray's kube_network_node_prefix
+MIN_KUBESPRAY_VERSION = (2, 16)
+MAX_FORKS = 500
+
+#: Sections a scale or heal request may override, key by key.
+OVERRIDABLE_SECTIONS = ('worker_node', 'external_lb_param', 'ansible')
+
+_ROLE_KEYS = ('aspect_id', 'ssh_cp_name', 'nic_cp_name', 'username',
+              'password', 'ssh_key_file', 'port', 'labels')
+_SECTION_KEYS = {
+    ROOT: ('vim_name', 'master_node', 'worker_node', 'proxy', 'ansible',
+           'external_lb_param', 'script_path', 'kubespray', 'nodes'),
+    'master_node': _ROLE_KEYS + ('pod_cidr', 'cluster_cidr',
+                                 'cluster_cp_name'),
+    'worker_node': _ROLE_KEYS,
+    'proxy': ('http_proxy', 'https_proxy', 'no_proxy', 'k8s_node_cidr'),
+    'ansible': ('ip_address', 'username', 'password', 'ssh_key_file', 'port',
+                'kubespray_root_path', 'transferring_inventory_path'),
+    'external_lb_param': ('ssh_cp_name', 'nic_cp_name', 'ssh_username',
+                          'ssh_password', 'ssh_key_file', 'ssh_port',
+                          'script_path', 'api_port', 'nodeport_range'),
+    'kubespray': ('extra_vars', 'forks', 'version', 'reset_on_terminate'),
+    'node': ('role', 'ssh_ip', 'nic_ip', 'ssh_port'),
+}
+
+# Variables this driver derives from typed fields or sets per operation;
+# an extra var of the same name would silently contradict them.
+_DERIVED_VARS = {
+    'kube_pods_subnet': 'master_node.pod_cidr',
+    'kube_service_addresses': 'master_node.cluster_cidr',
+    'http_proxy': 'proxy.http_proxy',
+    'https_proxy': 'proxy.https_proxy',
+    'no_proxy': 'proxy.no_proxy',
+    'loadbalancer_apiserver': 'external_lb_param.api_port',
+    'apiserver_loadbalancer_domain_name': 'the external LB address',
+    'kube_apiserver_node_port_range': 'external_lb_param.nodeport_range',
+    'node': 'the operation (nodes to remove)',
+    'skip_confirmation': 'the operation',
+    'delete_nodes_confirmation': 'the operation',
+    'reset_nodes': 'the operation',
+    'allow_ungraceful_removal': 'the operation',
+}
+# Well-known kubespray variables whose type kubespray relies on.
+_EXTRA_VAR_TYPES = {
+    'kube_version': str, 'kube_network_plugin': str,
+    'container_manager': str, 'kube_proxy_mode': str, 'dns_domain': str,
+    'kube_network_node_prefix': int, 'calico_mtu': int,
+    'calico_veth_mtu': int, 'supplementary_addresses_in_ssl_keys': list,
+}
+_TYPE_NAMES = {str: 'a string', int: 'an integer', bool: 'a boolean',
+               dict: 'a mapping', list: 'a list'}
+
+_VAR_NAME_RE = re.compile(r'^[A-Za-z_][A-Za-z0-9_]*$')
+_USERNAME_RE = re.compile(r'^[A-Za-z_][A-Za-z0-9_.-]{0,31}$')
+_CONTROL_RE = re.compile(r'[\x00-\x1f\x7f]')
+_VERSION_RE = re.compile(r'^v?(\d+)\.(\d+)(?:\.(\d+))?$')
+_RANGE_RE = re.compile(r'^(\d{1,5})-(\d{1,5})$')
+_LABEL_NAME_RE = re.compile(r'^[A-Za-z0-9]([A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?$')
+_DNS_LABEL_RE = re.compile(r'^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$')
+# The kubelet may set only these labels in the kubernetes.io and k8s.io
+# namespaces (NodeRestriction); any other makes it refuse to start.
+_KUBELET_LABELS = frozenset((
+    'kubernetes.io/hostname', 'kubernetes.io/os', 'kubernetes.io/arch',
+    'beta.kubernetes.io/instance-type', 'beta.kubernetes.io/os',
+    'beta.kubernetes.io/arch', 'failure-domain.beta.kubernetes.io/zone',
+    'failure-domain.beta.kubernetes.io/region',
+    'topology.kubernetes.io/zone', 'topology.kubernetes.io/region'))
+_KUBELET_PREFIXES = ('kubelet.kubernetes.io', 'node.kubernetes.io')
+
+
+# ---------------------------------------------------------------- the spec
+
+@dataclasses.dataclass(frozen=True)
+class Login:
+    """How the driver and Ansible log in to the hosts of one role.
+
+    :param username: the SSH user.
+    :param password: its password, or None.  Never in ``repr``.
+    :param key_file: private key file on the conductor host, or None; when
+        both are set, Ansible uses the key.
+    :param port: the SSH port (a node entry may override it).
+    """
+
+    username: str
+    password: str | None = dataclasses.field(default=None, repr=False)
+    key_file: str | None = None
+    port: int = DEFAULT_SSH_PORT
+
+    def credentials(self):
+        """:returns: the :class:`mgmt_driver.ssh.Credentials` to log in."""
+        return ssh.Credentials(username=self.username,
+                               password=self.password,
+                               key_file=self.key_file)
+
+
+@dataclasses.dataclass(frozen=True)
+class NodeGroupSpec:
+    """``master_node`` or ``worker_node``.
+
+    :param role: :data:`ROLE_MASTER` or :data:`ROLE_WORKER`.
+    :param labels: sorted ``(key, value)`` pairs for kubespray's
+        ``node_labels``; :attr:`label_map` gives them as a dict.
+    """
+
+    role: str
+    aspect_id: str | None
+    ssh_cp_name: str | None
+    nic_cp_name: str | None
+    login: Login
+    labels: tuple = ()
+
+    @property
+    def label_map(self):
+        return dict(self.labels)
+
+
+@dataclasses.dataclass(frozen=True)
+class ProxySpec:
+    """``proxy``; :attr:`enabled` is False when no proxy URL is set.
+
+    :param no_proxy: the user's extra no_proxy entries, in order.
+    """
+
+    http_proxy: str | None = dataclasses.field(default=None, repr=False)
+    https_proxy: str | None = dataclasses.field(default=None, repr=False)
+    no_proxy: tuple = ()
+    k8s_node_cidr: object = None
+
+    @property
+    def enabled(self):
+        return bool(self.http_proxy or self.https_proxy)
+
+
+@dataclasses.dataclass(frozen=True)
+class AnsibleSpec:
+    """``ansible``: the server that runs kubespray, and where."""
+
+    ip_address: str
+    login: Login
+    kubespray_root_path: str
+    transferring_inventory_path: str
+
+
+@dataclasses.dataclass(frozen=True)
+class ExternalLbSpec:
+    """``external_lb_param``: the HAProxy VM in front of the cluster.
+
+    :param script_path: package-relative script to run on the LB VM, or
+        None.
+    :param nodeport_range: ``(first, last)`` port, both included.
+    """
+
+    ssh_cp_name: str | None
+    nic_cp_name: str | None
+    login: Login
+    script_path: str | None
+    api_port: int = DEFAULT_API_PORT
+    nodeport_range: tuple = DEFAULT_NODEPORT_RANGE
+
+
+@dataclasses.dataclass(frozen=True)
+class KubesprayOptions:
+    """``kubespray``: what is passed to kubespray besides the inventory.
+
+    :param extra_vars: read-only mapping passed through as extra vars.
+    :param forks: ``ansible-playbook --forks``, or None for the option
+        ``[kubespray_mgmt] ansible_forks``.
+    :param version: the kubespray version the checkout must have
+        (``'2.24.0'``, no "v"), or None to accept what is there.
+    :param reset_on_terminate: run kubespray's ``reset.yml`` on terminate.
+    """
+
+    extra_vars: types.MappingProxyType = dataclasses.field(
+        default_factory=lambda: types.MappingProxyType({}))
+    forks: int | None = None
+    version: str | None = None
+    reset_on_terminate: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class NodeAddress:
+    """One VM as a VIM or a topology file reports it.
+
+    :param role: one of :data:`ROLES`.
+    :param ssh_ip: where SSH reaches it (for example a floating IP).
+    :param nic_ip: its address inside the cluster (defaults to *ssh_ip*).
+    :param ssh_port: its SSH port, or None for the role's ``port``.
+    :param source: the field path of the entry, for error messages.
+    """
+
+    role: str
+    ssh_ip: str
+    nic_ip: str
+    ssh_port: int | None = None
+    source: str = dataclasses.field(default='', compare=False)
+
+
+@dataclasses.dataclass(frozen=True)
+class ClusterSpec:
+    """A validated ``k8s_cluster_installation_param``.
+
+    :param pod_cidr: ``master_node.pod_cidr`` as an ``IPv4Network``.
+    :param service_cidr: ``master_node.cluster_cidr`` as an
+        ``IPv4Network``.
+    :param nodes: the explicit ``nodes`` entries (tuple of
+        :class:`NodeAddress`), or None to discover the VMs.
+    """
+
+    vim_name: str | None
+    script_path: str | None
+    master: NodeGroupSpec
+    worker: NodeGroupSpec
+    pod_cidr: ipaddress.IPv4Network
+    service_cidr: ipaddress.IPv4Network
+    cluster_cp_name: str | None
+    proxy: ProxySpec
+    ansible: AnsibleSpec
+    external_lb: ExternalLbSpec
+    kubespray: KubesprayOptions
+    nodes: tuple | None = None
+
+    def login_for(self, role):
+        """:returns: the :class:`Login` of *role* (one of :data:`ROLES`)."""
+        return {ROLE_MASTER: self.master.login,
+                ROLE_WORKER: self.worker.login,
+                ROLE_EXTERNAL_LB: self.external_lb.login}[role]
+
+    def labels_for(self, role):
+        """:returns: the node labels of *role* as a dict (LB: none)."""
+        group = {ROLE_MASTER: self.master, ROLE_WORKER: self.worker}
+        return group[role].label_map if role in group else {}
+
+
+# ---------------------------------------------------------------- problems
+
+@dataclasses.dataclass(frozen=True)
+class Problem:
+    path: str
+    text: str
+    missing: bool = False
+
+    def __str__(self):
+        return '%s: %s' % (self.path, self.text)
+
+
+class Problems:
+    """Collects every problem of one input, then raises them together."""
+
+    def __init__(self):
+        self.items = []
+
+    def __len__(self):
+        return len(self.items)
+
+    def missing(self, path, text='missing'):
+        self.items.append(Problem(path, text, missing=True))
+
+    def invalid(self, path, text):
+        self.items.append(Problem(path, text))
+
+    def raise_if_any(self):
+        """Raise one exception listing every problem, if there is any.
+
+        :raises ParamsNotFound: when every problem is a missing field.
+        :raises ParamsInvalid: when at least one is not.
+        """
+        if not self.items:
+            return
+        # Sorted by path: the same input always gives the same message.
+        messages = [str(item) for item in sorted(
+            self.items, key=lambda item: item.path)]
+        if all(item.missing for item in self.items):
+            raise exceptions.ParamsNotFound(messages)
+        raise exceptions.ParamsInvalid(messages)
+
+
+def _show(value, limit=60):
+    """A short repr of a non-secret value for an error message."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 4] + '...' + text[-1]
+
+
+def _key_text(key):
+    """A mapping key as it appears in a field path (never a value)."""
+    return _show(key)[1:-1] if isinstance(key, str) else _show(key)
+
+
+def _type_name(value):
+    return type(value).__name__ if value is not None else 'null'
+
+
+class Section:
+    """One mapping of the request: reports unknown keys, reads typed values.
+
+    :param keys: the keys this section accepts (others are reported,
+        with the nearest known key as a suggestion).
+    """
+
+    def __init__(self, problems, path, data, keys):
+        self.problems = problems
+        self.path = path
+        self.data = data
+        for key in data:
+            if key not in keys:
+                self._unknown(key, keys)
+
+    def _unknown(self, key, keys):
+        text = 'unknown key'
+        if not isinstance(key, str):
+            self.problems.invalid(self.path, 'keys must be strings, not %s'
+                                  % _type_name(key))
+            return
+        near = difflib.get_close_matches(key, keys, n=1, cutoff=0.6)
+        if near:
+            text += ' (did you mean %r?)' % near[0]
+        else:
+            text += ' (known keys: %s)' % ', '.join(sorted(keys))
+        self.problems.invalid(self.at(_key_text(key)), text)
+
+    def at(self, key):
+        return '%s.%s' % (self.path, key)
+
+    def given(self, key):
+        """True when *key* holds something other than null or ''."""
+        return self.data.get(key) not in (None, '')
+
+    def value(self, key, kind, required=False, secret=False):
+        """The value of *key* if it has type *kind*, else None.
+
+        Absent, null and '' count as not given.  *secret* keeps the value
+        out of every message (types are never echoed anyway).
+        """
+        if not self.given(key):
+            if required:
+                self.problems.missing(self.at(key))
+            return None
+        value = self.data[key]
+        if kind is int and isinstance(value, bool) or not isinstance(
+                value, kind):
+            hint = ' (quote it)' if kind is str and not secret and \
+                isinstance(value, (int, float)) else ''
+            self.problems.invalid(self.at(key), 'must be %s, not %s%s' % (
+                _TYPE_NAMES[kind], _type_name(value), hint))
+            return None
+        if kind is str and _CONTROL_RE.search(value):
+            self.problems.invalid(
+                self.at(key), 'must not contain control characters '
+                '(newline, tab, ...)')
+            return None
+        return value
+
+    def section(self, key, section_keys, required=False):
+        """A nested :class:`Section`, or None when absent or not a dict."""
+        data = self.value(key, dict, required=required)
+        if data is None:
+            return None
+        return Section(self.problems, self.at(key), data, section_keys)
+
+
+# ------------------------------------------------------------- field types
+
+def _text(sec, key, required=False, secret=False):
+    return sec.value(key, str, required=required, secret=secret)
+
+
+def _username(sec, key):
+    name = sec.value(key, str, required=True)
+    if name is not None and not _USERNAME_RE.match(name):
+        sec.problems.invalid(sec.at(key), '%s is not a valid user name '
+                             '(letters, digits, "_.-", at most 32)'
+                             % _show(name))
+        return None
+    return name
+
+
+def _int(sec, key, default, low, high, what='must be'):
+    value = sec.value(key, int)
+    if value is None:
+        return None if sec.given(key) else default
+    if not low <= value <= high:
+        sec.problems.invalid(sec.at(key), '%s %s between %d and %d' % (
+            _show(value), what, low, high))
+        return None
+    return value
+
+
+def _port(sec, key, default):
+    return _int(sec, key, default, 1, 65535, what='is not a port: must be')
+
+
+def _bool(sec, key, default):
+    value = sec.value(key, bool)
+    return default if value is None and not sec.given(key) else value
+
+
+def _ip(problems, path, value):
+    """The normalised text of an IPv4/IPv6 address, or None."""
+    try:
+        if '%' in value:
+            raise ValueError(value)
+        return str(ipaddress.ip_address(value))
+    except ValueError:
+        problems.invalid(path, '%s is not an IP address' % _show(value))
+        return None
+
+
+def _ip_field(sec, key, required=False):
+    value = sec.value(key, str, required=required)
+    return None if value is None else _ip(sec.problems, sec.at(key), value)
+
+
+def _network(problems, path, text):
+    try:
+        return ipaddress.ip_network(text)
+    except ValueError:
+        pass
+    try:
+        loose = ipaddress.ip_network(text, strict=False)
+    except ValueError:
+        problems.invalid(path, '%s is not a CIDR' % _show(text))
+        return None
+    problems.invalid(path, '%s has host bits set (did you mean %r?)' % (
+        _show(text), str(loose)))
+    return None
+
+
+def _cidr_field(sec, key, default=None, ipv4_only=False, var=None):
+    text = sec.value(key, str)
+    if text is None:
+        return None if sec.given(key) or default is None else \
+            ipaddress.ip_network(default)
+    net = _network(sec.problems, sec.at(key), text)
+    if net is not None and ipv4_only and net.version != 4:
+        sec.problems.invalid(sec.at(key), (
+            '%s is an IPv6 network; this field sets kubespray\'s IPv4 %s '
+            '(put %s_ipv6 in kubespray.extra_vars for IPv6)') % (
+                _show(text), var, var))
+        return None
+    return net
+
+
+def _remote_path(sec, key, required=False):
+    path = sec.value(key, str, required=required)
+    if path is None:
+        return None
+    if not path.startswith('/'):
+        sec.problems.invalid(sec.at(key), '%s is not an absolute path'
+                             % _show(path))
+        return None
+    normal = posixpath.normpath(path)
+    return '/' + normal.lstrip('/')  # normpath keeps a leading '//'
+
+
+def _package_path(sec, key):
+    """A path inside the VNF package: relative, without '..'."""
+    path = sec.value(key, str)
+    if path is None:
+        return None
+    parts = path.replace('\\', '/').split('/')
+    if path.startswith('/') or '..' in parts:
+        sec.problems.invalid(sec.at(key), '%s must be a path inside the '
+                             'VNF package (relative, without "..")'
+                             % _show(path))
+        return None
+    return posixpath.normpath(path)
+
+
+def _local_file(sec, key):
+    path = sec.value(key, str)
+    if path is not None and not path.startswith(('/', '~/')):
+        sec.problems.invalid(sec.at(key), '%s must be an absolute path '
+                             '(or start with ~/) on the conductor host'
+                             % _show(path))
+        return None
+    return path
+
+
+def _proxy_url(sec, key):
+    """A proxy URL; never echoed, it may carry credentials."""
+    url = sec.value(key, str, secret=True)
+    if url is None:
+        return None
+    try:
+        parts = urllib.parse.urlsplit(url)
+        port = parts.port
+    except ValueError:
+        parts, port = None, None
+    if parts is None:
+        reason = 'its port is not a number between 1 and 65535'
+    elif parts.scheme not in ('http', 'https'):
+        reason = 'the scheme must be http or https'
+    elif not parts.hostname:
+        reason = 'it has no host'
+    elif port == 0 or ' ' in url:
+        reason = 'it has port 0 or a space'
+    else:
+        return url
+    sec.problems.invalid(sec.at(key), 'is not a valid proxy URL '
+                         '(http[s]://[user:password@]host[:port]): %s '
+                         '(value not shown)' % reason)
+    return None
+
+
+def _no_proxy(sec, key):
+    value = sec.data.get(key)
+    if value in (None, ''):
+        return ()
+    if isinstance(value, str):
+        value = value.split(',')
+    if not isinstance(value, list) or not all(
+            isinstance(item, str) for item in value):
+        sec.problems.invalid(sec.at(key), 'must be a comma-separated '
+                             'string or a list of strings')
+        return None
+    entries = tuple(item.strip() for item in value if item.strip())
+    bad = [entry for entry in entries if re.search(r'[\s\x00-\x1f]', entry)]
+    if bad:
+        sec.problems.invalid(sec.at(key), 'entry %s contains a space'
+                             % _show(bad[0]))
+        return None
+    return entries
+
+
+def _label_problem(key, value):
+    """What is wrong with one node label, or None."""
+    if not isinstance(key, str) or not isinstance(value, str):
+        return 'keys and values must be strings (quote numbers)'
+    prefix, _, name = key.rpartition('/')
+    if prefix and (len(prefix) > 253 or not all(
+            _DNS_LABEL_RE.match(part) for part in prefix.split('.'))):
+        return 'prefix %s is not a DNS subdomain' % _show(prefix)
+    if not _LABEL_NAME_RE.match(name):
+        return 'name %s is not a label name (1-63 of "A-Za-z0-9-_.", ' \
+               'alphanumeric at both ends)' % _show(name)
+    if value and not _LABEL_NAME_RE.match(value):
+        return 'value %s is not a label value (0-63 of "A-Za-z0-9-_.", ' \
+               'alphanumeric at both ends)' % _show(value)
+    if prefix.endswith(('kubernetes.io', 'k8s.io')) and \
+            key not in _KUBELET_LABELS and \
+            not prefix.endswith(_KUBELET_PREFIXES):
+        return ('the kubelet may not set labels in the kubernetes.io or '
+                'k8s.io namespaces (except node.kubernetes.io/ and '
+                'kubelet.kubernetes.io/); it would refuse to start')
+    return None
+
+
+def _labels(sec, key):
+    data = sec.value(key, dict)
+    if data is None:
+        return ()
+    labels = []
+    for name, value in data.items():
+        problem = _label_problem(name, value)
+        if problem:
+            sec.problems.invalid(sec.at('%s.%s' % (key, _key_text(name))),
+                                 problem)
+        else:
+            labels.append((name, value))
+    return tuple(sorted(labels))
+
+
+# --------------------------------------------------------------- sections
+
+def _login(sec, user_key, password_key, port_key, default_key_file):
+    username = _username(sec, user_key)
+    password = _text(sec, password_key, secret=True)
+    key_file = _local_file(sec, 'ssh_key_file')
+    port = _port(sec, port_key, DEFAULT_SSH_PORT)
+    if not sec.given(password_key) and not sec.given('ssh_key_file'):
+        if default_key_file:
+            key_file = default_key_file
+        else:
+            sec.problems.missing(sec.at(password_key), (
+                'missing: give %s or ssh_key_file, or set the option '
+                '[kubespray_mgmt] ssh_private_key_file') % password_key)
+    return Login(username, password, key_file, port)
+
+
+def _cp_name(sec, key, required):
+    return _text(sec, key, required=required)
+
+
+def _node_group(sec, role, options):
+    login = _login(sec, 'username', 'password', 'port',
+                   options['default_key_file'])
+    return NodeGroupSpec(
+        role=role, aspect_id=_text(sec, 'aspect_id'),
+        ssh_cp_name=_cp_name(sec, 'ssh_cp_name', options['need_cp_names']),
+        nic_cp_name=_text(sec, 'nic_cp_name'), login=login,
+        labels=_labels(sec, 'labels'))
+
+
+def _master_networks(sec, kubespray):
+    pod = _cidr_field(sec, 'pod_cidr', DEFAULT_POD_CIDR, ipv4_only=True,
+                      var='kube_pods_subnet')
+    service = _cidr_field(sec, 'cluster_cidr', DEFAULT_SERVICE_CIDR,
+                          ipv4_only=True, var='kube_service_addresses')
+    if pod is not None and service is not None and pod.overlaps(service):
+        sec.problems.invalid(sec.at('cluster_cidr'), (
+            '%s overlaps the pod CIDR %s (master_node.pod_cidr); '
+            'kubespray needs them apart') % (str(service), str(pod)))
+    prefix = kubespray.extra_vars.get('kube_network_node_prefix',
+                                      DEFAULT_NODE_PREFIX)
+    if pod is not None and isinstance(prefix, int) and \
+            not isinstance(prefix, bool) and pod.prefixlen >= prefix:
+        sec.problems.invalid(sec.at('pod_cidr'), (
+            '%s leaves no room for node pod ranges: its prefix must be '
+            'shorter than /%d (kube_network_node_prefix)') % (
+                str(pod), prefix))
+    return pod, service
+
+
+def _proxy(sec, pod, service):
+    if sec is None:
+        return ProxySpec()
+    proxy = ProxySpec(
+        http_proxy=_proxy_url(sec, 'http_proxy'),
+        https_proxy=_proxy_url(sec, 'https_proxy'),
+        no_proxy=_no_proxy(sec, 'no_proxy'),
+        k8s_node_cidr=_cidr_field(sec, 'k8s_node_cidr'))
+    node_net = proxy.k8s_node_cidr
+    for net, field in ((pod, 'pod CIDR'), (service, 'service CIDR')):
+        if node_net is not None and net is not None and \
+                node_net.overlaps(net):
+            sec.problems.invalid(sec.at('k8s_node_cidr'), (
+                '%s overlaps the %s %s') % (str(node_net), field, str(net)))
+    return proxy
+
+
+def _ansible(sec, options):
+    if sec is None:
+        return None
+    login = _login(sec, 'username', 'password', 'port',
+                   options['default_key_file'])
+    root = _remote_path(sec, 'kubespray_root_path', required=True)
+    inventory = _remote_path(sec, 'transferring_inventory_path',
+                             required=True)
+    if root and inventory and (
+            inventory in ('/', root, root + '/inventory/sample') or
+            root.startswith(inventory.rstrip('/') + '/')):
+        sec.problems.invalid(sec.at('transferring_inventory_path'), (
+            '%s would overwrite kubespray itself; use a directory of its '
+            'own, such as %s/inventory/<cluster name>') % (
+                _show(inventory), root))
+        inventory = None
+    return AnsibleSpec(ip_address=_ip_field(sec, 'ip_address', True),
+                       login=login, kubespray_root_path=root,
+                       transferring_inventory_path=inventory)
+
+
+def _nodeport_range(sec):
+    text = sec.value('nodeport_range', str)
+    if text is None:
+        return None if sec.given('nodeport_range') else \
+            DEFAULT_NODEPORT_RANGE
+    match = _RANGE_RE.match(text.strip())
+    first, last = (int(match.group(1)), int(match.group(2))) if match \
+        else (0, 0)
+    if not 1 <= first <= last <= 65535:
+        sec.problems.invalid(sec.at('nodeport_range'), (
+            '%s is not a port range "FIRST-LAST" with 1 <= FIRST <= LAST '
+            '<= 65535') % _show(text))
+        return None
+    return first, last
+
+
+def _external_lb(sec, options):
+    if sec is None:
+        return None
+    login = _login(sec, 'ssh_username', 'ssh_password', 'ssh_port',
+                   options['default_key_file'])
+    api_port = _port(sec, 'api_port', DEFAULT_API_PORT)
+    ports = _nodeport_range(sec)
+    if api_port and ports and ports[0] <= api_port <= ports[1]:
+        sec.problems.invalid(sec.at('api_port'), (
+            '%d lies inside nodeport_range %d-%d; HAProxy cannot bind '
+            'both') % (api_port, ports[0], ports[1]))
+    return ExternalLbSpec(
+        ssh_cp_name=_cp_name(sec, 'ssh_cp_name', options['need_cp_names']),
+        nic_cp_name=_text(sec, 'nic_cp_name'), login=login,
+        script_path=_package_path(sec, 'script_path'),
+        api_port=api_port, nodeport_range=ports)
+
+
+def _version(sec):
+    text = sec.value('version', str)
+    if text is None:
+        return None
+    match = _VERSION_RE.match(text.strip())
+    if not match:
+        sec.problems.invalid(sec.at('version'), '%s is not a kubespray '
+                             'version such as "2.24.0"' % _show(text))
+        return None
+    if (int(match.group(1)), int(match.group(2))) < MIN_KUBESPRAY_VERSION:
+        sec.problems.invalid(sec.at('version'), (
+            '%s is older than the oldest supported kubespray, v%d.%d') % (
+                (_show(text),) + MIN_KUBESPRAY_VERSION))
+        return None
+    return text.strip().lstrip('v')
+
+
+def _plain_data(value):
+    """True if *value* is made of YAML/JSON scalars, lists and mappings."""
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return True
+    if isinstance(value, list):
+        return all(_plain_data(item) for item in value)
+    if isinstance(value, dict):
+        return all(isinstance(key, str) and _plain_data(item)
+                   for key, item in value.items())
+    return False
+
+
+def _extra_var_problem(name, value):
+    """What is wrong with one extra var (never its value), or None."""
+    if not isinstance(name, str) or not _VAR_NAME_RE.match(name):
+        return 'is not an Ansible variable name'
+    if name in _DERIVED_VARS:
+        return 'is set by the driver from %s; set that instead' % (
+            _DERIVED_VARS[name])
+    if name.startswith('ansible_'):
+        return ('connection settings come from the role sections '
+                '(username, password, ssh_key_file, port)')
+    if not _plain_data(value):
+        return 'value must be YAML data (strings, numbers, booleans, ' \
+               'lists, mappings)'
+    kind = _EXTRA_VAR_TYPES.get(name)
+    if name.endswith('_enabled'):
+        kind = bool
+    if kind is not None and (not isinstance(value, kind) or (
+            kind is int and isinstance(value, bool))):
+        hint = ' (quote it)' if kind is str and isinstance(
+            value, (int, float)) else ''
+        return 'must be %s, not %s%s' % (_TYPE_NAMES[kind],
+                                         _type_name(value), hint)
+    return None
+
+
+def _extra_vars(sec):
+    data = sec.value('extra_vars', dict)
+    if data is None:
+        return {}
+    accepted = {}
+    for name, value in data.items():
+        problem = _extra_var_problem(name, value)
+        if problem:
+            sec.problems.invalid(sec.at('extra_vars.%s' % _key_text(name)),
+                                 problem)
+        else:
+            accepted[name] = copy.deepcopy(value)
+    return accepted
+
+
+def _kubespray(sec):
+    if sec is None:
+        return KubesprayOptions()
+    return KubesprayOptions(
+        extra_vars=types.MappingProxyType(_extra_vars(sec)),
+        forks=_int(sec, 'forks', None, 1, MAX_FORKS),
+        version=_version(sec),
+        reset_on_terminate=_bool(sec, 'reset_on_terminate', False))
+
+
+# ------------------------------------------------------------ node entries
+
+def parse_node_address(problems, path, data, role=None):
+    """One VM entry: ``{role, ssh_ip, nic_ip, ssh_port}``.
+
+    :param problems: the :class:`Problems` to report to.
+    :param path: the entry's field path, e.g. ``topology.workers[0]``.
+    :param data: the entry (a mapping).
+    :param role: the role when the container implies it (topology
+        files); None to read the entry's own ``role`` key.
+    :returns: a :class:`NodeAddress`, or None if the entry is unusable.
+    """
+    if not isinstance(data, dict):
+        problems.invalid(path, 'must be a mapping, not %s'
+                         % _type_name(data))
+        return None
+    keys = _SECTION_KEYS['node']
+    sec = Section(problems, path, data, keys if role is None else keys[1:])
+    if role is None:
+        role = sec.value('role', str, required=True)
+        if role is not None and role not in ROLES:
+            problems.invalid(sec.at('role'), '%s is not one of %s' % (
+                _show(role), ', '.join(ROLES)))
+            role = None
+    ssh_ip = _ip_field(sec, 'ssh_ip', required=True)
+    nic_ip = _ip_field(sec, 'nic_ip') if sec.given('nic_ip') else ssh_ip
+    port = _port(sec, 'ssh_port', None)
+    if None in (role, ssh_ip, nic_ip) or (
+            port is None and sec.given('ssh_port')):
+        return None
+    return NodeAddress(role, ssh_ip, nic_ip, port, source=path)
+
+
+def check_node_addresses(problems, path, addresses, ports=None,
+                         networks=()):
+    """Checks on a whole node set: counts, duplicates, addresses.
+
+    One master at least and exactly one external LB; an even number of
+    masters (etcd members) is refused because kubespray refuses it; no
+    two Kubernetes nodes share a cluster address or an SSH endpoint, and
+    no cluster address lies in the pod or service network.
+
+    :param path: where the set came from, e.g. ``topology``.
+    :param addresses: the :class:`NodeAddress` entries.
+    :param ports: ``{role: default SSH port}`` (22 for a missing role).
+    :param networks: ``(network, description)`` pairs no node may be in.
+    """
+    count = {role: 0 for role in ROLES}
+    for address in addresses:
+        count[address.role] += 1
+    if not count[ROLE_MASTER]:
+        problems.invalid(path, 'no master node (need 1, 3 or 5 ...)')
+    elif count[ROLE_MASTER] % 2 == 0:
+        problems.invalid(path, '%d master nodes: etcd needs an odd '
+                         'number (kubespray refuses an even one)'
+                         % count[ROLE_MASTER])
+    if count[ROLE_EXTERNAL_LB] != 1:
+        problems.invalid(path, 'needs exactly one external_lb node, '
+                         'found %d' % count[ROLE_EXTERNAL_LB])
+    k8s_nodes = [a for a in addresses if a.role != ROLE_EXTERNAL_LB]
+    _check_duplicates(problems, k8s_nodes, ports or {})
+    for address in k8s_nodes:
+        ip = ipaddress.ip_address(address.nic_ip)
+        for network, what in networks:
+            if network is not None and ip in network:
+                problems.invalid(address.source, (
+                    'cluster address %s lies in the %s %s') % (
+                        address.nic_ip, what, network))
+
+
+def _check_duplicates(problems, addresses, ports):
+    # The LB is left out: it is no Kubernetes node and may share a host.
+    seen_ip, seen_ssh = {}, {}
+    for address in addresses:
+        first = seen_ip.setdefault(address.nic_ip, address)
+        if first is not address:
+            problems.invalid(address.source, (
+                'cluster address %s is already used by %s') % (
+                    address.nic_ip, first.source))
+            continue
+        port = address.ssh_port or ports.get(address.role, DEFAULT_SSH_PORT)
+        first = seen_ssh.setdefault((address.ssh_ip, port), address)
+        if first is not address:
+            problems.invalid(address.source, (
+                'SSH endpoint %s port %s is already used by %s') % (
+                    address.ssh_ip, port, first.source))
+
+
+def _nodes(root):
+    data = root.value('nodes', list)
+    if data is None:
+        return None
+    path = root.at('nodes')
+    entries = [parse_node_address(root.problems, '%s[%d]' % (path, index),
+                                  item)
+               for index, item in enumerate(data)]
+    return tuple(entries)
+
+
+def _check_nodes(root, spec):
+    """The set checks of an explicit ``nodes`` list, once roles parsed."""
+    if spec.nodes is None or None in spec.nodes:
+        return
+    ports = {}
+    for role, group in ((ROLE_MASTER, spec.master),
+                        (ROLE_WORKER, spec.worker),
+                        (ROLE_EXTERNAL_LB, spec.external_lb)):
+        if group is not None and group.login.port is not None:
+            ports[role] = group.login.port
+    networks = ((spec.pod_cidr, 'pod CIDR (master_node.pod_cidr)'),
+                (spec.service_cidr,
+                 'service CIDR (master_node.cluster_cidr)'))
+    check_node_addresses(root.problems, root.at('nodes'), spec.nodes,
+                         ports, networks)
+
+
+# ------------------------------------------------------------ entry points
+
+def _root_section(problems, additional_params):
+    if not isinstance(additional_params, dict):
+        problems.invalid('additionalParams', 'must be a mapping, not %s'
+                         % _type_name(additional_params))
+        return None
+    data = additional_params.get(ROOT)
+    if data is None:
+        problems.missing(ROOT)
+        return None
+    if not isinstance(data, dict):
+        problems.invalid(ROOT, 'must be a mapping, not %s' % _type_name(data))
+        return None
+    return Section(problems, ROOT, data, _SECTION_KEYS[ROOT])
+
+
+def _build(root, options):
+    keys = _SECTION_KEYS
+    kubespray = _kubespray(root.section('kubespray', keys['kubespray']))
+    nodes = _nodes(root)
+    options['need_cp_names'] = options['need_cp_names'] and \
+        not root.given('nodes')
+    master_sec = root.section('master_node', keys['master_node'], True)
+    worker_sec = root.section('worker_node', keys['worker_node'], True)
+    master = worker = pod = service = None
+    if master_sec is not None:
+        master = _node_group(master_sec, ROLE_MASTER, options)
+        pod, service = _master_networks(master_sec, kubespray)
+    if worker_sec is not None:
+        worker = _node_group(worker_sec, ROLE_WORKER, options)
+    spec = ClusterSpec(
+        vim_name=_text(root, 'vim_name'),
+        script_path=_package_path(root, 'script_path'),
+        master=master, worker=worker, pod_cidr=pod, service_cidr=service,
+        cluster_cp_name=_text(master_sec, 'cluster_cp_name')
+        if master_sec else None,
+        proxy=_proxy(root.section('proxy', keys['proxy']), pod, service),
+        ansible=_ansible(root.section('ansible', keys['ansible'], True),
+                         options),
+        external_lb=_external_lb(root.section(
+            'external_lb_param', keys['external_lb_param'], True), options),
+        kubespray=kubespray, nodes=nodes)
+    _check_nodes(root, spec)
+    return spec
+
+
+def parse_params(additional_params, default_key_file=None,
+                 need_cp_names=True):
+    """Validate ``additionalParams`` and return its :class:`ClusterSpec`.
+
+    :param additional_params: the request's ``additionalParams`` (a dict
+        holding ``k8s_cluster_installation_param``; other keys, such as
+        ``lcm-operation-user-data``, are Tacker's and ignored here).
+    :param default_key_file: the ``[kubespray_mgmt] ssh_private_key_file``
+        option: the key of every role that gives neither password nor
+        ``ssh_key_file``.
+    :param need_cp_names: require ``ssh_cp_name`` of each role (the VMs
+        are discovered from Heat).  False when the caller has the
+        addresses already (a topology file); an explicit ``nodes`` list
+        makes them optional too.
+    :returns: the validated :class:`ClusterSpec`.
+    :raises ParamsNotFound: when every problem is a missing field.
+    :raises ParamsInvalid: for any other problem (all are listed).
+    """
+    problems = Problems()
+    root = _root_section(problems, additional_params)
+    spec = None
+    if root is not None:
+        spec = _build(root, {'default_key_file': default_key_file,
+                             'need_cp_names': need_cp_names})
+    problems.raise_if_any()
+    return spec
+
+
+def merge_operation_params(instantiated, operation, operation_name='scale'):
+    """Lay a scale/heal request's overrides over the instantiated params.
+
+    Only :data:`OVERRIDABLE_SECTIONS` may be overridden; within a section
+    each given key replaces the instantiated one (a mapping value such as
+    ``labels`` is replaced whole), other keys are kept.
+
+    :param instantiated: the ``additionalParams`` of the instantiation.
+    :param operation: the operation request's ``additionalParams`` (None
+        or without ``k8s_cluster_installation_param``: no override).
+    :param operation_name: used in messages (``'scale'``, ``'heal'``).
+    :returns: a new ``additionalParams`` dict; the inputs are unchanged.
+    :raises ParamsInvalid: when the overrides are malformed.
+    """
+    merged = copy.deepcopy(instantiated) if isinstance(
+        instantiated, dict) else instantiated
+    overrides = (operation or {}).get(ROOT) if isinstance(
+        operation, (dict, type(None))) else operation
+    if overrides is None or not isinstance(merged, dict) or not isinstance(
+            merged.get(ROOT), dict):
+        return merged
+    problems = Problems()
+    if not isinstance(overrides, dict):
+        problems.invalid(ROOT, 'the %s request\'s value must be a mapping, '
+                         'not %s' % (operation_name, _type_name(overrides)))
+    else:
+        _merge_sections(problems, merged[ROOT], overrides, operation_name)
+    problems.raise_if_any()
+    return merged
+
+
+def _merge_sections(problems, target, overrides, operation_name):
+    for name, section in overrides.items():
+        path = '%s.%s' % (ROOT, _key_text(name))
+        if name not in OVERRIDABLE_SECTIONS:
+            problems.invalid(path, 'cannot be changed by a %s request '
+                             '(only %s)' % (operation_name,
+                                            ', '.join(OVERRIDABLE_SECTIONS)))
+        elif not isinstance(section, dict):
+            problems.invalid(path, 'must be a mapping, not %s'
+                             % _type_name(section))
+        elif isinstance(target.get(name), dict):
+            target[name].update(copy.deepcopy(section))
+        else:
+            target[name] = copy.deepcopy(section)
+
+
+def parse_for_operation(instantiated, operation, operation_name='scale',
+                        default_key_file=None, need_cp_names=True):
+    """:func:`merge_operation_params`, then :func:`parse_params`.
+
+    :returns: the :class:`ClusterSpec` that applies to this operation.
+    :raises ParamsNotFound, ParamsInvalid: as :func:`parse_params`.
+    """
+    merged = merge_operation_params(instantiated, operation, operation_name)
+    return parse_params(merged, default_key_file=default_key_file,
+                        need_cp_names=need_cp_names)
+
+
+def _login_text(login):
+    return '%s:%d by %s' % (login.username, login.port,
+                            'key' if login.key_file else 'password')
+
+
+def describe(spec):
+    """A one-line summary of *spec*, without any secret."""
+    lb = spec.external_lb
+    parts = [
+        'masters %s' % _login_text(spec.master.login),
+        'workers %s' % _login_text(spec.worker.login),
+        'ansible %s at %s' % (_login_text(spec.ansible.login),
+                              spec.ansible.ip_address),
+        'LB api port %d, nodeports %d-%d' % ((lb.api_port,) +
+                                            tuple(lb.nodeport_range)),
+        'pods %s, services %s' % (spec.pod_cidr, spec.service_cidr),
+        'proxy %s' % ('on' if spec.proxy.enabled else 'off'),
+        '%d extra var(s)' % len(spec.kubespray.extra_vars),
+    ]
+    if spec.nodes is not None:
+        parts.append('%d explicit node(s)' % len(spec.nodes))
+    return 'valid: ' + ', '.join(parts)
