@@ -110,7 +110,30 @@ lb_opts = [
                     '(passwordless sudo) on the LB VM.'),
 ]
 
-ALL_OPTS = ssh_opts + kubespray_opts + lb_opts
+kubectl_opts = [
+    cfg.StrOpt('kubectl_command', default='kubectl',
+               help='kubectl on the control-plane nodes (a name on PATH '
+                    'or an absolute path; kubespray installs '
+                    '/usr/local/bin/kubectl).'),
+    cfg.StrOpt('kubectl_kubeconfig', default='/etc/kubernetes/admin.conf',
+               help='kubeconfig used on the control-plane nodes; empty '
+                    'for kubectl\'s default.'),
+    cfg.StrOpt('kubectl_sudo', default='auto',
+               choices=[('auto', 'use "sudo -n" when the master SSH user '
+                                 'is not root'),
+                        ('always', 'always use "sudo -n"'),
+                        ('never', 'never use sudo')],
+               help='Whether kubectl runs under sudo on the control-plane '
+                    'nodes (admin.conf is readable by root only).'),
+    cfg.StrOpt('admin_service_account', default='tacker-admin',
+               help='ServiceAccount (in kube-system) whose token the '
+                    'driver registers as the Kubernetes VIM\'s credential.'),
+    cfg.StrOpt('kubeconfig_dir', default='~/.kubespray-mgmt/clusters',
+               help='Outside Tacker: directory where the kubeconfig of '
+                    'each cluster is written (mode 0600).'),
+]
+
+ALL_OPTS = ssh_opts + kubespray_opts + lb_opts + kubectl_opts
 
 
 def register_opts(conf):

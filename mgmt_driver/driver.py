@@ -1,38 +1,477 @@
 """The LCM hooks: orchestration only.
 
-:class:`LcmHooks` receives every hook Tacker calls (through the shim in
-:mod:`mgmt_driver.kubespray_mgmt`) as ``(context, vnf_instance, request,
-grant, grant_request, **kwargs)``; *request* may be ``None`` on rollback.
-Rendering lives in pure modules, remote work in the modules that own it.
+:class:`ClusterDriver` runs each operation on normalised inputs (a
+:class:`~mgmt_driver.params.ClusterSpec`, a
+:class:`~mgmt_driver.nodes.ClusterNodes`, node names); :class:`LcmHooks`
+adapts Tacker v1's hook calls to it (the ``kubespray-mgmt run`` command
+is the other adapter).  Rendering lives in pure modules, remote work in
+the modules that own it.
+
+Every step converges when run again: the workspace is reused, documents
+are rewritten whole, kubespray's playbooks are idempotent, node removal
+skips nodes that are already gone and the HAProxy configuration is only
+replaced when it differs.  The inventory on the Ansible server is the
+record of the control-plane order, which kubespray cares about.
 """
 
+import dataclasses
+import os
+import posixpath
+
+import yaml
 from oslo_log import log as logging
 
-from mgmt_driver import DRIVER_NAME  # noqa: F401  (re-exported for the shim)
+from mgmt_driver import DRIVER_NAME  # noqa: F401 (the shim reads it)
+from mgmt_driver import conf as kconf
 from mgmt_driver import exceptions
+from mgmt_driver import heat
+from mgmt_driver import inventory
+from mgmt_driver import kubectl
+from mgmt_driver import kubespray
+from mgmt_driver import loadbalancer
+from mgmt_driver import nodes as nodes_mod
+from mgmt_driver import params
+from mgmt_driver import registry
+from mgmt_driver import ssh
 
 LOG = logging.getLogger(__name__)
 
 DESCRIPTION = ('Builds, scales, heals and terminates a Kubernetes cluster '
                'VNF with kubespray run from an Ansible server over SSH.')
 
+#: The VNF package directory holding private keys uploaded for Ansible.
+KEY_DIR = 'keys'
+#: Where the LB install script is copied on the LB VM (home-relative).
+LB_SCRIPT = '.kubespray-mgmt-install-lb.sh'
+#: kubeconfig on the LB VM (home-relative), so kubectl works there.
+LB_KUBECONFIG = '.kube/config'
+
+
+_PROGRESS_LINES = ('PLAY [', 'TASK [', 'PLAY RECAP')
+
+
+def _sudo(setting, username):
+    return {'always': True, 'never': False}.get(setting, username != 'root')
+
+
+@dataclasses.dataclass
+class Settings:
+    """What the driver needs from ``[kubespray_mgmt]`` besides SSH."""
+
+    kubectl_command: str = 'kubectl'
+    kubectl_kubeconfig: str | None = '/etc/kubernetes/admin.conf'
+    kubectl_sudo: str = 'auto'
+    admin_service_account: str = 'tacker-admin'
+    drain_timeout: int = 600
+
+    @classmethod
+    def from_conf(cls, conf=None):
+        group = (conf or kconf.CONF).kubespray_mgmt
+        return cls(kubectl_command=group.kubectl_command,
+                   kubectl_kubeconfig=group.kubectl_kubeconfig or None,
+                   kubectl_sudo=group.kubectl_sudo,
+                   admin_service_account=group.admin_service_account,
+                   drain_timeout=group.drain_timeout)
+
+
+class ClusterDriver:
+    """The operations on one cluster, on normalised inputs.
+
+    :param spec: the :class:`~mgmt_driver.params.ClusterSpec`.
+    :param instance_id: the VNF instance id; names the workspace.
+    :param pool: an ``ssh.ConnectionPool`` (one connection per host).
+    :param conf: an oslo.config object (default: the global one).
+    :param package_dir: local VNF package directory holding the LB
+        install script, or None.
+    :param progress: called with each progress line (playbook plays and
+        tasks, steps), or None.
+    """
+
+    def __init__(self, spec, instance_id, pool, conf=None,
+                 package_dir=None, progress=None):
+        self.spec = spec
+        self.instance_id = instance_id
+        self.pool = pool
+        self.conf = conf or kconf.CONF
+        self.settings = Settings.from_conf(self.conf)
+        self.package_dir = package_dir
+        self._progress = progress
+        self._runner_obj = None
+
+    # Plumbing.
+
+    def step(self, text, *args):
+        message = text % args if args else text
+        LOG.info('[%s] %s', self.instance_id, message)
+        if self._progress:
+            self._progress(message)
+
+    def _connection(self, node):
+        login = self.spec.login_for(node.role)
+        return self.pool.connection(node.ssh_address, login.credentials(),
+                                    node.ssh_port)
+
+    def _ansible(self):
+        login = self.spec.ansible.login
+        return self.pool.connection(self.spec.ansible.ip_address,
+                                    login.credentials(), login.port)
+
+    @property
+    def workspace_path(self):
+        """``<transferring_inventory_path>/<instance id>`` on the server."""
+        return posixpath.join(self.spec.ansible.transferring_inventory_path,
+                              self.instance_id)
+
+    def _workspace(self):
+        return kubespray.Workspace(self._ansible(), self.workspace_path)
+
+    def _runner(self):
+        if self._runner_obj is None:
+            conn = self._ansible()
+            workspace = self._workspace()
+            workspace.ensure()
+            root = self.spec.ansible.kubespray_root_path
+            layout = kubespray.detect_layout(conn, root)
+            self.step('kubespray at %s: %s', root,
+                      layout.version or 'version unknown')
+            settings = kubespray.PlaybookSettings.from_conf(
+                self.conf, forks=self.spec.kubespray.forks)
+            self._runner_obj = kubespray.Runner(
+                conn, root, layout, workspace,
+                inventory=inventory.HOSTS_FILE,
+                extra_vars_files=(inventory.CLUSTER_VARS_FILE,
+                                  inventory.SECRET_VARS_FILE),
+                settings=settings, on_progress=self._playbook_line)
+        return self._runner_obj
+
+    def _playbook_line(self, line):
+        if self._progress and line.startswith(_PROGRESS_LINES):
+            self._progress('  ' + line.rstrip(' *'))
+
+    # Documents.
+
+    def upload_inventory(self, cluster):
+        """Write the inventory of *cluster* into the workspace.
+
+        Private keys named in the request are uploaded too (0600), and
+        host_vars of nodes no longer in the cluster are deleted.
+        """
+        runner = self._runner()
+        key_paths = inventory.remote_key_paths(
+            self.spec, cluster, runner.workspace.file(KEY_DIR))
+        files = inventory.render_files(self.spec, cluster, key_paths)
+        by_mode = {}
+        for name, rendered in files.items():
+            by_mode.setdefault(rendered.mode, {})[name] = rendered.content
+        for local, remote in sorted(key_paths.items()):
+            by_mode.setdefault(0o600, {})[
+                posixpath.relpath(remote, runner.workspace.path)] = \
+                _read_local(local)
+        for mode, documents in sorted(by_mode.items()):
+            runner.workspace.upload(documents, mode=mode)
+        self._delete_stale_host_vars(runner, cluster)
+
+    def _delete_stale_host_vars(self, runner, cluster):
+        keep = {'%s.yaml' % name for name in cluster.names}
+        directory = runner.workspace.file(inventory.HOST_VARS_DIR)
+        runner.conn.run(['find', directory, '-maxdepth', '1', '-type', 'f',
+                         '-name', '*.yaml'] +
+                        [arg for name in sorted(keep)
+                         for arg in ('!', '-name', name)] + ['-delete'])
+
+    def recorded_inventory(self):
+        """The inventory last uploaded to the workspace, parsed.
+
+        :returns: its ``all`` group as a dict ({} when there is none).
+        """
+        text = self._ansible().read_file(
+            self._workspace().file(inventory.HOSTS_FILE), missing_ok=True)
+        doc = yaml.safe_load(text) if text else None
+        return (doc or {}).get('all') or {}
+
+    def recorded_masters(self):
+        """Control-plane names in the order of the uploaded inventory."""
+        group = ((self.recorded_inventory().get('children') or {}).get(
+            'kube_control_plane') or {}).get('hosts') or {}
+        return list(group)
+
+    def in_recorded_order(self, cluster):
+        """*cluster* with its masters in the recorded order, new ones last."""
+        order = {name: i for i, name in enumerate(self.recorded_masters())}
+        masters = sorted(cluster.masters,
+                         key=lambda n: (n.name not in order,
+                                        order.get(n.name, 0)))
+        return nodes_mod.ClusterNodes(masters, cluster.workers,
+                                      cluster.external_lb)
+
+    # Load balancer and kubectl.
+
+    def _lb(self, cluster):
+        if cluster.external_lb is None:
+            raise exceptions.MgmtDriverNotFound(
+                param='%s.external_lb_param (no load balancer VM found)'
+                      % params.ROOT)
+        return self._connection(cluster.external_lb)
+
+    def update_load_balancer(self, cluster):
+        """Render HAProxy's configuration for *cluster* and apply it."""
+        conn = self._lb(cluster)
+        layout = loadbalancer.layout_for(self.spec.external_lb, cluster)
+        settings = loadbalancer.ApplySettings.from_conf(
+            self.conf, self.spec.external_lb.login.username)
+        changed = loadbalancer.apply_config(
+            conn, loadbalancer.render_haproxy_config(layout), settings)
+        self.step('load balancer %s: %d master(s), %d worker(s)%s',
+                  conn.host, len(cluster.masters), len(cluster.workers),
+                  '' if changed else ' (unchanged)')
+
+    def prepare_load_balancer(self, cluster):
+        """Run the package's LB install script on the LB VM, if given."""
+        script = self.spec.external_lb.script_path
+        if not script or not self.package_dir:
+            return
+        conn = self._lb(cluster)
+        conn.put(posixpath.join(self.package_dir, script), LB_SCRIPT,
+                 mode=0o700)
+        env = {k: v for k, v in (('http_proxy', self.spec.proxy.http_proxy),
+                                 ('https_proxy', self.spec.proxy.https_proxy))
+               if v and '@' not in v}
+        self.step('installing HAProxy and kubectl on %s', conn.host)
+        conn.run(['sh', LB_SCRIPT], env=env or None)
+
+    def kubectl_client(self, cluster, exclude=()):
+        """kubectl on the first control-plane node that answers."""
+        masters = [n for n in cluster.masters if n.name not in exclude]
+        if not masters:
+            raise exceptions.MgmtDriverOtherError(
+                error_message='no control-plane node is left to run '
+                              'kubectl on')
+        return kubectl.client_on_first_reachable(
+            [self._connection(n) for n in masters],
+            kubectl=self.settings.kubectl_command,
+            kubeconfig=self.settings.kubectl_kubeconfig,
+            sudo=_sudo(self.settings.kubectl_sudo,
+                       self.spec.master.login.username))
+
+    def cluster_access(self, cluster, name):
+        """Admin token and CA of the cluster, reached through the LB."""
+        client = self.kubectl_client(cluster)
+        creds = client.admin_credentials(
+            name=self.settings.admin_service_account)
+        lb = cluster.external_lb
+        return registry.ClusterAccess(
+            name=name,
+            server=registry.server_url(lb.ssh_address,
+                                       self.spec.external_lb.api_port),
+            token=creds.token, ca_cert=creds.ca_cert)
+
+    def place_lb_kubeconfig(self, cluster, access):
+        """A kubeconfig on the LB VM (0600) so kubectl works there."""
+        conn = self._lb(cluster)
+        conn.run(['mkdir', '-p', '-m', '0700', posixpath.dirname(
+            LB_KUBECONFIG)])
+        conn.write_file(LB_KUBECONFIG, registry.render_kubeconfig(access),
+                        mode=0o600)
+
+    # Operations.
+
+    def instantiate(self, cluster, vim_name):
+        """Build the cluster, front it with HAProxy, return its access.
+
+        :returns: a :class:`~mgmt_driver.registry.ClusterAccess`.
+        """
+        cluster = self.in_recorded_order(cluster)
+        self.step('instantiate: %d master(s), %d worker(s)',
+                  len(cluster.masters), len(cluster.workers))
+        self.upload_inventory(cluster)
+        self._runner().cluster(len(cluster.k8s_nodes))
+        self.prepare_load_balancer(cluster)
+        self.update_load_balancer(cluster)
+        access = self.cluster_access(cluster, vim_name)
+        self.place_lb_kubeconfig(cluster, access)
+        return access
+
+    def not_in_kubernetes(self, cluster):
+        """Names of *cluster*'s nodes that Kubernetes does not know.
+
+        What a scale-out or heal still has to add, so a re-run after a
+        failure finishes the work instead of skipping it.
+        """
+        known = set(self.kubectl_client(cluster).node_names())
+        return [name for name in cluster.names if name not in known]
+
+    def scale_out(self, cluster, new_names):
+        """Join the workers *new_names* of *cluster* (already in it)."""
+        cluster = self.in_recorded_order(cluster)
+        self.step('scale out: adding %s', ', '.join(new_names) or 'nothing')
+        self.upload_inventory(cluster)
+        runner = self._runner()
+        if new_names:
+            runner.facts(len(cluster.k8s_nodes))
+            runner.scale(new_names)
+        self.update_load_balancer(cluster)
+
+    def remove_workers(self, cluster, names):
+        """Take the workers *names* out of the LB, drain and remove them.
+
+        Nodes that never joined (or are already gone) are only dropped
+        from the inventory and the LB.
+
+        :returns: the cluster without them.
+        """
+        cluster = self.in_recorded_order(cluster)
+        remaining = cluster.remove(*names)
+        self.step('removing %s', ', '.join(names) or 'nothing')
+        self.update_load_balancer(remaining)
+        if names:
+            self._remove_from_kubernetes(cluster, names)
+        self.upload_inventory(remaining)
+        self._forget_host_keys(cluster, names)
+        return remaining
+
+    def _remove_from_kubernetes(self, cluster, names, exclude=()):
+        client = self.kubectl_client(cluster, exclude=exclude)
+        present = [n for n in names if client.node_exists(n)]
+        reachable, unreachable = [], []
+        for name in present:
+            (reachable if self._reachable(cluster.get(name))
+             else unreachable).append(name)
+        for name in reachable:
+            self.step('draining %s', name)
+            client.drain(name, timeout=self.settings.drain_timeout)
+            client.wait_evacuated(name, timeout=self.settings.drain_timeout)
+        self.upload_inventory(cluster)
+        runner = self._runner()
+        runner.remove_nodes(reachable, reachable=True)
+        runner.remove_nodes(unreachable, reachable=False)
+
+    def _reachable(self, node):
+        if node is None:
+            return False
+        login = self.spec.login_for(node.role)
+        if self.pool.reachable(node.ssh_address, login.credentials(),
+                               node.ssh_port):
+            return True
+        LOG.warning('%s is not reachable: removing it without draining',
+                    node.name)
+        return False
+
+    def _forget_host_keys(self, cluster, names):
+        for name in names:
+            node = cluster.get(name)
+            if node is not None:
+                self.pool.forget_host(node.ssh_address, node.ssh_port)
+
+    def remove_masters(self, cluster, names):
+        """Remove control-plane nodes (for a heal), first one included.
+
+        kubespray cannot remove the first control-plane node, so when it
+        is among *names* the healthy masters are moved to the front and
+        ``cluster.yml`` re-run before the removal.
+
+        :returns: the cluster without them.
+        """
+        cluster = self.in_recorded_order(cluster)
+        names = [n.name for n in cluster.masters if n.name in names]
+        if len(names) >= len(cluster.masters):
+            raise exceptions.MgmtDriverOtherError(
+                error_message='cannot heal every control-plane node at '
+                              'once; heal the whole VNF instead')
+        if cluster.masters[0].name in names:
+            healthy = [n for n in cluster.masters if n.name not in names]
+            sick = [n for n in cluster.masters if n.name in names]
+            cluster = nodes_mod.ClusterNodes(healthy + sick, cluster.workers,
+                                             cluster.external_lb)
+            self.step('moving %s to the front of the control plane',
+                      healthy[0].name)
+            self.upload_inventory(cluster)
+            self._runner().cluster(len(cluster.k8s_nodes),
+                                   limit=['etcd', 'kube_control_plane'])
+        remaining = cluster.remove(*names)
+        self.update_load_balancer(remaining)
+        self._remove_from_kubernetes(cluster, names, exclude=names)
+        self.upload_inventory(remaining)
+        self._forget_host_keys(cluster, names)
+        return remaining
+
+    def add_masters(self, cluster):
+        """Re-run ``cluster.yml`` so new control-plane nodes join last."""
+        cluster = self.in_recorded_order(cluster)
+        self.upload_inventory(cluster)
+        self._runner().cluster(len(cluster.k8s_nodes))
+        self.update_load_balancer(cluster)
+
+    def reset(self):
+        """Run ``reset.yml`` over the recorded inventory, if there is one.
+
+        Called before the VMs are deleted (terminate_start): afterwards
+        there would be nothing left to reset.
+        """
+        hosts = self.recorded_inventory().get('hosts') or {}
+        if not hosts:
+            self.step('no inventory recorded: nothing to reset')
+            return
+        self.step('resetting %d node(s)', len(hosts))
+        self._runner().reset(len(hosts))
+
+    def terminate(self):
+        """Delete the workspace and forget the nodes' host keys."""
+        workspace = self._workspace()
+        hosts = self.recorded_inventory().get('hosts') or {}
+        workspace.remove()
+        for host in hosts.values():
+            host = host or {}
+            if host.get('ansible_host'):
+                self.pool.forget_host(
+                    host['ansible_host'],
+                    host.get('ansible_port', params.DEFAULT_SSH_PORT))
+        self.step('workspace %s removed', workspace.path)
+
+
+def _read_local(path):
+    try:
+        with open(os.path.expanduser(path), encoding='utf-8') as f:
+            return f.read()
+    except OSError as exc:
+        raise exceptions.MgmtDriverNotFound(
+            param='SSH key file %s (%s)' % (path, exc.strerror))
+
+
+# ----------------------------------------------------------------- Tacker v1
+
 
 def _instance_id(vnf_instance):
     return getattr(vnf_instance, 'id', None) or '(unknown instance)'
 
 
+def _additional_params(obj):
+    return dict(getattr(obj, 'additional_params', None) or {})
+
+
 class LcmHooks:
-    """The hook implementations behind :class:`KubesprayMgmtDriver`."""
+    """Tacker v1's hooks, adapted to :class:`ClusterDriver`.
+
+    :param conf: an oslo.config object (default: the global one).
+    :param pool_factory: returns a new ``ssh.ConnectionPool``.
+    :param heat_factory: ``(context, vnf_instance, request)`` -> Heat
+        client.
+    :param vim_registry: a ``registry.TackerVimRegistry``.
+    :param package_dir_of: ``(context, vnf_instance)`` -> local VNF
+        package directory, or None.
+    """
+
+    def __init__(self, conf=None, pool_factory=None, heat_factory=None,
+                 vim_registry=None, package_dir_of=None):
+        self.conf = conf or kconf.CONF
+        self._pool_factory = pool_factory or (
+            lambda: ssh.ConnectionPool(ssh.SSHSettings.from_conf(self.conf)))
+        self._heat_factory = heat_factory or heat.heat_client
+        self._registry = vim_registry or registry.TackerVimRegistry()
+        self._package_dir_of = package_dir_of or _tacker_package_dir
 
     def _noop(self, hook, vnf_instance):
         LOG.info('%s: nothing to do for VNF instance %s', hook,
                  _instance_id(vnf_instance))
-
-    def _not_implemented(self, hook, vnf_instance):
-        raise exceptions.MgmtDriverOtherError(
-            error_message='%s for VNF instance %s is not implemented in '
-                          'this version of %s' % (
-                              hook, _instance_id(vnf_instance), DRIVER_NAME))
 
     # Hooks this driver deliberately leaves to Tacker.
 
@@ -42,7 +481,15 @@ class LcmHooks:
 
     def terminate_start(self, context, vnf_instance, request, grant,
                         grant_request, **kwargs):
-        self._noop('terminate_start', vnf_instance)
+        # Only kubespray.reset_on_terminate needs this hook: the VMs
+        # still exist here, and are gone by terminate_end.
+        spec = self._spec_or_none(vnf_instance, request, 'terminate',
+                                  log=LOG.debug)
+        if spec is None or not spec.kubespray.reset_on_terminate:
+            self._noop('terminate_start', vnf_instance)
+            return
+        with self._pool_factory() as pool:
+            self._driver(context, vnf_instance, spec, pool).reset()
 
     def change_external_connectivity_start(self, context, vnf_instance,
                                            request, grant, grant_request,
@@ -62,28 +509,154 @@ class LcmHooks:
                                grant, grant_request, **kwargs):
         self._noop('modify_information_end', vnf_instance)
 
+    # Inputs.
+
+    def _default_key(self):
+        return self.conf.kubespray_mgmt.ssh_private_key_file
+
+    def _spec(self, vnf_instance, request, operation):
+        instantiated = _additional_params(getattr(
+            vnf_instance, 'instantiated_vnf_info', None))
+        if operation == 'instantiate':
+            return params.parse_params(_additional_params(request),
+                                       self._default_key())
+        return params.parse_for_operation(
+            instantiated, _additional_params(request), operation,
+            self._default_key())
+
+    def _spec_or_none(self, vnf_instance, request, operation,
+                      log=LOG.warning):
+        try:
+            return self._spec(vnf_instance, request, operation)
+        except (exceptions.ParamsInvalid, exceptions.ParamsNotFound) as exc:
+            log('%s of VNF instance %s: parameters unusable (%s)',
+                operation, _instance_id(vnf_instance), exc)
+            return None
+
+    def _vms(self, context, vnf_instance, request, spec):
+        """:returns: ``(ClusterNodes, {name: VmRecord or None})``."""
+        if spec.nodes is not None:
+            cluster = nodes_mod.nodes_from_spec(spec)
+            return cluster, dict.fromkeys(cluster.names)
+        client = self._heat_factory(context, vnf_instance, request)
+        stack_id = vnf_instance.instantiated_vnf_info.instance_id
+        records = heat.HeatNodeFinder(client).cluster_vms(stack_id, spec)
+        cluster = nodes_mod.build_nodes(spec, [r.address for r in records],
+                                        path='heat stack %s' % stack_id)
+        by_name = {nodes_mod.node_name(r.address.role, r.address.nic_ip): r
+                   for r in records}
+        return cluster, by_name
+
+    def _driver(self, context, vnf_instance, spec, pool):
+        return ClusterDriver(spec, vnf_instance.id, pool, self.conf,
+                             self._package_dir_of(context, vnf_instance))
+
+    @staticmethod
+    def _vim_name(spec, vnf_instance):
+        return spec.vim_name or registry.default_vim_name(vnf_instance.id)
+
     # Hooks that build and change the cluster.
 
     def instantiate_end(self, context, vnf_instance, request, grant,
                         grant_request, **kwargs):
-        self._not_implemented('instantiate_end', vnf_instance)
+        spec = self._spec(vnf_instance, request, 'instantiate')
+        self._instantiate(context, vnf_instance, request, spec)
+
+    def _instantiate(self, context, vnf_instance, request, spec):
+        cluster, _ = self._vms(context, vnf_instance, request, spec)
+        with self._pool_factory() as pool:
+            access = self._driver(context, vnf_instance, spec, pool) \
+                .instantiate(cluster, self._vim_name(spec, vnf_instance))
+        self._registry.register(context, vnf_instance, access)
 
     def terminate_end(self, context, vnf_instance, request, grant,
                       grant_request, **kwargs):
-        self._not_implemented('terminate_end', vnf_instance)
+        spec = self._spec_or_none(vnf_instance, request, 'terminate')
+        if spec is None:
+            # Rollback of an instantiate refused for its parameters:
+            # nothing was built, only a default-named VIM could exist.
+            self._registry.unregister(
+                context, vnf_instance,
+                registry.default_vim_name(vnf_instance.id))
+            return
+        self._terminate(context, vnf_instance, spec)
 
-    def scale_start(self, context, vnf_instance, request, grant,
-                    grant_request, **kwargs):
-        self._not_implemented('scale_start', vnf_instance)
+    def _terminate(self, context, vnf_instance, spec):
+        self._registry.unregister(context, vnf_instance,
+                                  self._vim_name(spec, vnf_instance))
+        with self._pool_factory() as pool:
+            self._driver(context, vnf_instance, spec, pool).terminate()
 
     def scale_end(self, context, vnf_instance, request, grant,
                   grant_request, **kwargs):
-        self._not_implemented('scale_end', vnf_instance)
+        spec = self._spec(vnf_instance, request, 'scale')
+        cluster, _ = self._vms(context, vnf_instance, request, spec)
+        with self._pool_factory() as pool:
+            driver = self._driver(context, vnf_instance, spec, pool)
+            new = [name for name in driver.not_in_kubernetes(cluster)
+                   if name not in {n.name for n in cluster.masters}]
+            driver.scale_out(cluster, new)
+
+    def scale_start(self, context, vnf_instance, request, grant,
+                    grant_request, **kwargs):
+        spec = self._spec(vnf_instance, request, 'scale')
+        cluster, records = self._vms(context, vnf_instance, request, spec)
+        if getattr(request, 'type', 'SCALE_IN') == 'SCALE_OUT':
+            chosen = set(kwargs.get('scale_name_list') or [])
+            match = 'member_name'
+        else:
+            chosen = set(kwargs.get('scale_out_id_list') or [])
+            match = 'stack_id'
+        gone = [name for name, r in records.items()
+                if r is not None and getattr(r, match) in chosen
+                and r.address.role == params.ROLE_WORKER]
+        with self._pool_factory() as pool:
+            self._driver(context, vnf_instance, spec, pool).remove_workers(
+                cluster, sorted(gone))
+
+    def _healed(self, vnf_instance, request, records):
+        servers = set(heat.server_ids_for_vnfcs(
+            vnf_instance, list(request.vnfc_instance_id)))
+        return [name for name, r in records.items()
+                if r is not None and r.server_id in servers]
 
     def heal_start(self, context, vnf_instance, request, grant,
                    grant_request, **kwargs):
-        self._not_implemented('heal_start', vnf_instance)
+        spec = self._spec(vnf_instance, request, 'heal')
+        if not getattr(request, 'vnfc_instance_id', None):
+            self._terminate(context, vnf_instance, spec)
+            return
+        cluster, records = self._vms(context, vnf_instance, request, spec)
+        healed = self._healed(vnf_instance, request, records)
+        masters = [n.name for n in cluster.masters if n.name in healed]
+        workers = [n for n in healed if n not in masters]
+        with self._pool_factory() as pool:
+            driver = self._driver(context, vnf_instance, spec, pool)
+            if workers:
+                cluster = driver.remove_workers(cluster, workers)
+            if masters:
+                driver.remove_masters(cluster, masters)
 
     def heal_end(self, context, vnf_instance, request, grant,
                  grant_request, **kwargs):
-        self._not_implemented('heal_end', vnf_instance)
+        spec = self._spec(vnf_instance, request, 'heal')
+        if not getattr(request, 'vnfc_instance_id', None):
+            self._instantiate(context, vnf_instance, request, spec)
+            return
+        cluster, _ = self._vms(context, vnf_instance, request, spec)
+        master_names = {n.name for n in cluster.masters}
+        with self._pool_factory() as pool:
+            driver = self._driver(context, vnf_instance, spec, pool)
+            missing = driver.not_in_kubernetes(cluster)
+            if master_names.intersection(missing):
+                driver.add_masters(cluster)
+            driver.scale_out(cluster, [n for n in missing
+                                       if n not in master_names])
+
+
+def _tacker_package_dir(context, vnf_instance):
+    try:
+        from tacker.vnflcm import utils as vnflcm_utils
+    except ImportError:
+        return None
+    return vnflcm_utils._get_vnf_package_path(context, vnf_instance.vnfd_id)

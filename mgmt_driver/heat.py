@@ -34,11 +34,14 @@ class VmRecord:
         of the VNFC), or None when the stack does not say.
     :param stack_id: the scaling-group member stack holding it (what
         Tacker passes in ``scale_out_id_list``), or None.
+    :param member_name: that member's resource name in the group (what
+        Tacker passes in ``scale_name_list``), or None.
     """
 
     address: params.NodeAddress
     server_id: str | None = None
     stack_id: str | None = None
+    member_name: str | None = None
 
 
 def _not_found(what):
@@ -84,7 +87,7 @@ class HeatNodeFinder:
                 return resource.physical_resource_id
         return None
 
-    def _vm(self, stack_id, role, ssh_cp_name, nic_cp_name, member):
+    def _vm(self, stack_id, role, ssh_cp_name, nic_cp_name, member=None):
         section = params.ROOT + '.' + _SECTION[role]
         ssh_ip = self._address(stack_id, ssh_cp_name,
                                section + '.ssh_cp_name')
@@ -96,7 +99,8 @@ class HeatNodeFinder:
                                        nic_ip=nic_ip,
                                        source='heat:%s' % stack_id),
             server_id=self._server_id(stack_id) if member else None,
-            stack_id=stack_id if member else None)
+            stack_id=stack_id if member else None,
+            member_name=member)
 
     def role_vms(self, top_stack_id, role, aspect_id, ssh_cp_name,
                  nic_cp_name=None):
@@ -111,13 +115,12 @@ class HeatNodeFinder:
             raise _not_found('%s.%s.ssh_cp_name' % (params.ROOT,
                                                     _SECTION[role]))
         if not aspect_id:
-            return [self._vm(top_stack_id, role, ssh_cp_name, nic_cp_name,
-                             member=False)]
+            return [self._vm(top_stack_id, role, ssh_cp_name, nic_cp_name)]
         group = self._get(top_stack_id, aspect_id, '%s.%s.aspect_id' % (
             params.ROOT, _SECTION[role]))
         members = self._heat.resource_get_list(group.physical_resource_id)
         return [self._vm(m.physical_resource_id, role, ssh_cp_name,
-                         nic_cp_name, member=True)
+                         nic_cp_name, member=m.resource_name)
                 for m in sorted(members, key=lambda m: m.resource_name)]
 
     def cluster_vms(self, top_stack_id, spec):

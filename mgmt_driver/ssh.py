@@ -761,6 +761,31 @@ class ConnectionPool:
                     self.known_hosts, self.stats, self._sleep)
             return self._connections[key]
 
+    def reachable(self, host, credentials, port=22, timeout=30):
+        """Whether *host* takes a login and a command right now.
+
+        One connection attempt, not the pool's retries: for deciding
+        whether a node can be drained or must be removed ungracefully.
+        """
+        probe = Connection(host, credentials, port,
+                           dataclasses.replace(self.settings,
+                                               connect_retries=0),
+                           self.known_hosts, self.stats, self._sleep)
+        try:
+            with probe:
+                probe.run(['true'], timeout=timeout)
+            return True
+        except (exceptions.MgmtDriverOtherError,
+                exceptions.MgmtDriverRemoteCommandError,
+                exceptions.MgmtDriverRemoteCommandTimeOut) as exc:
+            LOG.info('%s:%s is not reachable: %s', host, port, exc)
+            return False
+
+    def forget_host(self, host, port=22):
+        """Drop the recorded host key of a VM that is being replaced."""
+        if self.known_hosts.forget(host, port):
+            LOG.info('Forgot the SSH host key of %s:%s', host, port)
+
     def close_all(self):
         with self._lock:
             connections = list(self._connections.values())

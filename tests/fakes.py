@@ -110,14 +110,28 @@ class FakeConnection:
 class FakePool:
     """One FakeConnection per host address; see ``ssh.ConnectionPool``."""
 
-    def __init__(self):
+    def __init__(self, unreachable=()):
         self.connections = {}
+        self.unreachable = set(unreachable)
+        self.forgotten = []
 
     def connection(self, host, credentials=None, port=22):
         if host not in self.connections:
             user = getattr(credentials, 'username', 'user')
             self.connections[host] = FakeConnection(host, port, user)
         return self.connections[host]
+
+    def reachable(self, host, credentials=None, port=22, timeout=30):
+        return host not in self.unreachable
+
+    def forget_host(self, host, port=22):
+        self.forgotten.append((host, port))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close_all()
 
     def __getitem__(self, host):
         return self.connection(host)

@@ -70,6 +70,7 @@ def test_members_of_a_scaling_group():
         ('192.0.2.21', '10.10.0.21', 'srv-a', 'member-a'),
         ('192.0.2.22', '10.10.0.22', 'srv-b', 'member-b')]
     assert all(v.address.role == 'worker' for v in vms)
+    assert [v.member_name for v in vms] == ['a', 'b']
 
 
 def test_role_without_aspect_reads_the_top_stack():

@@ -7,7 +7,6 @@ from unittest import mock
 import pytest
 
 from mgmt_driver import driver
-from mgmt_driver import exceptions
 from mgmt_driver import kubespray_mgmt
 from mgmt_driver import tacker_compat
 
@@ -77,13 +76,3 @@ def test_noop_hooks_log_one_line(hook, caplog):
     assert len(records) == 1
     assert hook in records[0].getMessage()
     assert 'vnf-1234' in records[0].getMessage()
-
-
-@pytest.mark.parametrize('hook', ['instantiate_end', 'terminate_end',
-                                  'scale_start', 'scale_end', 'heal_start',
-                                  'heal_end'])
-def test_cluster_hooks_not_yet_built_fail_loudly(hook):
-    hooks = driver.LcmHooks()
-    with pytest.raises(exceptions.MgmtDriverOtherError,
-                       match='not implemented'):
-        getattr(hooks, hook)(None, _Instance, None, None, None)

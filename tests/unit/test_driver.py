@@ -1,0 +1,295 @@
+"""The LCM hooks (mgmt_driver.driver) with the recording SSH fake."""
+
+import base64
+import json
+import pathlib
+import types
+
+import pytest
+import yaml
+from oslo_config import cfg
+
+from mgmt_driver import conf as kconf
+from mgmt_driver import driver
+from mgmt_driver import exceptions
+from mgmt_driver import heat
+from mgmt_driver import params
+from tests.fakes import FakePool
+
+SAMPLES = pathlib.Path(__file__).parents[2] / 'samples'
+ANSIBLE = '10.10.0.50'
+LB = '192.168.10.40'
+TOKEN = 'eyJ-very-secret-token'
+LAYOUT = 'KS:FILE:cluster.yml\nKS:FILE:scale.yml\nKS:FILE:remove-node.yml\n' \
+    'KS:FILE:playbooks/facts.yml\nKS:SKIP_CONFIRMATION\nKS:GIT:v2.31.0\n'
+RECAP = 'PLAY RECAP ***\nmaster-10-10-0-11 : ok=3 changed=1 ' \
+    'unreachable=0 failed=0\n'
+
+
+@pytest.fixture
+def conf():
+    conf = cfg.ConfigOpts()
+    kconf.register_opts(conf)
+    conf([])
+    conf.set_override('kubectl_sudo', 'never', group='kubespray_mgmt')
+    conf.set_override('haproxy_sudo', 'never', group='kubespray_mgmt')
+    return conf
+
+
+def _instantiate_params(workers=2):
+    body = json.loads((SAMPLES / 'instantiate_simple.json').read_text())
+    extra = body['additionalParams']
+    nodes = [{'role': 'master', 'ssh_ip': '192.168.10.11',
+              'nic_ip': '10.10.0.11'},
+             {'role': 'external_lb', 'ssh_ip': LB, 'nic_ip': '10.10.0.40'}]
+    nodes += [{'role': 'worker', 'ssh_ip': '192.168.10.%d' % (21 + i),
+               'nic_ip': '10.10.0.%d' % (21 + i)} for i in range(workers)]
+    extra['k8s_cluster_installation_param']['nodes'] = nodes
+    return extra
+
+
+def _secret():
+    return json.dumps({'data': {
+        'token': base64.b64encode(TOKEN.encode()).decode(),
+        'ca.crt': base64.b64encode(b'CA-PEM').decode()}})
+
+
+def _nodes_json(names):
+    return json.dumps({'items': [{'metadata': {'name': n}} for n in names]})
+
+
+class FakeRegistry:
+    def __init__(self):
+        self.calls = []
+
+    def register(self, context, vnf_instance, access):
+        self.calls.append(('register', access))
+
+    def unregister(self, context, vnf_instance, name):
+        self.calls.append(('unregister', name))
+
+
+class Harness:
+    """LcmHooks wired to a FakePool kept across hooks."""
+
+    def __init__(self, conf, k8s_nodes=(), unreachable=()):
+        self.pool = FakePool(unreachable)
+        self.registry = FakeRegistry()
+        self.hooks = driver.LcmHooks(conf, pool_factory=lambda: self.pool,
+                                     vim_registry=self.registry,
+                                     package_dir_of=lambda c, i: None)
+        self.ansible = self.pool.connection(ANSIBLE)
+        self.ansible.script(r'KS:MISSING', stdout=LAYOUT)
+        self.master = self.pool.connection('192.168.10.11')
+        self.master.script(r'get secret', stdout=_secret())
+        self.master.script(r'get nodes -o json',
+                           stdout=_nodes_json(k8s_nodes))
+        self.lb = self.pool.connection(LB)
+
+    def instance(self, extra):
+        return types.SimpleNamespace(
+            id='inst-1', vnfd_id='vnfd', vim_connection_info=[],
+            instantiated_vnf_info=types.SimpleNamespace(
+                additional_params=extra, instance_id='stack',
+                vnfc_resource_info=[]))
+
+    def playbooks(self):
+        return [c.rsplit(' ', 1)[-1] for c in self.ansible.commands
+                if 'ansible-playbook' in c]
+
+    def workspace_files(self):
+        prefix = '/home/ubuntu/kubespray/inventory/mycluster/inst-1/'
+        return {k[len(prefix):]: v for k, v in self.ansible.files.items()
+                if k.startswith(prefix)}
+
+
+def _request(extra, **fields):
+    return types.SimpleNamespace(additional_params=extra, **fields)
+
+
+def test_instantiate_end(conf):
+    h = Harness(conf)
+    extra = _instantiate_params()
+    h.hooks.instantiate_end(None, h.instance(extra), _request(extra), None,
+                            None)
+    assert h.playbooks() == ['cluster.yml']
+    files = h.workspace_files()
+    hosts = yaml.safe_load(files['hosts.yaml'])
+    assert sorted(hosts['all']['hosts']) == [
+        'master-10-10-0-11', 'worker-10-10-0-21', 'worker-10-10-0-22']
+    assert h.ansible.modes[
+        '/home/ubuntu/kubespray/inventory/mycluster/inst-1/host_vars/'
+        'worker-10-10-0-21.yaml'] == 0o600
+    assert TOKEN not in ''.join(h.ansible.commands + h.master.commands)
+    haproxy = h.lb.files['/etc/haproxy/haproxy.cfg.new']
+    assert 'worker-10-10-0-22' in haproxy and 'master-10-10-0-11' in haproxy
+    [(kind, access)] = h.registry.calls
+    assert kind == 'register' and access.token == TOKEN
+    assert access.server == 'https://%s:8383' % LB
+    assert TOKEN in h.lb.files['.kube/config']
+    assert h.lb.modes['.kube/config'] == 0o600
+
+
+def test_instantiate_runs_commands_in_order(conf):
+    h = Harness(conf)
+    extra = _instantiate_params()
+    h.hooks.instantiate_end(None, h.instance(extra), _request(extra), None,
+                            None)
+    cmds = h.ansible.commands
+    ensure = next(i for i, c in enumerate(cmds) if 'mkdir' in c)
+    detect = next(i for i, c in enumerate(cmds) if 'KS:MISSING' in c)
+    play = next(i for i, c in enumerate(cmds) if 'ansible-playbook' in c)
+    assert ensure < detect < play
+    lb_calls = [c[0] for c in h.lb.calls]
+    assert lb_calls.index('write_file') < lb_calls.index('run')
+
+
+def test_instantiate_playbook_failure_then_rerun_converges(conf):
+    h = Harness(conf)
+    extra = _instantiate_params()
+    h.ansible.script(r'cluster\.yml$', stdout='fatal: [worker]: boom\n' +
+                     RECAP, exit_code=2, times=1)
+    with pytest.raises(exceptions.PlaybookFailed) as info:
+        h.hooks.instantiate_end(None, h.instance(extra), _request(extra),
+                                None, None)
+    assert ANSIBLE in str(info.value) and 'cluster.yml' in str(info.value)
+    assert h.registry.calls == []
+    h.hooks.instantiate_end(None, h.instance(extra), _request(extra), None,
+                            None)
+    assert h.playbooks() == ['cluster.yml', 'cluster.yml']
+    assert [c[0] for c in h.registry.calls] == ['register']
+
+
+def test_scale_end_adds_only_missing_workers(conf):
+    h = Harness(conf, k8s_nodes=['master-10-10-0-11', 'worker-10-10-0-21',
+                                 'worker-10-10-0-22'])
+    base = _instantiate_params(2)
+    extra = _instantiate_params(4)
+    instance = h.instance(extra)
+    instance.instantiated_vnf_info.additional_params = extra
+    h.hooks.scale_end(None, instance, _request({}, type='SCALE_OUT'),
+                      None, None, scale_out_id_list=['s3', 's4'])
+    assert base  # the instantiated params are what the instance holds
+    scale = [c for c in h.ansible.commands
+             if 'ansible-playbook' in c and 'scale.yml' in c]
+    assert len(scale) == 1
+    assert '--limit=worker-10-10-0-23,worker-10-10-0-24' in scale[0]
+    assert h.playbooks() == ['playbooks/facts.yml', 'scale.yml']
+
+
+def test_scale_start_drains_and_removes(conf):
+    h = Harness(conf, k8s_nodes=['master-10-10-0-11', 'worker-10-10-0-21',
+                                 'worker-10-10-0-22'])
+    extra = _instantiate_params(2)
+    instance = h.instance(extra)
+    h.master.script(r'get node worker-10-10-0-22',
+                    stdout='node/worker-10-10-0-22\n')
+    h.master.script(r'get pods', stdout=json.dumps({'items': []}))
+    hooks = h.hooks
+    hooks._vms = lambda c, i, r, s: _with_records(
+        driver.nodes_mod.nodes_from_spec(s), {'worker-10-10-0-22': 'gone'})
+    hooks.scale_start(None, instance, _request({}, type='SCALE_IN'), None,
+                      None, scale_out_id_list=['gone'])
+    haproxy = h.lb.files['/etc/haproxy/haproxy.cfg.new']
+    assert 'worker-10-10-0-22' not in haproxy
+    drain = [c for c in h.master.commands if ' drain ' in c]
+    assert len(drain) == 1 and 'worker-10-10-0-22' in drain[0]
+    assert h.playbooks() == ['remove-node.yml']
+    vars_file = h.workspace_files()['remove-node-vars.yaml']
+    assert yaml.safe_load(vars_file) == {'node': 'worker-10-10-0-22',
+                                         'skip_confirmation': True}
+    hosts = yaml.safe_load(h.workspace_files()['hosts.yaml'])
+    assert 'worker-10-10-0-22' not in hosts['all']['hosts']
+    assert ('192.168.10.22', 22) in h.pool.forgotten
+
+
+def _with_records(cluster, stacks):
+    records = {}
+    for node in cluster.k8s_nodes:
+        records[node.name] = heat.VmRecord(
+            address=params.NodeAddress(node.role, node.ssh_address,
+                                       node.cluster_address),
+            stack_id=stacks.get(node.name))
+    return cluster, records
+
+
+def test_scale_in_of_unreachable_worker_is_ungraceful(conf):
+    h = Harness(conf, unreachable=['192.168.10.22'])
+    extra = _instantiate_params(2)
+    h.master.script(r'get node worker-10-10-0-22',
+                    stdout='node/worker-10-10-0-22\n')
+    h.hooks._vms = lambda c, i, r, s: _with_records(
+        driver.nodes_mod.nodes_from_spec(s), {'worker-10-10-0-22': 'gone'})
+    h.hooks.scale_start(None, h.instance(extra),
+                        _request({}, type='SCALE_IN'), None, None,
+                        scale_out_id_list=['gone'])
+    assert not [c for c in h.master.commands if ' drain ' in c]
+    removal = yaml.safe_load(h.workspace_files()['remove-node-vars.yaml'])
+    assert removal['reset_nodes'] is False
+    assert removal['allow_ungraceful_removal'] is True
+
+
+def test_scale_out_rollback_removes_nodes_that_never_joined(conf):
+    h = Harness(conf)
+    extra = _instantiate_params(2)
+    h.hooks._vms = lambda c, i, r, s: _with_records(
+        driver.nodes_mod.nodes_from_spec(s), {})
+    # scale_name_list names group members; none of them is in Kubernetes
+    h.hooks.scale_start(None, h.instance(extra),
+                        _request({}, type='SCALE_OUT'), None, None,
+                        scale_name_list=['member-x'])
+    assert 'remove-node.yml' not in h.playbooks()
+
+
+def test_terminate_end_unregisters_and_removes_workspace(conf):
+    h = Harness(conf)
+    extra = _instantiate_params()
+    h.hooks.terminate_end(None, h.instance(extra), None, None, None)
+    assert h.registry.calls == [('unregister', 'kubernetes_vim_simple')]
+    assert any(c.startswith('rm -rf -- /home/ubuntu/kubespray/inventory/'
+                            'mycluster/inst-1') for c in h.ansible.commands)
+    assert h.playbooks() == []
+
+
+def test_terminate_start_resets_only_when_asked(conf):
+    h = Harness(conf)
+    extra = _instantiate_params()
+    h.hooks.terminate_start(None, h.instance(extra), None, None, None)
+    assert h.ansible.calls == []
+    extra['k8s_cluster_installation_param']['kubespray'] = {
+        'reset_on_terminate': True}
+    h.ansible.files['/home/ubuntu/kubespray/inventory/mycluster/inst-1/'
+                    'hosts.yaml'] = yaml.safe_dump(
+        {'all': {'hosts': {'master-10-10-0-11': {}}}})
+    h.hooks.terminate_start(None, h.instance(extra), None, None, None)
+    assert h.playbooks() == ['reset.yml']
+
+
+def test_heal_whole_vnf_terminates_then_instantiates(conf):
+    h = Harness(conf)
+    extra = _instantiate_params()
+    request = _request({}, vnfc_instance_id=[])
+    h.hooks.heal_start(None, h.instance(extra), request, None, None)
+    h.hooks.heal_end(None, h.instance(extra), request, None, None)
+    assert [c[0] for c in h.registry.calls] == ['unregister', 'register']
+    assert h.playbooks() == ['cluster.yml']
+
+
+def test_bad_params_fail_before_any_connection(conf):
+    h = Harness(conf)
+    extra = _instantiate_params()
+    extra['k8s_cluster_installation_param']['master_node']['pod_cidr'] = \
+        '10.0.0.0/33'
+    with pytest.raises(exceptions.MgmtDriverParamInvalid,
+                       match='pod_cidr'):
+        h.hooks.instantiate_end(None, h.instance(extra), _request(extra),
+                                None, None)
+    assert all(not c.calls for c in h.pool.connections.values())
+
+
+def test_terminate_end_after_refused_instantiate_only_unregisters(conf):
+    h = Harness(conf)
+    instance = h.instance({})
+    h.hooks.terminate_end(None, instance, None, None, None)
+    assert h.registry.calls == [('unregister', 'kubernetes_vim_inst-1')]
+    assert all(not c.calls for c in h.pool.connections.values())
