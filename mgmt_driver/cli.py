@@ -14,6 +14,7 @@ import tempfile
 from oslo_config import cfg
 
 from mgmt_driver import conf as kconf
+from mgmt_driver import csar
 from mgmt_driver import exceptions
 from mgmt_driver import inventory
 from mgmt_driver import loadbalancer
@@ -37,6 +38,7 @@ def _version():
 # Each entry adds one command group (``params``, ``render``, ...) to the
 # subparsers; a command sets ``func`` with ``set_defaults``.
 _COMMAND_GROUPS = []
+_COMMAND_GROUPS.append(csar.add_commands)
 
 
 # --- params check, render inventory ----------------------------------------

@@ -1,0 +1,65 @@
+"""What an SSH connection and a remote command cost, on a real sshd.
+
+Starts the test suite's sshd on 127.0.0.2 (loopback only), then times
+``--connections`` fresh connections (TCP, key exchange, host key check,
+public-key login, one command) and ``--commands`` commands on one reused
+connection.  A benchmark, not a test: it asserts nothing.
+
+    python benchmarks/ssh_costs.py --connections 20 --commands 200
+"""
+
+import argparse
+import pathlib
+import statistics
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+
+from mgmt_driver import ssh  # noqa: E402
+from tests.functional import sshd as sshd_site  # noqa: E402
+
+
+def _ms(values):
+    return 'median %.1f ms, p90 %.1f ms' % (
+        statistics.median(values) * 1000,
+        sorted(values)[int(len(values) * 0.9) - 1] * 1000)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--connections', type=int, default=20)
+    parser.add_argument('--commands', type=int, default=200)
+    args = parser.parse_args()
+    site = sshd_site.Sshd(addresses=('127.0.0.2',)).start()
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            settings = ssh.SSHSettings(known_hosts_file=tmp + '/kh')
+            creds = ssh.Credentials(site.user, key_file=site.client_key)
+            connect = []
+            for _ in range(args.connections):
+                start = time.perf_counter()
+                with ssh.Connection('127.0.0.2', creds, site.port,
+                                    settings) as conn:
+                    conn.run(['true'])
+                connect.append(time.perf_counter() - start)
+            stats = ssh.Stats()
+            with ssh.Connection('127.0.0.2', creds, site.port, settings,
+                                stats=stats) as conn:
+                conn.run(['true'])
+                commands = []
+                for _ in range(args.commands):
+                    start = time.perf_counter()
+                    conn.run(['true'])
+                    commands.append(time.perf_counter() - start)
+    finally:
+        site.cleanup()
+    print('new connection + login + 1 command: %s (%d runs)'
+          % (_ms(connect), len(connect)))
+    print('command on a reused connection:    %s (%d runs, %d connection)'
+          % (_ms(commands), len(commands), stats.total('connections')))
+
+
+if __name__ == '__main__':
+    main()

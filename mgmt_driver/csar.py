@@ -1,0 +1,579 @@
+"""Build and check the CSAR VNF packages that Tacker onboards.
+
+A package source (``vnf_packages/<name>/``) holds everything written by
+us: ``TOSCA-Metadata/TOSCA.meta`` without hash entries, ``Definitions/``
+without the ETSI SOL001 type files, ``BaseHOT/`` and ``UserData/``.
+:func:`build` adds what must come from elsewhere:
+
+- ``Scripts/kubespray_mgmt.py``: a byte-for-byte copy of the *installed*
+  shim module.  Tacker refuses every LCM operation of a package whose copy
+  differs from the file that defines the driver class it loaded
+  (``MgmtDriverHashMatchFailure``);
+- ``Scripts/install_external_lb.sh`` from ``mgmt_driver/templates/``;
+- the two SOL001 v2.6.1 files, from a directory or from an installed
+  ``tacker`` package, which ships them with its unit-test data;
+- a SHA-256 entry in TOSCA.meta for every file under ``Scripts/`` and
+  ``UserData/`` (the code Tacker runs), in the block format that Tacker's
+  ``csar_utils`` validates at upload.
+
+The zip is reproducible: sorted entries, fixed timestamps and modes, so
+the same inputs give the same bytes.  :func:`check` verifies a built
+package the way Tacker will use it and returns one line per problem.
+"""
+
+import collections
+import hashlib
+import importlib.util
+import inspect
+import io
+import logging as std_logging
+import os
+import pathlib
+import re
+import sys
+import tempfile
+import zipfile
+
+import yaml
+from oslo_log import log as logging
+
+from mgmt_driver import DRIVER_NAME
+from mgmt_driver import exceptions
+from mgmt_driver import kubespray_mgmt
+
+LOG = logging.getLogger(__name__)
+
+TOSCA_META = 'TOSCA-Metadata/TOSCA.meta'
+DRIVER_ARTIFACT = 'Scripts/kubespray_mgmt.py'
+LB_SCRIPT_ARTIFACT = 'Scripts/install_external_lb.sh'
+SOL001_FILES = ('etsi_nfv_sol001_common_types.yaml',
+                'etsi_nfv_sol001_vnfd_types.yaml')
+# Where the tacker wheel keeps its copies, relative to the package dir.
+TACKER_SOL001_DIR = ('tests', 'unit', 'vnfm', 'infra_drivers', 'openstack',
+                     'data', 'etsi_nfv')
+# Directories whose files Tacker executes: each gets a TOSCA.meta hash.
+HASHED_DIRS = ('Scripts/', 'UserData/')
+CONTENT_TYPES = {'.py': 'text/x-python', '.sh': 'application/x-shellscript'}
+# Hash algorithms Tacker's csar_utils accepts in TOSCA.meta.
+HASH_ALGORITHMS = {'sha-224': hashlib.sha224, 'sha-256': hashlib.sha256,
+                   'sha-384': hashlib.sha384, 'sha-512': hashlib.sha512}
+
+ZIP_DATE_TIME = (1980, 1, 1, 0, 0, 0)  # the earliest a zip can record
+ZIP_FILE_MODE = 0o100644  # regular file, rw-r--r--
+ZIP_CREATE_SYSTEM = 3  # Unix: so that the mode bits are honoured
+
+Built = collections.namedtuple('Built', 'path names sha256')
+
+
+def driver_module_path():
+    """Return the file that defines the installed driver class.
+
+    It is the file Tacker hashes (``inspect.getfile`` of the loaded
+    class), so the CSAR must carry exactly this one.
+    """
+    return pathlib.Path(inspect.getfile(kubespray_mgmt.KubesprayMgmtDriver))
+
+
+def lb_script_path():
+    """Return the path of the load balancer install script we ship."""
+    return (pathlib.Path(__file__).parent / 'templates'
+            / 'install_external_lb.sh')
+
+
+def tacker_hash(path):
+    """SHA-256 of *path* computed as Tacker's ``VnfLcmDriver`` does.
+
+    Tacker reads the file in text mode (locale encoding, universal
+    newlines) and hashes it re-encoded as UTF-8, so CRLF and LF copies of
+    the same file hash alike; we must not "improve" on that.
+
+    :param path: file to hash.
+    :returns: the hex digest.
+    """
+    # No encoding argument: Tacker uses the locale's default too.
+    with open(path) as f:
+        return hashlib.sha256(f.read().encode('utf-8')).hexdigest()
+
+
+def find_sol001_dir(sol001_dir=None):
+    """Return the directory holding both SOL001 definition files.
+
+    :param sol001_dir: a directory given by the user; when None, the copy
+        inside an installed ``tacker`` package is used.
+    :raises exceptions.CsarError: when neither has both files.
+    """
+    if sol001_dir is not None:
+        directory = pathlib.Path(sol001_dir)
+        missing = [n for n in SOL001_FILES if not (directory / n).is_file()]
+        if missing:
+            raise exceptions.CsarError(
+                reason='%s has no %s' % (directory, ', '.join(missing)))
+        return directory
+    directory = _tacker_sol001_dir()
+    if directory is None:
+        raise exceptions.CsarError(
+            reason='the ETSI SOL001 v2.6.1 files (%s) were not found: pass '
+                   '--sol001-dir DIR, or install tacker, which ships them'
+                   % ', '.join(SOL001_FILES))
+    return directory
+
+
+def _tacker_sol001_dir():
+    # find_spec locates the package without importing it (importing tacker
+    # takes a while and warns).
+    spec = importlib.util.find_spec('tacker')
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for location in spec.submodule_search_locations:
+        directory = pathlib.Path(location).joinpath(*TACKER_SOL001_DIR)
+        if all((directory / n).is_file() for n in SOL001_FILES):
+            return directory
+    return None
+
+
+def _source_files(src_dir):
+    """Read the package source: ``{archive name: bytes}``."""
+    files = {}
+    for path in sorted(src_dir.rglob('*')):
+        relative = path.relative_to(src_dir)
+        if path.is_dir() or _ignored(relative):
+            continue
+        files[relative.as_posix()] = path.read_bytes()
+    return files
+
+
+def _ignored(relative):
+    # Hidden files, editor backups and bytecode never go into a package.
+    return any(part.startswith('.') or part == '__pycache__'
+               for part in relative.parts) or \
+        relative.name.endswith(('.pyc', '~'))
+
+
+def _meta_header(meta_text):
+    """Keep the blocks of TOSCA.meta that are not artifact entries."""
+    blocks = [b for b in re.split(r'\n\s*\n', meta_text.strip()) if b.strip()]
+    header = [b for b in blocks
+              if not re.search(r'^(Name|Source|Hash):', b, re.MULTILINE)]
+    return '\n\n'.join(b.strip() for b in header)
+
+
+def render_tosca_meta(meta_text, files):
+    """Return TOSCA.meta: the source's header plus one hash block per file.
+
+    :param meta_text: the source TOSCA.meta (its artifact blocks, if any,
+        are dropped and rebuilt).
+    :param files: ``{archive name: bytes}`` of the whole package.
+    :raises exceptions.CsarError: when the header has no
+        ``Entry-Definitions``.
+    """
+    header = _meta_header(meta_text)
+    if not re.search(r'^Entry-Definitions:\s*\S', header, re.MULTILINE):
+        raise exceptions.CsarError(
+            reason='%s has no Entry-Definitions line' % TOSCA_META)
+    blocks = [header]
+    for name in sorted(files):
+        if name.startswith(HASHED_DIRS):
+            blocks.append(_artifact_block(name, files[name]))
+    return '\n\n'.join(blocks) + '\n'
+
+
+def _artifact_block(name, data):
+    content_type = CONTENT_TYPES.get(os.path.splitext(name)[1],
+                                     'application/octet-stream')
+    return ('Name: %s\nContent-Type: %s\nAlgorithm: SHA-256\nHash: %s'
+            % (name, content_type, hashlib.sha256(data).hexdigest()))
+
+
+def package_files(src_dir, sol001_dir=None, lb_script=None):
+    """Return ``{archive name: bytes}`` of the package built from *src_dir*.
+
+    :param src_dir: package source directory.
+    :param sol001_dir: see :func:`find_sol001_dir`.
+    :param lb_script: load balancer script; default :func:`lb_script_path`.
+    :raises exceptions.CsarError: for a missing input.
+    """
+    src_dir = pathlib.Path(src_dir)
+    if not (src_dir / TOSCA_META).is_file():
+        raise exceptions.CsarError(
+            reason='%s is not a package source: it has no %s'
+                   % (src_dir, TOSCA_META))
+    lb_script = pathlib.Path(lb_script or lb_script_path())
+    if not lb_script.is_file():
+        raise exceptions.CsarError(
+            reason='the load balancer script %s does not exist; the package '
+                   'needs it as %s' % (lb_script, LB_SCRIPT_ARTIFACT))
+    sol001 = find_sol001_dir(sol001_dir)
+
+    files = _source_files(src_dir)
+    files[DRIVER_ARTIFACT] = driver_module_path().read_bytes()
+    files[LB_SCRIPT_ARTIFACT] = lb_script.read_bytes()
+    for name in SOL001_FILES:
+        files['Definitions/' + name] = (sol001 / name).read_bytes()
+    meta_text = files[TOSCA_META].decode('utf-8')
+    files[TOSCA_META] = render_tosca_meta(meta_text, files).encode('utf-8')
+    return files
+
+
+def zip_bytes(files):
+    """Return a reproducible zip of ``{archive name: bytes}``."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, 'w') as archive:
+        for name in sorted(files):
+            info = zipfile.ZipInfo(name, date_time=ZIP_DATE_TIME)
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.create_system = ZIP_CREATE_SYSTEM
+            info.external_attr = ZIP_FILE_MODE << 16
+            archive.writestr(info, files[name], compresslevel=9)
+    return buffer.getvalue()
+
+
+def build(src_dir, out_path, sol001_dir=None, lb_script=None):
+    """Build the CSAR of *src_dir* into *out_path* (replaced atomically).
+
+    :param src_dir: package source directory.
+    :param out_path: the zip to write.
+    :param sol001_dir: see :func:`find_sol001_dir`.
+    :param lb_script: see :func:`package_files`.
+    :returns: :class:`Built` (path, archive names, SHA-256 of the zip).
+    :raises exceptions.CsarError: for a missing input.
+    """
+    files = package_files(src_dir, sol001_dir, lb_script)
+    data = zip_bytes(files)
+    out_path = pathlib.Path(out_path)
+    _write_atomically(out_path, data)
+    digest = hashlib.sha256(data).hexdigest()
+    LOG.info('Built %s (%d files, sha256 %s)', out_path, len(files), digest)
+    return Built(out_path, sorted(files), digest)
+
+
+def _write_atomically(path, data):
+    # A half-written zip must never be left where a user would upload it.
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix='.' + path.name)
+    try:
+        with os.fdopen(fd, 'wb') as f:
+            f.write(data)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+# ---------------------------------------------------------------- check
+
+
+def check(path):
+    """Check a built package (zip or directory) as Tacker will use it.
+
+    :param path: a CSAR zip or an extracted package directory.
+    :returns: a list of problems, one line each; empty when it is sound.
+    """
+    path = pathlib.Path(path)
+    if path.is_dir():
+        return _check_dir(path, zip_path=None)
+    if not zipfile.is_zipfile(path):
+        return ['%s is neither a directory nor a zip file' % path]
+    with tempfile.TemporaryDirectory() as tmp:
+        with zipfile.ZipFile(path) as archive:
+            unsafe = [n for n in archive.namelist() if _unsafe_name(n)]
+            if unsafe:
+                return ['zip entry %s points outside the package' % n
+                        for n in unsafe]
+            archive.extractall(tmp)
+        return _check_dir(pathlib.Path(tmp), zip_path=path)
+
+
+def _unsafe_name(name):
+    return name.startswith('/') or '..' in pathlib.PurePosixPath(name).parts
+
+
+def _check_dir(root, zip_path):
+    meta, problems = _read_meta(root)
+    if meta is None:
+        return problems
+    problems += _check_meta_hashes(root, meta)
+    problems += _check_sol001_present(root)
+    problems += _parse_top(root, meta, zip_path)
+    flavours = _flavour_files(root)
+    if not flavours:
+        problems.append('Definitions/ has no deployment flavour (no file '
+                        'with substitution_mappings.properties.flavour_id)')
+    for flavour_id, (name, tpl) in sorted(flavours.items()):
+        problems += _check_flavour(root, flavour_id, name, tpl)
+    return problems
+
+
+# TOSCA.meta
+
+
+def _read_meta(root):
+    meta_path = root / TOSCA_META
+    if not meta_path.is_file():
+        return None, ['%s is missing' % TOSCA_META]
+    text = meta_path.read_text(encoding='utf-8')
+    blocks = [b for b in re.split(r'\n\s*\n', text.strip()) if b.strip()]
+    try:
+        parsed = [yaml.safe_load(b) for b in blocks]
+    except yaml.YAMLError as exc:
+        return None, ['%s is not valid: %s' % (TOSCA_META, _one_line(exc))]
+    if not parsed or not all(isinstance(p, dict) for p in parsed):
+        return None, ['%s is not a list of "Key: value" blocks' % TOSCA_META]
+    entry = parsed[0].get('Entry-Definitions')
+    if not entry:
+        return None, ['%s has no Entry-Definitions' % TOSCA_META]
+    if not (root / entry).is_file():
+        return None, ['%s: Entry-Definitions %s does not exist'
+                      % (TOSCA_META, entry)]
+    artifacts = [p for p in parsed[1:] if 'Name' in p or 'Source' in p]
+    return {'entry': entry, 'artifacts': artifacts}, []
+
+
+def _check_meta_hashes(root, meta):
+    problems = []
+    listed = set()
+    for block in meta['artifacts']:
+        name = block.get('Name') or block.get('Source')
+        listed.add(name)
+        problems += _check_meta_entry(root, name, block)
+    for name in _hashed_files(root):
+        if name not in listed:
+            problems.append('%s has no hash entry for %s' % (TOSCA_META, name))
+    return problems
+
+
+def _check_meta_entry(root, name, block):
+    algorithm = str(block.get('Algorithm', '')).lower()
+    expected = str(block.get('Hash', ''))
+    if algorithm not in HASH_ALGORITHMS or not expected:
+        return ['%s entry %s needs Algorithm (one of %s) and Hash'
+                % (TOSCA_META, name, ', '.join(sorted(HASH_ALGORITHMS)))]
+    path = root / name
+    if _unsafe_name(name) or not path.is_file():
+        return ['%s lists %s, which is not in the package'
+                % (TOSCA_META, name)]
+    # Tacker's upload check hashes the bytes as stored in the zip.
+    actual = HASH_ALGORITHMS[algorithm](path.read_bytes()).hexdigest()
+    if actual != expected:
+        return ['%s: hash of %s does not match the file (listed %s, actual '
+                '%s)' % (TOSCA_META, name, expected, actual)]
+    return []
+
+
+def _hashed_files(root):
+    names = []
+    for directory in HASHED_DIRS:
+        base = root / directory
+        if base.is_dir():
+            names += [p.relative_to(root).as_posix()
+                      for p in sorted(base.rglob('*'))
+                      if p.is_file() and not _ignored(p.relative_to(root))]
+    return names
+
+
+def _check_sol001_present(root):
+    return ['Definitions/%s is missing (csar build adds it)' % name
+            for name in SOL001_FILES
+            if not (root / 'Definitions' / name).is_file()]
+
+
+# TOSCA parsing
+
+
+def _tosca_problems(**kwargs):
+    """Run tosca-parser; return its complaints, one line each."""
+    # Imported here: the other kubespray-mgmt commands do not need it.
+    from toscaparser import tosca_template
+    from toscaparser.common import exception as tosca_exception
+
+    # tosca-parser logs every collected error as well; we report them.
+    tosca_log = std_logging.getLogger('tosca')
+    level = tosca_log.level
+    tosca_log.setLevel(std_logging.CRITICAL)
+    try:
+        tosca_template.ToscaTemplate(**kwargs)
+    except tosca_exception.ValidationError:
+        report = tosca_exception.ExceptionCollector.getExceptionsReport(
+            full=False)
+        return [_one_line(entry) for entry in report] or ['invalid template']
+    except Exception as exc:  # the parser raises assorted types
+        return ['%s: %s' % (type(exc).__name__, _one_line(exc))]
+    finally:
+        tosca_log.setLevel(level)
+    return []
+
+
+def _parse_top(root, meta, zip_path):
+    if zip_path is not None:
+        # As Tacker's csar_utils.load_csar_data: the zip itself.
+        source, kwargs = zip_path.name, {'path': str(zip_path)}
+    else:
+        source, kwargs = meta['entry'], {'path': str(root / meta['entry'])}
+    return ['tosca-parser (%s): %s' % (source, problem)
+            for problem in _tosca_problems(a_file=True, **kwargs)]
+
+
+def _flavour_files(root):
+    """``{flavour_id: (archive name, template dict)}`` of Definitions/."""
+    flavours = {}
+    for path in sorted((root / 'Definitions').glob('*.y*ml')):
+        try:
+            tpl = yaml.safe_load(path.read_text(encoding='utf-8'))
+        except yaml.YAMLError:
+            continue  # reported by the tosca-parser run on the package
+        flavour_id = _dig(tpl, 'topology_template', 'substitution_mappings',
+                          'properties', 'flavour_id')
+        if isinstance(flavour_id, str):
+            flavours[flavour_id] = (path.relative_to(root).as_posix(), tpl)
+    return flavours
+
+
+def _dig(data, *keys):
+    for key in keys:
+        if not isinstance(data, dict):
+            return None
+        data = data.get(key)
+    return data
+
+
+def _check_flavour(root, flavour_id, name, tpl):
+    prefix = 'flavour %s (%s): ' % (flavour_id, name)
+    topology = tpl['topology_template']
+    problems = []
+    # Tacker's v1 driver pops substitution_mappings.requirements and its
+    # CSAR loader iterates topology_template.inputs: both must exist.
+    if 'requirements' not in topology['substitution_mappings']:
+        problems.append('substitution_mappings has no requirements (Tacker '
+                        'removes them and fails when they are absent)')
+    if not isinstance(topology.get('inputs'), dict):
+        problems.append('topology_template has no inputs (Tacker\'s CSAR '
+                        'loader needs the mapping)')
+    vnf = _dig(topology, 'node_templates', 'VNF')
+    if not isinstance(vnf, dict):
+        problems.append('no node template named VNF (Tacker reads the LCM '
+                        'interface from node_templates.VNF only)')
+    else:
+        problems += _check_interface(root, vnf)
+    problems += _parse_flavour(root, name, tpl)
+    return [prefix + p for p in problems]
+
+
+def _check_interface(root, vnf):
+    artifacts = vnf.get('artifacts') or {}
+    hooks = _dig(vnf, 'interfaces', 'Vnflcm') or {}
+    problems = []
+    for hook, operation in sorted(hooks.items()):
+        implementation = _implementation(operation)
+        if implementation is None:
+            continue
+        if implementation not in artifacts:
+            problems.append('Vnflcm.%s names artifact %s, which VNF does not '
+                            'define' % (hook, implementation))
+    for key, artifact in sorted(artifacts.items()):
+        problems += _check_artifact(root, key, artifact)
+    if hooks and DRIVER_NAME not in artifacts:
+        problems.append('VNF has no artifact %s' % DRIVER_NAME)
+    return problems
+
+
+def _implementation(operation):
+    if not isinstance(operation, dict):
+        return None
+    implementation = operation.get('implementation')
+    if isinstance(implementation, dict):
+        return implementation.get('primary')
+    return implementation
+
+
+def _check_artifact(root, key, artifact):
+    relative = artifact.get('file') if isinstance(artifact, dict) else None
+    if not relative:
+        return ['artifact %s has no file' % key]
+    # Tacker v1 resolves artifact files against the package root.
+    path = root / relative
+    if _unsafe_name(relative) or not path.is_file():
+        return ['artifact %s: file %s is not in the package (paths are '
+                'relative to the package root)' % (key, relative)]
+    if key != DRIVER_NAME:
+        return []
+    installed = driver_module_path()
+    if tacker_hash(path) != tacker_hash(installed):
+        return ['artifact %s: %s differs from the installed driver %s; '
+                'Tacker would refuse every LCM operation '
+                '(MgmtDriverHashMatchFailure): rebuild the package'
+                % (key, relative, installed)]
+    return []
+
+
+def _parse_flavour(root, name, tpl):
+    # As Tacker's v1 driver: imports made absolute against the file's
+    # directory, substitution requirements removed, parsed as a dict.
+    directory = (root / name).parent
+    flavour = dict(tpl)
+    flavour['imports'] = [str(directory / i) for i in tpl.get('imports', [])]
+    topology = dict(tpl['topology_template'])
+    mappings = dict(topology['substitution_mappings'])
+    mappings.pop('requirements', None)
+    topology['substitution_mappings'] = mappings
+    flavour['topology_template'] = topology
+    return ['tosca-parser: ' + p for p in _tosca_problems(
+        a_file=False, yaml_dict_tpl=flavour, parsed_params={})]
+
+
+def _one_line(value):
+    return ' '.join(str(value).split())
+
+
+# ------------------------------------------------------- command line
+
+# The exit codes of mgmt_driver.cli (which imports this module).
+_EXIT_OK = 0
+_EXIT_PROBLEMS = 1
+
+
+def add_commands(subparsers):
+    """Register ``csar build`` and ``csar check`` with the CLI parser.
+
+    :param subparsers: the ``kubespray-mgmt`` subparsers object.
+    """
+    group = subparsers.add_parser(
+        'csar', help='build and check the CSAR VNF packages')
+    group.set_defaults(func=lambda args: _usage(group))
+    actions = group.add_subparsers(dest='csar_action', metavar='ACTION')
+    build_cmd = actions.add_parser(
+        'build', help='build a CSAR zip from a package source directory')
+    build_cmd.add_argument('src_dir', metavar='SRC_DIR',
+                           help='package source, e.g. '
+                                'vnf_packages/kubespray_simple')
+    build_cmd.add_argument('-o', '--output', required=True,
+                           metavar='OUT.zip', help='the zip to write')
+    build_cmd.add_argument('--sol001-dir', metavar='DIR',
+                           help='directory with the ETSI SOL001 v2.6.1 '
+                                'files (default: the copy in an installed '
+                                'tacker package)')
+    build_cmd.set_defaults(func=_build_command)
+    check_cmd = actions.add_parser(
+        'check', help='check a built CSAR (zip or extracted directory)')
+    check_cmd.add_argument('path', metavar='PATH')
+    check_cmd.set_defaults(func=_check_command)
+
+
+def _usage(parser):
+    parser.print_help(sys.stderr)
+    return _EXIT_PROBLEMS
+
+
+def _build_command(args):
+    built = build(args.src_dir, args.output, sol001_dir=args.sol001_dir)
+    print('%s  %s (%d files)' % (built.sha256, built.path, len(built.names)))
+    return _EXIT_OK
+
+
+def _check_command(args):
+    problems = check(args.path)
+    for problem in problems:
+        print('%s: %s' % (args.path, problem), file=sys.stderr)
+    if problems:
+        return _EXIT_PROBLEMS
+    print('%s: OK' % args.path)
+    return _EXIT_OK
