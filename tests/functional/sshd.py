@@ -44,18 +44,36 @@ def _keygen(path, key_type='ed25519', passphrase=''):
                     '-C', 'kmgmt-test', '-f', path], check=True)
 
 
-_PASSWORD = 'pw-' + secrets.token_hex(8)
+#: Where the test user's password is kept (root only), so that several
+#: test processes on one machine agree on it instead of resetting it.
+PASSWORD_FILE = '/var/lib/kmgmt-test/password'
+
+
+def _shared_password():
+    os.makedirs(os.path.dirname(PASSWORD_FILE), mode=0o700, exist_ok=True)
+    try:
+        fd = os.open(PASSWORD_FILE, os.O_WRONLY | os.O_CREAT | os.O_EXCL,
+                     0o600)
+    except FileExistsError:
+        with open(PASSWORD_FILE) as f:
+            return f.read().strip(), False
+    password = 'pw-' + secrets.token_hex(8)
+    with os.fdopen(fd, 'w') as f:
+        f.write(password)
+    return password, True
 
 
 def _ensure_test_user():
-    password = _PASSWORD
+    password, new = _shared_password()
     try:
         pwd.getpwnam(TEST_USER)
     except KeyError:
         subprocess.run(['useradd', '-m', '-s', '/bin/sh', TEST_USER],
                        check=True)
-    subprocess.run(['chpasswd'], input='%s:%s' % (TEST_USER, password),
-                   text=True, check=True)
+        new = True
+    if new:
+        subprocess.run(['chpasswd'], input='%s:%s' % (TEST_USER, password),
+                       text=True, check=True)
     return password
 
 
