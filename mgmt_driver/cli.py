@@ -10,17 +10,22 @@ import argparse
 import os
 import sys
 import tempfile
+import time
 
 from oslo_config import cfg
 
 from mgmt_driver import conf as kconf
 from mgmt_driver import csar
+from mgmt_driver import driver
 from mgmt_driver import exceptions
 from mgmt_driver import inventory
 from mgmt_driver import loadbalancer
 from mgmt_driver import localfiles
 from mgmt_driver import nodes
 from mgmt_driver import params
+from mgmt_driver import plan
+from mgmt_driver import registry
+from mgmt_driver import ssh
 
 EXIT_OK = 0
 EXIT_BAD_INPUT = 1
@@ -198,7 +203,123 @@ def _add_render_commands(subparsers):
         add_command(commands)
 
 
-_COMMAND_GROUPS += [_add_params_commands, _add_render_commands]
+# --- run ---------------------------------------------------------------------
+
+def _node_list(text, cluster, operation):
+    names = [n for n in (text or '').split(',') if n]
+    unknown = [n for n in names if cluster.get(n) is None]
+    if unknown:
+        raise exceptions.ParamsInvalid(
+            ['--nodes: %s not in the topology (nodes: %s)' % (
+                ', '.join(unknown), ', '.join(cluster.names))])
+    if not names and operation in ('scale-in', 'heal'):
+        raise exceptions.ParamsNotFound(
+            ['--nodes: missing (which nodes to %s?)' % operation])
+    return names
+
+
+def _progress_printer():
+    start = time.monotonic()
+
+    def progress(line):
+        print('[%7.1fs] %s' % (time.monotonic() - start, line), flush=True)
+    return progress
+
+
+def _op_instantiate(drv, cluster, names, name):
+    access = drv.instantiate(cluster, name)
+    if isinstance(drv.pool, plan.PlanPool):
+        return 'cluster %s at %s' % (name, access.server)
+    path = registry.KubeconfigRegistry(os.path.expanduser(
+        cfg.CONF.kubespray_mgmt.kubeconfig_dir)).register(access)
+    return 'cluster %s at %s; kubeconfig: %s' % (name, access.server, path)
+
+
+def _op_scale_out(drv, cluster, names, name):
+    workers = {n.name for n in cluster.workers}
+    new = names or [n for n in drv.not_in_kubernetes(cluster)
+                    if n in workers]
+    drv.scale_out(cluster, new)
+    return 'added %d worker(s)' % len(new)
+
+
+def _op_scale_in(drv, cluster, names, name):
+    drv.remove_workers(cluster, names)
+    return 'removed %s' % ', '.join(names)
+
+
+def _op_heal(drv, cluster, names, name):
+    masters = [n.name for n in cluster.masters if n.name in names]
+    workers = [n for n in names if n not in masters]
+    remaining = drv.remove_workers(cluster, workers) if workers else cluster
+    if masters:
+        drv.remove_masters(remaining, masters)
+        drv.add_masters(cluster)
+    drv.scale_out(cluster, workers)
+    return 'healed %s' % ', '.join(names)
+
+
+def _op_terminate(drv, cluster, names, name):
+    drv.terminate()
+    if not isinstance(drv.pool, plan.PlanPool):
+        registry.KubeconfigRegistry(os.path.expanduser(
+            cfg.CONF.kubespray_mgmt.kubeconfig_dir)).unregister(name)
+    return 'terminated %s' % name
+
+
+_OPERATIONS = {'instantiate': _op_instantiate,
+               'scale-out': _op_scale_out, 'scale-in': _op_scale_in,
+               'heal': _op_heal, 'terminate': _op_terminate}
+
+
+def _run(args):
+    try:
+        spec = _read_spec(args.params, need_cp_names=False)
+        cluster = _read_nodes(spec, args.topology)
+        names = _node_list(args.nodes, cluster, args.operation)
+    except (exceptions.ParamsInvalid, exceptions.ParamsNotFound) as exc:
+        return _print_problems(exc)
+    pool = plan.PlanPool() if args.dry_run else ssh.ConnectionPool()
+    name = spec.vim_name or args.instance_id
+    with pool:
+        drv = driver.ClusterDriver(
+            spec, args.instance_id, pool, package_dir=args.package_dir,
+            progress=None if args.dry_run else _progress_printer())
+        summary = _OPERATIONS[args.operation](drv, cluster, names, name)
+    if args.dry_run:
+        sys.stdout.write(plan.format_plan(pool.steps))
+        summary = 'dry run, nothing done: ' + summary
+    print(summary)
+    return EXIT_OK
+
+
+def _add_run_commands(subparsers):
+    run = subparsers.add_parser(
+        'run', help='run an LCM operation on VMs listed in a topology')
+    run.add_argument('operation', choices=sorted(_OPERATIONS))
+    run.add_argument('--params', required=True, metavar='PARAMS')
+    run.add_argument('--topology', metavar='TOPOLOGY',
+                     help="YAML/JSON topology file (default: the request's "
+                          'explicit nodes list); for scale-in and heal it '
+                          'still lists the nodes being removed or healed')
+    run.add_argument('--nodes', metavar='NAME[,NAME...]',
+                     help='node names added (scale-out; default: every '
+                          'worker Kubernetes lacks), removed (scale-in) '
+                          'or healed (heal)')
+    run.add_argument('--instance-id', default='kubespray-mgmt',
+                     help='names the workspace on the Ansible server '
+                          '(default: %(default)s)')
+    run.add_argument('--package-dir', metavar='DIR',
+                     help='VNF package source holding the LB install '
+                          "script named by external_lb_param.script_path")
+    run.add_argument('--dry-run', action='store_true',
+                     help='print every remote command and document '
+                          '(secrets hidden) without connecting')
+    run.set_defaults(func=_run)
+
+
+_COMMAND_GROUPS += [_add_params_commands, _add_render_commands,
+                    _add_run_commands]
 
 
 def build_parser():

@@ -1,0 +1,136 @@
+"""Dry runs: what an operation would do, without connecting anywhere.
+
+A module of its own (not in DESIGN's list) because ``kubespray-mgmt run
+--dry-run`` must show the plan of the very code that does the work: the
+operation runs unchanged against :class:`PlanPool`, whose connections
+record each command and file instead of touching a host, and answer as a
+fresh cluster would (a current kubespray checkout, no Kubernetes node
+yet).  Files written with mode 0600 are listed without their content, and
+the placeholder token never reaches a printout.
+"""
+
+import dataclasses
+import json
+
+from mgmt_driver import ssh
+
+#: The layout markers a current kubespray checkout prints (see
+#: ``kubespray.detect_layout``).
+_LAYOUT = ('KS:FILE:cluster.yml\nKS:FILE:scale.yml\nKS:FILE:remove-node.yml'
+           '\nKS:FILE:reset.yml\nKS:FILE:playbooks/facts.yml\n'
+           'KS:SKIP_CONFIRMATION\nKS:GIT:(dry run)\n')
+_PLACEHOLDER_SECRET = json.dumps({'data': {'token': 'ZHJ5LXJ1bg==',
+                                           'ca.crt': 'ZHJ5LXJ1bg=='}})
+
+
+def _answer(command):
+    if 'KS:MISSING' in command:
+        return _LAYOUT
+    if ' get secret ' in command:
+        return _PLACEHOLDER_SECRET
+    if ' get node ' in command:
+        return 'node/%s\n' % command.split(' get node ', 1)[1].split()[0]
+    if ' get nodes ' in command or ' get pods ' in command:
+        return json.dumps({'items': []})
+    return ''
+
+
+@dataclasses.dataclass
+class Step:
+    """One recorded action on one host."""
+
+    host: str
+    kind: str  # 'run' or 'write'
+    text: str
+    mode: int | None = None
+    content: str | None = None
+
+
+class PlanConnection:
+    """Records what an ``ssh.Connection`` would be asked to do."""
+
+    def __init__(self, host, port, username, steps):
+        self.host = host
+        self.port = port
+        self.username = username
+        self._steps = steps
+
+    def run(self, command, timeout=None, check=True, env=None, stdin=None,
+            on_line=None):
+        text = ssh.display_command(command, env)
+        self._steps.append(Step(self.host, 'run', text))
+        return ssh.CommandResult(self.host, text, _answer(text), '', 0)
+
+    def write_file(self, path, content, mode=0o600):
+        if isinstance(content, bytes):
+            content = content.decode('utf-8', 'replace')
+        self._steps.append(Step(self.host, 'write', path, mode, content))
+
+    def put(self, local_path, remote_path, mode=None):
+        self._steps.append(Step(self.host, 'write', remote_path, mode,
+                                '(copy of %s)' % local_path))
+
+    def read_file(self, path, missing_ok=False):
+        return None
+
+    def close(self):
+        pass
+
+
+class PlanPool:
+    """Stands in for ``ssh.ConnectionPool`` during a dry run."""
+
+    def __init__(self):
+        self.steps = []
+        self._connections = {}
+
+    def connection(self, host, credentials, port=22):
+        key = (host, int(port))
+        if key not in self._connections:
+            self._connections[key] = PlanConnection(
+                host, port, credentials.username, self.steps)
+        return self._connections[key]
+
+    def reachable(self, host, credentials=None, port=22, timeout=30):
+        return True
+
+    def forget_host(self, host, port=22):
+        self.steps.append(Step(host, 'local',
+                               'forget the SSH host key of %s:%s'
+                               % (host, port)))
+
+    def close_all(self):
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        self.close_all()
+
+
+def format_plan(steps):
+    """The recorded steps as text, host by host in order of first use.
+
+    Content of files with mode 0600 (credentials, keys, kubeconfigs) is
+    never shown.
+    """
+    lines = []
+    for host in dict.fromkeys(step.host for step in steps):
+        lines.append('== %s' % host)
+        for step in (s for s in steps if s.host == host):
+            lines += _format_step(step)
+    return '\n'.join(lines) + '\n'
+
+
+def _format_step(step):
+    if step.kind == 'run':
+        return ['$ ' + step.text]
+    if step.kind == 'local':
+        return ['# ' + step.text]
+    header = 'write %s (mode %s)' % (step.text, oct(step.mode or 0o644))
+    if step.mode is not None and step.mode & 0o077 == 0:
+        return ['> %s: secret, %d bytes not shown' % (
+            header, len(step.content or ''))]
+    body = (step.content or '').rstrip('\n').splitlines()
+    return ['> ' + header] + ['    ' + line for line in body]

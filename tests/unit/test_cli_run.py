@@ -1,0 +1,85 @@
+"""kubespray-mgmt run: argument checks and --dry-run plans."""
+
+import json
+import pathlib
+
+import pytest
+
+from mgmt_driver import cli
+
+SAMPLES = pathlib.Path(__file__).parents[2] / 'samples'
+PARAMS = str(SAMPLES / 'instantiate_simple.json')
+TOPOLOGY = str(SAMPLES / 'topology_simple.yaml')
+
+
+def _secrets():
+    doc = json.loads(pathlib.Path(PARAMS).read_text())
+    root = doc['additionalParams']['k8s_cluster_installation_param']
+    values = [root['master_node']['password'], root['worker_node']['password'],
+              root['ansible']['password'],
+              root['external_lb_param']['ssh_password']]
+    return [v for v in values if v]
+
+
+def _run(capsys, *args):
+    code = cli.main(['run', *args, '--params', PARAMS, '--topology',
+                     TOPOLOGY])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+@pytest.mark.parametrize('operation, extra, playbooks', [
+    ('instantiate', [], ['cluster.yml']),
+    ('scale-out', ['--nodes', 'worker-10-10-0-22'],
+     ['playbooks/facts.yml', 'scale.yml']),
+    ('scale-in', ['--nodes', 'worker-10-10-0-22'], ['remove-node.yml']),
+    ('heal', ['--nodes', 'worker-10-10-0-21'],
+     ['remove-node.yml', 'playbooks/facts.yml', 'scale.yml']),
+    ('terminate', [], []),
+])
+def test_dry_run_plans_without_secrets(capsys, operation, extra, playbooks):
+    code, out, err = _run(capsys, operation, '--dry-run', *extra)
+    assert code == cli.EXIT_OK, err
+    assert out.rstrip().splitlines()[-1].startswith('dry run, nothing done')
+    ran = [line.rsplit(' ', 1)[-1] for line in out.splitlines()
+           if line.startswith('$ ') and 'ansible-playbook' in line]
+    assert ran == playbooks
+    for secret in _secrets():
+        assert 'password: %s' % secret not in out
+        assert 'ansible_password' not in out
+
+
+def test_scale_in_takes_node_out_of_lb_before_draining_and_removal():
+    from oslo_config import cfg
+
+    from mgmt_driver import conf as kconf
+    from mgmt_driver import driver
+    from mgmt_driver import localfiles
+    from mgmt_driver import nodes
+    from mgmt_driver import params
+    from mgmt_driver import plan
+    kconf.register_opts(cfg.CONF)
+    cfg.CONF([], project='kubespray-mgmt', default_config_files=[])
+    doc = localfiles.load_document(PARAMS, 'PARAMS')['additionalParams']
+    spec = params.parse_params(doc, need_cp_names=False)
+    cluster = nodes.build_nodes(spec, nodes.load_topology(
+        localfiles.load_document(TOPOLOGY, 'TOPOLOGY')))
+    pool = plan.PlanPool()
+    driver.ClusterDriver(spec, 'i1', pool).remove_workers(
+        cluster, ['worker-10-10-0-22'])
+    texts = [step.text for step in pool.steps]
+    lb = next(i for i, t in enumerate(texts) if 'haproxy -c' in t)
+    drain = next(i for i, t in enumerate(texts) if ' drain ' in t)
+    removal = next(i for i, t in enumerate(texts)
+                   if 'ansible-playbook' in t and 'remove-node.yml' in t)
+    assert lb < drain < removal
+
+
+@pytest.mark.parametrize('operation, extra, text', [
+    ('scale-in', [], '--nodes: missing'),
+    ('heal', [], '--nodes: missing'),
+    ('scale-in', ['--nodes', 'worker-9-9-9-9'], 'not in the topology'),
+])
+def test_bad_node_arguments(capsys, operation, extra, text):
+    code, _, err = _run(capsys, operation, '--dry-run', *extra)
+    assert code == cli.EXIT_BAD_INPUT and text in err
