@@ -148,7 +148,13 @@ class Sshd:
         return path
 
     def start(self, timeout=15):
-        """Start sshd and wait until every address accepts connections."""
+        """Start sshd and wait until every address accepts connections.
+
+        Starting a running sshd does nothing (a retry callback may call
+        this more than once).
+        """
+        if self._proc is not None and self._proc.poll() is None:
+            return self
         if self.is_root:
             os.makedirs('/run/sshd', mode=0o755, exist_ok=True)
         config = self._write_config()

@@ -1,0 +1,266 @@
+"""The local site's kubespray test double, fake kubectl and their state.
+
+:func:`materialise` lays out one site in a directory::
+
+    <root>/kubespray/    fake kubespray checkout (ansible-playbook's cwd)
+    <root>/bin/kubectl   fake kubectl          (stdlib Python 3 scripts;
+    <root>/bin/kube-double  node-side tool      they import the modules
+    <root>/*.py          their modules          next to bin/)
+    <root>/state/        cluster.json, fail-next-* files
+
+and returns a :class:`Site` to read the cluster state, inject failures,
+add pods and read the log of playbook runs.  See README.rst here for
+what the double reproduces of kubespray and what it does not.
+"""
+
+import contextlib
+import json
+import os
+import pathlib
+import pwd
+import re
+import shutil
+import subprocess
+import sys
+
+from tests.functional.localsite import clusterstate
+
+SOURCE = pathlib.Path(__file__).resolve().parent
+CHECKOUT_SOURCE = SOURCE / 'kubespray'
+TOOL_MODULES = ('clusterstate.py', 'fake_kubectl.py', 'kube_double.py')
+
+#: Layouts: 'current' is kubespray v2.22+ (root playbooks import
+#: playbooks/*.yml, facts only as playbooks/facts.yml); 'v2.21' has the
+#: real playbooks at the root, with a root facts.yml.
+LAYOUTS = ('current', 'v2.21')
+
+#: Playbooks at the root of a v2.21 checkout (target name: source).
+_OLD_ROOT = {'cluster.yml': 'cluster.yml', 'scale.yml': 'scale.yml',
+             'remove-node.yml': 'remove_node.yml', 'reset.yml': 'reset.yml',
+             'facts.yml': 'facts.yml', 'boilerplate.yml': 'boilerplate.yml',
+             'internal_facts.yml': 'internal_facts.yml'}
+
+
+def materialise(root, layout='current', owner=None):
+    """Write a site (checkout, tools, empty state) into *root*.
+
+    :param root: a directory; created if missing, must not hold a site.
+    :param layout: one of :data:`LAYOUTS`.
+    :param owner: user name to own everything (the SSH user that runs
+        ansible-playbook and kubectl on the site); needs root.
+    :returns: a :class:`Site`.
+    :raises ValueError: unknown layout.
+    """
+    if layout not in LAYOUTS:
+        raise ValueError('layout %r is not one of %s' % (layout, LAYOUTS))
+    site = Site(root)
+    os.makedirs(site.root, mode=0o755, exist_ok=True)
+    shutil.copytree(CHECKOUT_SOURCE, site.checkout,
+                    ignore=shutil.ignore_patterns('__pycache__', '.double'))
+    if layout == 'v2.21':
+        _make_old_layout(site.checkout)
+    _write_site_defaults(site)
+    shutil.copytree(SOURCE / 'bin', site.bin_dir)
+    for name in TOOL_MODULES:
+        shutil.copy2(SOURCE / name, site.root / name)
+    os.makedirs(site.state_dir, mode=0o700)
+    if owner:
+        _chown_tree(site.root, owner)
+    return site
+
+
+def _make_old_layout(checkout):
+    """Turn a current-layout copy into kubespray <= v2.21's layout."""
+    playbooks = checkout / 'playbooks'
+    for wrapper in ('cluster.yml', 'scale.yml', 'remove-node.yml',
+                    'remove_node.yml', 'reset.yml', 'galaxy.yml'):
+        (checkout / wrapper).unlink()
+    for target, source in _OLD_ROOT.items():
+        (playbooks / source).rename(checkout / target)
+    playbooks.rmdir()
+
+
+def _write_site_defaults(site):
+    path = (site.checkout / 'roles' / 'kubespray_defaults' / 'defaults' /
+            'main' / 'site.yml')
+    path.write_text('---\n# Written by localsite.materialise().\n'
+                    'kube_double_site_dir: %s\n' % json.dumps(
+                        str(site.root)))
+
+
+def _chown_tree(root, owner):
+    entry = pwd.getpwnam(owner)
+    for directory, _dirs, files in os.walk(root):
+        os.chown(directory, entry.pw_uid, entry.pw_gid)
+        for name in files:
+            os.chown(os.path.join(directory, name), entry.pw_uid,
+                     entry.pw_gid)
+
+
+class Site:
+    """Paths of a materialised site and access to its state.
+
+    :param root: the directory :func:`materialise` wrote.
+    """
+
+    def __init__(self, root):
+        self.root = pathlib.Path(root).resolve()
+        self.checkout = self.root / 'kubespray'
+        self.bin_dir = self.root / 'bin'
+        self.kubectl = self.bin_dir / 'kubectl'
+        self.kube_double = self.bin_dir / 'kube-double'
+        self.state_dir = self.root / 'state'
+        self.fact_cache = self.checkout / '.double' / 'facts'
+        self.runs_log = self.checkout / '.double' / 'runs.jsonl'
+
+    @property
+    def env(self):
+        """Environment for running the site's tools from a test."""
+        return dict(os.environ, KUBE_DOUBLE_STATE_DIR=str(self.state_dir))
+
+    # --- reading ------------------------------------------------------
+
+    def state(self):
+        """The whole state document, or None when no cluster exists."""
+        return clusterstate.read(self.state_dir)
+
+    def nodes(self):
+        """Node records by name ({} without a cluster)."""
+        state = self.state()
+        return dict(state['nodes']) if state else {}
+
+    def pods_on(self, node):
+        state = self.state()
+        return clusterstate.pods_on(state, node) if state else []
+
+    def etcd_members(self):
+        """Names of the etcd members, in join order."""
+        state = self.state()
+        return [m['name'] for m in state['etcd']] if state else []
+
+    def runs(self):
+        """The playbook runs logged by the double, oldest first."""
+        try:
+            lines = self.runs_log.read_text().splitlines()
+        except FileNotFoundError:
+            return []
+        return [json.loads(line) for line in lines if line.strip()]
+
+    def cached_hosts(self):
+        """Hosts with a fact-cache entry."""
+        if not self.fact_cache.is_dir():
+            return []
+        # ansible-core 2.19 prefixes cache keys with a schema id: "s1_".
+        return sorted(re.sub(r'^s\d+_', '', p.name)
+                      for p in self.fact_cache.iterdir()
+                      if not p.name.startswith('.'))
+
+    def clear_fact_cache(self):
+        """Forget every cached fact (as after kubespray's 24 h timeout)."""
+        shutil.rmtree(self.fact_cache, ignore_errors=True)
+
+    # --- changing -----------------------------------------------------
+
+    def tool(self, tool, *args, input=None, check=True):
+        """Run ``bin/<tool>`` (kubectl or kube-double) here, as a test,
+        then give the state files back to the site's owner.
+
+        :returns: the :class:`subprocess.CompletedProcess`.
+        """
+        try:
+            return subprocess.run(
+                [sys.executable, str(self.bin_dir / tool), *args],
+                input=input, capture_output=True, text=True, env=self.env,
+                check=check, timeout=600)
+        finally:
+            self._fix_owner()
+
+    def seed(self, control_plane, workers=(), etcd=None):
+        """Create a cluster directly, without Ansible (fast test setup).
+
+        :param control_plane: [(node name, address)], the first inits.
+        :param workers: [(node name, address)].
+        :param etcd: [(member name, host name, address)]; default: one
+            member per control-plane node, named etcd1, etcd2, ...
+        """
+        if etcd is None:
+            etcd = [('etcd%d' % i, name, address) for i, (name, address)
+                    in enumerate(control_plane, 1)]
+        for member, host, address in etcd:
+            self.tool('kube-double', 'etcd-add', '--name', member,
+                      '--host', host, '--peer-url',
+                      'https://%s:2380' % address)
+        for i, (name, address) in enumerate(control_plane):
+            self.tool('kube-double', 'join' if i else 'init', '--node', name,
+                      '--address', address, *(['--control-plane'] if i
+                                              else []))
+        for name, address in workers:
+            self.tool('kube-double', 'join', '--node', name, '--address',
+                      address, '--worker')
+
+    def _fix_owner(self):
+        for path in self.state_dir.iterdir():
+            _copy_owner(self.state_dir, path)
+
+
+    def inject_failure(self, playbook, host=''):
+        """Make the next run of *playbook* fail mid-run.
+
+        :param playbook: 'cluster.yml', 'scale.yml', 'remove-node.yml'
+            or 'reset.yml'.
+        :param host: fail on this inventory host; default: the first host
+            to reach the hook.
+        """
+        path = self.state_dir / (clusterstate.FAIL_PREFIX + playbook)
+        path.write_text(host)
+        self._fix_owner()
+        return path
+
+    def pending_failures(self):
+        return sorted(p.name[len(clusterstate.FAIL_PREFIX):]
+                      for p in self.state_dir.glob(
+                          clusterstate.FAIL_PREFIX + '*'))
+
+    def add_pod(self, name, node, namespace='default', owner='ReplicaSet',
+                emptydir=False, stuck=False):
+        """Put a workload pod on *node*.
+
+        :param owner: 'ReplicaSet' (recreated elsewhere when evicted),
+            'DaemonSet', or None for a bare pod (drain needs --force).
+        :param stuck: eviction is refused (a PodDisruptionBudget).
+        """
+        with self._update() as state:
+            owner_name = name.rsplit('-', 1)[0] if owner else None
+            state['pods'].append(clusterstate.make_pod(
+                name, namespace, node, owner, owner_name, emptydir, stuck))
+
+    def unstick(self, name):
+        """Let a stuck pod be evicted again."""
+        with self._update() as state:
+            for pod in state['pods']:
+                if pod['name'] == name:
+                    pod['stuck'] = False
+
+    def settings(self, **values):
+        """Change tunables, e.g. ``token_delay=1.5``."""
+        unknown = set(values) - set(clusterstate.DEFAULT_SETTINGS)
+        if unknown:
+            raise ValueError('unknown settings: %s' % sorted(unknown))
+        with self._update() as state:
+            state.setdefault('settings', {}).update(values)
+
+    @contextlib.contextmanager
+    def _update(self):
+        """Locked update of a running cluster's state, keeping the files'
+        owner (tests run as root, the site's tools as the SSH user)."""
+        with clusterstate.transaction(self.state_dir) as txn:
+            if not clusterstate.running(txn.state):
+                raise RuntimeError('no cluster in %s' % self.state_dir)
+            yield txn.state
+        self._fix_owner()
+
+
+def _copy_owner(directory, path):
+    info = os.stat(directory)
+    if os.path.exists(path) and os.geteuid() == 0:
+        os.chown(path, info.st_uid, info.st_gid)

@@ -1,0 +1,327 @@
+"""The Kubernetes state kept by the kubespray test double (stdlib only).
+
+One JSON document per site, ``<state_dir>/cluster.json``, stands in for
+a cluster's API server and etcd: the nodes the playbooks joined, the pods
+on them, the etcd members, and the few API objects the driver creates
+(ServiceAccount, ClusterRoleBinding, Secret).  The double's playbooks
+write it through ``bin/kube-double``, the fake ``bin/kubectl`` reads and
+changes it, and tests read it through :mod:`tests.functional.localsite`.
+Every host of the local site is the same machine, so "the API server on
+the first control-plane node" is simply this file.
+
+This module is imported three ways: as part of the test package, and as
+a top-level module by the two scripts (from the site root, one directory
+above ``bin/``).  Hence no relative imports and nothing but the stdlib.
+
+Writers take an exclusive ``flock`` on ``<state_dir>/cluster.lock`` and
+replace the file atomically, so readers never see half a document and
+parallel Ansible forks joining nodes do not lose each other's updates.
+The file holds tokens, hence mode 0600.
+"""
+
+import base64
+import contextlib
+import fcntl
+import json
+import os
+import secrets
+import tempfile
+import time
+
+STATE_FILE = 'cluster.json'
+LOCK_FILE = 'cluster.lock'
+CA_FILE = 'ca.crt'
+FAIL_PREFIX = 'fail-next-'
+DEFAULT_KUBE_VERSION = 'v1.31.4'
+
+#: Tunables a test may change in ``state['settings']``.
+DEFAULT_SETTINGS = {
+    # Seconds before the token controller fills a token Secret.
+    'token_delay': 0.0,
+    # Upper bound, in seconds, for a drain that has no --timeout
+    # (real kubectl would wait forever).
+    'max_wait': 120.0,
+    # How often drain retries a refused eviction, in seconds.
+    'eviction_retry': 0.5,
+}
+
+#: DaemonSets kubespray deploys on every node (Calico, kube-proxy,
+#: nodelocaldns).
+DAEMONSETS = ('calico-node', 'kube-proxy', 'nodelocaldns')
+#: Static pods kubeadm puts on every control-plane node.
+STATIC_PODS = ('kube-apiserver', 'kube-controller-manager',
+               'kube-scheduler')
+#: Deployments kubespray creates once per cluster (name, replicas).
+DEPLOYMENTS = (('coredns', 2), ('dns-autoscaler', 1))
+
+CP_ROLE_LABEL = 'node-role.kubernetes.io/control-plane'
+CP_TAINT = {'key': CP_ROLE_LABEL, 'effect': 'NoSchedule'}
+UNSCHEDULABLE_TAINT = {'key': 'node.kubernetes.io/unschedulable',
+                       'effect': 'NoSchedule'}
+
+
+class StateError(Exception):
+    """A request the cluster would refuse; the message is for the user."""
+
+
+def state_path(state_dir):
+    return os.path.join(state_dir, STATE_FILE)
+
+
+def read(state_dir):
+    """The current state, or None when no cluster exists.
+
+    :param state_dir: the site's state directory.
+    """
+    try:
+        with open(state_path(state_dir)) as f:
+            return json.load(f)
+    except FileNotFoundError:
+        return None
+
+
+class Transaction:
+    """A locked read-modify-write of the state; set ``state`` to None to
+    delete the cluster."""
+
+    def __init__(self, state):
+        self.state = state
+
+
+@contextlib.contextmanager
+def locked(state_dir):
+    """Hold the state's exclusive lock (the directory is created if
+    missing)."""
+    os.makedirs(state_dir, mode=0o700, exist_ok=True)
+    with open(os.path.join(state_dir, LOCK_FILE), 'a') as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+@contextlib.contextmanager
+def transaction(state_dir):
+    """Lock the state, yield a :class:`Transaction`, save it if it
+    changed and no exception escaped.
+
+    :param state_dir: the site's state directory.
+    """
+    with locked(state_dir):
+        txn = Transaction(read(state_dir))
+        before = json.dumps(txn.state, sort_keys=True)
+        yield txn
+        if json.dumps(txn.state, sort_keys=True) != before:
+            _save(state_dir, txn.state)
+
+
+def _save(state_dir, state):
+    path = state_path(state_dir)
+    if state is None:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+        return
+    fd, tmp = tempfile.mkstemp(dir=state_dir, prefix='.cluster-')
+    try:
+        with os.fdopen(fd, 'w') as f:
+            json.dump(state, f, indent=1, sort_keys=True)
+            f.write('\n')
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def empty_state():
+    """State before ``kubeadm init``: etcd may already have members."""
+    return {'cluster': None, 'nodes': {}, 'pods': [], 'etcd': [],
+            'objects': {}, 'settings': dict(DEFAULT_SETTINGS)}
+
+
+def running(state):
+    """True when an API server answers (the cluster was initialised)."""
+    return bool(state and state.get('cluster'))
+
+
+def init_cluster(state, name, kube_version, ca_pem):
+    state['cluster'] = {'name': name, 'kube_version': kube_version,
+                        'created': time.time(), 'ca_crt': ca_pem}
+    return state
+
+
+def setting(state, key):
+    return state.get('settings', {}).get(key, DEFAULT_SETTINGS[key])
+
+
+def suffix(length=5):
+    """A random pod-name suffix like Kubernetes' (lowercase, digits)."""
+    alphabet = 'bcdfghjklmnpqrstvwxz2456789'
+    return ''.join(secrets.choice(alphabet) for _ in range(length))
+
+
+def make_pod(name, namespace, node, owner_kind=None, owner_name=None,
+             emptydir=False, stuck=False, tolerates_cp=False):
+    """A pod record.
+
+    :param owner_kind: 'DaemonSet', 'ReplicaSet', 'Node' (static pod) or
+        None for a bare pod.
+    :param emptydir: the pod uses emptyDir (local) storage.
+    :param stuck: eviction is refused, as with a PodDisruptionBudget
+        that allows no disruption.
+    :param tolerates_cp: the pod may run on tainted control-plane nodes
+        (kubespray's kube-system Deployments do).
+    """
+    return {'name': name, 'namespace': namespace, 'node': node,
+            'owner_kind': owner_kind, 'owner_name': owner_name,
+            'emptydir': emptydir, 'stuck': stuck,
+            'tolerates_cp': tolerates_cp,
+            'phase': 'Running' if node else 'Pending',
+            'created': time.time()}
+
+
+def pods_on(state, node):
+    return [p for p in state['pods'] if p['node'] == node]
+
+
+def schedulable_nodes(state, exclude=(), tolerates_cp=False):
+    return [n for n in state['nodes'].values()
+            if n['schedulable'] and n['ready'] and n['name'] not in exclude
+            and not _tainted(n, tolerates_cp)]
+
+
+def _tainted(node, tolerates_cp):
+    return any(t['effect'] == 'NoSchedule' and not (
+        tolerates_cp and t['key'] == CP_ROLE_LABEL) for t in node['taints'])
+
+
+def place(state, pod, exclude=()):
+    """Bind *pod* to the least loaded schedulable node, or leave it
+    Pending when there is none."""
+    candidates = schedulable_nodes(state, exclude,
+                                   pod.get('tolerates_cp', False))
+    if not candidates:
+        pod['node'], pod['phase'] = None, 'Pending'
+        return pod
+    load = {n['name']: len(pods_on(state, n['name'])) for n in candidates}
+    pod['node'] = min(sorted(load), key=load.get)
+    pod['phase'] = 'Running'
+    return pod
+
+
+def replace_pod(state, pod, exclude=()):
+    """Recreate a ReplicaSet pod elsewhere (what its controller does)."""
+    state['pods'].remove(pod)
+    clone = make_pod('%s-%s' % (pod['owner_name'], suffix()),
+                     pod['namespace'], None, pod['owner_kind'],
+                     pod['owner_name'], pod['emptydir'], pod['stuck'],
+                     pod.get('tolerates_cp', False))
+    state['pods'].append(place(state, clone, exclude))
+    return clone
+
+
+def node_gone(state, name):
+    """Drop a deleted node's pods the way the pod GC and controllers do:
+    DaemonSet and static pods vanish, ReplicaSet pods are recreated."""
+    del state['nodes'][name]
+    for pod in pods_on(state, name):
+        if pod['owner_kind'] == 'ReplicaSet':
+            replace_pod(state, pod, exclude=(name,))
+        else:
+            state['pods'].remove(pod)
+    for pod in state['pods']:
+        if pod['node'] is None:
+            place(state, pod)
+
+
+# --- Kubernetes-shaped views -------------------------------------------
+
+def iso(timestamp):
+    return time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(timestamp))
+
+
+def node_object(node):
+    taints = list(node['taints'])
+    if not node['schedulable']:
+        taints.append(UNSCHEDULABLE_TAINT)
+    spec = {'podCIDR': node.get('pod_cidr', '10.233.64.0/24')}
+    if taints:
+        spec['taints'] = taints
+    if not node['schedulable']:
+        spec['unschedulable'] = True
+    ready = 'True' if node['ready'] else 'Unknown'
+    return {
+        'apiVersion': 'v1', 'kind': 'Node',
+        'metadata': {'name': node['name'], 'labels': node['labels'],
+                     'creationTimestamp': iso(node['created'])},
+        'spec': spec,
+        'status': {
+            'addresses': [
+                {'type': 'InternalIP', 'address': node['address']},
+                {'type': 'Hostname', 'address': node['name']}],
+            'conditions': [{'type': 'Ready', 'status': ready}],
+            'nodeInfo': {'kubeletVersion': node['kubelet_version']}},
+    }
+
+
+def pod_object(pod):
+    meta = {'name': pod['name'], 'namespace': pod['namespace'],
+            'creationTimestamp': iso(pod['created'])}
+    if pod['owner_kind']:
+        meta['ownerReferences'] = [{
+            'apiVersion': 'v1' if pod['owner_kind'] == 'Node' else 'apps/v1',
+            'kind': pod['owner_kind'], 'name': pod['owner_name'],
+            'controller': True}]
+    spec = {'containers': [{'name': pod['name'].split('-')[0]}]}
+    if pod['node']:
+        spec['nodeName'] = pod['node']
+    if pod['emptydir']:
+        spec['volumes'] = [{'name': 'scratch', 'emptyDir': {}}]
+    return {'apiVersion': 'v1', 'kind': 'Pod', 'metadata': meta,
+            'spec': spec, 'status': {'phase': pod['phase']}}
+
+
+def object_key(kind, namespace, name):
+    return '%s/%s/%s' % (kind, namespace or '', name)
+
+
+def b64(text):
+    return base64.b64encode(text.encode()).decode()
+
+
+def fill_token_secrets(state, now=None):
+    """Run the token controller: fill every service-account token Secret
+    whose ServiceAccount exists once ``token_delay`` has passed.
+
+    :returns: True if something changed.
+    """
+    now = time.time() if now is None else now
+    changed = False
+    for obj in state['objects'].values():
+        if _needs_token(state, obj, now):
+            obj.setdefault('data', {}).update({
+                'token': b64(_jwt_like()),
+                'ca.crt': b64(state['cluster']['ca_crt']),
+                'namespace': b64(obj['metadata']['namespace'])})
+            changed = True
+    return changed
+
+
+def _needs_token(state, obj, now):
+    if obj.get('kind') != 'Secret' or obj.get('type') != (
+            'kubernetes.io/service-account-token'):
+        return False
+    if 'token' in obj.get('data', {}):
+        return False
+    meta = obj['metadata']
+    account = meta.get('annotations', {}).get(
+        'kubernetes.io/service-account.name')
+    if object_key('ServiceAccount', meta['namespace'],
+                  account) not in state['objects']:
+        return False
+    return now >= meta['_applied'] + setting(state, 'token_delay')
+
+
+def _jwt_like():
+    def part(n):
+        return base64.urlsafe_b64encode(
+            secrets.token_bytes(n)).decode().rstrip('=')
+    return 'eyJhbGciOiJSUzI1NiJ9.%s.%s' % (part(96), part(192))

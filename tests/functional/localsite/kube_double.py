@@ -1,0 +1,318 @@
+"""``bin/kube-double``: what the kubespray test double runs on its hosts.
+
+The double's playbooks call this (through ``ansible.builtin.command`` on
+each targeted host, so every play really connects over SSH) where
+kubespray would run ``kubeadm init/join/reset`` and ``etcdctl member
+add/remove``.  It changes the shared state in :mod:`clusterstate`.  It is
+a test tool, not a fake of any real command: subcommand names say what
+they stand for.
+
+  init         kubeadm init on the first control-plane node
+  join         kubeadm join (``--control-plane`` for control-plane nodes)
+  reset        kubeadm reset on one node (kubelet stops: node NotReady;
+               once no control-plane node is left running, the cluster
+               is gone)
+  etcd-add     etcdctl member add (idempotent, checks names and URLs)
+  etcd-remove  etcdctl member remove, by peer URL (no-op if absent)
+  status       what exists (JSON), for the playbooks' checks
+  check-fail   the failure-injection hook (see README.rst)
+
+Exit status 1 with ``error: ...`` on stderr when the cluster would refuse.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import clusterstate as cs
+
+
+def _state_dir():
+    # The modules sit at the site root, next to bin/ and state/.
+    default = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                           'state')
+    return os.environ.get('KUBE_DOUBLE_STATE_DIR', default)
+
+
+def _labels(text):
+    try:
+        labels = json.loads(text or '{}')
+    except ValueError:
+        labels = None
+    if not isinstance(labels, dict):
+        raise cs.StateError('--labels wants a JSON object, not %r' % text)
+    return {str(k): str(v) for k, v in labels.items()}
+
+
+def _ca_pem():
+    """A real self-signed CA certificate when openssl is there (the
+    driver hands it to Tacker as ``ssl_ca_cert``), else a placeholder."""
+    openssl = shutil.which('openssl')
+    if openssl:
+        with tempfile.TemporaryDirectory() as tmp:
+            crt = os.path.join(tmp, 'ca.crt')
+            result = subprocess.run(
+                [openssl, 'req', '-x509', '-newkey', 'ec', '-pkeyopt',
+                 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '3650',
+                 '-subj', '/CN=kubernetes', '-keyout',
+                 os.path.join(tmp, 'ca.key'), '-out', crt],
+                capture_output=True, check=False)
+            if result.returncode == 0:
+                with open(crt) as f:
+                    return f.read()
+    return ('-----BEGIN CERTIFICATE-----\n%s\n-----END CERTIFICATE-----\n'
+            % cs.b64('kubespray test double CA %s' % cs.suffix(12)))
+
+
+def _node(args, roles):
+    labels = {'kubernetes.io/hostname': args.node,
+              'kubernetes.io/os': 'linux', 'kubernetes.io/arch': 'amd64'}
+    taints = []
+    if 'control-plane' in roles:
+        labels[cs.CP_ROLE_LABEL] = ''
+        labels['node.kubernetes.io/exclude-from-external-load-balancers'] = ''
+        if 'worker' not in roles:
+            # kubespray keeps the control-plane taint unless the host is
+            # in kube_node too.
+            taints.append(dict(cs.CP_TAINT))
+    labels.update(_labels(args.labels))
+    return {'name': args.node, 'host': args.host or args.node,
+            'address': args.address, 'roles': roles,
+            'labels': labels, 'taints': taints, 'schedulable': True,
+            'ready': True, 'created': time.time(),
+            'kubelet_version': args.kube_version}
+
+
+def _system_pods(state, node):
+    name = node['name']
+    pods = [cs.make_pod('%s-%s' % (ds, cs.suffix()), 'kube-system', name,
+                        'DaemonSet', ds) for ds in cs.DAEMONSETS]
+    if 'control-plane' in node['roles']:
+        pods += [cs.make_pod('%s-%s' % (sp, name), 'kube-system', name,
+                             'Node', name) for sp in cs.STATIC_PODS]
+    state['pods'].extend(pods)
+
+
+def _add_node(state, args, roles):
+    node = _node(args, roles)
+    old = state['nodes'].get(args.node)
+    if old:
+        # kubeadm join on a joined node: kubespray skips it.  Reset nodes
+        # rejoin (kubelet starts again).
+        old['ready'] = True
+        return 'node %s already joined' % args.node
+    state['nodes'][args.node] = node
+    _system_pods(state, node)
+    for pod in state['pods']:
+        if pod['node'] is None:
+            cs.place(state, pod)
+    return 'node %s joined as %s' % (args.node, ','.join(roles))
+
+
+def _roles(args):
+    roles = []
+    if getattr(args, 'control_plane', True):
+        roles.append('control-plane')
+    if args.worker:
+        roles.append('worker')
+    return roles
+
+
+def cmd_init(args, txn):
+    state = txn.state
+    if cs.running(state):
+        node = state['nodes'].get(args.node)
+        if node is None or 'control-plane' not in node['roles']:
+            raise cs.StateError(
+                'kubeadm init on %s would create a second cluster: a '
+                'cluster already exists and %s is not one of its '
+                'control-plane nodes (the first host of kube_control_plane '
+                'must be an existing control-plane node; append new ones '
+                'at the end)' % (args.node, args.node))
+        return _add_node(state, args, node['roles'])
+    state = txn.state = cs.init_cluster(
+        state or cs.empty_state(), args.cluster_name, args.kube_version,
+        _ca_pem())
+    message = _add_node(state, args, _roles(args))
+    for name, replicas in cs.DEPLOYMENTS:
+        for _ in range(replicas):
+            state['pods'].append(cs.make_pod(
+                '%s-%s' % (name, cs.suffix()), 'kube-system', args.node,
+                'ReplicaSet', name, tolerates_cp=True))
+    return 'cluster %s initialised; %s' % (args.cluster_name, message)
+
+
+def cmd_join(args, txn):
+    if not cs.running(txn.state):
+        raise cs.StateError(
+            'couldn\'t validate the identity of the API Server: no cluster '
+            'is running (kubeadm join before kubeadm init)')
+    node = txn.state['nodes'].get(args.node)
+    if args.existing_control_plane and (
+            node is None or 'control-plane' not in node['roles']):
+        raise cs.StateError(
+            '%s is in kube_control_plane but is not a control-plane node of '
+            'the cluster: scale.yml cannot add control-plane nodes, use '
+            'cluster.yml' % args.node)
+    if args.existing_control_plane:
+        return 'control-plane node %s already joined' % args.node
+    return _add_node(txn.state, args, _roles(args))
+
+
+def cmd_reset(args, txn):
+    state = txn.state
+    if not cs.running(state) or args.node not in state['nodes']:
+        return 'node %s reset (not part of a cluster)' % args.node
+    state['nodes'][args.node]['ready'] = False
+    running = [n for n in state['nodes'].values()
+               if 'control-plane' in n['roles'] and n['ready']]
+    if not running:
+        txn.state = None
+        return 'node %s reset; no control plane left: cluster gone' % (
+            args.node)
+    return 'node %s reset' % args.node
+
+
+def cmd_etcd_add(args, txn):
+    if txn.state is None:
+        txn.state = cs.empty_state()
+    members = txn.state['etcd']
+    if cs.running(txn.state):
+        # A new cluster's members join in any order; an existing one
+        # must keep an existing member first.
+        _check_first_etcd(members, args.first_peer_url)
+    for member in members:
+        if member['peer_url'] == args.peer_url:
+            if member['name'] != args.name:
+                raise cs.StateError(
+                    'etcd member add %s: peer URL %s already belongs to '
+                    'member %s (etcd_member_name changed?)' % (
+                        args.name, args.peer_url, member['name']))
+            return 'etcd member %s already present' % args.name
+        if member['name'] == args.name:
+            raise cs.StateError(
+                'etcd member add %s (%s): a member of that name exists with '
+                'peer URL %s; remove it first' % (
+                    args.name, args.peer_url, member['peer_url']))
+    members.append({'name': args.name, 'peer_url': args.peer_url,
+                    'host': args.host, 'id': cs.suffix(16)})
+    return 'etcd member %s added' % args.name
+
+
+def _check_first_etcd(members, first_peer_url):
+    if members and first_peer_url and first_peer_url not in [
+            m['peer_url'] for m in members]:
+        raise cs.StateError(
+            'the first host of the etcd group (%s) is not a member of the '
+            'existing etcd cluster: kubespray would start a new etcd '
+            'cluster there; keep an existing member first' % first_peer_url)
+
+
+def cmd_etcd_remove(args, txn):
+    if txn.state is None:
+        return 'no cluster'
+    members = txn.state['etcd']
+    for member in list(members):
+        if member['peer_url'] == args.peer_url:
+            if len(members) == 1:
+                raise cs.StateError('etcd member remove: %s is the last '
+                                    'member' % member['name'])
+            members.remove(member)
+            return 'etcd member %s removed' % member['name']
+    return 'no etcd member with peer URL %s' % args.peer_url
+
+
+def cmd_status(args, txn):
+    state = txn.state or cs.empty_state()
+    nodes = state['nodes'].values()
+    return json.dumps({
+        'exists': cs.running(state),
+        'control_plane_hosts': sorted(n['host'] for n in nodes
+                                      if 'control-plane' in n['roles']),
+        'nodes': sorted(n['name'] for n in nodes),
+        'etcd': state['etcd']})
+
+
+def check_fail(state_dir, playbook, host):
+    """Consume ``fail-next-<playbook>`` if it targets *host*.
+
+    :returns: the failure message, or None.
+    """
+    path = os.path.join(state_dir, cs.FAIL_PREFIX + playbook)
+    with cs.locked(state_dir):  # parallel hosts: only one consumes it
+        try:
+            with open(path) as f:
+                target = f.read().strip()
+        except FileNotFoundError:
+            return None
+        if target and target != host:
+            return None
+        os.unlink(path)
+        return ('injected failure (kubespray test double): %s on %s'
+                % (os.path.basename(path), host))
+
+
+def _parser():
+    parser = argparse.ArgumentParser(prog='kube-double')
+    sub = parser.add_subparsers(dest='command', required=True)
+    for name in ('init', 'join'):
+        p = sub.add_parser(name)
+        p.add_argument('--node', required=True, help='Kubernetes node name')
+        p.add_argument('--host', help='inventory host name')
+        p.add_argument('--address', required=True)
+        p.add_argument('--worker', action='store_true')
+        p.add_argument('--labels', help='node labels, a JSON object')
+        p.add_argument('--kube-version', default=cs.DEFAULT_KUBE_VERSION)
+        p.add_argument('--playbook', help='consult the failure hook')
+        if name == 'init':
+            p.add_argument('--cluster-name', default='cluster.local')
+        else:
+            p.add_argument('--control-plane', action='store_true')
+            p.add_argument('--existing-control-plane', action='store_true',
+                           help='only check that it is one already')
+    p = sub.add_parser('reset')
+    p.add_argument('--node', required=True)
+    p.add_argument('--host')
+    p.add_argument('--playbook', help='consult the failure hook')
+    p = sub.add_parser('etcd-add')
+    for opt in ('--name', '--peer-url', '--host'):
+        p.add_argument(opt, required=True)
+    p.add_argument('--first-peer-url')
+    sub.add_parser('etcd-remove').add_argument('--peer-url', required=True)
+    sub.add_parser('status')
+    p = sub.add_parser('check-fail')
+    p.add_argument('--playbook', required=True)
+    p.add_argument('--host', required=True)
+    return parser
+
+
+COMMANDS = {'init': cmd_init, 'join': cmd_join, 'reset': cmd_reset,
+            'etcd-add': cmd_etcd_add, 'etcd-remove': cmd_etcd_remove,
+            'status': cmd_status}
+
+
+def main(argv=None):
+    args = _parser().parse_args(argv)
+    state_dir = _state_dir()
+    try:
+        playbook = getattr(args, 'playbook', None)
+        if playbook:
+            message = check_fail(state_dir, playbook, args.host or args.node)
+            if message:
+                raise cs.StateError(message)
+        if args.command != 'check-fail':
+            with cs.transaction(state_dir) as txn:
+                print(COMMANDS[args.command](args, txn))
+    except cs.StateError as exc:
+        print('error: %s' % exc, file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

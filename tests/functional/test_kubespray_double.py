@@ -1,0 +1,429 @@
+"""The kubespray test double and fake kubectl, on a real sshd.
+
+The real ``ansible-playbook`` runs the double (tests/functional/localsite)
+exactly as the driver will run kubespray: cwd = the checkout, ``-i`` an
+inventory file, ``-e @file``, ``--become``.  Every host is a loopback
+address of one sshd; 127.0.0.29 is never served (a dead node).
+"""
+
+import base64
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import uuid
+
+import pytest
+import yaml
+
+from mgmt_driver import ssh
+from tests.functional import localsite
+from tests.functional import sshd as sshd_site
+
+ADDRESSES = ('127.0.0.20', '127.0.0.21', '127.0.0.22', '127.0.0.23')
+DEAD = '127.0.0.29'
+ANSIBLE_PLAYBOOK = os.environ.get('KMGMT_ANSIBLE_PLAYBOOK') or str(
+    pathlib.Path(sys.executable).parent / 'ansible-playbook')
+LIMIT_REFUSED = ("Kubespray does not support '--limit' without a populated "
+                 "facts cache")
+
+
+@pytest.fixture(scope='module')
+def server():
+    """One sshd for this module's hosts (key logins; passwords as root)."""
+    reason = sshd_site.available()
+    if reason:
+        pytest.skip(reason)
+    if not os.access(ANSIBLE_PLAYBOOK, os.X_OK):
+        pytest.skip('ansible-playbook not found at %s' % ANSIBLE_PLAYBOOK)
+    site = sshd_site.Sshd(addresses=ADDRESSES)
+    try:
+        yield site.start()
+    finally:
+        site.cleanup()
+
+
+@pytest.fixture
+def site(server):
+    """A fresh site, owned by the SSH user, inside the sshd's scratch."""
+    root = pathlib.Path(server.scratch) / ('site-' + uuid.uuid4().hex[:8])
+    return localsite.materialise(root, owner=server.user)
+
+
+class Cluster:
+    """A hand-written inventory and ansible-playbook runs against a site.
+
+    :param hosts: {name: address}; groups are lists of names.
+    """
+
+    def __init__(self, server, site, hosts, control_plane, workers,
+                 etcd=None, host_vars=None, password=False):
+        self.server, self.site = server, site
+        self.hosts = dict(hosts)
+        self.groups = {'kube_control_plane': list(control_plane),
+                       'etcd': list(control_plane if etcd is None else etcd),
+                       'kube_node': list(workers), 'calico_rr': []}
+        self.host_vars = host_vars or {}
+        self.password = password
+        self.dir = site.root / ('run-' + uuid.uuid4().hex[:6])
+        self.dir.mkdir()
+        self.inventory = self.dir / 'hosts.yaml'
+        self.write_inventory()
+
+    def write_inventory(self):
+        creds = {'ansible_user': self.server.user,
+                 'ansible_port': self.server.port}
+        if self.password:
+            creds['ansible_password'] = self.server.password
+        else:
+            creds['ansible_ssh_private_key_file'] = self.server.client_key
+        hosts = {name: dict({'ansible_host': address, 'ip': address,
+                             'access_ip': address},
+                            **self.host_vars.get(name, {}))
+                 for name, address in self.hosts.items()}
+        children = {group: {'hosts': {name: {} for name in names}}
+                    for group, names in self.groups.items()}
+        children['k8s_cluster'] = {'children': {
+            'kube_control_plane': {}, 'kube_node': {}, 'calico_rr': {}}}
+        self.inventory.write_text(yaml.safe_dump({'all': {
+            'vars': creds, 'hosts': hosts, 'children': children}},
+            sort_keys=False))
+
+    def play(self, playbook, *args, extra=None, become=True):
+        """Run *playbook* like the driver does; the CompletedProcess."""
+        argv = [ANSIBLE_PLAYBOOK, '-i', str(self.inventory)]
+        if extra is not None:
+            path = self.dir / ('vars-%s.yaml' % uuid.uuid4().hex[:6])
+            path.write_text(yaml.safe_dump(extra))
+            argv += ['-e', '@%s' % path]
+        if become:
+            argv += ['--become', '--become-user=root']
+        env = dict(os.environ, ANSIBLE_NOCOLOR='1', ANSIBLE_FORCE_COLOR='0')
+        return subprocess.run(argv + list(args) + [playbook],
+                              cwd=self.site.checkout,
+                              stdin=subprocess.DEVNULL, capture_output=True,
+                              text=True, env=env, timeout=300, check=False)
+
+    def last_run(self):
+        return self.site.runs()[-1]
+
+
+def ok(result):
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr
+    return result
+
+
+def failed(result, message):
+    assert result.returncode != 0, result.stdout[-3000:]
+    assert message in result.stdout + result.stderr, (
+        result.stdout[-4000:] + result.stderr)
+    return result
+
+
+def roles(site):
+    return {name: node['roles'] for name, node in site.nodes().items()}
+
+
+# --- playbooks -----------------------------------------------------------
+
+def test_cluster_yml_builds_and_replaces_the_first_control_plane(
+        server, site):
+    hosts = {'cp1': ADDRESSES[0], 'cp2': ADDRESSES[1], 'cp3': ADDRESSES[2]}
+    # Explicit member names: kubespray's default etcd<index> would rename
+    # members when the group is reordered (the double refuses that).
+    host_vars = {'cp%d' % i: {'etcd_member_name': 'etcd%d' % i}
+                 for i in (1, 2, 3)}
+    host_vars['cp3']['node_labels'] = {'tier': 'edge'}
+    # cp3 is in kube_node too: a control-plane node that runs workloads.
+    cluster = Cluster(server, site, hosts, ['cp1', 'cp2', 'cp3'], ['cp3'],
+                      host_vars=host_vars)
+    ok(cluster.play('cluster.yml', extra={'kube_version': '1.31.4'}))
+
+    assert roles(site) == {'cp1': ['control-plane'],
+                           'cp2': ['control-plane'],
+                           'cp3': ['control-plane', 'worker']}
+    nodes = site.nodes()
+    assert nodes['cp3']['labels']['tier'] == 'edge'
+    assert nodes['cp2']['taints'] and not nodes['cp3']['taints']
+    assert nodes['cp3']['address'] == ADDRESSES[2]
+    assert sorted(site.etcd_members()) == ['etcd1', 'etcd2', 'etcd3']
+    assert {p['owner_name'] for p in site.pods_on('cp2')} == {
+        'calico-node', 'kube-proxy', 'nodelocaldns', 'cp2'}
+    run = cluster.last_run()
+    assert run['playbook'] == 'cluster.yml' and run['ok']
+    assert run['touched'] == ['cp1', 'cp2', 'cp3']
+    assert run['become'] and run['become_user'] == 'root'
+
+    # cp1 died: kubespray's procedure moves it to the end of the groups,
+    # removes it without contacting it, then re-adds it with cluster.yml.
+    cluster.groups['kube_control_plane'] = ['cp2', 'cp3', 'cp1']
+    cluster.groups['etcd'] = ['cp2', 'cp3', 'cp1']
+    cluster.hosts['cp1'] = DEAD
+    cluster.host_vars['cp1'] = {'ip': ADDRESSES[0],
+                                'access_ip': ADDRESSES[0],
+                                'etcd_member_name': 'etcd1'}
+    cluster.write_inventory()
+    ok(cluster.play('remove-node.yml', extra={
+        'node': 'cp1', 'skip_confirmation': True, 'reset_nodes': False,
+        'allow_ungraceful_removal': True}))
+    assert 'cp1' not in site.nodes()
+    assert sorted(site.etcd_members()) == ['etcd2', 'etcd3']
+    assert 'cp1' not in cluster.last_run()['touched']
+
+    # The re-created VM must not come first: that would init a new cluster.
+    cluster.hosts['cp1'] = ADDRESSES[0]
+    cluster.host_vars['cp1'] = {'etcd_member_name': 'etcd1'}
+    cluster.groups['kube_control_plane'] = ['cp1', 'cp2', 'cp3']
+    cluster.write_inventory()
+    failed(cluster.play('cluster.yml'),
+           'append new control-plane nodes at the end of kube_control_plane')
+    cluster.groups['kube_control_plane'] = ['cp2', 'cp3', 'cp1']
+    cluster.write_inventory()
+    ok(cluster.play('cluster.yml'))
+    assert roles(site)['cp1'] == ['control-plane']
+    assert sorted(site.etcd_members()) == ['etcd1', 'etcd2', 'etcd3']
+
+
+def test_scale_limit_needs_facts_and_converges_after_a_failure(
+        server, site):
+    site.seed([('cp1', ADDRESSES[0])], [('w1', ADDRESSES[1])])
+    hosts = {'cp1': ADDRESSES[0], 'w1': ADDRESSES[1], 'w2': ADDRESSES[2],
+             'w3': ADDRESSES[3]}
+    cluster = Cluster(server, site, hosts, ['cp1'], ['w1', 'w2', 'w3'])
+
+    failed(cluster.play('scale.yml', '--limit=w2,w3'), LIMIT_REFUSED)
+    assert set(site.nodes()) == {'cp1', 'w1'}
+    assert not os.path.exists(site.checkout / 'facts.yml')
+
+    ok(cluster.play('playbooks/facts.yml'))
+    assert site.cached_hosts() == ['cp1', 'w1', 'w2', 'w3']
+    assert cluster.last_run()['touched'] == ['cp1', 'w1', 'w2', 'w3']
+
+    site.inject_failure('scale.yml', 'w3')
+    failed(cluster.play('scale.yml', '--limit=w2,w3'),
+           'injected failure (kubespray test double)')
+    assert site.pending_failures() == []
+
+    ok(cluster.play('scale.yml', '--limit=w2,w3'))
+    assert set(site.nodes()) == {'cp1', 'w1', 'w2', 'w3'}
+    assert cluster.last_run()['touched'] == ['w2', 'w3']
+    assert cluster.last_run()['limit'] == 'w2,w3'
+
+    # A control-plane node cannot be added by scale.yml.
+    cluster.hosts['cp2'] = ADDRESSES[3]
+    cluster.groups['kube_control_plane'].append('cp2')
+    cluster.write_inventory()
+    failed(cluster.play('scale.yml', '--limit=cp2'), 'use cluster.yml')
+    assert 'cp2' not in site.nodes()
+
+
+def test_remove_node_refusals(server, site):
+    site.seed([('cp1', ADDRESSES[0])], [('w1', ADDRESSES[1])])
+    cluster = Cluster(server, site, {'cp1': ADDRESSES[0],
+                                     'w1': ADDRESSES[1]}, ['cp1'], ['w1'])
+    failed(cluster.play('remove-node.yml'),
+           'No nodes specified for removal')
+    assert cluster.last_run()['touched'] == []
+    failed(cluster.play('remove-node.yml', extra={'node': 'w1'}),
+           'Delete nodes confirmation failed')
+    failed(cluster.play('remove-node.yml', extra={
+        'node': 'cp1', 'skip_confirmation': True}),
+        'is the first host of kube_control_plane')
+    failed(cluster.play('remove-node.yml', '-e', 'node=w1',
+                        '-e', 'skip_confirmation=true'),
+           'Known booleans are set as strings: skip_confirmation')
+    assert set(site.nodes()) == {'cp1', 'w1'}
+
+
+def test_remove_node_drains_resets_and_deletes(server, site):
+    site.seed([('cp1', ADDRESSES[0])],
+              [('w1', ADDRESSES[1]), ('w2', ADDRESSES[2])])
+    site.add_pod('web-1', 'w1', emptydir=True)
+    cluster = Cluster(server, site, {'cp1': ADDRESSES[0], 'w1': ADDRESSES[1],
+                                     'w2': ADDRESSES[2]}, ['cp1'],
+                      ['w1', 'w2'])
+    site.inject_failure('remove-node.yml')
+    failed(cluster.play('remove-node.yml',
+                        extra={'node': 'w1', 'skip_confirmation': True}),
+           'injected failure')
+    assert not site.nodes()['w1']['ready']  # reset, not yet deleted
+    ok(cluster.play('remove-node.yml',
+                    extra={'node': 'w1', 'skip_confirmation': True}))
+    assert set(site.nodes()) == {'cp1', 'w2'}
+    web = [p for p in site.state()['pods'] if p['owner_name'] == 'web']
+    assert [p['node'] for p in web] == ['w2']
+    # Facts are gathered on every cluster host, as kubespray does.
+    assert cluster.last_run()['touched'] == ['cp1', 'w1', 'w2']
+
+
+def test_remove_unreachable_node(server, site):
+    site.seed([('cp1', ADDRESSES[0])], [('w1', ADDRESSES[1])])
+    cluster = Cluster(server, site, {'cp1': ADDRESSES[0], 'w1': DEAD},
+                      ['cp1'], ['w1'])
+    removal = {'node': 'w1', 'skip_confirmation': True}
+    result = cluster.play('remove-node.yml', extra=removal)
+    assert result.returncode != 0 and 'w1' in cluster.last_run()[
+        'unreachable']
+    assert 'w1' in site.nodes()
+
+    ok(cluster.play('remove-node.yml', extra=dict(
+        removal, reset_nodes=False, allow_ungraceful_removal=True)))
+    assert set(site.nodes()) == {'cp1'}
+    assert cluster.last_run()['touched'] == ['cp1']
+
+
+def test_old_layout_facts_and_reset(server):
+    root = pathlib.Path(server.scratch) / ('old-' + uuid.uuid4().hex[:8])
+    site = localsite.materialise(root, layout='v2.21', owner=server.user)
+    assert (site.checkout / 'facts.yml').is_file()
+    assert (site.checkout / 'remove-node.yml').is_file()
+    assert not (site.checkout / 'playbooks').exists()
+    password = bool(server.password and shutil.which('sshpass'))
+    cluster = Cluster(server, site, {'cp1': ADDRESSES[0]}, ['cp1'], [],
+                      password=password)
+    ok(cluster.play('facts.yml'))
+    assert site.cached_hosts() == ['cp1']
+    ok(cluster.play('cluster.yml', '--syntax-check', 'scale.yml',
+                    'remove-node.yml', 'reset.yml'))
+    site.seed([('cp1', ADDRESSES[0])])
+    ok(cluster.play('reset.yml', extra={'skip_confirmation': True}))
+    assert site.state() is None
+
+
+def test_materialise_rejects_unknown_layout(tmp_path):
+    with pytest.raises(ValueError):
+        localsite.materialise(tmp_path / 'x', layout='v2.15')
+
+
+# --- fake kubectl ----------------------------------------------------------
+
+@pytest.fixture
+def seeded(tmp_path):
+    site = localsite.materialise(tmp_path / 'site')
+    site.seed([('cp1', '127.0.0.20')],
+              [('w1', '127.0.0.21'), ('w2', '127.0.0.22')])
+    return site
+
+
+def kubectl(site, *args, input=None):
+    return site.tool('kubectl', '--kubeconfig', '/etc/kubernetes/admin.conf',
+                     *args, input=input, check=False)
+
+
+def test_kubectl_get_nodes(seeded):
+    result = kubectl(seeded, 'get', 'nodes', '-o', 'json')
+    items = json.loads(result.stdout)['items']
+    assert [i['metadata']['name'] for i in items] == ['cp1', 'w1', 'w2']
+    assert kubectl(seeded, 'get', 'nodes', '-o', 'name').stdout.split() == [
+        'node/cp1', 'node/w1', 'node/w2']
+    missing = kubectl(seeded, 'get', 'node', 'w9')
+    assert missing.returncode == 1
+    assert 'nodes "w9" not found' in missing.stderr
+    assert 'v1.' in kubectl(seeded, 'version', '--client').stdout
+
+
+def test_kubectl_cordon_drain_delete(seeded):
+    seeded.add_pod('web-1', 'w1')
+    seeded.add_pod('cache-1', 'w1', emptydir=True)
+    assert kubectl(seeded, 'cordon', 'w2').stdout.strip() == (
+        'node/w2 cordoned')
+    refused = kubectl(seeded, 'drain', 'w1', '--ignore-daemonsets')
+    assert refused.returncode == 1
+    assert 'cannot delete Pods with local storage' in refused.stderr
+    kubectl(seeded, 'uncordon', 'w2')
+    drained = kubectl(seeded, 'drain', 'w1', '--ignore-daemonsets',
+                      '--delete-emptydir-data', '--timeout=30s',
+                      '--grace-period', '10')
+    assert drained.returncode == 0, drained.stderr
+    assert 'node/w1 drained' in drained.stdout
+    pods = json.loads(kubectl(seeded, 'get', 'pods', '-A', '-o', 'json',
+                              '--field-selector',
+                              'spec.nodeName=w1').stdout)['items']
+    kinds = {p['metadata']['ownerReferences'][0]['kind'] for p in pods}
+    assert kinds == {'DaemonSet'}
+    assert seeded.nodes()['w1']['schedulable'] is False
+    assert kubectl(seeded, 'delete', 'node', 'w1').stdout.strip() == (
+        'node "w1" deleted')
+    assert 'w1' not in seeded.nodes()
+
+
+def test_kubectl_drain_times_out_on_a_stuck_pod(seeded):
+    seeded.add_pod('guarded-1', 'w2', stuck=True)
+    seeded.settings(eviction_retry=0.1)
+    result = kubectl(seeded, 'drain', 'w2', '--ignore-daemonsets',
+                     '--delete-emptydir-data', '--timeout=1s')
+    assert result.returncode == 1
+    assert 'global timeout reached: 1s' in result.stderr
+    assert 'guarded-1' in [p['name'] for p in seeded.pods_on('w2')]
+
+
+def test_kubectl_apply_and_read_token(seeded):
+    seeded.settings(token_delay=0.3)
+    manifests = {'apiVersion': 'v1', 'kind': 'List', 'items': [
+        {'apiVersion': 'v1', 'kind': 'ServiceAccount',
+         'metadata': {'name': 'vim-admin', 'namespace': 'kube-system'}},
+        {'apiVersion': 'rbac.authorization.k8s.io/v1',
+         'kind': 'ClusterRoleBinding', 'metadata': {'name': 'vim-admin'},
+         'roleRef': {'apiGroup': 'rbac.authorization.k8s.io',
+                     'kind': 'ClusterRole', 'name': 'cluster-admin'},
+         'subjects': [{'kind': 'ServiceAccount', 'name': 'vim-admin',
+                       'namespace': 'kube-system'}]},
+        {'apiVersion': 'v1', 'kind': 'Secret', 'metadata': {
+            'name': 'vim-admin-token', 'namespace': 'kube-system',
+            'annotations': {
+                'kubernetes.io/service-account.name': 'vim-admin'}},
+         'type': 'kubernetes.io/service-account-token'}]}
+    applied = kubectl(seeded, 'apply', '-f', '-',
+                      input=json.dumps(manifests))
+    assert applied.stdout.split('\n')[:2] == [
+        'serviceaccount/vim-admin created',
+        'clusterrolebinding.rbac.authorization.k8s.io/vim-admin created']
+    token_path = ['get', 'secret', 'vim-admin-token', '-n', 'kube-system',
+                  '-o', 'jsonpath={.data.token}']
+    assert kubectl(seeded, *token_path).stdout == ''  # not filled yet
+    seeded.settings(token_delay=0)
+    token = base64.b64decode(kubectl(seeded, *token_path).stdout).decode()
+    assert token.startswith('eyJ')
+    ca = kubectl(seeded, 'get', 'secret', 'vim-admin-token', '-n',
+                 'kube-system', '-o', r'jsonpath={.data.ca\.crt}').stdout
+    assert b'BEGIN CERTIFICATE' in base64.b64decode(ca)
+    again = kubectl(seeded, 'apply', '-f', '-', input=json.dumps(manifests))
+    assert again.stdout.count('unchanged') == 3
+    assert base64.b64decode(kubectl(seeded, *token_path).stdout).decode() \
+        == token
+
+
+@pytest.mark.parametrize('argv, message', [
+    (['frobnicate'], 'unknown command "frobnicate"'),
+    (['drain', 'w1', '--delete-local-data'],
+     'unknown flag: --delete-local-data'),
+    (['drain', 'w1', '--timeout=10'], 'missing unit in duration'),
+    (['get', 'widgets'], 'doesn\'t have a resource type "widgets"'),
+    (['apply', '-f', '-'], 'no objects passed to apply'),
+])
+def test_kubectl_rejects_bad_usage(seeded, argv, message):
+    result = kubectl(seeded, *argv, input='{}')
+    assert result.returncode == 1
+    assert message in result.stderr
+
+
+def test_kubectl_without_cluster(tmp_path):
+    site = localsite.materialise(tmp_path / 'site')
+    result = site.tool('kubectl', 'get', 'nodes', check=False)
+    assert result.returncode == 1 and 'refused' in result.stderr
+
+
+def test_kubectl_over_ssh_as_the_site_user(server, site, tmp_path):
+    site.seed([('cp1', ADDRESSES[0])], [('w1', ADDRESSES[1])])
+    creds = ssh.Credentials(server.user, key_file=server.client_key)
+    settings = ssh.SSHSettings(connect_timeout=5, connect_retries=0,
+                               known_hosts_file=str(tmp_path / 'kh'))
+    with ssh.Connection(ADDRESSES[0], creds, server.port,
+                        settings) as conn:
+        result = conn.run([str(site.kubectl), 'get', 'nodes', '-o', 'name'])
+        conn.run([str(site.kubectl), 'drain', 'w1', '--ignore-daemonsets',
+                  '--delete-emptydir-data', '--timeout=10s'])
+    assert result.stdout.split() == ['node/cp1', 'node/w1']
+    assert site.nodes()['w1']['schedulable'] is False
