@@ -113,13 +113,20 @@ def _add_params_commands(subparsers):
     check.set_defaults(func=_params_check)
 
 
+def _add_inputs(parser, topology_note=''):
+    """The --params and --topology arguments every rendering command takes."""
+    parser.add_argument('--params', required=True, metavar='PARAMS',
+                        help='JSON/YAML additionalParams, or a whole '
+                             'InstantiateVnfRequest body')
+    parser.add_argument('--topology', metavar='TOPOLOGY',
+                        help="YAML/JSON topology file (default: the "
+                             "request's explicit nodes list)" + topology_note)
+
+
 def _add_render_inventory(commands):
     render = commands.add_parser(
         'inventory', help='write the kubespray inventory directory')
-    render.add_argument('--params', required=True, metavar='PARAMS')
-    render.add_argument('--topology', metavar='TOPOLOGY',
-                        help="YAML/JSON topology file (default: the "
-                             "request's explicit nodes list)")
+    _add_inputs(render)
     render.add_argument('-o', '--output', required=True, metavar='DIR',
                         help='directory to create, or to replace whole')
     render.add_argument('--mtu', type=int,
@@ -179,10 +186,7 @@ def _render_haproxy(args):
 def _add_render_haproxy(commands):
     render = commands.add_parser(
         'haproxy', help="write the external load balancer's haproxy.cfg")
-    render.add_argument('--params', required=True, metavar='PARAMS')
-    render.add_argument('--topology', metavar='TOPOLOGY',
-                        help="YAML/JSON topology file (default: the "
-                             "request's explicit nodes list)")
+    _add_inputs(render)
     render.add_argument('-o', '--output', required=True, metavar='FILE',
                         help='file to write (replaced whole), or - for '
                              'standard output')
@@ -297,11 +301,8 @@ def _add_run_commands(subparsers):
     run = subparsers.add_parser(
         'run', help='run an LCM operation on VMs listed in a topology')
     run.add_argument('operation', choices=sorted(_OPERATIONS))
-    run.add_argument('--params', required=True, metavar='PARAMS')
-    run.add_argument('--topology', metavar='TOPOLOGY',
-                     help="YAML/JSON topology file (default: the request's "
-                          'explicit nodes list); for scale-in and heal it '
-                          'still lists the nodes being removed or healed')
+    _add_inputs(run, '; for scale-in and heal it still lists the nodes '
+                     'being removed or healed')
     run.add_argument('--nodes', metavar='NAME[,NAME...]',
                      help='node names added (scale-out; default: every '
                           'worker Kubernetes lacks), removed (scale-in) '
