@@ -233,11 +233,18 @@ class ClusterDriver:
         conn = self._lb(cluster)
         conn.put(posixpath.join(self.package_dir, script), LB_SCRIPT,
                  mode=0o700)
-        env = {k: v for k, v in (('http_proxy', self.spec.proxy.http_proxy),
-                                 ('https_proxy', self.spec.proxy.https_proxy))
-               if v and '@' not in v}
+        # Proxy URLs holding credentials would be on the command line.
+        proxy = self.spec.proxy
+        env = ['%s=%s' % (k, v) for k, v in (
+            ('http_proxy', proxy.http_proxy),
+            ('https_proxy', proxy.https_proxy)) if v and '@' not in v]
+        # The script installs packages: root, through sudo for other users
+        # (env after sudo, which would drop the variables otherwise).
+        sudo = loadbalancer.ApplySettings.from_conf(
+            self.conf, self.spec.external_lb.login.username).sudo
         self.step('installing HAProxy and kubectl on %s', conn.host)
-        conn.run(['sh', LB_SCRIPT], env=env or None)
+        conn.run((['sudo', '-n'] if sudo else []) + ['env'] + env +
+                 ['sh', LB_SCRIPT])
 
     def kubectl_client(self, cluster, exclude=()):
         """kubectl on the first control-plane node that answers."""

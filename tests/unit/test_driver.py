@@ -293,3 +293,19 @@ def test_terminate_end_after_refused_instantiate_only_unregisters(conf):
     h.hooks.terminate_end(None, instance, None, None, None)
     assert h.registry.calls == [('unregister', 'kubernetes_vim_inst-1')]
     assert all(not c.calls for c in h.pool.connections.values())
+
+
+def test_lb_install_script_runs_as_root_with_the_proxy(conf, tmp_path):
+    (tmp_path / 'Scripts').mkdir()
+    (tmp_path / 'Scripts' / 'install_external_lb.sh').write_text('exit 0\n')
+    conf.set_override('haproxy_sudo', 'auto', group='kubespray_mgmt')
+    h = Harness(conf)
+    h.hooks._package_dir_of = lambda c, i: str(tmp_path)
+    extra = _instantiate_params()
+    h.hooks.instantiate_end(None, h.instance(extra), _request(extra), None,
+                            None)
+    assert h.lb.modes[driver.LB_SCRIPT] == 0o700
+    [install] = [c for c in h.lb.commands if driver.LB_SCRIPT in c]
+    assert install == ('sudo -n env http_proxy=http://proxy.example.com:3128'
+                       ' https_proxy=http://proxy.example.com:3128 sh '
+                       + driver.LB_SCRIPT)
