@@ -168,7 +168,7 @@ def _render_haproxy(args):
         cluster = _read_nodes(spec, args.topology)
     except (exceptions.ParamsInvalid, exceptions.ParamsNotFound) as exc:
         return _print_problems(exc)
-    options = {}
+    options = loadbalancer.layout_options(cfg.CONF)
     if args.worker_check_port is not None:
         options['worker_check_port'] = args.worker_check_port
     layout = loadbalancer.layout_for(spec.external_lb, cluster, **options)

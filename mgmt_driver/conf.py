@@ -12,10 +12,15 @@ from oslo_config import cfg
 
 GROUP = 'kubespray_mgmt'
 
-kubespray_mgmt_group = cfg.OptGroup(
-    GROUP, title='Kubespray MgmtDriver options',
-    help='How the kubespray MgmtDriver reaches VMs over SSH and how long '
-         'it waits for kubespray, kubectl and HAProxy.')
+
+def _new_group():
+    return cfg.OptGroup(
+        GROUP, title='Kubespray MgmtDriver options',
+        help='How the kubespray MgmtDriver reaches VMs over SSH and how '
+             'long it waits for kubespray, kubectl and HAProxy.')
+
+
+kubespray_mgmt_group = _new_group()
 
 ssh_opts = [
     cfg.IntOpt('ssh_connect_timeout', default=10, min=1, max=300,
@@ -66,6 +71,12 @@ kubespray_opts = [
     cfg.IntOpt('ansible_forks', default=10, min=1, max=500,
                help='ansible-playbook --forks; a request\'s '
                     'kubespray.forks overrides it.'),
+    cfg.StrOpt('ansible_playbook_command', default='ansible-playbook',
+               help='ansible-playbook on the Ansible server: a name on the '
+                    'SSH user\'s PATH or an absolute path, such as the '
+                    'one in the virtualenv that holds kubespray\'s '
+                    'requirements (a non-interactive SSH session does not '
+                    'activate it).'),
     cfg.IntOpt('drain_timeout', default=600, min=10, max=86400,
                help='Seconds "kubectl drain" may take before the node '
                     'removal fails.'),
@@ -108,6 +119,26 @@ lb_opts = [
                help='Whether the commands that replace the HAProxy '
                     'configuration and reload it run under "sudo -n" '
                     '(passwordless sudo) on the LB VM.'),
+    cfg.ListOpt('haproxy_bind_addresses', default=[],
+                help='Addresses the HAProxy frontends (API port and '
+                     'NodePort range) listen on. Empty: every IPv4 '
+                     'address, and every IPv6 address too when a node '
+                     'has an IPv6 cluster address.'),
+    cfg.StrOpt('haproxy_user', default='haproxy',
+               help='System user HAProxy drops to after binding its '
+                    'ports. Empty: no "user" line; HAProxy keeps running '
+                    'as the user that started it.'),
+    cfg.StrOpt('haproxy_group', default='haproxy',
+               help='System group HAProxy drops to. Empty: no "group" '
+                    'line.'),
+    cfg.StrOpt('haproxy_chroot', default='/var/lib/haproxy',
+               help='Directory HAProxy chroots into. Empty: no chroot, '
+                    'as needed when HAProxy does not start as root.'),
+    cfg.IntOpt('haproxy_maxconn', default=20000, min=1, max=1000000,
+               help='HAProxy\'s global and per-frontend connection limit. '
+                    'HAProxy needs about two file descriptors per '
+                    'connection and refuses to start when it cannot get '
+                    'them.'),
 ]
 
 kubectl_opts = [
@@ -142,8 +173,12 @@ def register_opts(conf):
     :param conf: an ``oslo_config.cfg.ConfigOpts``; registering twice is
         harmless.
     """
-    conf.register_group(kubespray_mgmt_group)
-    conf.register_opts(ALL_OPTS, group=kubespray_mgmt_group)
+    # A new OptGroup each time: ConfigOpts keeps a shallow copy of the
+    # group, whose table of options (and their overrides) would otherwise
+    # be shared by every ConfigOpts registered with the same object, so
+    # a set_override on one would change them all, Tacker's CONF too.
+    conf.register_group(_new_group())
+    conf.register_opts(ALL_OPTS, group=GROUP)
 
 
 def list_opts():

@@ -216,7 +216,9 @@ class ClusterDriver:
     def update_load_balancer(self, cluster):
         """Render HAProxy's configuration for *cluster* and apply it."""
         conn = self._lb(cluster)
-        layout = loadbalancer.layout_for(self.spec.external_lb, cluster)
+        layout = loadbalancer.layout_for(
+            self.spec.external_lb, cluster,
+            **loadbalancer.layout_options(self.conf))
         settings = loadbalancer.ApplySettings.from_conf(
             self.conf, self.spec.external_lb.login.username)
         changed = loadbalancer.apply_config(
@@ -258,7 +260,8 @@ class ClusterDriver:
             kubectl=self.settings.kubectl_command,
             kubeconfig=self.settings.kubectl_kubeconfig,
             sudo=_sudo(self.settings.kubectl_sudo,
-                       self.spec.master.login.username))
+                       self.spec.master.login.username),
+            settings=kubectl.KubectlSettings.from_conf(self.conf))
 
     def cluster_access(self, cluster, name):
         """Admin token and CA of the cluster, reached through the LB."""

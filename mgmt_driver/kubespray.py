@@ -370,13 +370,15 @@ class PlaybookSettings:
         """Settings from ``[kubespray_mgmt]``; arguments override.
 
         :param forks: a request's ``kubespray.forks``, or None.
-        :param ansible_playbook: a request's command path, or None.
+        :param ansible_playbook: a command path overriding the option
+            ``ansible_playbook_command``, or None.
         """
         group = (conf or kconf.CONF).kubespray_mgmt
         return cls(timeout_base=group.playbook_timeout_base,
                    timeout_per_node=group.playbook_timeout_per_node,
                    forks=forks or group.ansible_forks,
-                   ansible_playbook=ansible_playbook or 'ansible-playbook')
+                   ansible_playbook=ansible_playbook or
+                   group.ansible_playbook_command)
 
     def timeout_for(self, node_count):
         """``timeout_base + timeout_per_node * node_count`` seconds."""

@@ -237,6 +237,25 @@ def layout_for(lb_spec, cluster, **options):
         **options)
 
 
+def layout_options(conf):
+    """The :class:`LbLayout` fields that ``[kubespray_mgmt]`` options set.
+
+    How HAProxy runs on the LB VM (addresses it binds, the user, group
+    and chroot it drops to, its connection limit); an empty option means
+    the field's "none" (all addresses, no user line, ...).
+
+    :param conf: an ``oslo_config.cfg.ConfigOpts`` with the options of
+        :mod:`mgmt_driver.conf` registered.
+    :returns: keyword arguments for :func:`layout_for`.
+    """
+    group = conf.kubespray_mgmt
+    return {'bind_addresses': tuple(group.haproxy_bind_addresses) or None,
+            'user': group.haproxy_user or None,
+            'group': group.haproxy_group or None,
+            'chroot': group.haproxy_chroot or None,
+            'maxconn': group.haproxy_maxconn}
+
+
 def hostport(address, port):
     """``address:port`` in HAProxy syntax; IPv6 in brackets.
 

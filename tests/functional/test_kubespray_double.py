@@ -324,6 +324,18 @@ def test_kubectl_get_nodes(seeded):
     assert 'v1.' in kubectl(seeded, 'version', '--client').stdout
 
 
+def test_kubectl_static_pods_are_mirror_pods(seeded):
+    pods = json.loads(kubectl(seeded, 'get', 'pods', '-n', 'kube-system',
+                              '-o', 'json', '--field-selector',
+                              'spec.nodeName=cp1').stdout)['items']
+    static = [p['metadata'] for p in pods
+              if p['metadata']['ownerReferences'][0]['kind'] == 'Node']
+    assert len(static) == 3
+    # kubectl drain and the driver know a static pod by this annotation.
+    assert all('kubernetes.io/config.mirror' in m['annotations']
+               for m in static)
+
+
 def test_kubectl_cordon_drain_delete(seeded):
     seeded.add_pod('web-1', 'w1')
     seeded.add_pod('cache-1', 'w1', emptydir=True)

@@ -3,6 +3,8 @@
 import json
 import pathlib
 
+from oslo_config import cfg
+
 from mgmt_driver import cli
 from mgmt_driver import loadbalancer as lb
 
@@ -72,3 +74,19 @@ def test_unwritable_output_is_reported(tmp_path, capsys):
     out = tmp_path / 'missing-dir' / 'haproxy.cfg'
     assert render('-o', str(out)) == cli.EXIT_REMOTE_FAILURE
     assert 'cannot write' in capsys.readouterr().err
+
+
+def test_config_file_options_reach_the_config(tmp_path):
+    config = tmp_path / 'k.conf'
+    config.write_text('[kubespray_mgmt]\nhaproxy_bind_addresses = '
+                      '192.0.2.5\nhaproxy_chroot =\nhaproxy_maxconn = 500\n')
+    out = tmp_path / 'haproxy.cfg'
+    try:
+        assert cli.main(['--config-file', str(config), 'render', 'haproxy',
+                         '--params', HA_PARAMS, '--topology', HA_TOPOLOGY,
+                         '-o', str(out)]) == cli.EXIT_OK
+    finally:  # the command loaded the file into the global CONF
+        cfg.CONF([], project='kubespray-mgmt', default_config_files=[])
+    text = out.read_text()
+    assert '\n    bind 192.0.2.5:8383\n' in text
+    assert 'chroot' not in text and '\n    maxconn 500\n' in text

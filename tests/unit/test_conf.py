@@ -46,3 +46,16 @@ def test_register_twice_is_harmless():
     kconf.register_opts(conf)
     conf([])
     assert conf.kubespray_mgmt.ssh_connect_timeout == 10
+
+
+def test_overrides_stay_in_their_config_object():
+    first = cfg.ConfigOpts()
+    kconf.register_opts(first)
+    first([])
+    first.set_override('kubectl_sudo', 'never', group=kconf.GROUP)
+    second = cfg.ConfigOpts()
+    kconf.register_opts(second)
+    second([])
+    assert first.kubespray_mgmt.kubectl_sudo == 'never'
+    assert second.kubespray_mgmt.kubectl_sudo == 'auto'
+    assert kconf.CONF.kubespray_mgmt.kubectl_sudo == 'auto'

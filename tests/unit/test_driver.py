@@ -309,3 +309,21 @@ def test_lb_install_script_runs_as_root_with_the_proxy(conf, tmp_path):
     assert install == ('sudo -n env http_proxy=http://proxy.example.com:3128'
                        ' https_proxy=http://proxy.example.com:3128 sh '
                        + driver.LB_SCRIPT)
+
+
+def test_kubectl_and_haproxy_follow_the_drivers_own_conf(conf):
+    conf.set_override('kubectl_timeout', 7, group='kubespray_mgmt')
+    conf.set_override('haproxy_bind_addresses', ['10.10.0.40'],
+                      group='kubespray_mgmt')
+    conf.set_override('haproxy_chroot', '', group='kubespray_mgmt')
+    h = Harness(conf)
+    extra = _instantiate_params()
+    h.hooks.instantiate_end(None, h.instance(extra), _request(extra), None,
+                            None)
+    haproxy = h.lb.files['/etc/haproxy/haproxy.cfg.new']
+    assert 'bind 10.10.0.40:8383\n' in haproxy and 'chroot' not in haproxy
+    spec = params.parse_params(extra)
+    cluster = driver.nodes_mod.nodes_from_spec(spec)
+    client = driver.ClusterDriver(spec, 'inst-1', h.pool,
+                                  conf).kubectl_client(cluster)
+    assert client.settings.command_timeout == 7

@@ -348,6 +348,23 @@ def test_settings_from_conf():
     assert kubespray.PlaybookSettings.from_conf(config, forks=4).forks == 4
 
 
+def test_ansible_playbook_command_from_conf():
+    config = cfg.ConfigOpts()
+    kconf.register_opts(config)
+    config([], project='kubespray-mgmt-test', default_config_files=[])
+    assert kubespray.PlaybookSettings.from_conf(
+        config).ansible_playbook == 'ansible-playbook'
+    config.set_override('ansible_playbook_command',
+                        '/opt/ks venv/bin/ansible-playbook', 'kubespray_mgmt')
+    settings = kubespray.PlaybookSettings.from_conf(config)
+    conn = RecordingConnection()
+    make_runner(settings=settings, conn=conn).cluster(1)
+    assert (" '/opt/ks venv/bin/ansible-playbook' -i %s/hosts.yaml "
+            % WS) in conn.commands[-1]
+    assert kubespray.PlaybookSettings.from_conf(
+        config, ansible_playbook='/x/ap').ansible_playbook == '/x/ap'
+
+
 # ---------------------------------------------------------- remove-node --
 
 def remove_vars(runner):

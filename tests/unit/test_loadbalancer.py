@@ -422,3 +422,37 @@ def test_layout_for_a_cluster_node_set():
     assert layout.workers == (lb.Backend('worker-a', 'fd00::21'),)
     assert (layout.api_port, layout.nodeport_range) == (9443, (31000, 31999))
     assert layout.worker_check_port == 10256
+
+
+class _Node:
+    def __init__(self, name, address):
+        self.name, self.cluster_address = name, address
+
+
+class _Cluster:
+    masters = (_Node('master-a', '10.0.0.11'),)
+    workers = (_Node('worker-a', '10.0.0.21'),)
+
+
+class _LbSpec:
+    api_port = 8383
+    nodeport_range = (30000, 30002)
+
+
+def test_layout_options_default_to_the_layout_defaults(conf):
+    assert lb.layout_for(_LbSpec, _Cluster, **lb.layout_options(conf)) == \
+        lb.layout_for(_LbSpec, _Cluster)
+
+
+def test_layout_options_from_conf(conf):
+    for name, value in (('haproxy_bind_addresses', ['192.0.2.7']),
+                        ('haproxy_user', ''), ('haproxy_group', 'lb'),
+                        ('haproxy_chroot', ''), ('haproxy_maxconn', 300)):
+        conf.set_override(name, value, group='kubespray_mgmt')
+    text = lb.render_haproxy_config(lb.layout_for(
+        _LbSpec, _Cluster, **lb.layout_options(conf)))
+    assert bind_lines(text, 'kube_apiserver') == ['bind 192.0.2.7:8383']
+    assert bind_lines(text, 'kube_nodeports') == [
+        'bind 192.0.2.7:30000-30002']
+    assert 'chroot' not in text and '    user ' not in text
+    assert '    group lb\n' in text and '    maxconn 300\n' in text

@@ -270,6 +270,12 @@ def pod_object(pod):
             'apiVersion': 'v1' if pod['owner_kind'] == 'Node' else 'apps/v1',
             'kind': pod['owner_kind'], 'name': pod['owner_name'],
             'controller': True}]
+    if pod['owner_kind'] == 'Node':
+        # A static pod's mirror: kubectl drain (and the driver) know it
+        # by this annotation, which the kubelet always sets.
+        digest = base64.b16encode(pod['name'].encode()).decode().lower()
+        meta['annotations'] = {'kubernetes.io/config.mirror': digest[:32],
+                               'kubernetes.io/config.source': 'file'}
     spec = {'containers': [{'name': pod['name'].split('-')[0]}]}
     if pod['node']:
         spec['nodeName'] = pod['node']

@@ -1,0 +1,622 @@
+"""The local site for end-to-end tests: every VM is a loopback address.
+
+One machine plays the Ansible server, the masters, the workers and the
+external load balancer, each on its own 127.0.0.x address:
+
+* :class:`SiteSshd`: one real ``sshd`` on all of them.  Every session
+  starts in a home directory of the site (``<sshd root>/home/<user>``),
+  never in the real home of the user running the tests, so what the
+  driver writes home-relative (the LB's ``.kube/config``) stays inside
+  the site.  Run as root, the Ansible server's address also logs ``root``
+  in (by key), so ``ansible-playbook`` of the test's virtualenv, which
+  the unprivileged test user cannot execute, runs on the "server".
+* :class:`LbHaproxy`: a real ``haproxy`` in master-worker mode that the
+  driver configures over SSH as on an LB VM: it rewrites the config file,
+  checks it with ``haproxy -c`` and runs a reload script that sends the
+  master ``SIGUSR2`` (a graceful reload).
+* :class:`Backends`: a TCP server on every node address and port HAProxy
+  forwards to (6443 on masters, each NodePort on workers) that greets
+  with its address, so a test sees which nodes HAProxy serves.
+* :class:`FakeHeat` and :class:`TackerVnf`: what Tacker and Heat know of
+  a VNF instance (stacks, scaling-group members, servers, VNFCs), so the
+  driver's Tacker adapter finds the VMs exactly as it does in Tacker.
+
+Nothing here sends traffic anywhere but 127.0.0.0/8; every process is
+stopped by its ``stop``/``cleanup`` method.
+"""
+
+import os
+import pathlib
+import pwd
+import signal
+import socket
+import subprocess
+import sys
+import time
+import types
+import uuid
+
+import yaml
+from oslo_config import cfg
+
+from mgmt_driver import conf as kconf
+from mgmt_driver import nodes as nodes_mod
+from mgmt_driver import params
+from tests.functional import haproxy_site
+from tests.functional import sshd as sshd_mod
+from tests.functional.localsite import clusterstate
+
+ANSIBLE_PLAYBOOK = os.environ.get('KMGMT_ANSIBLE_PLAYBOOK') or str(
+    pathlib.Path(sys.executable).parent / 'ansible-playbook')
+#: The API server port kubespray sets up on control-plane nodes (the
+#: driver's HAProxy backend port).
+APISERVER_PORT = 6443
+DEADLINE = 20.0
+
+_SFTP_SERVERS = ('/usr/lib/openssh/sftp-server',
+                 '/usr/libexec/openssh/sftp-server',
+                 '/usr/libexec/sftp-server', '/usr/lib/ssh/sftp-server')
+
+
+def sftp_server():
+    return next((p for p in _SFTP_SERVERS if os.access(p, os.X_OK)), None)
+
+
+def unavailable():
+    """Why the end-to-end site cannot run here, or None."""
+    reason = sshd_mod.available() or haproxy_site.available()
+    if reason:
+        return reason
+    if not sftp_server():
+        return 'no sftp-server binary (apt-get install openssh-sftp-server)'
+    if not os.access(ANSIBLE_PLAYBOOK, os.X_OK):
+        return 'ansible-playbook not found at %s' % ANSIBLE_PLAYBOOK
+    return None
+
+
+def name_of(role, address):
+    """The node name the driver gives a VM (role + whole address)."""
+    return nodes_mod.node_name(role, address)
+
+
+# ------------------------------------------------------------- sshd --
+
+_SESSION_SCRIPT = '''#!/bin/sh
+# Local site: each SSH session runs in a home directory of the site.
+HOME=%(homes)s/$(id -un)
+export HOME
+mkdir -p -m 0700 "$HOME" && cd "$HOME" || exit 1
+exec /bin/sh -c "$SSH_ORIGINAL_COMMAND"
+'''
+
+
+class SiteSshd(sshd_mod.Sshd):
+    """The site's sshd (see the module docstring).
+
+    :param addresses: every VM address.
+    :param ansible_address: the Ansible server's address; as root, root
+        may log in there.
+    """
+
+    def __init__(self, addresses, ansible_address):
+        super().__init__(addresses=addresses)
+        self.ansible_address = ansible_address
+        self.homes = os.path.join(self.root, 'home')
+        os.mkdir(self.homes)
+        os.chmod(self.homes, 0o1777)
+        self.session_script = os.path.join(self.root, 'session')
+        with open(self.session_script, 'w') as f:
+            f.write(_SESSION_SCRIPT % {'homes': self.homes})
+        os.chmod(self.session_script, 0o755)
+        #: Who runs ansible-playbook on the Ansible server.
+        self.ansible_user = 'root' if self.is_root else self.user
+
+    def home(self, user=None):
+        """The site home of *user* (default: the nodes' SSH user)."""
+        return pathlib.Path(self.homes) / (user or self.user)
+
+    def _write_config(self):
+        path = super()._write_config()
+        with open(path) as f:
+            text = f.read()
+        # A binary instead of internal-sftp, which ForceCommand replaces.
+        text = text.replace('Subsystem sftp internal-sftp',
+                            'Subsystem sftp %s' % sftp_server())
+        text += 'ForceCommand %s\n' % self.session_script
+        if self.is_root:
+            text += ('Match LocalAddress %s\n'
+                     '    AllowUsers %s root\n'
+                     '    PermitRootLogin prohibit-password\n'
+                     % (self.ansible_address, self.user))
+        with open(path, 'w') as f:
+            f.write(text)
+        return path
+
+
+def chown(path, user):
+    """Give *path* to *user* (only possible, and needed, as root)."""
+    if os.geteuid() == 0 and user != 'root':
+        entry = pwd.getpwnam(user)
+        os.chown(path, entry.pw_uid, entry.pw_gid)
+
+
+# ---------------------------------------------------------- backends --
+
+def bindable(address, port):
+    with socket.socket() as sock:
+        try:
+            sock.bind((address, port))
+        except OSError:
+            return False
+    return True
+
+
+class Backends(haproxy_site.Backends):
+    """Greeting servers for the nodes: ``"<address>:<port>"``."""
+
+    def __init__(self, masters, workers, nodeports):
+        super().__init__()
+        try:
+            for address in masters:
+                self.add(address, address, [APISERVER_PORT])
+            for address in workers:
+                self.add(address, address, nodeports)
+        except BaseException:
+            self.stop()
+            raise
+
+
+def served(address, port, attempts):
+    """Which backends *attempts* new connections to *port* reached.
+
+    :returns: a set of ``(backend address, backend port)``; a refused or
+        dropped connection adds ``None``.
+    """
+    seen = set()
+    for _ in range(attempts):
+        try:
+            seen.add(haproxy_site.ask(address, port, timeout=2.0))
+        except OSError:
+            seen.add(None)
+    return seen
+
+
+def wait_served(address, port, expected, timeout=DEADLINE):
+    """Poll until connections to *port* reach exactly *expected*.
+
+    :param expected: set of ``(backend address, backend port)``.
+    :raises AssertionError: naming what was served at the deadline.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        seen = served(address, port, 2 * len(expected) + 2)
+        if seen == expected:
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(
+                'HAProxy %s:%d served %s, expected %s' % (
+                    address, port, sorted(seen, key=str),
+                    sorted(expected)))
+        time.sleep(0.1)
+
+
+def forget_cluster(site):
+    """Every VM was re-created: the Kubernetes cluster went with them."""
+    os.unlink(clusterstate.state_path(site.state_dir))
+
+
+# ------------------------------------------------------------ haproxy --
+
+_PLACEHOLDER = '''# A fresh LB VM: nothing configured yet.
+global
+    maxconn 50
+defaults
+    mode tcp
+    timeout connect 1s
+    timeout client 1s
+    timeout server 1s
+frontend placeholder
+    bind %(address)s:%(port)d
+'''
+
+_RELOAD_SCRIPT = '''#!/bin/sh
+# Local site's "systemctl reload haproxy": SIGUSR2 makes the master
+# re-read its configuration and replace its worker gracefully.  A master
+# still re-executing itself after the previous reload has no handler
+# yet and would die of the signal: wait until it catches USR2 (bit 12
+# of SigCgt in /proc), for 10 s at most.
+status=/proc/%(pid)d/status
+deadline=$(( $(date +%%s) + 10 ))
+while :; do
+    mask=$(sed -n 's/^SigCgt:[[:space:]]*//p' "$status") || exit 1
+    [ $(( 0x$mask & 0x800 )) -ne 0 ] && break
+    if [ "$(date +%%s)" -ge "$deadline" ]; then
+        echo "haproxy is not ready for a reload" >&2
+        exit 1
+    fi
+    sleep 0.05
+done
+exec kill -USR2 %(pid)d
+'''
+
+
+class LbHaproxy:
+    """A real HAProxy configured by the driver as on an LB VM.
+
+    Runs as the LB's SSH user (who rewrites and reloads it) in
+    master-worker mode; starts from a placeholder configuration, as a
+    fresh VM would.
+
+    :param directory: where the configuration, the reload script and the
+        log live (created).
+    :param address: the LB address.
+    :param api_port: the API frontend port (the placeholder binds it).
+    :param user: the LB's SSH user.
+    """
+
+    def __init__(self, directory, address, api_port, user):
+        self.dir = pathlib.Path(directory)
+        self.address = address
+        self.api_port = api_port
+        self.user = user
+        self.config = self.dir / 'haproxy.cfg'
+        self.reload_script = self.dir / 'reload-haproxy'
+        self.log = self.dir / 'haproxy.log'
+        self.proc = None
+        self.dir.mkdir(parents=True, mode=0o755)
+        chown(self.dir, user)
+
+    def options(self):
+        """The ``[kubespray_mgmt]`` options that point the driver here."""
+        return {'haproxy_config_path': str(self.config),
+                'haproxy_check_command': '%s -c -f' % haproxy_site.HAPROXY,
+                'haproxy_reload_command': str(self.reload_script),
+                'haproxy_sudo': 'never',
+                'haproxy_bind_addresses': [self.address],
+                # HAProxy does not start as root: no user, group, chroot,
+                # and a connection limit that fits 1024 descriptors.
+                'haproxy_user': '', 'haproxy_group': '',
+                'haproxy_chroot': '', 'haproxy_maxconn': 200}
+
+    def start(self):
+        """A fresh LB: the placeholder configuration, a new process."""
+        self.stop()
+        for path in self.dir.glob('haproxy.cfg*'):
+            path.unlink()
+        self.config.write_text(_PLACEHOLDER % {'address': self.address,
+                                               'port': self.api_port})
+        chown(self.config, self.user)
+        with open(self.log, 'ab') as log:
+            self.proc = subprocess.Popen(
+                [haproxy_site.HAPROXY, '-W', '-db', '-f', str(self.config)],
+                stdout=log, stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL, start_new_session=True,
+                **self._as_user())
+        self.reload_script.write_text(_RELOAD_SCRIPT % {'pid': self.proc.pid})
+        self.reload_script.chmod(0o755)
+        self._wait_listening()
+        return self
+
+    def _as_user(self):
+        if os.geteuid() != 0 or self.user == 'root':
+            return {}
+        entry = pwd.getpwnam(self.user)
+        return {'user': entry.pw_uid, 'group': entry.pw_gid,
+                'extra_groups': []}
+
+    def _wait_listening(self):
+        deadline = time.monotonic() + DEADLINE
+        while True:
+            if self.proc.poll() is not None:
+                raise RuntimeError('haproxy exited: %s' % self.read_log())
+            try:
+                socket.create_connection((self.address, self.api_port),
+                                         1).close()
+                return
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError('haproxy does not listen on %s:%d: %s'
+                                       % (self.address, self.api_port,
+                                          self.read_log()))
+                time.sleep(0.05)
+
+    def read_log(self):
+        try:
+            return self.log.read_text(errors='replace')[-3000:]
+        except FileNotFoundError:
+            return ''
+
+    def stop(self):
+        """Stop the master and every worker (one process group)."""
+        if self.proc is None:
+            return
+        for sig, wait in ((signal.SIGTERM, 10), (signal.SIGKILL, 10)):
+            try:
+                os.killpg(self.proc.pid, sig)
+            except ProcessLookupError:
+                break
+            try:
+                self.proc.wait(wait)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+        self.proc = None
+
+
+# ------------------------------------------------------ driver config --
+
+def make_conf(site, haproxy, known_hosts, **overrides):
+    """A private ``ConfigOpts`` pointing the driver at the local site.
+
+    :param site: the :class:`tests.functional.localsite.Site`.
+    """
+    conf = cfg.ConfigOpts()
+    kconf.register_opts(conf)
+    conf([])
+    for name, value in dict(driver_options(site, haproxy, known_hosts),
+                            **overrides).items():
+        conf.set_override(name, value, group=kconf.GROUP)
+    return conf
+
+
+def driver_options(site, haproxy, known_hosts):
+    """``[kubespray_mgmt]`` values for the local site."""
+    values = {
+        'known_hosts_file': str(known_hosts),
+        'host_key_policy': 'accept-new',
+        'ssh_connect_timeout': 5, 'ssh_connect_retries': 2,
+        'ssh_retry_initial_delay': 0.2, 'ssh_retry_max_delay': 1.0,
+        'ssh_command_timeout': 120,
+        'playbook_timeout_base': 300, 'playbook_timeout_per_node': 60,
+        'ansible_playbook_command': ANSIBLE_PLAYBOOK,
+        'kubectl_command': str(site.kubectl), 'kubectl_kubeconfig': '',
+        'kubectl_sudo': 'never', 'kubectl_timeout': 30,
+        'drain_timeout': 60,
+        'poll_initial_delay': 0.1, 'poll_max_delay': 0.5,
+    }
+    values.update(haproxy.options())
+    return values
+
+
+def config_file_text(options):
+    """*options* as the ``[kubespray_mgmt]`` section of a config file."""
+    lines = ['[%s]' % kconf.GROUP]
+    for name, value in sorted(options.items()):
+        if isinstance(value, (list, tuple)):
+            value = ','.join(value)
+        lines.append('%s = %s' % (name, value))
+    return '\n'.join(lines) + '\n'
+
+
+def cluster_params(sshd, site, ansible_address, api_port, nodeports,
+                   **sections):
+    """``additionalParams`` for a cluster on the local site.
+
+    Heat names (aspects, connection points) as in our VNF packages;
+    *sections* replace or add sections of the installation parameters.
+    """
+    def login(user_key='username', port_key='port', user=None):
+        return {user_key: user or sshd.user, 'ssh_key_file':
+                sshd.client_key, port_key: sshd.port}
+    root = {
+        'master_node': dict(login(), aspect_id='master_instance',
+                            ssh_cp_name='masterNode_FloatingIP',
+                            nic_cp_name='masterNode_CP1'),
+        'worker_node': dict(login(), aspect_id='worker_instance',
+                            ssh_cp_name='workerNode_FloatingIP',
+                            nic_cp_name='workerNode_CP2'),
+        'ansible': dict(login(user=sshd.ansible_user),
+                        ip_address=ansible_address,
+                        kubespray_root_path=str(site.checkout),
+                        transferring_inventory_path=str(
+                            site.root / 'inventories')),
+        'external_lb_param': dict(
+            login('ssh_username', 'ssh_port'),
+            ssh_cp_name='externalLB_FloatingIP', nic_cp_name='externalLB_CP3',
+            api_port=api_port,
+            nodeport_range='%d-%d' % (nodeports[0], nodeports[-1])),
+        'kubespray': {'reset_on_terminate': True},
+    }
+    root.update(sections)
+    return {params.ROOT: root}
+
+
+def explicit_nodes(masters, workers, lb):
+    """The ``nodes`` parameter: VMs given without Heat."""
+    return ([{'role': 'master', 'ssh_ip': a} for a in masters] +
+            [{'role': 'worker', 'ssh_ip': a} for a in workers] +
+            [{'role': 'external_lb', 'ssh_ip': lb}])
+
+
+# ------------------------------------------------------- observations --
+
+def known_hosts_entries(path):
+    """The host names recorded in a known_hosts file."""
+    try:
+        lines = pathlib.Path(path).read_text().splitlines()
+    except FileNotFoundError:
+        return set()
+    return {line.split()[0] for line in lines if line.strip()}
+
+
+def read_inventory(workspace):
+    """The groups and hosts of ``hosts.yaml`` in a workspace.
+
+    :returns: ``{'kube_control_plane': [...], 'etcd': [...],
+        'kube_node': [...], 'hosts': {name: vars}}``, or None.
+    """
+    path = pathlib.Path(workspace) / 'hosts.yaml'
+    if not path.exists():
+        return None
+    doc = yaml.safe_load(path.read_text())['all']
+    groups = {name: list((group or {}).get('hosts') or {})
+              for name, group in doc['children'].items()}
+    groups['hosts'] = doc['hosts']
+    return groups
+
+
+# ------------------------------------------------------ Tacker + Heat --
+
+SERVER = 'OS::Nova::Server'
+PORT = 'OS::Neutron::Port'
+FLOATING_IP = 'OS::Neutron::FloatingIP'
+GROUP = 'OS::Heat::AutoScalingGroup'
+
+# role: (aspect, VDU, nic CP, ssh CP), as in vnf_packages/.
+_ROLE_NAMES = {
+    params.ROLE_MASTER: ('master_instance', 'masterNode', 'masterNode_CP1',
+                         'masterNode_FloatingIP'),
+    params.ROLE_WORKER: ('worker_instance', 'workerNode', 'workerNode_CP2',
+                         'workerNode_FloatingIP'),
+    params.ROLE_EXTERNAL_LB: (None, 'externalLB', 'externalLB_CP3',
+                              'externalLB_FloatingIP'),
+}
+
+
+def _resource(name, kind, physical_id, **attributes):
+    return types.SimpleNamespace(resource_name=name, resource_type=kind,
+                                 physical_resource_id=physical_id,
+                                 attributes=attributes)
+
+
+class FakeHeat:
+    """Tacker's ``HeatClient`` lookups over stacks held in a dict.
+
+    ``stacks`` is ``{stack id: {resource name: resource}}``.
+    """
+
+    def __init__(self):
+        self.stacks = {}
+
+    def resource_get(self, stack_id, name):
+        return self.stacks[stack_id][name]  # KeyError: "not found"
+
+    def resource_get_list(self, stack_id, nested_depth=0):
+        return list(self.stacks[stack_id].values())
+
+
+class Vm:
+    """One VM of the VNF: its member stack, server and VNFC."""
+
+    def __init__(self, role, address, member=None, stack_id=None):
+        self.role = role
+        self.address = address
+        self.member = member
+        self.stack_id = stack_id
+        self.server_id = str(uuid.uuid4())
+        self.vnfc_id = str(uuid.uuid4())
+
+    @property
+    def name(self):
+        return name_of(self.role, self.address)
+
+
+class TackerVnf:
+    """A VNF instance as Tacker v1 and Heat see it.
+
+    The top stack holds one scaling group per aspect (masters, workers),
+    each member a nested stack with the VDU, its port and floating IP
+    (both on the VM's loopback address), and the LB's resources
+    directly.
+
+    :param additional_params: the instantiate request's additionalParams.
+    """
+
+    def __init__(self, additional_params, masters, workers, lb):
+        self.id = str(uuid.uuid4())
+        self.additional_params = additional_params
+        self.heat = FakeHeat()
+        self.vms = []
+        self.build(masters, workers, lb)
+
+    def build(self, masters, workers, lb):
+        """(Re)create the whole stack, as instantiate or a VNF heal does."""
+        self.top = 'stack-' + uuid.uuid4().hex[:8]
+        self.heat.stacks = {self.top: {}}
+        self.vms = []
+        for role in (params.ROLE_MASTER, params.ROLE_WORKER):
+            aspect = _ROLE_NAMES[role][0]
+            group = 'group-' + uuid.uuid4().hex[:8]
+            self.heat.stacks[group] = {}
+            self.heat.stacks[self.top][aspect] = _resource(aspect, GROUP,
+                                                           group)
+        lb_vm = Vm(params.ROLE_EXTERNAL_LB, lb)
+        self._put_vm(self.top, lb_vm)
+        self.vms.append(lb_vm)
+        for address in masters:
+            self.add_vm(params.ROLE_MASTER, address)
+        for address in workers:
+            self.add_vm(params.ROLE_WORKER, address)
+
+    def _put_vm(self, stack_id, vm):
+        _, vdu, nic_cp, ssh_cp = _ROLE_NAMES[vm.role]
+        stack = self.heat.stacks.setdefault(stack_id, {})
+        stack[vdu] = _resource(vdu, SERVER, vm.server_id)
+        stack[nic_cp] = _resource(nic_cp, PORT, uuid.uuid4().hex,
+                                  fixed_ips=[{'ip_address': vm.address}])
+        stack[ssh_cp] = _resource(ssh_cp, FLOATING_IP, uuid.uuid4().hex,
+                                  floating_ip_address=vm.address)
+
+    def _group(self, role):
+        aspect = _ROLE_NAMES[role][0]
+        return self.heat.stacks[self.top][aspect].physical_resource_id
+
+    def add_vm(self, role, address):
+        """A new scaling-group member with a VM at *address*."""
+        # Heat names members with random strings: order means nothing.
+        member = uuid.uuid4().hex[:12]
+        vm = Vm(role, address, member, 'member-' + uuid.uuid4().hex[:8])
+        self._put_vm(vm.stack_id, vm)
+        self.heat.stacks[self._group(role)][member] = _resource(
+            member, 'OS::Heat::Stack', vm.stack_id)
+        self.vms.append(vm)
+        return vm
+
+    def remove_vm(self, vm):
+        """Delete a member and its VM (after a scale-in)."""
+        del self.heat.stacks[self._group(vm.role)][vm.member]
+        del self.heat.stacks[vm.stack_id]
+        self.vms.remove(vm)
+
+    def recreate_vm(self, vm):
+        """Heal: a new server for the VNFC, in the same member stack."""
+        vm.server_id = str(uuid.uuid4())
+        self._put_vm(vm.stack_id, vm)
+
+    def vm(self, address):
+        return next(v for v in self.vms if v.address == address)
+
+    def addresses(self, role):
+        return [v.address for v in self.vms if v.role == role]
+
+    @property
+    def instance(self):
+        """The ``VnfInstance`` handed to the hooks."""
+        vnfcs = [types.SimpleNamespace(
+            id=vm.vnfc_id, vdu_id=_ROLE_NAMES[vm.role][1],
+            compute_resource=types.SimpleNamespace(
+                resource_id=vm.server_id,
+                vim_level_resource_type=SERVER))
+            for vm in self.vms]
+        return types.SimpleNamespace(
+            id=self.id, vnfd_id='vnfd-e2e', vim_connection_info=[],
+            instantiated_vnf_info=types.SimpleNamespace(
+                instance_id=self.top, flavour_id='simple',
+                additional_params=self.additional_params,
+                vnfc_resource_info=vnfcs))
+
+
+class FakeRegistry:
+    """Records what the driver registers as a Kubernetes VIM."""
+
+    def __init__(self):
+        self.calls = []
+        self.current = {}
+
+    def register(self, context, vnf_instance, access):
+        self.calls.append(('register', access.name))
+        self.current[access.name] = access
+
+    def unregister(self, context, vnf_instance, name):
+        self.calls.append(('unregister', name))
+        self.current.pop(name, None)

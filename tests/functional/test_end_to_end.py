@@ -1,0 +1,456 @@
+"""The whole lifecycle through the driver code Tacker calls, on loopback.
+
+``mgmt_driver.driver.LcmHooks`` (Tacker v1's hook calls, with a Heat
+client over fake stacks, or with an explicit ``nodes`` list and no Heat)
+and ``kubespray-mgmt run`` drive the local site (tests/functional/
+e2e_site.py): a real sshd on every VM address, the real ansible-playbook
+running the kubespray test double, the fake kubectl on the masters and a
+real HAProxy configured over SSH.  After every step the tests check the
+inventory on the Ansible server, the Kubernetes state the double keeps,
+and which backends HAProxy really serves on loopback.
+"""
+
+import json
+import stat
+import types
+import uuid
+
+import pytest
+import yaml
+from oslo_config import cfg
+
+from mgmt_driver import cli
+from mgmt_driver import driver
+from mgmt_driver import exceptions
+from mgmt_driver import params
+from mgmt_driver import registry
+from mgmt_driver import ssh
+from tests.functional import e2e_site as e2e
+from tests.functional import haproxy_site
+from tests.functional import localsite
+
+ANSIBLE = '127.0.0.140'
+LB = '127.0.0.160'
+MASTERS = ['127.0.0.%d' % i for i in range(141, 146)]
+WORKERS = ['127.0.0.%d' % i for i in range(151, 159)]
+MASTER, WORKER = params.ROLE_MASTER, params.ROLE_WORKER
+CONTEXT = types.SimpleNamespace(project_id='e2e-project')
+
+pytestmark = pytest.mark.skipif(e2e.unavailable() is not None,
+                                reason=str(e2e.unavailable()))
+
+
+@pytest.fixture(scope='module')
+def world():
+    """The sshd on every address, free LB ports and the node backends."""
+    busy = [a for a in MASTERS if not e2e.bindable(a, e2e.APISERVER_PORT)]
+    if busy:
+        pytest.skip('port %d is in use on %s' % (e2e.APISERVER_PORT, busy))
+    ports = haproxy_site.free_ports(3, [LB] + WORKERS)
+    sshd = e2e.SiteSshd([ANSIBLE, LB] + MASTERS + WORKERS, ANSIBLE)
+    backends = None
+    try:
+        sshd.start()
+        backends = e2e.Backends(MASTERS, WORKERS, ports[1:])
+        yield types.SimpleNamespace(sshd=sshd, api_port=ports[0],
+                                    nodeports=ports[1:])
+    finally:
+        if backends is not None:
+            backends.stop()
+        sshd.cleanup()
+
+
+class Cluster:
+    """One VNF instance on a fresh site: its hooks, Heat and checks.
+
+    :param explicit: give the VMs as the ``nodes`` parameter (no Heat).
+    """
+
+    def __init__(self, world, tmp_path, masters, workers, explicit=False):
+        self.world = world
+        sshd = world.sshd
+        self.site = localsite.materialise(
+            sshd.scratch + '/site-' + uuid.uuid4().hex[:8], owner=sshd.user)
+        self.haproxy = e2e.LbHaproxy(self.site.root / 'lb', LB,
+                                     world.api_port, sshd.user)
+        self.known_hosts = tmp_path / 'known_hosts'
+        self.conf = e2e.make_conf(self.site, self.haproxy,
+                                  self.known_hosts)
+        extra = {'nodes': e2e.explicit_nodes(masters, workers, LB)} \
+            if explicit else {}
+        additional = e2e.cluster_params(sshd, self.site, ANSIBLE,
+                                        world.api_port, world.nodeports,
+                                        **extra)
+        self.vnf = e2e.TackerVnf(additional, masters, workers, LB)
+        self.registry = e2e.FakeRegistry()
+        self.stats = None
+        self.hooks = driver.LcmHooks(
+            self.conf, pool_factory=self._pool,
+            heat_factory=self._no_heat if explicit else self._heat,
+            vim_registry=self.registry, package_dir_of=lambda c, i: None)
+
+    def _pool(self):
+        return ssh.ConnectionPool(ssh.SSHSettings.from_conf(self.conf),
+                                  stats=self.stats)
+
+    def _heat(self, context, vnf_instance, request):
+        return self.vnf.heat
+
+    @staticmethod
+    def _no_heat(context, vnf_instance, request):
+        raise AssertionError('Heat was asked although nodes are given')
+
+    def start(self):
+        self.haproxy.start()
+        return self
+
+    def stop(self):
+        self.haproxy.stop()
+
+    # Hooks.
+
+    def call(self, hook, request, **kwargs):
+        """Run one hook as Tacker does; at most one SSH connection per
+        host (the driver's target), counted across the hook."""
+        self.stats = ssh.Stats()
+        getattr(self.hooks, hook)(CONTEXT, self.vnf.instance, request, None,
+                                  None, **kwargs)
+        many = {host: counts['connections']
+                for host, counts in self.stats.snapshot().items()
+                if counts['connections'] > 1}
+        assert not many, '%s: SSH connections per host %s' % (hook, many)
+
+    def fails(self, hook, request, **kwargs):
+        """Run a hook that must fail; its exception."""
+        self.stats = ssh.Stats()
+        with pytest.raises(exceptions.MgmtDriverRemoteCommandError) as info:
+            getattr(self.hooks, hook)(CONTEXT, self.vnf.instance, request,
+                                      None, None, **kwargs)
+        return info.value
+
+    # Observations.
+
+    @property
+    def workspace(self):
+        return self.site.root / 'inventories' / self.vnf.id
+
+    def control_plane_order(self):
+        """Master addresses in the inventory's control-plane order."""
+        inventory = e2e.read_inventory(self.workspace)
+        return [inventory['hosts'][name]['ansible_host']
+                for name in inventory['kube_control_plane']]
+
+    def playbook_runs(self, playbook):
+        return [r for r in self.site.runs() if r['playbook'] == playbook]
+
+    def check(self, masters, workers):
+        """Inventory, Kubernetes state and HAProxy agree with the VMs.
+
+        :param masters: master addresses in the control-plane order the
+            inventory must have.
+        """
+        check_cluster(self.site, self.workspace, self.world, masters,
+                      workers)
+
+    def check_access(self):
+        """The cluster is registered, and kubectl works on the LB."""
+        name = registry.default_vim_name(self.vnf.id)
+        access = self.registry.current[name]
+        assert access.server == 'https://%s:%d' % (LB, self.world.api_port)
+        assert access.token and 'CERTIFICATE' in access.ca_cert
+        kubeconfig = self.world.sshd.home() / '.kube' / 'config'
+        assert kubeconfig.stat().st_mode & 0o777 == 0o600
+        doc = yaml.safe_load(kubeconfig.read_text())
+        assert doc['users'][0]['user']['token'] == access.token
+
+
+def check_cluster(site, workspace, world, masters, workers):
+    """See :meth:`Cluster.check`."""
+    master_names = [e2e.name_of(MASTER, a) for a in masters]
+    worker_names = sorted(e2e.name_of(WORKER, a) for a in workers)
+    inventory = e2e.read_inventory(workspace)
+    assert inventory['kube_control_plane'] == master_names
+    assert inventory['etcd'] == master_names
+    assert sorted(inventory['kube_node']) == worker_names
+    hosts = inventory['hosts']
+    assert sorted(hosts) == sorted(master_names + worker_names)
+    for role, addresses in ((MASTER, masters), (WORKER, workers)):
+        for address in addresses:
+            host = hosts[e2e.name_of(role, address)]
+            assert host['ansible_host'] == host['ip'] == address
+    nodes = site.nodes()
+    assert {name: node['roles'] for name, node in nodes.items()} == dict(
+        [(n, ['control-plane']) for n in master_names] +
+        [(n, ['worker']) for n in worker_names])
+    assert all(node['ready'] for node in nodes.values())
+    assert all(nodes[n]['schedulable'] for n in worker_names)
+    assert sorted(site.etcd_members()) == sorted(master_names)
+    check_served(world, masters, workers)
+
+
+def check_served(world, masters, workers):
+    """HAProxy sends the API port to the masters, NodePorts to workers."""
+    e2e.wait_served(LB, world.api_port,
+                    {(a, e2e.APISERVER_PORT) for a in masters})
+    for port in world.nodeports:
+        e2e.wait_served(LB, port, {(a, port) for a in workers})
+
+
+def instantiate(vnf):
+    return types.SimpleNamespace(flavour_id='simple',
+                                 additional_params=vnf.additional_params)
+
+
+def scale(kind):
+    return types.SimpleNamespace(type=kind, aspect_id='worker_instance',
+                                 number_of_steps=1, additional_params={})
+
+
+def heal(vms=()):
+    return types.SimpleNamespace(vnfc_instance_id=[vm.vnfc_id for vm in vms],
+                                 cause='e2e', additional_params={})
+
+
+@pytest.fixture
+def cluster_factory(world, tmp_path):
+    made = []
+
+    def make(masters, workers, explicit=False):
+        cluster = Cluster(world, tmp_path, masters, workers, explicit)
+        made.append(cluster)
+        return cluster.start()
+    try:
+        yield make
+    finally:
+        for cluster in made:
+            cluster.stop()
+
+
+# ------------------------------------------------------------------ tests --
+
+def test_lifecycle_one_master(cluster_factory):
+    """instantiate, scale out by 2, scale in by 1, heal a worker, heal the
+    VNF, terminate; a failed scale-out and scale-in converge on retry."""
+    masters, workers = MASTERS[:1], WORKERS[:2]
+    c = cluster_factory(masters, workers)
+    vnf = c.vnf
+
+    c.call('instantiate_start', instantiate(vnf))
+    c.call('instantiate_end', instantiate(vnf))
+    c.check(masters, workers)
+    c.check_access()
+    assert [r['playbook'] for r in c.site.runs()] == ['cluster.yml']
+    # Credentials on the Ansible server are for its user only.
+    assert stat.S_IMODE(c.workspace.stat().st_mode) == 0o700
+    secret = list((c.workspace / 'host_vars').iterdir()) + list(
+        (c.workspace / 'keys').iterdir())
+    assert secret and all(stat.S_IMODE(p.stat().st_mode) == 0o600
+                          for p in secret)
+
+    # Scale out by 2; the join of the second new worker fails once.
+    new = [vnf.add_vm(WORKER, a) for a in WORKERS[2:4]]
+    c.site.inject_failure('scale.yml', host=new[1].name)
+    error = c.fails('scale_end', scale('SCALE_OUT'),
+                    scale_out_id_list=[vm.stack_id for vm in new])
+    assert isinstance(error, exceptions.PlaybookFailed)
+    assert 'ansible-playbook scale.yml on %s failed' % ANSIBLE in str(error)
+    assert error.failed_hosts == [new[1].name]
+    assert 'injected failure' in str(error)
+    assert new[0].name in c.site.nodes()
+    c.call('scale_end', scale('SCALE_OUT'),
+           scale_out_id_list=[vm.stack_id for vm in new])
+    workers = WORKERS[:4]
+    c.check(masters, workers)
+    first, retry = c.playbook_runs('scale.yml')
+    assert first['limit'] == '%s,%s' % (new[0].name, new[1].name)
+    # The retry finishes the work: only the node that did not join.
+    assert retry['limit'] == new[1].name and retry['ok']
+    assert retry['touched'] == [new[1].name]
+
+    # Scale in by 1; kubespray's removal fails once after the drain.
+    gone = vnf.vm(WORKERS[1])
+    c.site.inject_failure('remove-node.yml', host=gone.name)
+    error = c.fails('scale_start', scale('SCALE_IN'),
+                    scale_name_list=[gone.member],
+                    scale_out_id_list=[gone.stack_id])
+    assert 'ansible-playbook remove-node.yml on %s failed' % ANSIBLE \
+        in str(error)
+    assert error.failed_hosts == [gone.name]
+    # The LB stopped sending to it before anything else happened.
+    check_served(c.world, masters, [a for a in workers if a != gone.address])
+    c.call('scale_start', scale('SCALE_IN'), scale_name_list=[gone.member],
+           scale_out_id_list=[gone.stack_id])
+    vnf.remove_vm(gone)
+    workers = [a for a in workers if a != gone.address]
+    c.check(masters, workers)
+    assert c.playbook_runs('remove-node.yml')[-1]['ok']
+
+    # Heal one worker: removed, its VM re-created, joined again.
+    sick = vnf.vm(WORKERS[2])
+    c.call('heal_start', heal([sick]))
+    c.check(masters, [a for a in workers if a != sick.address])
+    vnf.recreate_vm(sick)
+    c.call('heal_end', heal([sick]))
+    c.check(masters, workers)
+    assert c.playbook_runs('scale.yml')[-1]['limit'] == sick.name
+
+    # Heal the whole VNF: every VM re-created with new addresses.
+    c.call('heal_start', heal())
+    assert not c.workspace.exists() and c.registry.current == {}
+    masters, workers = MASTERS[1:2], WORKERS[4:7]
+    vnf.build(masters, workers, LB)
+    e2e.forget_cluster(c.site)
+    c.haproxy.start()  # the new LB VM has a fresh HAProxy
+    c.call('heal_end', heal())
+    c.check(masters, workers)
+    c.check_access()
+
+    # Terminate: kubespray's reset (reset_on_terminate), then cleanup.
+    c.call('terminate_start', None)
+    assert c.site.state() is None
+    assert c.playbook_runs('reset.yml')[-1]['touched'] == sorted(
+        e2e.name_of(MASTER, a) for a in masters) + sorted(
+        e2e.name_of(WORKER, a) for a in workers)
+    c.call('terminate_end', None)
+    assert not c.workspace.exists()
+    assert c.registry.calls[-1] == ('unregister',
+                                    registry.default_vim_name(vnf.id))
+    assert c.registry.current == {}
+    # Only the VMs outside the VNF's nodes keep their host keys.
+    port = c.world.sshd.port
+    assert e2e.known_hosts_entries(c.known_hosts) == {
+        ssh.KnownHosts.entry(ANSIBLE, port), ssh.KnownHosts.entry(LB, port)}
+
+
+def test_heal_masters_including_the_first(cluster_factory):
+    """Three masters: heal the second, then the first one."""
+    masters, workers = MASTERS[:3], WORKERS[:1]
+    c = cluster_factory(masters, workers)
+    vnf = c.vnf
+    c.call('instantiate_end', instantiate(vnf))
+    # Heat lists group members in no useful order; from now on the
+    # inventory on the Ansible server is the record of the order.
+    order = c.control_plane_order()
+    assert sorted(order) == masters
+    masters = order
+    c.check(masters, workers)
+
+    for sick_address in (masters[1], masters[0]):
+        sick = vnf.vm(sick_address)
+        c.call('heal_start', heal([sick]))
+        others = [a for a in masters if a != sick_address]
+        c.check(others, workers)
+        vnf.recreate_vm(sick)
+        c.call('heal_end', heal([sick]))
+        # A re-created master joins at the end of the control plane.
+        masters = others + [sick_address]
+        c.check(masters, workers)
+    assert masters == [order[2], order[1], order[0]]
+    # kubespray cannot remove its first control-plane node: the driver
+    # first moved the others to the front with cluster.yml.
+    limits = [r['limit'] for r in c.playbook_runs('cluster.yml')]
+    assert limits == [None, None, 'etcd,kube_control_plane', None]
+    c.check_access()
+
+
+def test_explicit_nodes_failed_instantiate_converges(cluster_factory):
+    """No Heat: the VMs come from the nodes parameter.  kubeadm join
+    fails on one worker; the same hook run again finishes the cluster."""
+    masters, workers = MASTERS[:1], WORKERS[:2]
+    c = cluster_factory(masters, workers, explicit=True)
+    request = instantiate(c.vnf)
+    bad = e2e.name_of(WORKER, workers[1])
+    c.site.inject_failure('cluster.yml', host=bad)
+
+    error = c.fails('instantiate_end', request)
+    assert isinstance(error, exceptions.PlaybookFailed)
+    assert 'ansible-playbook cluster.yml on %s failed' % ANSIBLE \
+        in str(error)
+    assert error.failed_hosts == [bad]
+    assert 'injected failure' in str(error)
+    assert c.registry.calls == []
+    assert bad not in c.site.nodes()
+    # HAProxy still has its placeholder: nothing is served yet.
+    assert e2e.served(LB, c.world.api_port, 2) == {None}
+
+    c.call('instantiate_end', request)
+    c.check(masters, workers)
+    c.check_access()
+    assert [r['ok'] for r in c.playbook_runs('cluster.yml')] == [False, True]
+
+
+# ----------------------------------------------------- kubespray-mgmt run --
+
+@pytest.fixture
+def global_conf():
+    """``kubespray-mgmt`` loads its options into the global CONF; put the
+    defaults back afterwards."""
+    try:
+        yield
+    finally:
+        cfg.CONF([], project='kubespray-mgmt', default_config_files=[])
+
+
+def test_kubespray_mgmt_run(world, tmp_path, capsys, global_conf):
+    """instantiate, scale-out, scale-in, heal and terminate through the
+    command line, with a topology file and a config file."""
+    sshd = world.sshd
+    site = localsite.materialise(
+        sshd.scratch + '/site-' + uuid.uuid4().hex[:8], owner=sshd.user)
+    haproxy = e2e.LbHaproxy(site.root / 'lb', LB, world.api_port,
+                            sshd.user)
+    kubeconfigs = tmp_path / 'clusters'
+    options = dict(e2e.driver_options(site, haproxy,
+                                      tmp_path / 'known_hosts'),
+                   kubeconfig_dir=str(kubeconfigs))
+    config = tmp_path / 'kubespray-mgmt.conf'
+    config.write_text(e2e.config_file_text(options))
+    params_file = tmp_path / 'params.json'
+    params_file.write_text(json.dumps(e2e.cluster_params(
+        sshd, site, ANSIBLE, world.api_port, world.nodeports)))
+    topology = tmp_path / 'topology.yaml'
+    workspace = site.root / 'inventories' / 'cli-e2e'
+
+    def run(operation, masters, workers, *extra):
+        topology.write_text(yaml.safe_dump({
+            'masters': [{'ssh_ip': a} for a in masters],
+            'workers': [{'ssh_ip': a} for a in workers],
+            'external_lb': {'ssh_ip': LB}}))
+        code = cli.main(['--config-file', str(config), 'run', operation,
+                         '--params', str(params_file), '--topology',
+                         str(topology), '--instance-id', 'cli-e2e', *extra])
+        out, err = capsys.readouterr()
+        assert code == cli.EXIT_OK, out + err
+        return out
+
+    masters, workers = MASTERS[:1], WORKERS[:1]
+    haproxy.start()
+    try:
+        out = run('instantiate', masters, workers)
+        check_cluster(site, workspace, world, masters, workers)
+        assert 'TASK [' in out  # live playbook progress
+        kubeconfig = kubeconfigs / 'cli-e2e.kubeconfig'
+        assert 'kubeconfig: %s' % kubeconfig in out.splitlines()[-1]
+        assert 'https://%s:%d' % (LB, world.api_port) in \
+            kubeconfig.read_text()
+
+        workers = WORKERS[:3]
+        out = run('scale-out', masters, workers)
+        assert out.splitlines()[-1] == 'added 2 worker(s)'
+        check_cluster(site, workspace, world, masters, workers)
+
+        gone = e2e.name_of(WORKER, workers[0])
+        run('scale-in', masters, workers, '--nodes', gone)
+        workers = workers[1:]
+        check_cluster(site, workspace, world, masters, workers)
+
+        sick = e2e.name_of(WORKER, workers[0])
+        out = run('heal', masters, workers, '--nodes', sick)
+        assert out.splitlines()[-1] == 'healed %s' % sick
+        check_cluster(site, workspace, world, masters, workers)
+
+        run('terminate', masters, workers)
+        assert not workspace.exists()
+        assert not kubeconfig.exists()
+    finally:
+        haproxy.stop()
