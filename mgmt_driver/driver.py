@@ -610,6 +610,7 @@ class LcmHooks:
     def scale_start(self, context, vnf_instance, request, grant,
                     grant_request, **kwargs):
         spec = self._spec(vnf_instance, request, 'scale')
+        self._need_heat(spec, 'scale-in')
         cluster, records = self._vms(context, vnf_instance, request, spec)
         if getattr(request, 'type', 'SCALE_IN') == 'SCALE_OUT':
             chosen = set(kwargs.get('scale_name_list') or [])
@@ -624,6 +625,17 @@ class LcmHooks:
             self._driver(context, vnf_instance, spec, pool).remove_workers(
                 cluster, sorted(gone))
 
+    @staticmethod
+    def _need_heat(spec, operation):
+        # Tacker names the VMs of these operations by Heat ids, which an
+        # explicit nodes list cannot be matched against: refuse rather
+        # than leave a stale node in Kubernetes and HAProxy.
+        if spec.nodes is not None:
+            raise exceptions.MgmtDriverParamInvalid(
+                param='%s.nodes (%s needs the VMs from Heat; with an '
+                      'explicit nodes list use "kubespray-mgmt run" with '
+                      '--nodes)' % (params.ROOT, operation))
+
     def _healed(self, vnf_instance, request, records):
         servers = set(heat.server_ids_for_vnfcs(
             vnf_instance, list(request.vnfc_instance_id)))
@@ -636,6 +648,7 @@ class LcmHooks:
         if not getattr(request, 'vnfc_instance_id', None):
             self._terminate(context, vnf_instance, spec)
             return
+        self._need_heat(spec, 'heal of single VNFCs')
         cluster, records = self._vms(context, vnf_instance, request, spec)
         healed = self._healed(vnf_instance, request, records)
         masters = [n.name for n in cluster.masters if n.name in healed]

@@ -180,14 +180,12 @@ def test_scale_end_adds_only_missing_workers(conf):
 def test_scale_start_drains_and_removes(conf):
     h = Harness(conf, k8s_nodes=['master-10-10-0-11', 'worker-10-10-0-21',
                                  'worker-10-10-0-22'])
-    extra = _instantiate_params(2)
+    extra = _heat_like(h, 2, {'worker-10-10-0-22': 'gone'})
     instance = h.instance(extra)
     h.master.script(r'get node worker-10-10-0-22',
                     stdout='node/worker-10-10-0-22\n')
     h.master.script(r'get pods', stdout=json.dumps({'items': []}))
     hooks = h.hooks
-    hooks._vms = lambda c, i, r, s: _with_records(
-        driver.nodes_mod.nodes_from_spec(s), {'worker-10-10-0-22': 'gone'})
     hooks.scale_start(None, instance, _request({}, type='SCALE_IN'), None,
                       None, scale_out_id_list=['gone'])
     haproxy = h.lb.files['/etc/haproxy/haproxy.cfg.new']
@@ -203,6 +201,16 @@ def test_scale_start_drains_and_removes(conf):
     assert ('192.168.10.22', 22) in h.pool.forgotten
 
 
+def _heat_like(h, workers, stacks):
+    """Params without a nodes list; the VMs come as Heat would give them."""
+    spec = params.parse_params(_instantiate_params(workers))
+    h.hooks._vms = lambda c, i, r, s: _with_records(
+        driver.nodes_mod.nodes_from_spec(spec), stacks)
+    extra = _instantiate_params(workers)
+    del extra['k8s_cluster_installation_param']['nodes']
+    return extra
+
+
 def _with_records(cluster, stacks):
     records = {}
     for node in cluster.k8s_nodes:
@@ -215,11 +223,9 @@ def _with_records(cluster, stacks):
 
 def test_scale_in_of_unreachable_worker_is_ungraceful(conf):
     h = Harness(conf, unreachable=['192.168.10.22'])
-    extra = _instantiate_params(2)
+    extra = _heat_like(h, 2, {'worker-10-10-0-22': 'gone'})
     h.master.script(r'get node worker-10-10-0-22',
                     stdout='node/worker-10-10-0-22\n')
-    h.hooks._vms = lambda c, i, r, s: _with_records(
-        driver.nodes_mod.nodes_from_spec(s), {'worker-10-10-0-22': 'gone'})
     h.hooks.scale_start(None, h.instance(extra),
                         _request({}, type='SCALE_IN'), None, None,
                         scale_out_id_list=['gone'])
@@ -231,9 +237,7 @@ def test_scale_in_of_unreachable_worker_is_ungraceful(conf):
 
 def test_scale_out_rollback_removes_nodes_that_never_joined(conf):
     h = Harness(conf)
-    extra = _instantiate_params(2)
-    h.hooks._vms = lambda c, i, r, s: _with_records(
-        driver.nodes_mod.nodes_from_spec(s), {})
+    extra = _heat_like(h, 2, {})
     # scale_name_list names group members; none of them is in Kubernetes
     h.hooks.scale_start(None, h.instance(extra),
                         _request({}, type='SCALE_OUT'), None, None,
@@ -327,3 +331,18 @@ def test_kubectl_and_haproxy_follow_the_drivers_own_conf(conf):
     client = driver.ClusterDriver(spec, 'inst-1', h.pool,
                                   conf).kubectl_client(cluster)
     assert client.settings.command_timeout == 7
+
+
+@pytest.mark.parametrize('hook, request_fields', [
+    ('scale_start', {'type': 'SCALE_IN'}),
+    ('heal_start', {'vnfc_instance_id': ['vnfc-1']}),
+])
+def test_vnfc_operations_refuse_an_explicit_nodes_list(conf, hook,
+                                                      request_fields):
+    h = Harness(conf)
+    extra = _instantiate_params(2)
+    with pytest.raises(exceptions.MgmtDriverParamInvalid, match='nodes'):
+        getattr(h.hooks, hook)(None, h.instance(extra),
+                               _request({}, **request_fields), None, None,
+                               scale_out_id_list=['s1'])
+    assert all(not c.calls for c in h.pool.connections.values())
