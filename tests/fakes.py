@@ -27,15 +27,17 @@ class FakeConnection:
         self.closed = False
 
     def script(self, pattern, stdout='', stderr='', exit_code=0,
-               timeout=False, times=None):
+               timeout=False, times=None, first=False):
         """Answer commands matching *pattern* (``re.search``).
 
         :param timeout: raise ``RemoteCommandTimedOut`` instead.
         :param times: use the rule this many times only (None: always).
+        :param first: put the rule before the existing ones.
         """
-        self._rules.append({'re': re.compile(pattern), 'stdout': stdout,
-                            'stderr': stderr, 'exit_code': exit_code,
-                            'timeout': timeout, 'times': times})
+        rule = {'re': re.compile(pattern), 'stdout': stdout,
+                'stderr': stderr, 'exit_code': exit_code,
+                'timeout': timeout, 'times': times}
+        self._rules.insert(0 if first else len(self._rules), rule)
 
     @property
     def commands(self):

@@ -346,3 +346,39 @@ def test_vnfc_operations_refuse_an_explicit_nodes_list(conf, hook,
                                _request({}, **request_fields), None, None,
                                scale_out_id_list=['s1'])
     assert all(not c.calls for c in h.pool.connections.values())
+
+
+def _instantiate_once(conf, fail=None):
+    """Run instantiate_end; *fail* = (host, command) fails once."""
+    h = Harness(conf)
+    extra = _instantiate_params()
+    if fail:
+        import re
+        h.pool.connection(fail[0]).script(
+            '^%s$' % re.escape(fail[1]), stderr='injected', exit_code=1,
+            times=1, first=True)
+    run = lambda: h.hooks.instantiate_end(  # noqa: E731
+        None, h.instance(extra), _request(extra), None, None)
+    return h, run
+
+
+def _remote_commands(h):
+    return [(host, cmd) for host, conn in h.pool.connections.items()
+            for cmd in conn.commands]
+
+
+def test_a_failure_at_any_remote_step_then_a_rerun_converges(conf):
+    baseline, run = _instantiate_once(conf)
+    run()
+    steps = _remote_commands(baseline)
+    assert len(steps) >= 10
+    final_lb = baseline.lb.files['/etc/haproxy/haproxy.cfg.new']
+    for host, command in steps:
+        h, run = _instantiate_once(conf, (host, command))
+        with pytest.raises((exceptions.MgmtDriverRemoteCommandError,
+                            exceptions.MgmtDriverOtherError)):
+            run()
+        run()
+        assert [c[0] for c in h.registry.calls] == ['register'], command
+        assert h.lb.files['/etc/haproxy/haproxy.cfg.new'] == final_lb
+        assert 'cluster.yml' in h.playbooks()
