@@ -167,6 +167,15 @@ kubectl_opts = [
 ALL_OPTS = ssh_opts + kubespray_opts + lb_opts + kubectl_opts
 
 
+def use_sudo(setting, username):
+    """Resolve a ``*_sudo`` option (``auto``, ``always``, ``never``).
+
+    :param setting: the option's value.
+    :param username: the SSH login user; ``auto`` means sudo unless root.
+    """
+    return {'always': True, 'never': False}.get(setting, username != 'root')
+
+
 def register_opts(conf):
     """Register the ``[kubespray_mgmt]`` options on *conf*.
 

@@ -50,10 +50,6 @@ LB_KUBECONFIG = '.kube/config'
 _PROGRESS_LINES = ('PLAY [', 'TASK [', 'PLAY RECAP')
 
 
-def _sudo(setting, username):
-    return {'always': True, 'never': False}.get(setting, username != 'root')
-
-
 @dataclasses.dataclass
 class Settings:
     """What the driver needs from ``[kubespray_mgmt]`` besides SSH."""
@@ -259,7 +255,7 @@ class ClusterDriver:
             [self._connection(n) for n in masters],
             kubectl=self.settings.kubectl_command,
             kubeconfig=self.settings.kubectl_kubeconfig,
-            sudo=_sudo(self.settings.kubectl_sudo,
+            sudo=kconf.use_sudo(self.settings.kubectl_sudo,
                        self.spec.master.login.username),
             settings=kubectl.KubectlSettings.from_conf(self.conf))
 

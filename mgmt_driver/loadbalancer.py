@@ -27,6 +27,7 @@ import shlex
 
 import jinja2
 
+from mgmt_driver import conf as kconf
 from mgmt_driver import exceptions
 
 LOG = logging.getLogger(__name__)
@@ -357,8 +358,7 @@ class ApplySettings:
             uses sudo for any user but root).
         """
         group = conf.kubespray_mgmt
-        sudo = {'always': True, 'never': False}.get(
-            group.haproxy_sudo, ssh_username != 'root')
+        sudo = kconf.use_sudo(group.haproxy_sudo, ssh_username)
         return cls(config_path=group.haproxy_config_path,
                    check_command=_argv('haproxy_check_command',
                                        group.haproxy_check_command),

@@ -59,3 +59,11 @@ def test_overrides_stay_in_their_config_object():
     assert first.kubespray_mgmt.kubectl_sudo == 'never'
     assert second.kubespray_mgmt.kubectl_sudo == 'auto'
     assert kconf.CONF.kubespray_mgmt.kubectl_sudo == 'auto'
+
+
+@pytest.mark.parametrize('setting, user, expected', [
+    ('auto', 'ubuntu', True), ('auto', 'root', False),
+    ('always', 'root', True), ('never', 'ubuntu', False),
+])
+def test_use_sudo(setting, user, expected):
+    assert kconf.use_sudo(setting, user) is expected
