@@ -1,7 +1,7 @@
 """How long from a re-rendered HAProxy config to a new backend being served.
 
 Runs on loopback only, with the real ``haproxy`` and the test site of
-``tests/functional/haproxy_site.py``: three workers behind HAProxy, then
+``mgmt_driver/localsite/haproxy.py``: three workers behind HAProxy, then
 a fourth worker is added to the layout and the configuration reloaded.
 The clock starts just before the reload and stops when a new connection
 through a NodePort is first answered by the new worker (connections are
@@ -28,7 +28,7 @@ import time
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 from mgmt_driver import loadbalancer as lb  # noqa: E402
-from tests.functional import haproxy_site as site  # noqa: E402
+from mgmt_driver.localsite import haproxy as site  # noqa: E402
 
 LB = '127.0.0.2'
 CONTROL_PLANE = [('cp-1', '127.0.0.11')]

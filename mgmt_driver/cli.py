@@ -230,12 +230,16 @@ def _progress_printer():
     return progress
 
 
+def _kubeconfigs(drv):
+    return registry.KubeconfigRegistry(os.path.expanduser(
+        drv.conf.kubespray_mgmt.kubeconfig_dir))
+
+
 def _op_instantiate(drv, cluster, names, name):
     access = drv.instantiate(cluster, name)
     if isinstance(drv.pool, plan.PlanPool):
         return 'cluster %s at %s' % (name, access.server)
-    path = registry.KubeconfigRegistry(os.path.expanduser(
-        cfg.CONF.kubespray_mgmt.kubeconfig_dir)).register(access)
+    path = _kubeconfigs(drv).register(access)
     return 'cluster %s at %s; kubeconfig: %s' % (name, access.server, path)
 
 
@@ -264,14 +268,17 @@ def _op_heal(drv, cluster, names, name):
 
 
 def _op_terminate(drv, cluster, names, name):
+    # Tacker resets in terminate_start, while the VMs exist; here they
+    # still do.
+    if drv.spec.kubespray.reset_on_terminate:
+        drv.reset()
     drv.terminate()
     if not isinstance(drv.pool, plan.PlanPool):
-        registry.KubeconfigRegistry(os.path.expanduser(
-            cfg.CONF.kubespray_mgmt.kubeconfig_dir)).unregister(name)
+        _kubeconfigs(drv).unregister(name)
     return 'terminated %s' % name
 
 
-_OPERATIONS = {'instantiate': _op_instantiate,
+OPERATIONS = {'instantiate': _op_instantiate,
                'scale-out': _op_scale_out, 'scale-in': _op_scale_in,
                'heal': _op_heal, 'terminate': _op_terminate}
 
@@ -289,7 +296,7 @@ def _run(args):
         drv = driver.ClusterDriver(
             spec, args.instance_id, pool, package_dir=args.package_dir,
             progress=None if args.dry_run else _progress_printer())
-        summary = _OPERATIONS[args.operation](drv, cluster, names, name)
+        summary = OPERATIONS[args.operation](drv, cluster, names, name)
     if args.dry_run:
         sys.stdout.write(plan.format_plan(pool.steps))
         summary = 'dry run, nothing done: ' + summary
@@ -300,7 +307,7 @@ def _run(args):
 def _add_run_commands(subparsers):
     run = subparsers.add_parser(
         'run', help='run an LCM operation on VMs listed in a topology')
-    run.add_argument('operation', choices=sorted(_OPERATIONS))
+    run.add_argument('operation', choices=sorted(OPERATIONS))
     _add_inputs(run, '; for scale-in and heal it still lists the nodes '
                      'being removed or healed')
     run.add_argument('--nodes', metavar='NAME[,NAME...]',
@@ -319,8 +326,43 @@ def _add_run_commands(subparsers):
     run.set_defaults(func=_run)
 
 
+# --- demo --------------------------------------------------------------------
+
+def _demo(args):
+    from mgmt_driver.localsite import demo  # the site is not needed elsewhere
+    return demo.Demo(args.masters, args.workers,
+                     tasks=not args.no_tasks).run()
+
+
+def _add_demo_command(subparsers):
+    command = subparsers.add_parser(
+        'demo', help='run the whole lifecycle on a local site (real sshd, '
+                     'ansible-playbook and HAProxy on 127.0.0.x, kubespray '
+                     'test double)')
+    command.add_argument('--masters', type=int, choices=(1, 3), default=1,
+                         help='control-plane nodes (default: %(default)s)')
+    command.add_argument('--workers', type=_demo_workers, default=2,
+                         help='workers to instantiate; scale-out adds two '
+                              '(default: %(default)s)')
+    command.add_argument('--no-tasks', action='store_true',
+                         help='print plays but not every task')
+    command.set_defaults(func=_demo)
+
+
+def _demo_workers(text):
+    from mgmt_driver.localsite import demo
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= demo.MAX_WORKERS:
+        raise argparse.ArgumentTypeError(
+            'must be a whole number from 1 to %d' % demo.MAX_WORKERS)
+    return value
+
+
 _COMMAND_GROUPS += [_add_params_commands, _add_render_commands,
-                    _add_run_commands]
+                    _add_run_commands, _add_demo_command]
 
 
 def build_parser():

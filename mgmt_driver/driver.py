@@ -140,6 +140,12 @@ class ClusterDriver:
                 settings=settings, on_progress=self._playbook_line)
         return self._runner_obj
 
+    @property
+    def playbook_timings(self):
+        """``(playbook, seconds)`` of every ansible-playbook run so far."""
+        runner = self._runner_obj
+        return list(runner.timings) if runner is not None else []
+
     def _playbook_line(self, line):
         if self._progress and line.startswith(_PROGRESS_LINES):
             self._progress('  ' + line.rstrip(' *'))

@@ -22,6 +22,7 @@ module does not depend on the request model.
 import dataclasses
 import posixpath
 import re
+import time
 
 import yaml
 from oslo_log import log as logging
@@ -393,11 +394,13 @@ class PlaybookRun:
     :param playbook: the playbook, relative to the checkout.
     :param recap: see :func:`parse_recap`.
     :param result: the ``CommandResult``.
+    :param seconds: wall time of the ``ansible-playbook`` command.
     """
 
     playbook: str
     recap: dict
     result: object = dataclasses.field(repr=False)
+    seconds: float = 0.0
 
 
 #: Environment of every run: plain lines, streamed as they come.
@@ -448,6 +451,9 @@ class Runner:
                                  for f in extra_vars_files]
         self.settings = settings or PlaybookSettings.from_conf()
         self.on_progress = on_progress
+        #: Every finished run, failed ones included (``(playbook,
+        #: seconds)``), so callers can tell playbook time from their own.
+        self.timings = []
 
     def timeout_for(self, node_count):
         """The timeout of a playbook that targets *node_count* nodes."""
@@ -489,10 +495,16 @@ class Runner:
         timeout = timeout or self.timeout_for(0)
         LOG.info('Running %s on %s (timeout %d s)', playbook,
                  self.conn.host, timeout)
-        result = self.conn.run(
-            ['sh', '-c', _IN_DIR, 'sh', self.root] + argv, timeout=timeout,
-            check=False, env=PLAYBOOK_ENV,
-            on_line=_Progress(self.conn.host, playbook, self.on_progress))
+        started = time.monotonic()
+        try:
+            result = self.conn.run(
+                ['sh', '-c', _IN_DIR, 'sh', self.root] + argv,
+                timeout=timeout, check=False, env=PLAYBOOK_ENV,
+                on_line=_Progress(self.conn.host, playbook,
+                                  self.on_progress))
+        finally:
+            seconds = time.monotonic() - started
+            self.timings.append((playbook, seconds))
         recap = parse_recap(result.stdout)
         if result.failed:
             raise exceptions.PlaybookFailed(
@@ -500,7 +512,7 @@ class Runner:
                 _output_tail(result))
         LOG.info('%s finished on %s for %d host(s)', playbook,
                  self.conn.host, len(recap))
-        return PlaybookRun(playbook, recap, result)
+        return PlaybookRun(playbook, recap, result, seconds)
 
     def _run(self, playbook, node_count, limit=None, vars_files=()):
         return self.run_playbook(

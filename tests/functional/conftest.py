@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests.functional import sshd as sshd_site
+from mgmt_driver.localsite import sshd as sshd_site
 
 
 @pytest.fixture(scope='session')

@@ -2,12 +2,12 @@
 
 ``mgmt_driver.driver.LcmHooks`` (Tacker v1's hook calls, with a Heat
 client over fake stacks, or with an explicit ``nodes`` list and no Heat)
-and ``kubespray-mgmt run`` drive the local site (tests/functional/
-e2e_site.py): a real sshd on every VM address, the real ansible-playbook
-running the kubespray test double, the fake kubectl on the masters and a
-real HAProxy configured over SSH.  After every step the tests check the
-inventory on the Ansible server, the Kubernetes state the double keeps,
-and which backends HAProxy really serves on loopback.
+and ``kubespray-mgmt run`` drive the local site
+(mgmt_driver/localsite/site.py): a real sshd on every VM address, the
+real ansible-playbook running the kubespray test double, the fake kubectl
+on the masters and a real HAProxy configured over SSH.  After every step
+the tests check the inventory on the Ansible server, the Kubernetes state
+the double keeps, and which backends HAProxy really serves on loopback.
 """
 
 import json
@@ -22,12 +22,13 @@ from oslo_config import cfg
 from mgmt_driver import cli
 from mgmt_driver import driver
 from mgmt_driver import exceptions
+from mgmt_driver import localsite
 from mgmt_driver import params
 from mgmt_driver import registry
 from mgmt_driver import ssh
-from tests.functional import e2e_site as e2e
-from tests.functional import haproxy_site
-from tests.functional import localsite
+from mgmt_driver.localsite import haproxy as haproxy_site
+from mgmt_driver.localsite import site as e2e
+from tests.functional import tacker_fakes
 
 ANSIBLE = '127.0.0.140'
 LB = '127.0.0.160'
@@ -81,8 +82,8 @@ class Cluster:
         additional = e2e.cluster_params(sshd, self.site, ANSIBLE,
                                         world.api_port, world.nodeports,
                                         **extra)
-        self.vnf = e2e.TackerVnf(additional, masters, workers, LB)
-        self.registry = e2e.FakeRegistry()
+        self.vnf = tacker_fakes.TackerVnf(additional, masters, workers, LB)
+        self.registry = tacker_fakes.FakeRegistry()
         self.stats = None
         self.hooks = driver.LcmHooks(
             self.conf, pool_factory=self._pool,

@@ -12,7 +12,7 @@ import pytest
 from mgmt_driver import cli
 from mgmt_driver import exceptions
 from mgmt_driver import loadbalancer as lb
-from tests.functional import haproxy_site as site
+from mgmt_driver.localsite import haproxy as site
 
 LB = '127.0.0.2'
 CONTROL_PLANE = [('cp-1', '127.0.0.11'), ('cp-2', '127.0.0.12'),

@@ -10,7 +10,7 @@ import pytest
 from mgmt_driver import exceptions
 from mgmt_driver import kubectl
 from mgmt_driver import ssh
-from tests.functional import sshd as sshd_site
+from mgmt_driver.localsite import sshd as sshd_site
 
 TOKEN = 'tok-' + uuid.uuid4().hex
 

@@ -1,6 +1,6 @@
 """The kubespray test double and fake kubectl, on a real sshd.
 
-The real ``ansible-playbook`` runs the double (tests/functional/localsite)
+The real ``ansible-playbook`` runs the double (mgmt_driver/localsite)
 exactly as the driver will run kubespray: cwd = the checkout, ``-i`` an
 inventory file, ``-e @file``, ``--become``.  Every host is a loopback
 address of one sshd; 127.0.0.29 is never served (a dead node).
@@ -18,9 +18,9 @@ import uuid
 import pytest
 import yaml
 
+from mgmt_driver import localsite
 from mgmt_driver import ssh
-from tests.functional import localsite
-from tests.functional import sshd as sshd_site
+from mgmt_driver.localsite import sshd as sshd_site
 
 ADDRESSES = ('127.0.0.20', '127.0.0.21', '127.0.0.22', '127.0.0.23')
 DEAD = '127.0.0.29'

@@ -213,7 +213,7 @@ def test_refused_then_retries_then_clear_error(tmp_path):
 
 
 def test_refused_until_sshd_comes_up(sshd, tmp_path):
-    from tests.functional import sshd as sshd_site
+    from mgmt_driver.localsite import sshd as sshd_site
     late = sshd_site.Sshd(addresses=('127.0.0.4',))
     try:
         conn = ssh.Connection('127.0.0.4', _key_creds(late), late.port,

@@ -83,3 +83,24 @@ def test_scale_in_takes_node_out_of_lb_before_draining_and_removal():
 def test_bad_node_arguments(capsys, operation, extra, text):
     code, _, err = _run(capsys, operation, '--dry-run', *extra)
     assert code == cli.EXIT_BAD_INPUT and text in err
+
+
+@pytest.mark.parametrize('reset_on_terminate, expected', [
+    (True, ['reset', 'terminate']), (False, ['terminate'])])
+def test_terminate_resets_first_when_asked(monkeypatch, tmp_path, capsys,
+                                           reset_on_terminate, expected):
+    from mgmt_driver import driver
+    doc = json.loads(pathlib.Path(PARAMS).read_text())
+    doc['additionalParams']['k8s_cluster_installation_param']['kubespray'] \
+        = {'reset_on_terminate': reset_on_terminate}
+    params_file = tmp_path / 'params.json'
+    params_file.write_text(json.dumps(doc))
+    calls = []
+    monkeypatch.setattr(driver.ClusterDriver, 'reset',
+                        lambda self: calls.append('reset'))
+    monkeypatch.setattr(driver.ClusterDriver, 'terminate',
+                        lambda self: calls.append('terminate'))
+    code = cli.main(['run', 'terminate', '--dry-run', '--params',
+                     str(params_file), '--topology', TOPOLOGY])
+    assert code == cli.EXIT_OK, capsys.readouterr().err
+    assert calls == expected

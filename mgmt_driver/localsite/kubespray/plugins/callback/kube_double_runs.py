@@ -1,4 +1,4 @@
-# kubespray TEST DOUBLE (tests/functional/localsite/README.rst).
+# kubespray TEST DOUBLE (mgmt_driver/localsite/README.rst).
 """Callback that logs each playbook run of the double, for tests.
 
 One JSON line per run is appended to ``<checkout>/.double/runs.jsonl``:

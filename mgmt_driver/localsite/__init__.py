@@ -23,7 +23,7 @@ import shutil
 import subprocess
 import sys
 
-from tests.functional.localsite import clusterstate
+from mgmt_driver.localsite import clusterstate
 
 SOURCE = pathlib.Path(__file__).resolve().parent
 CHECKOUT_SOURCE = SOURCE / 'kubespray'
@@ -60,7 +60,10 @@ def materialise(root, layout='current', owner=None):
     if layout == 'v2.21':
         _make_old_layout(site.checkout)
     _write_site_defaults(site)
-    shutil.copytree(SOURCE / 'bin', site.bin_dir)
+    shutil.copytree(SOURCE / 'bin', site.bin_dir,
+                    ignore=shutil.ignore_patterns('__pycache__'))
+    for tool in site.bin_dir.iterdir():
+        tool.chmod(0o755)  # an installed wheel may have lost the mode
     for name in TOOL_MODULES:
         shutil.copy2(SOURCE / name, site.root / name)
     os.makedirs(site.state_dir, mode=0o700)

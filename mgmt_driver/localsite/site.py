@@ -1,4 +1,4 @@
-"""The local site for end-to-end tests: every VM is a loopback address.
+"""The local site: every VM of a cluster is a loopback address.
 
 One machine plays the Ansible server, the masters, the workers and the
 external load balancer, each on its own 127.0.0.x address:
@@ -17,9 +17,12 @@ external load balancer, each on its own 127.0.0.x address:
 * :class:`Backends`: a TCP server on every node address and port HAProxy
   forwards to (6443 on masters, each NodePort on workers) that greets
   with its address, so a test sees which nodes HAProxy serves.
-* :class:`FakeHeat` and :class:`TackerVnf`: what Tacker and Heat know of
-  a VNF instance (stacks, scaling-group members, servers, VNFCs), so the
-  driver's Tacker adapter finds the VMs exactly as it does in Tacker.
+* :func:`make_conf` and :func:`cluster_params`: the driver's options and
+  the ``additionalParams`` of a cluster on the site.
+
+The end-to-end tests, ``kubespray-mgmt demo`` and the lifecycle benchmark
+all build on this module and on the kubespray test double
+(:func:`mgmt_driver.localsite.materialise`).
 
 Nothing here sends traffic anywhere but 127.0.0.0/8; every process is
 stopped by its ``stop``/``cleanup`` method.
@@ -33,8 +36,6 @@ import socket
 import subprocess
 import sys
 import time
-import types
-import uuid
 
 import yaml
 from oslo_config import cfg
@@ -42,9 +43,9 @@ from oslo_config import cfg
 from mgmt_driver import conf as kconf
 from mgmt_driver import nodes as nodes_mod
 from mgmt_driver import params
-from tests.functional import haproxy_site
-from tests.functional import sshd as sshd_mod
-from tests.functional.localsite import clusterstate
+from mgmt_driver.localsite import clusterstate
+from mgmt_driver.localsite import haproxy as haproxy_site
+from mgmt_driver.localsite import sshd as sshd_mod
 
 ANSIBLE_PLAYBOOK = os.environ.get('KMGMT_ANSIBLE_PLAYBOOK') or str(
     pathlib.Path(sys.executable).parent / 'ansible-playbook')
@@ -348,7 +349,7 @@ class LbHaproxy:
 def make_conf(site, haproxy, known_hosts, **overrides):
     """A private ``ConfigOpts`` pointing the driver at the local site.
 
-    :param site: the :class:`tests.functional.localsite.Site`.
+    :param site: the :class:`mgmt_driver.localsite.Site`.
     """
     conf = cfg.ConfigOpts()
     kconf.register_opts(conf)
@@ -453,170 +454,3 @@ def read_inventory(workspace):
               for name, group in doc['children'].items()}
     groups['hosts'] = doc['hosts']
     return groups
-
-
-# ------------------------------------------------------ Tacker + Heat --
-
-SERVER = 'OS::Nova::Server'
-PORT = 'OS::Neutron::Port'
-FLOATING_IP = 'OS::Neutron::FloatingIP'
-GROUP = 'OS::Heat::AutoScalingGroup'
-
-# role: (aspect, VDU, nic CP, ssh CP), as in vnf_packages/.
-_ROLE_NAMES = {
-    params.ROLE_MASTER: ('master_instance', 'masterNode', 'masterNode_CP1',
-                         'masterNode_FloatingIP'),
-    params.ROLE_WORKER: ('worker_instance', 'workerNode', 'workerNode_CP2',
-                         'workerNode_FloatingIP'),
-    params.ROLE_EXTERNAL_LB: (None, 'externalLB', 'externalLB_CP3',
-                              'externalLB_FloatingIP'),
-}
-
-
-def _resource(name, kind, physical_id, **attributes):
-    return types.SimpleNamespace(resource_name=name, resource_type=kind,
-                                 physical_resource_id=physical_id,
-                                 attributes=attributes)
-
-
-class FakeHeat:
-    """Tacker's ``HeatClient`` lookups over stacks held in a dict.
-
-    ``stacks`` is ``{stack id: {resource name: resource}}``.
-    """
-
-    def __init__(self):
-        self.stacks = {}
-
-    def resource_get(self, stack_id, name):
-        return self.stacks[stack_id][name]  # KeyError: "not found"
-
-    def resource_get_list(self, stack_id, nested_depth=0):
-        return list(self.stacks[stack_id].values())
-
-
-class Vm:
-    """One VM of the VNF: its member stack, server and VNFC."""
-
-    def __init__(self, role, address, member=None, stack_id=None):
-        self.role = role
-        self.address = address
-        self.member = member
-        self.stack_id = stack_id
-        self.server_id = str(uuid.uuid4())
-        self.vnfc_id = str(uuid.uuid4())
-
-    @property
-    def name(self):
-        return name_of(self.role, self.address)
-
-
-class TackerVnf:
-    """A VNF instance as Tacker v1 and Heat see it.
-
-    The top stack holds one scaling group per aspect (masters, workers),
-    each member a nested stack with the VDU, its port and floating IP
-    (both on the VM's loopback address), and the LB's resources
-    directly.
-
-    :param additional_params: the instantiate request's additionalParams.
-    """
-
-    def __init__(self, additional_params, masters, workers, lb):
-        self.id = str(uuid.uuid4())
-        self.additional_params = additional_params
-        self.heat = FakeHeat()
-        self.vms = []
-        self.build(masters, workers, lb)
-
-    def build(self, masters, workers, lb):
-        """(Re)create the whole stack, as instantiate or a VNF heal does."""
-        self.top = 'stack-' + uuid.uuid4().hex[:8]
-        self.heat.stacks = {self.top: {}}
-        self.vms = []
-        for role in (params.ROLE_MASTER, params.ROLE_WORKER):
-            aspect = _ROLE_NAMES[role][0]
-            group = 'group-' + uuid.uuid4().hex[:8]
-            self.heat.stacks[group] = {}
-            self.heat.stacks[self.top][aspect] = _resource(aspect, GROUP,
-                                                           group)
-        lb_vm = Vm(params.ROLE_EXTERNAL_LB, lb)
-        self._put_vm(self.top, lb_vm)
-        self.vms.append(lb_vm)
-        for address in masters:
-            self.add_vm(params.ROLE_MASTER, address)
-        for address in workers:
-            self.add_vm(params.ROLE_WORKER, address)
-
-    def _put_vm(self, stack_id, vm):
-        _, vdu, nic_cp, ssh_cp = _ROLE_NAMES[vm.role]
-        stack = self.heat.stacks.setdefault(stack_id, {})
-        stack[vdu] = _resource(vdu, SERVER, vm.server_id)
-        stack[nic_cp] = _resource(nic_cp, PORT, uuid.uuid4().hex,
-                                  fixed_ips=[{'ip_address': vm.address}])
-        stack[ssh_cp] = _resource(ssh_cp, FLOATING_IP, uuid.uuid4().hex,
-                                  floating_ip_address=vm.address)
-
-    def _group(self, role):
-        aspect = _ROLE_NAMES[role][0]
-        return self.heat.stacks[self.top][aspect].physical_resource_id
-
-    def add_vm(self, role, address):
-        """A new scaling-group member with a VM at *address*."""
-        # Heat names members with random strings: order means nothing.
-        member = uuid.uuid4().hex[:12]
-        vm = Vm(role, address, member, 'member-' + uuid.uuid4().hex[:8])
-        self._put_vm(vm.stack_id, vm)
-        self.heat.stacks[self._group(role)][member] = _resource(
-            member, 'OS::Heat::Stack', vm.stack_id)
-        self.vms.append(vm)
-        return vm
-
-    def remove_vm(self, vm):
-        """Delete a member and its VM (after a scale-in)."""
-        del self.heat.stacks[self._group(vm.role)][vm.member]
-        del self.heat.stacks[vm.stack_id]
-        self.vms.remove(vm)
-
-    def recreate_vm(self, vm):
-        """Heal: a new server for the VNFC, in the same member stack."""
-        vm.server_id = str(uuid.uuid4())
-        self._put_vm(vm.stack_id, vm)
-
-    def vm(self, address):
-        return next(v for v in self.vms if v.address == address)
-
-    def addresses(self, role):
-        return [v.address for v in self.vms if v.role == role]
-
-    @property
-    def instance(self):
-        """The ``VnfInstance`` handed to the hooks."""
-        vnfcs = [types.SimpleNamespace(
-            id=vm.vnfc_id, vdu_id=_ROLE_NAMES[vm.role][1],
-            compute_resource=types.SimpleNamespace(
-                resource_id=vm.server_id,
-                vim_level_resource_type=SERVER))
-            for vm in self.vms]
-        return types.SimpleNamespace(
-            id=self.id, vnfd_id='vnfd-e2e', vim_connection_info=[],
-            instantiated_vnf_info=types.SimpleNamespace(
-                instance_id=self.top, flavour_id='simple',
-                additional_params=self.additional_params,
-                vnfc_resource_info=vnfcs))
-
-
-class FakeRegistry:
-    """Records what the driver registers as a Kubernetes VIM."""
-
-    def __init__(self):
-        self.calls = []
-        self.current = {}
-
-    def register(self, context, vnf_instance, access):
-        self.calls.append(('register', access.name))
-        self.current[access.name] = access
-
-    def unregister(self, context, vnf_instance, name):
-        self.calls.append(('unregister', name))
-        self.current.pop(name, None)

@@ -5,7 +5,7 @@ a cluster's API server and etcd: the nodes the playbooks joined, the pods
 on them, the etcd members, and the few API objects the driver creates
 (ServiceAccount, ClusterRoleBinding, Secret).  The double's playbooks
 write it through ``bin/kube-double``, the fake ``bin/kubectl`` reads and
-changes it, and tests read it through :mod:`tests.functional.localsite`.
+changes it, and tests read it through :mod:`mgmt_driver.localsite`.
 Every host of the local site is the same machine, so "the API server on
 the first control-plane node" is simply this file.
 

@@ -1,4 +1,4 @@
-# kubespray TEST DOUBLE (tests/functional/localsite/README.rst).
+# kubespray TEST DOUBLE (mgmt_driver/localsite/README.rst).
 """Become plugin that escalates nothing.
 
 The driver runs kubespray with ``--become`` (real kubespray needs root).

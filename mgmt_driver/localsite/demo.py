@@ -1,0 +1,243 @@
+"""``kubespray-mgmt demo``: the whole lifecycle on the local site.
+
+Starts a :class:`~mgmt_driver.localsite.lab.Lab` (real sshd, real
+ansible-playbook running the kubespray test double, fake kubectl, real
+HAProxy, all on 127.0.0.x), then runs the operations of
+``kubespray-mgmt run`` one after the other: instantiate, scale out by
+two workers, scale in by one, heal a worker, heal the first master (with
+three masters) and terminate.  Every step prints the driver's progress
+(its steps, the plays and tasks of each playbook) with timings, then
+checks the Kubernetes nodes and what HAProxy serves against the VMs the
+step should have left.  A summary table ends the run; the site is
+stopped and its files removed whatever happens.
+"""
+
+import dataclasses
+import sys
+import time
+
+from mgmt_driver import exceptions
+from mgmt_driver import params
+from mgmt_driver.localsite import lab as lab_mod
+from mgmt_driver.localsite import site as site_mod
+
+ANSIBLE = '127.0.0.210'
+LB = '127.0.0.211'
+MASTERS = ['127.0.0.%d' % i for i in range(221, 224)]
+WORKERS = ['127.0.0.%d' % i for i in range(231, 255)]
+INSTANCE_ID = 'demo'
+MAX_WORKERS = len(WORKERS) - 2  # scale-out adds two
+
+
+@dataclasses.dataclass
+class Step:
+    """One operation of the demo and the VMs it leaves."""
+
+    title: str
+    operation: str          # a key of cli.OPERATIONS
+    masters: list           # the VMs the operation sees
+    workers: list
+    names: list             # --nodes
+    after_masters: list     # what Kubernetes must hold afterwards
+    after_workers: list
+
+
+@dataclasses.dataclass
+class Outcome:
+    step: Step
+    seconds: float = 0.0
+    playbook_seconds: float = 0.0
+    playbooks: list = dataclasses.field(default_factory=list)
+    connections: int = 0
+    max_per_host: int = 0
+    commands: int = 0
+    problems: list = dataclasses.field(default_factory=list)
+    error: str = ''
+
+    @property
+    def ok(self):
+        return not (self.problems or self.error)
+
+
+def _worker_name(address):
+    return site_mod.name_of(params.ROLE_WORKER, address)
+
+
+def plan_steps(masters, workers):
+    """The lifecycle the demo runs, for *masters* and *workers* VMs.
+
+    :param masters: 1 or 3 master addresses.
+    :param workers: the initial workers followed by two spare addresses
+        that scale-out adds.
+    """
+    first, added = workers[:-2], workers[-2:]
+    grown = first + added
+    gone, healed = grown[0], grown[1]
+    shrunk = grown[1:]
+    steps = [
+        Step('instantiate', 'instantiate', masters, first, [],
+             masters, first),
+        Step('scale out by 2', 'scale-out', masters, grown,
+             [_worker_name(a) for a in added], masters, grown),
+        Step('scale in by 1', 'scale-in', masters, grown,
+             [_worker_name(gone)], masters, shrunk),
+        Step('heal a worker', 'heal', masters, shrunk,
+             [_worker_name(healed)], masters, shrunk),
+    ]
+    if len(masters) > 1:
+        steps.append(Step('heal the first master', 'heal', masters, shrunk,
+                          [site_mod.name_of(params.ROLE_MASTER,
+                                            masters[0])],
+                          masters, shrunk))
+    steps.append(Step('terminate', 'terminate', masters, shrunk, [],
+                      [], []))
+    return steps
+
+
+class Demo:
+    """Runs :func:`plan_steps` on a fresh local site.
+
+    :param masters: 1 or 3.
+    :param workers: initial workers, 1 to :data:`MAX_WORKERS`.
+    :param out: where the progress and the summary go.
+    :param tasks: print every task line, not only plays and steps.
+    """
+
+    def __init__(self, masters=1, workers=2, out=None, tasks=True):
+        if masters not in (1, 3):
+            raise ValueError('masters must be 1 or 3, not %r' % masters)
+        if not 1 <= workers <= MAX_WORKERS:
+            raise ValueError('workers must be 1 to %d, not %r'
+                             % (MAX_WORKERS, workers))
+        self.masters = MASTERS[:masters]
+        self.workers = WORKERS[:workers + 2]
+        self.out = out or sys.stdout
+        self.tasks = tasks
+        self.outcomes = []
+        self._started = None
+
+    def say(self, text):
+        elapsed = time.monotonic() - self._started
+        self.out.write('[%7.1fs] %s\n' % (elapsed, text))
+        self.out.flush()
+
+    def _progress(self, line):
+        if self.tasks or not line.lstrip().startswith('TASK ['):
+            self.say('  ' + line)
+
+    def run(self):
+        """:returns: 0 when every step worked and checked out, else 2."""
+        self._started = time.monotonic()
+        self.say('starting the local site: sshd on %d loopback '
+                 'addresses, HAProxy, kubespray test double'
+                 % (2 + len(self.masters) + len(self.workers)))
+        try:
+            with lab_mod.Lab(ANSIBLE, LB, self.masters,
+                             self.workers) as lab:
+                self._introduce(lab)
+                for step in plan_steps(self.masters, self.workers):
+                    outcome = self._run_step(lab, step)
+                    self.outcomes.append(outcome)
+                    if not outcome.ok:
+                        break
+                self.say('stopping the local site')
+        except lab_mod.LabError as exc:
+            self.out.write('kubespray-mgmt demo: the local site cannot '
+                           'start: %s\n' % exc)
+            return 2
+        self.out.write(self.summary())
+        return 0 if self.outcomes and all(o.ok for o in self.outcomes) \
+            else 2
+
+    def _introduce(self, lab):
+        self.say('Ansible server %s, LB %s (API port %d, NodePorts %s), '
+                 'masters %s, workers %s' % (
+                     ANSIBLE, LB, lab.api_port,
+                     ','.join(str(p) for p in lab.nodeports),
+                     ' '.join(self.masters), ' '.join(self.workers)))
+        self.say('kubespray test double at %s (ansible-playbook %s)' % (
+            lab.site.checkout, site_mod.ANSIBLE_PLAYBOOK))
+
+    def _run_step(self, lab, step):
+        from mgmt_driver import cli  # cli imports this module lazily
+        outcome = Outcome(step)
+        nodes_arg = ' --nodes ' + ','.join(step.names) if step.names \
+            else ''
+        self.say('== %s (kubespray-mgmt run %s%s)' % (
+            step.title, step.operation, nodes_arg))
+        spec = lab.spec()
+        cluster = lab.cluster(spec, step.masters, step.workers)
+        runs_before = len(lab.site.runs())
+        drv, stats = lab.driver(spec, INSTANCE_ID, self._progress)
+        started = time.monotonic()
+        try:
+            with drv.pool:
+                summary = cli.OPERATIONS[step.operation](
+                    drv, cluster, step.names, 'demo')
+            self.say(summary)
+        except (exceptions.MgmtDriverRemoteCommandError,
+                exceptions.MgmtDriverRemoteCommandTimeOut,
+                exceptions.MgmtDriverOtherError,
+                exceptions.MgmtDriverParamInvalid,
+                exceptions.MgmtDriverNotFound) as exc:
+            outcome.error = str(exc)
+            self.say('FAILED: %s' % exc)
+        outcome.seconds = time.monotonic() - started
+        outcome.playbook_seconds = sum(s for _, s in drv.playbook_timings)
+        outcome.playbooks = [(r['playbook'], len(r['touched']))
+                             for r in lab.runs_since(runs_before)]
+        counts = stats.snapshot()
+        outcome.connections = stats.total('connections')
+        outcome.commands = stats.total('commands')
+        outcome.max_per_host = max(
+            (c['connections'] for c in counts.values()), default=0)
+        if not outcome.error:
+            outcome.problems = lab.check(step.after_masters,
+                                         step.after_workers)
+            self._report(outcome)
+        return outcome
+
+    def _report(self, outcome):
+        step = outcome.step
+        for problem in outcome.problems:
+            self.say('CHECK FAILED: %s' % problem)
+        if not outcome.problems and not step.after_masters:
+            self.say('checked: no Kubernetes node left')
+        elif not outcome.problems:
+            self.say('checked: Kubernetes has %d control-plane node(s) and '
+                     '%d worker(s), all Ready; HAProxy serves the API from '
+                     'those masters and the NodePorts from those workers'
+                     % (len(step.after_masters), len(step.after_workers)))
+        self.say('%s took %.1f s (%.1f s in ansible-playbook); SSH: %d '
+                 'connection(s), at most %d per host, %d command(s)' % (
+                     step.title, outcome.seconds, outcome.playbook_seconds,
+                     outcome.connections, outcome.max_per_host,
+                     outcome.commands))
+
+    def summary(self):
+        """The final table, one row per step run."""
+        rows = [('step', 'result', 'time', 'ansible', 'driver', 'k8s nodes',
+                 'SSH conn.', 'cmds', 'playbooks (hosts touched)')]
+        for o in self.outcomes:
+            rows.append((
+                o.step.title, 'ok' if o.ok else 'FAILED',
+                '%.1fs' % o.seconds, '%.1fs' % o.playbook_seconds,
+                '%.1fs' % (o.seconds - o.playbook_seconds),
+                '%d+%d' % (len(o.step.after_masters),
+                           len(o.step.after_workers)),
+                '%d (max %d/host)' % (o.connections, o.max_per_host),
+                str(o.commands),
+                ', '.join('%s (%d)' % p for p in o.playbooks) or '-'))
+        widths = [max(len(row[i]) for row in rows)
+                  for i in range(len(rows[0]))]
+        lines = ['', 'Summary']
+        for row in rows:
+            lines.append('  '.join(cell.ljust(width) for cell, width
+                                   in zip(row, widths, strict=True)).rstrip())
+        ok = self.outcomes and all(o.ok for o in self.outcomes)
+        total = time.monotonic() - self._started
+        lines.append('')
+        lines.append('%s in %.1f s; the local site is stopped.' % (
+            'The whole lifecycle worked' if ok else 'The demo FAILED',
+            total))
+        return '\n'.join(lines) + '\n'

@@ -1,0 +1,55 @@
+"""``kubespray-mgmt demo`` on the local site, as the README's first command
+runs it (smallest size, to keep the functional run short)."""
+
+import os
+import re
+
+import pytest
+
+from mgmt_driver import cli
+from mgmt_driver.localsite import demo
+from mgmt_driver.localsite import site
+
+pytestmark = pytest.mark.skipif(site.unavailable() is not None,
+                                reason=str(site.unavailable()))
+
+
+def _sshd_processes():
+    """Command lines of running sshd processes started from a site."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir('/proc')):
+        try:
+            with open('/proc/%s/cmdline' % pid, 'rb') as f:
+                argv = f.read().split(b'\0')
+        except OSError:
+            continue
+        if any(b'kmgmt-sshd-' in arg for arg in argv) and \
+                any(arg.endswith(b'sshd') for arg in argv[:1]):
+            found.append(argv)
+    return found
+
+
+def test_demo_runs_the_whole_lifecycle_and_stops_the_site(capsys):
+    before = _sshd_processes()
+    code = cli.main(['demo', '--workers', '1', '--no-tasks'])
+    out = capsys.readouterr().out
+    assert code == cli.EXIT_OK, out[-3000:]
+    table = out[out.index('\nSummary\n'):]
+    rows = {step.title: line for step in demo.plan_steps(
+        demo.MASTERS[:1], demo.WORKERS[:3]) for line in table.splitlines()
+        if line.startswith(step.title + '  ')}
+    assert list(rows) == ['instantiate', 'scale out by 2', 'scale in by 1',
+                          'heal a worker', 'terminate']
+    assert all(re.search(r'\s+ok\s+', line) for line in rows.values())
+    # Scale-out of two workers: scale.yml touched exactly those two.
+    assert 'scale.yml (2)' in rows['scale out by 2']
+    assert '(max 1/host)' in rows['instantiate']
+    assert 'PLAY [' in out and 'TASK [' not in out
+    assert 'The whole lifecycle worked' in out
+    assert _sshd_processes() == before
+
+
+def test_demo_refuses_bad_sizes(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(['demo', '--workers', '0'])
+    assert 'must be a whole number from 1 to' in capsys.readouterr().err

@@ -1,0 +1,55 @@
+"""The demo's lifecycle plan and summary (no site needed)."""
+
+import io
+
+import pytest
+
+from mgmt_driver.localsite import demo
+
+
+@pytest.mark.parametrize('masters', [1, 3])
+def test_every_step_leaves_what_the_next_one_starts_from(masters):
+    steps = demo.plan_steps(demo.MASTERS[:masters], demo.WORKERS[:4])
+    for before, after in zip(steps, steps[1:], strict=False):
+        if after.operation == 'scale-out':
+            continue  # the new VMs appear for the scale-out itself
+        if before.operation == 'scale-out':
+            assert set(before.after_workers) == set(after.workers)
+        elif after.operation != 'terminate':
+            assert after.workers == before.after_workers
+    assert steps[-1].operation == 'terminate'
+    assert steps[-1].after_masters == steps[-1].after_workers == []
+    healed_master = [s for s in steps if s.title == 'heal the first master']
+    assert len(healed_master) == (masters > 1)
+
+
+def test_scale_steps_name_the_nodes_they_change():
+    steps = {s.title: s for s in demo.plan_steps(demo.MASTERS[:1],
+                                                 demo.WORKERS[:4])}
+    out = steps['scale out by 2']
+    assert out.names == ['worker-127-0-0-233', 'worker-127-0-0-234']
+    assert len(out.after_workers) == 4
+    scale_in = steps['scale in by 1']
+    assert scale_in.names == ['worker-127-0-0-231']
+    assert '127.0.0.231' not in scale_in.after_workers
+    assert steps['instantiate'].after_workers == demo.WORKERS[:2]
+
+
+def test_summary_marks_a_failed_step():
+    d = demo.Demo(workers=1, out=io.StringIO())
+    d._started = 0.0
+    steps = demo.plan_steps(d.masters, d.workers)
+    d.outcomes = [demo.Outcome(steps[0], seconds=3.0, playbook_seconds=2.0,
+                               playbooks=[('cluster.yml', 3)]),
+                  demo.Outcome(steps[1], error='boom')]
+    text = d.summary()
+    assert 'cluster.yml (3)' in text and '1.0s' in text
+    assert 'FAILED' in text.splitlines()[-3]
+    assert 'The demo FAILED' in text
+
+
+@pytest.mark.parametrize('kwargs', [{'masters': 2}, {'workers': 0},
+                                    {'workers': demo.MAX_WORKERS + 1}])
+def test_bad_sizes(kwargs):
+    with pytest.raises(ValueError):
+        demo.Demo(**kwargs)
