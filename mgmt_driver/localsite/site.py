@@ -116,10 +116,8 @@ class SiteSshd(sshd_mod.Sshd):
         """The site home of *user* (default: the nodes' SSH user)."""
         return pathlib.Path(self.homes) / (user or self.user)
 
-    def _write_config(self):
-        path = super()._write_config()
-        with open(path) as f:
-            text = f.read()
+    def _config(self, addresses, index):
+        text = super()._config(addresses, index)
         # A binary instead of internal-sftp, which ForceCommand replaces.
         text = text.replace('Subsystem sftp internal-sftp',
                             'Subsystem sftp %s' % sftp_server())
@@ -129,9 +127,7 @@ class SiteSshd(sshd_mod.Sshd):
                      '    AllowUsers %s root\n'
                      '    PermitRootLogin prohibit-password\n'
                      % (self.ansible_address, self.user))
-        with open(path, 'w') as f:
-            f.write(text)
-        return path
+        return text
 
 
 def chown(path, user):

@@ -23,6 +23,8 @@ import time
 SSHD = shutil.which('sshd') or '/usr/sbin/sshd'
 SSH_KEYGEN = shutil.which('ssh-keygen') or '/usr/bin/ssh-keygen'
 TEST_USER = 'kmgmt-test'
+#: sshd's own limit of listening sockets (MAX_LISTEN_SOCKS) per process.
+MAX_LISTEN_ADDRESSES = 16
 
 
 def available():
@@ -107,7 +109,7 @@ class Sshd:
         self.host_key = self._path('ssh_host_ed25519_key')
         _keygen(self.host_key)
         self.log = self._path('sshd.log')
-        self._proc = None
+        self._procs = []
 
     def _path(self, name):
         return os.path.join(self.root, name)
@@ -122,13 +124,14 @@ class Sshd:
             f.write('\n'.join(lines) + '\n')
         os.chmod(path, 0o644)
 
-    def _write_config(self):
+    def _config(self, addresses, index):
+        """``sshd_config`` text of the process listening on *addresses*."""
         listen = ''.join('ListenAddress %s:%d\n' % (addr, self.port)
-                         for addr in self.addresses)
-        config = (
+                         for addr in addresses)
+        return (
             listen +
             'HostKey %s\n' % self.host_key +
-            'PidFile %s\n' % self._path('sshd.pid') +
+            'PidFile %s\n' % self._path('sshd.%d.pid' % index) +
             'AuthorizedKeysFile %s\n' % self._path('authorized_keys') +
             'PasswordAuthentication %s\n' % (
                 'yes' if self.is_root else 'no') +
@@ -142,33 +145,44 @@ class Sshd:
             'MaxStartups 200\n'
             'LogLevel VERBOSE\n'
             'Subsystem sftp internal-sftp\n')
-        path = self._path('sshd_config')
-        with open(path, 'w') as f:
-            f.write(config)
-        return path
+
+    def _chunks(self):
+        step = MAX_LISTEN_ADDRESSES
+        return [self.addresses[i:i + step]
+                for i in range(0, len(self.addresses), step)]
 
     def start(self, timeout=15):
         """Start sshd and wait until every address accepts connections.
 
-        Starting a running sshd does nothing (a retry callback may call
-        this more than once).
+        sshd listens on at most 16 sockets, so more addresses take more
+        processes (same port, same keys).  Starting a running sshd does
+        nothing (a retry callback may call this more than once).
         """
-        if self._proc is not None and self._proc.poll() is None:
+        if self._procs and all(p.poll() is None for p in self._procs):
             return self
+        self.stop()
         if self.is_root:
             os.makedirs('/run/sshd', mode=0o755, exist_ok=True)
-        config = self._write_config()
-        self._proc = subprocess.Popen(
-            [SSHD, '-D', '-f', config, '-E', self.log],
-            stdin=subprocess.DEVNULL)
         deadline = time.monotonic() + timeout
-        for address in self.addresses:
-            self._wait_listening(address, deadline)
+        try:
+            for index, chunk in enumerate(self._chunks()):
+                config = self._path('sshd_config.%d' % index)
+                with open(config, 'w') as f:
+                    f.write(self._config(chunk, index))
+                proc = subprocess.Popen(
+                    [SSHD, '-D', '-f', config, '-E', self.log],
+                    stdin=subprocess.DEVNULL)
+                self._procs.append(proc)
+                for address in chunk:
+                    self._wait_listening(proc, address, deadline)
+        except BaseException:
+            self.stop()
+            raise
         return self
 
-    def _wait_listening(self, address, deadline):
+    def _wait_listening(self, proc, address, deadline):
         while True:
-            if self._proc.poll() is not None:
+            if proc.poll() is not None:
                 raise RuntimeError('sshd exited: %s' % self.read_log())
             try:
                 socket.create_connection((address, self.port), 1).close()
@@ -181,15 +195,15 @@ class Sshd:
 
     def stop(self):
         """Stop sshd (and the sessions it forked)."""
-        if self._proc is None:
-            return
-        self._proc.send_signal(signal.SIGTERM)
-        try:
-            self._proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self._proc.kill()
-            self._proc.wait()
-        self._proc = None
+        for proc in self._procs:
+            proc.send_signal(signal.SIGTERM)
+        for proc in self._procs:
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        self._procs = []
 
     def new_host_key(self):
         """Replace the host key and restart: a "re-created VM"."""
