@@ -11,6 +11,12 @@
 and returns a :class:`Site` to read the cluster state, inject failures,
 add pods and read the log of playbook runs.  See README.rst here for
 what the double reproduces of kubespray and what it does not.
+
+Why inside the package rather than under ``tests/`` (a change to the
+layout in DESIGN.md): ``kubespray-mgmt demo`` must run from an installed
+package, and the demo, the functional tests and the benchmarks must use
+the same site.  Nothing outside this package imports it, except the CLI's
+``demo`` command, lazily.
 """
 
 import contextlib

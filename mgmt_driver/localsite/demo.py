@@ -128,6 +128,7 @@ class Demo:
     def run(self):
         """:returns: 0 when every step worked and checked out, else 2."""
         self._started = time.monotonic()
+        lab_mod.stop_on_sigterm()
         self.say('starting the local site: sshd on %d loopback '
                  'addresses, HAProxy, kubespray test double'
                  % (2 + len(self.masters) + len(self.workers)))

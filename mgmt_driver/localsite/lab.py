@@ -12,7 +12,9 @@ Nothing listens or connects outside 127.0.0.0/8.
 """
 
 import pathlib
-import time
+import signal
+import sys
+import threading
 import uuid
 
 from mgmt_driver import driver
@@ -203,8 +205,8 @@ class Lab:
         return self.site.runs()[count:]
 
 
-def timed(function, *args):
-    """``(result, seconds)`` of ``function(*args)``."""
-    started = time.monotonic()
-    result = function(*args)
-    return result, time.monotonic() - started
+def stop_on_sigterm():
+    """Make SIGTERM unwind like Ctrl-C, so that a ``with Lab(...)`` block
+    stops its processes when the demo or a benchmark is killed."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(143))
