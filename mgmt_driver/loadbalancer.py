@@ -42,9 +42,9 @@ _TEMPLATE_NAME = 'haproxy.cfg.j2'
 
 # HAProxy accepts letters, digits and "-_.:" in proxy and server names;
 # Kubernetes node names (DNS-1123 subdomains) always fit.
-_NAME_RE = re.compile(r'^[A-Za-z0-9][A-Za-z0-9_.:-]{0,252}$')
+_NAME_RE = re.compile(r'[A-Za-z0-9][A-Za-z0-9_.:-]{0,252}')
 # chroot, user and group land verbatim in the file: no spaces, no quotes.
-_WORD_RE = re.compile(r'^[A-Za-z0-9_./-]+$')
+_WORD_RE = re.compile(r'[A-Za-z0-9_./-]+')
 
 
 @dataclasses.dataclass(frozen=True, order=True)
@@ -100,7 +100,7 @@ def _backends(field, nodes):
         except (TypeError, ValueError):
             raise _invalid('%s: %r is not a (name, address) pair',
                            where, node)
-        if not isinstance(name, str) or not _NAME_RE.match(name):
+        if not isinstance(name, str) or not _NAME_RE.fullmatch(name):
             raise _invalid('%s.name: %r is not a valid node name (letters, '
                            'digits and "-_.:", at most 253 characters)',
                            where, name)
@@ -185,7 +185,7 @@ class LbLayout:
             _check_seconds(field, getattr(self, field))
         for field in ('user', 'group', 'chroot'):
             value = getattr(self, field)
-            if value is not None and not _WORD_RE.match(str(value)):
+            if value is not None and not _WORD_RE.fullmatch(str(value)):
                 raise _invalid('%s: %r is not a plain name or path',
                                field, value)
 

@@ -24,7 +24,7 @@ NAME_PREFIXES = {params.ROLE_MASTER: 'master',
                  params.ROLE_WORKER: 'worker',
                  params.ROLE_EXTERNAL_LB: 'lb'}
 
-_DNS_1123_LABEL_RE = re.compile(r'^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$')
+_DNS_1123_LABEL_RE = re.compile(r'[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?')
 _TOPOLOGY_KEYS = ('masters', 'workers', 'external_lb')
 
 
@@ -43,7 +43,7 @@ def node_name(role, address):
         suffix = '-'.join('%x' % int(group, 16)
                           for group in ip.exploded.split(':'))
     name = '%s-%s' % (NAME_PREFIXES[role], suffix)
-    if not _DNS_1123_LABEL_RE.match(name):  # cannot happen: be loud if so
+    if not _DNS_1123_LABEL_RE.fullmatch(name):  # cannot happen: be loud if so
         raise ValueError('node name %r is not a DNS-1123 label' % name)
     return name
 

@@ -96,13 +96,13 @@ _EXTRA_VAR_TYPES = {
 _TYPE_NAMES = {str: 'a string', int: 'an integer', bool: 'a boolean',
                dict: 'a mapping', list: 'a list'}
 
-_VAR_NAME_RE = re.compile(r'^[A-Za-z_][A-Za-z0-9_]*$')
-_USERNAME_RE = re.compile(r'^[A-Za-z_][A-Za-z0-9_.-]{0,31}$')
+_VAR_NAME_RE = re.compile(r'[A-Za-z_][A-Za-z0-9_]*')
+_USERNAME_RE = re.compile(r'[A-Za-z_][A-Za-z0-9_.-]{0,31}')
 _CONTROL_RE = re.compile(r'[\x00-\x1f\x7f]')
-_VERSION_RE = re.compile(r'^v?(\d+)\.(\d+)(?:\.(\d+))?$')
-_RANGE_RE = re.compile(r'^(\d{1,5})-(\d{1,5})$')
-_LABEL_NAME_RE = re.compile(r'^[A-Za-z0-9]([A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?$')
-_DNS_LABEL_RE = re.compile(r'^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$')
+_VERSION_RE = re.compile(r'v?([0-9]+)\.([0-9]+)(?:\.([0-9]+))?')
+_RANGE_RE = re.compile(r'([0-9]{1,5})-([0-9]{1,5})')
+_LABEL_NAME_RE = re.compile(r'[A-Za-z0-9]([A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?')
+_DNS_LABEL_RE = re.compile(r'[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?')
 # The kubelet may set only these labels in the kubernetes.io and k8s.io
 # namespaces (NodeRestriction); any other makes it refuse to start.
 _KUBELET_LABELS = frozenset((
@@ -322,7 +322,11 @@ class Problems:
 
 def _show(value, limit=60):
     """A short repr of a non-secret value for an error message."""
-    text = repr(value)
+    try:
+        text = repr(value)
+    except ValueError:  # an int too long to convert to decimal
+        return '(an integer of about %d digits)' % int(
+            value.bit_length() * 0.30103)
     return text if len(text) <= limit else text[:limit - 4] + '...' + text[-1]
 
 
@@ -411,7 +415,7 @@ def _text(sec, key, required=False, secret=False):
 
 def _username(sec, key):
     name = sec.value(key, str, required=True)
-    if name is not None and not _USERNAME_RE.match(name):
+    if name is not None and not _USERNAME_RE.fullmatch(name):
         sec.problems.invalid(sec.at(key), '%s is not a valid user name '
                              '(letters, digits, "_.-", at most 32)'
                              % _show(name))
@@ -559,7 +563,8 @@ def _no_proxy(sec, key):
                              'string or a list of strings')
         return None
     entries = tuple(item.strip() for item in value if item.strip())
-    bad = [entry for entry in entries if re.search(r'[\s\x00-\x1f]', entry)]
+    bad = [entry for entry in entries
+           if re.search(r'[\s\x00-\x1f\x7f]', entry)]
     if bad:
         sec.problems.invalid(sec.at(key), 'entry %s contains a space'
                              % _show(bad[0]))
@@ -571,14 +576,16 @@ def _label_problem(key, value):
     """What is wrong with one node label, or None."""
     if not isinstance(key, str) or not isinstance(value, str):
         return 'keys and values must be strings (quote numbers)'
-    prefix, _, name = key.rpartition('/')
+    prefix, slash, name = key.rpartition('/')
+    if slash and not prefix:
+        return 'prefix before "/" is empty'
     if prefix and (len(prefix) > 253 or not all(
-            _DNS_LABEL_RE.match(part) for part in prefix.split('.'))):
+            _DNS_LABEL_RE.fullmatch(part) for part in prefix.split('.'))):
         return 'prefix %s is not a DNS subdomain' % _show(prefix)
-    if not _LABEL_NAME_RE.match(name):
+    if not _LABEL_NAME_RE.fullmatch(name):
         return 'name %s is not a label name (1-63 of "A-Za-z0-9-_.", ' \
                'alphanumeric at both ends)' % _show(name)
-    if value and not _LABEL_NAME_RE.match(value):
+    if value and not _LABEL_NAME_RE.fullmatch(value):
         return 'value %s is not a label value (0-63 of "A-Za-z0-9-_.", ' \
                'alphanumeric at both ends)' % _show(value)
     if prefix.endswith(('kubernetes.io', 'k8s.io')) and \
@@ -699,7 +706,7 @@ def _nodeport_range(sec):
     if text is None:
         return None if sec.given('nodeport_range') else \
             DEFAULT_NODEPORT_RANGE
-    match = _RANGE_RE.match(text.strip())
+    match = _RANGE_RE.fullmatch(text.strip())
     first, last = (int(match.group(1)), int(match.group(2))) if match \
         else (0, 0)
     if not 1 <= first <= last <= 65535:
@@ -732,7 +739,7 @@ def _version(sec):
     text = sec.value('version', str)
     if text is None:
         return None
-    match = _VERSION_RE.match(text.strip())
+    match = _VERSION_RE.fullmatch(text.strip())
     if not match:
         sec.problems.invalid(sec.at('version'), '%s is not a kubespray '
                              'version such as "2.24.0"' % _show(text))
@@ -759,7 +766,7 @@ def _plain_data(value):
 
 def _extra_var_problem(name, value):
     """What is wrong with one extra var (never its value), or None."""
-    if not isinstance(name, str) or not _VAR_NAME_RE.match(name):
+    if not isinstance(name, str) or not _VAR_NAME_RE.fullmatch(name):
         return 'is not an Ansible variable name'
     if name in _DERIVED_VARS:
         return 'is set by the driver from %s; set that instead' % (
@@ -767,6 +774,9 @@ def _extra_var_problem(name, value):
     if name.startswith('ansible_'):
         return ('connection settings come from the role sections '
                 '(username, password, ssh_key_file, port)')
+    if name == 'kube_network_node_prefix' and isinstance(value, int) and \
+            not isinstance(value, bool) and not 1 <= value <= 32:
+        return 'must be a prefix length from 1 to 32'
     if not _plain_data(value):
         return 'value must be YAML data (strings, numbers, booleans, ' \
                'lists, mappings)'
