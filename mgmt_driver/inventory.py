@@ -287,10 +287,13 @@ def render_files(spec, nodes, key_paths=None, mtu=None):
     :param mtu: see :func:`render_cluster_vars`.
     :returns: ``{relative path: RenderedFile}``.
     """
+    # kubespray.extra_vars may hold secrets (registry or OIDC passwords):
+    # the file that carries them is 0600 (and hidden by --dry-run).
     files = {
         HOSTS_FILE: RenderedFile(dump_yaml(render_hosts(spec, nodes))),
         CLUSTER_VARS_FILE: RenderedFile(
-            dump_yaml(render_cluster_vars(spec, nodes, mtu))),
+            dump_yaml(render_cluster_vars(spec, nodes, mtu)),
+            SECRET_MODE if spec.kubespray.extra_vars else PUBLIC_MODE),
         SECRET_VARS_FILE: RenderedFile(
             dump_yaml(render_secret_vars(spec)), SECRET_MODE),
     }

@@ -582,7 +582,8 @@ class Connection:
         LOG.debug('Running on %s: %s', self.host, text)
         start = time.monotonic()
         exit_code, out, err = self._execute(
-            wrapped, timeout + self.settings.timeout_grace, stdin, on_line)
+            wrapped, timeout + self.settings.timeout_grace, stdin, on_line,
+            text)
         result = CommandResult(self.host, text, out, err, exit_code)
         elapsed = time.monotonic() - start
         if exit_code == -1 or (exit_code in (REMOTE_TIMEOUT_EXIT, 137)
@@ -592,7 +593,7 @@ class Connection:
             raise exceptions.RemoteCommandFailed(result)
         return result
 
-    def _execute(self, command, deadline_after, stdin, on_line):
+    def _execute(self, command, deadline_after, stdin, on_line, text):
         transport = self._transport()
         self._count('commands')
         try:
@@ -613,8 +614,9 @@ class Connection:
         except (OSError, EOFError, paramiko.SSHException) as exc:
             raise exceptions.SSHConnectError(
                 host=self.host, port=self.port, attempts=1,
-                reason='connection lost while running a command: %s'
-                       % _describe(exc))
+                reason='connection lost while running "%s" (it may still '
+                       'be running there): %s' % (_shorten(text),
+                                                  _describe(exc)))
         finally:
             chan.close()
 
@@ -625,6 +627,12 @@ class Connection:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return -1, out.text(), err.text()
+            if chan.closed and not chan.eof_received:
+                # Closed without EOF: the transport died (paramiko then
+                # fakes an exit status); the command's fate is unknown.
+                _drain(chan, out, err)
+                raise EOFError('the connection closed before the command '
+                               'finished')
             if not _drain(chan, out, err):
                 # Stdout and EOF wake select at once; stderr-only output
                 # is picked up by the short timeout.
@@ -721,6 +729,10 @@ class Connection:
             if os.path.exists(tmp):
                 os.unlink(tmp)
             raise self._file_error('Fetching', remote_path, exc)
+
+
+def _shorten(text, limit=120):
+    return text if len(text) <= limit else text[:limit - 3] + '...'
 
 
 def _describe(exc):
