@@ -234,9 +234,16 @@ class ClusterDriver:
         script = self.spec.external_lb.script_path
         if not script or not self.package_dir:
             return
+        local = os.path.join(self.package_dir, script)
+        try:
+            with open(local, 'rb') as f:
+                content = f.read()
+        except OSError as exc:
+            raise exceptions.ParamsNotFound([
+                '%s.external_lb_param.script_path: cannot read %s in the '
+                'VNF package: %s' % (params.ROOT, script, exc.strerror)])
         conn = self._lb(cluster)
-        conn.put(posixpath.join(self.package_dir, script), LB_SCRIPT,
-                 mode=0o700)
+        conn.write_file(LB_SCRIPT, content, mode=0o700)
         # Proxy URLs holding credentials would be on the command line.
         proxy = self.spec.proxy
         env = ['%s=%s' % (k, v) for k, v in (

@@ -76,6 +76,19 @@ def dump_yaml(data):
                      sort_keys=False, allow_unicode=True, width=1000)
 
 
+def _inert(data):
+    """*data* with every string that could hold a Jinja2 template (a "{"
+    anywhere) tagged ``!unsafe``: request values are data, never code
+    that Ansible would run on the Ansible server."""
+    if isinstance(data, dict):
+        return {key: _inert(value) for key, value in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [_inert(item) for item in data]
+    if isinstance(data, str) and '{' in data:
+        return Unsafe(data)
+    return data
+
+
 def _sorted(data):
     """*data* with every mapping's keys sorted, recursively."""
     if isinstance(data, dict):
@@ -290,15 +303,16 @@ def render_files(spec, nodes, key_paths=None, mtu=None):
     # kubespray.extra_vars may hold secrets (registry or OIDC passwords):
     # the file that carries them is 0600 (and hidden by --dry-run).
     files = {
-        HOSTS_FILE: RenderedFile(dump_yaml(render_hosts(spec, nodes))),
+        HOSTS_FILE: RenderedFile(dump_yaml(_inert(render_hosts(spec,
+                                                               nodes)))),
         CLUSTER_VARS_FILE: RenderedFile(
-            dump_yaml(render_cluster_vars(spec, nodes, mtu)),
+            dump_yaml(_inert(render_cluster_vars(spec, nodes, mtu))),
             SECRET_MODE if spec.kubespray.extra_vars else PUBLIC_MODE),
         SECRET_VARS_FILE: RenderedFile(
-            dump_yaml(render_secret_vars(spec)), SECRET_MODE),
+            dump_yaml(_inert(render_secret_vars(spec))), SECRET_MODE),
     }
     credentials = render_credentials(spec, nodes, key_paths)
     for name in sorted(credentials):
         files['%s/%s.yaml' % (HOST_VARS_DIR, name)] = RenderedFile(
-            dump_yaml(credentials[name]), SECRET_MODE)
+            dump_yaml(_inert(credentials[name])), SECRET_MODE)
     return files

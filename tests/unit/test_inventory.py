@@ -383,3 +383,16 @@ def test_dump_yaml_has_no_aliases():
     shared = ['a']
     text = inventory.dump_yaml({'x': shared, 'y': shared})
     assert '&' not in text and '*' not in text
+
+
+def test_template_text_in_request_values_is_never_templated():
+    """A "{" anywhere in a value Ansible reads makes it !unsafe: Jinja in
+    a request (lookup('pipe', ...)) must not run on the Ansible server."""
+    from mgmt_driver import inventory
+    data = inventory._inert({'a': "{{ lookup('pipe', 'id') }}",
+                             'b': ['{% if 1 %}x{% endif %}', 'plain'],
+                             'c': 3, 'd': 'plain'})
+    text = inventory.dump_yaml(data)
+    assert "a: !unsafe '{{ lookup(''pipe'', ''id'') }}'" in text
+    assert "- !unsafe '{% if 1 %}x{% endif %}'" in text
+    assert '- plain' in text and 'd: plain' in text and 'c: 3' in text

@@ -1,0 +1,189 @@
+"""Hooks of two VNF instances at the same time, in threads, on loopback.
+
+Each VNF has its own VMs, LB and kubespray test double (the double keeps
+one Kubernetes state per checkout), but both share what a Tacker
+conductor shares: the driver's known_hosts file and the Ansible server's
+``transferring_inventory_path``, where each instance must get its own
+workspace.  The same lifecycle runs once with both VNFs in parallel
+threads and once one after the other; the results must be identical.
+"""
+
+import pathlib
+import threading
+import types
+
+import pytest
+
+from mgmt_driver import driver
+from mgmt_driver import params
+from mgmt_driver import ssh
+from mgmt_driver.localsite import lab as lab_mod
+from mgmt_driver.localsite import site as site_mod
+from tests.functional import tacker_fakes
+
+CONTEXT = types.SimpleNamespace(project_id='concurrency')
+WORKER = params.ROLE_WORKER
+
+pytestmark = pytest.mark.skipif(site_mod.unavailable() is not None,
+                                reason=str(site_mod.unavailable()))
+
+
+def _addresses(subnet):
+    return types.SimpleNamespace(
+        ansible='127.0.%d.1' % subnet, lb='127.0.%d.2' % subnet,
+        masters=['127.0.%d.10' % subnet],
+        workers=['127.0.%d.%d' % (subnet, i) for i in range(20, 24)])
+
+
+class Vnf:
+    """One VNF instance on its own lab, with the hooks Tacker would call."""
+
+    def __init__(self, lab, addresses, known_hosts, inventories):
+        self.lab = lab
+        self.addresses = addresses
+        additional = lab.additional_params
+        additional[params.ROOT]['ansible'][
+            'transferring_inventory_path'] = inventories
+        lab.conf.set_override('known_hosts_file', known_hosts,
+                              group='kubespray_mgmt')
+        self.hooks = driver.LcmHooks(
+            lab.conf,
+            pool_factory=lambda: ssh.ConnectionPool(
+                ssh.SSHSettings.from_conf(lab.conf)),
+            heat_factory=lambda *args: self.tacker.heat,
+            vim_registry=tacker_fakes.FakeRegistry(),
+            package_dir_of=lambda context, instance: None)
+        self.tacker = None
+        self.inventories = inventories
+
+    def call(self, hook, request, **kwargs):
+        getattr(self.hooks, hook)(CONTEXT, self.tacker.instance, request,
+                                  None, None, **kwargs)
+
+    def lifecycle(self, results, key):
+        """instantiate (2 workers), scale out by 2, scale in by 1; then
+        record the results and terminate."""
+        a = self.addresses
+        self.tacker = tacker_fakes.TackerVnf(self.lab.additional_params,
+                                             a.masters, a.workers[:2], a.lb)
+        vnf = self.tacker
+        self.lab.haproxy.start()
+        self.call('instantiate_end', types.SimpleNamespace(
+            flavour_id='simple', additional_params=vnf.additional_params))
+        new = [vnf.add_vm(WORKER, address) for address in a.workers[2:]]
+        self.call('scale_end', _scale('SCALE_OUT'),
+                  scale_out_id_list=[vm.stack_id for vm in new])
+        gone = vnf.vm(a.workers[0])
+        self.call('scale_start', _scale('SCALE_IN'),
+                  scale_name_list=[gone.member],
+                  scale_out_id_list=[gone.stack_id])
+        vnf.remove_vm(gone)
+        results[key] = self.snapshot()
+        self.call('terminate_start', None)
+        self.call('terminate_end', None)
+        results[key + '-after'] = (
+            pathlib.Path(self.inventories) / vnf.id).exists()
+
+    def snapshot(self):
+        """What the lifecycle produced, with what differs between runs
+        and labs (instance id, paths, ports) replaced by placeholders."""
+        lab = self.lab
+        replace = [(self.tacker.id, 'ID'), (self.inventories, 'INVENTORIES'),
+                   (str(lab.site.root), 'SITE'),
+                   (lab.sshd.root, 'SSHD'), (str(lab.sshd.port), 'SSH_PORT'),
+                   (str(lab.api_port), 'API_PORT')]
+        replace += [(str(p), 'NODEPORT') for p in lab.nodeports]
+
+        def clean(text):
+            for old, new in replace:
+                text = text.replace(old, new)
+            return text
+        workspace = pathlib.Path(self.inventories) / self.tacker.id
+        files = {}
+        for path in sorted(workspace.rglob('*')):
+            if path.is_file():
+                name = str(path.relative_to(workspace))
+                # Each lab has its own client key: compare it by length.
+                text = path.read_text()
+                files[name] = (path.stat().st_mode & 0o777, 'key of %d bytes'
+                               % len(text) if name.startswith('keys/')
+                               else clean(text))
+        nodes = {name: node['roles']
+                 for name, node in lab.site.nodes().items()}
+        return {'files': files, 'nodes': nodes,
+                'haproxy': clean(lab.haproxy.config.read_text()),
+                'problems': lab.check(self.addresses.masters,
+                                      self.addresses.workers[1:])}
+
+
+def _scale(kind):
+    return types.SimpleNamespace(type=kind, aspect_id='worker_instance',
+                                 number_of_steps=1, additional_params={})
+
+
+def _run_threads(vnfs, results):
+    errors = []
+
+    def target(vnf, key):
+        try:
+            vnf.lifecycle(results, key)
+        except BaseException as exc:  # reported below, not lost
+            errors.append((key, exc))
+    threads = [threading.Thread(target=target, args=(vnf, key))
+               for key, vnf in vnfs.items()]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(600)
+    assert not errors, errors
+
+
+def _normalised(snapshot, addresses):
+    """Replace one VNF's addresses by role placeholders."""
+    text = repr(snapshot)
+    mapping = {addresses.ansible: 'ANSIBLE', addresses.lb: 'LB'}
+    mapping.update({a: 'M%d' % i for i, a in enumerate(addresses.masters)})
+    mapping.update({a: 'W%d' % i for i, a in enumerate(addresses.workers)})
+    for address in sorted(mapping, key=len, reverse=True):
+        text = text.replace(address, mapping[address])
+        text = text.replace(address.replace('.', '-'), mapping[address])
+    return text
+
+
+def test_two_vnfs_in_parallel_equal_one_after_the_other(tmp_path):
+    addresses = {'a': _addresses(7), 'b': _addresses(8)}
+    labs = {key: lab_mod.Lab(a.ansible, a.lb, a.masters, a.workers)
+            for key, a in addresses.items()}
+    try:
+        for lab in labs.values():
+            lab.start()
+        shared = labs['a'].site.root / 'inventories'
+        shared.mkdir(mode=0o700, exist_ok=True)
+        site_mod.chown(shared, labs['a'].sshd.user)
+        known_hosts = str(tmp_path / 'known_hosts')
+        vnfs = {key: Vnf(lab, addresses[key], known_hosts, str(shared))
+                for key, lab in labs.items()}
+
+        parallel = {}
+        _run_threads(vnfs, parallel)
+        sequential = {}
+        for key, vnf in vnfs.items():
+            vnf.lifecycle(sequential, key)
+    finally:
+        for lab in labs.values():
+            lab.stop()
+
+    for key in vnfs:
+        for run in (parallel, sequential):
+            assert run[key]['problems'] == []
+            assert 'hosts.yaml' in run[key]['files']
+            assert run[key + '-after'] is False
+        assert parallel[key] == sequential[key]
+    # Same lifecycle, different VMs: the same documents up to addresses.
+    assert _normalised(parallel['a'], addresses['a']) == _normalised(
+        parallel['b'], addresses['b'])
+    # Both VNFs recorded their hosts in the one shared known_hosts file.
+    recorded = site_mod.known_hosts_entries(known_hosts)
+    for key, lab in labs.items():
+        assert ssh.KnownHosts.entry(addresses[key].ansible,
+                                    lab.sshd.port) in recorded
