@@ -279,8 +279,8 @@ def _op_terminate(drv, cluster, names, name):
 
 
 OPERATIONS = {'instantiate': _op_instantiate,
-               'scale-out': _op_scale_out, 'scale-in': _op_scale_in,
-               'heal': _op_heal, 'terminate': _op_terminate}
+              'scale-out': _op_scale_out, 'scale-in': _op_scale_in,
+              'heal': _op_heal, 'terminate': _op_terminate}
 
 
 def _run(args):

@@ -1,0 +1,226 @@
+"""What each LCM hook costs, at several cluster sizes, on the local site.
+
+For every size (workers; one master) a fresh local site
+(mgmt_driver/localsite/lab.py: real sshd, real ansible-playbook running
+the kubespray test double, real HAProxy) runs Tacker's hooks through
+``mgmt_driver.driver.LcmHooks`` with a fake Heat (tests/functional/
+tacker_fakes.py): instantiate_end, scale_end (out by 2), scale_start (in
+by 1), heal_start + heal_end (one worker), terminate_start +
+terminate_end.  Per hook it reports:
+
+* SSH connections the driver opened (total, and the most to one host),
+  and remote commands it ran (file transfers count as commands);
+* wall time, time inside ``ansible-playbook`` (measured around that
+  remote command), and the driver's own time: the difference;
+* each playbook run with the number of hosts it touched (from the
+  double's run log) and its ``--limit``.
+
+Usage (from the repository root, with the functional-test dependencies
+and ansible-core installed)::
+
+    python benchmarks/lifecycle.py --workers 3 10 30 100 --rst
+
+Only 127.0.0.0/8 is used.
+"""
+
+import argparse
+import json
+import pathlib
+import sys
+import time
+import types
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+
+from mgmt_driver import driver  # noqa: E402
+from mgmt_driver import params  # noqa: E402
+from mgmt_driver import ssh  # noqa: E402
+from mgmt_driver.localsite import lab as lab_mod  # noqa: E402
+from tests.functional import tacker_fakes  # noqa: E402
+
+ANSIBLE = '127.0.2.1'
+LB = '127.0.2.2'
+MASTER = '127.0.2.10'
+CONTEXT = types.SimpleNamespace(project_id='benchmark')
+
+
+def worker_addresses(count):
+    return ['127.0.%d.%d' % (3 + i // 250, 1 + i % 250)
+            for i in range(count)]
+
+
+class _TimedConnection:
+    """A connection that adds the time of ansible-playbook commands to
+    its pool's ``playbook_seconds``."""
+
+    def __init__(self, conn, pool):
+        self._conn = conn
+        self._pool = pool
+
+    def __getattr__(self, name):
+        return getattr(self._conn, name)
+
+    def run(self, command, *args, **kwargs):
+        words = command if isinstance(command, (list, tuple)) else [command]
+        if not any(str(w).endswith('ansible-playbook') for w in words):
+            return self._conn.run(command, *args, **kwargs)
+        started = time.monotonic()
+        try:
+            return self._conn.run(command, *args, **kwargs)
+        finally:
+            self._pool.playbook_seconds += time.monotonic() - started
+
+
+class TimingPool(ssh.ConnectionPool):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.playbook_seconds = 0.0
+
+    def connection(self, host, credentials, port=22):
+        return _TimedConnection(super().connection(host, credentials, port),
+                                self)
+
+
+def _scale(kind):
+    return types.SimpleNamespace(type=kind, aspect_id='worker_instance',
+                                 number_of_steps=1, additional_params={})
+
+
+def _heal(vms):
+    return types.SimpleNamespace(vnfc_instance_id=[vm.vnfc_id for vm in vms],
+                                 cause='benchmark', additional_params={})
+
+
+class Bench:
+    """One size: the site, the VNF and the measured hook calls."""
+
+    def __init__(self, lab, workers):
+        self.lab = lab
+        self.vnf = tacker_fakes.TackerVnf(lab.additional_params, [MASTER],
+                                          workers, LB)
+        self.pools = []
+        self.rows = []
+        self.hooks = driver.LcmHooks(
+            lab.conf, pool_factory=self._pool,
+            heat_factory=lambda *a: self.vnf.heat,
+            vim_registry=tacker_fakes.FakeRegistry(),
+            package_dir_of=lambda c, i: None)
+
+    def _pool(self):
+        pool = TimingPool(ssh.SSHSettings.from_conf(self.lab.conf),
+                          stats=ssh.Stats())
+        self.pools.append(pool)
+        return pool
+
+    def call(self, hook, request, **kwargs):
+        runs_before = len(self.lab.site.runs())
+        pools_before = len(self.pools)
+        started = time.monotonic()
+        getattr(self.hooks, hook)(CONTEXT, self.vnf.instance, request, None,
+                                  None, **kwargs)
+        wall = time.monotonic() - started
+        pools = self.pools[pools_before:]
+        counts = {}
+        for pool in pools:
+            for host, c in pool.stats.snapshot().items():
+                total = counts.setdefault(host, dict.fromkeys(c, 0))
+                for kind, n in c.items():
+                    total[kind] += n
+        playbook = sum(p.playbook_seconds for p in pools)
+        self.rows.append({
+            'hook': hook, 'wall': wall, 'ansible': playbook,
+            'driver': wall - playbook,
+            'connections': sum(c['connections'] for c in counts.values()),
+            'max_per_host': max((c['connections'] for c in counts.values()),
+                                default=0),
+            'commands': sum(c['commands'] + c['transfers']
+                            for c in counts.values()),
+            'playbooks': [(r['playbook'], len(r['touched']), r['limit'])
+                          for r in self.lab.runs_since(runs_before)],
+        })
+
+    def lifecycle(self, workers, spare):
+        vnf = self.vnf
+        self.call('instantiate_end', types.SimpleNamespace(
+            flavour_id='simple', additional_params=vnf.additional_params))
+        new = [vnf.add_vm(params.ROLE_WORKER, a) for a in spare]
+        self.call('scale_end', _scale('SCALE_OUT'),
+                  scale_out_id_list=[vm.stack_id for vm in new])
+        gone = vnf.vm(workers[0])
+        self.call('scale_start', _scale('SCALE_IN'),
+                  scale_name_list=[gone.member],
+                  scale_out_id_list=[gone.stack_id])
+        vnf.remove_vm(gone)
+        sick = vnf.vm(workers[1])
+        self.call('heal_start', _heal([sick]))
+        vnf.recreate_vm(sick)
+        self.call('heal_end', _heal([sick]))
+        self.call('terminate_start', None)
+        self.call('terminate_end', None)
+
+
+def run_size(count):
+    addresses = worker_addresses(count + 2)
+    workers, spare = addresses[:count], addresses[count:]
+    options = {'ansible_forks': 50}
+    with lab_mod.Lab(ANSIBLE, LB, [MASTER], addresses, backends=False,
+                     options=options) as lab:
+        bench = Bench(lab, workers)
+        bench.lifecycle(workers, spare)
+        return bench.rows
+
+
+def _playbooks_text(row):
+    return ', '.join('%s (%d%s)' % (name, touched,
+                                    ', --limit' if limit else '')
+                     for name, touched, limit in row['playbooks']) or '-'
+
+
+def rst_table(results):
+    header = ('workers', 'hook', 'wall s', 'ansible s', 'driver s',
+              'SSH conn. (max/host)', 'commands',
+              'playbooks (hosts touched)')
+    rows = [header]
+    for count, hook_rows in results:
+        for row in hook_rows:
+            rows.append((str(count), row['hook'], '%.2f' % row['wall'],
+                         '%.2f' % row['ansible'], '%.2f' % row['driver'],
+                         '%d (%d)' % (row['connections'],
+                                      row['max_per_host']),
+                         str(row['commands']), _playbooks_text(row)))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    rule = '  '.join('=' * w for w in widths)
+    lines = [rule, '  '.join(c.ljust(w) for c, w in
+                             zip(header, widths, strict=True)).rstrip(), rule]
+    for row in rows[1:]:
+        lines.append('  '.join(c.ljust(w) for c, w in
+                               zip(row, widths, strict=True)).rstrip())
+    lines.append(rule)
+    return '\n'.join(lines) + '\n'
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('--workers', type=int, nargs='+',
+                        default=[3, 10, 30, 100])
+    parser.add_argument('--rst', action='store_true',
+                        help='print an RST table (default: JSON lines)')
+    args = parser.parse_args(argv)
+    lab_mod.stop_on_sigterm()
+    results = []
+    for count in args.workers:
+        started = time.monotonic()
+        rows = run_size(count)
+        results.append((count, rows))
+        print('# %d workers: %.0f s' % (count, time.monotonic() - started),
+              file=sys.stderr, flush=True)
+        if not args.rst:
+            for row in rows:
+                print(json.dumps(dict(row, workers=count)), flush=True)
+    if args.rst:
+        sys.stdout.write(rst_table(results))
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
