@@ -37,6 +37,9 @@ from mgmt_driver import params  # noqa: E402
 from mgmt_driver import ssh  # noqa: E402
 from mgmt_driver.localsite import lab as lab_mod  # noqa: E402
 from tests.functional import tacker_fakes  # noqa: E402
+from tests.functional.tacker_fakes import heal_request  # noqa: E402
+from tests.functional.tacker_fakes import instantiate_request  # noqa: E402
+from tests.functional.tacker_fakes import scale_request  # noqa: E402
 
 ANSIBLE = '127.0.2.1'
 LB = '127.0.2.2'
@@ -79,16 +82,6 @@ class TimingPool(ssh.ConnectionPool):
     def connection(self, host, credentials, port=22):
         return _TimedConnection(super().connection(host, credentials, port),
                                 self)
-
-
-def _scale(kind):
-    return types.SimpleNamespace(type=kind, aspect_id='worker_instance',
-                                 number_of_steps=1, additional_params={})
-
-
-def _heal(vms):
-    return types.SimpleNamespace(vnfc_instance_id=[vm.vnfc_id for vm in vms],
-                                 cause='benchmark', additional_params={})
 
 
 class Bench:
@@ -141,20 +134,20 @@ class Bench:
 
     def lifecycle(self, workers, spare):
         vnf = self.vnf
-        self.call('instantiate_end', types.SimpleNamespace(
-            flavour_id='simple', additional_params=vnf.additional_params))
+        self.call('instantiate_end', instantiate_request(
+            vnf.additional_params))
         new = [vnf.add_vm(params.ROLE_WORKER, a) for a in spare]
-        self.call('scale_end', _scale('SCALE_OUT'),
+        self.call('scale_end', scale_request('SCALE_OUT'),
                   scale_out_id_list=[vm.stack_id for vm in new])
         gone = vnf.vm(workers[0])
-        self.call('scale_start', _scale('SCALE_IN'),
+        self.call('scale_start', scale_request('SCALE_IN'),
                   scale_name_list=[gone.member],
                   scale_out_id_list=[gone.stack_id])
         vnf.remove_vm(gone)
         sick = vnf.vm(workers[1])
-        self.call('heal_start', _heal([sick]))
+        self.call('heal_start', heal_request([sick], 'benchmark'))
         vnf.recreate_vm(sick)
-        self.call('heal_end', _heal([sick]))
+        self.call('heal_end', heal_request([sick], 'benchmark'))
         self.call('terminate_start', None)
         self.call('terminate_end', None)
 

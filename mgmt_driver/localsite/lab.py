@@ -88,10 +88,8 @@ class Lab:
         ports = haproxy_site.free_ports(1 + self.nodeport_count,
                                         [self.lb] + self.workers)
         self.api_port, self.nodeports = ports[0], ports[1:]
-        self.sshd = site_mod.SiteSshd(
-            [self.ansible, self.lb] + self.masters + self.workers,
-            self.ansible)
-        self.sshd.start()
+        self._start_sshd([self.ansible, self.lb] + self.masters +
+                         self.workers)
         if self.want_backends:
             self.backends = site_mod.Backends(self.masters, self.workers,
                                               self.nodeports)
@@ -107,6 +105,12 @@ class Lab:
         self.additional_params = site_mod.cluster_params(
             self.sshd, self.site, self.ansible, self.api_port,
             self.nodeports)
+
+    def _start_sshd(self, addresses):
+        """Start ``self.sshd`` serving *addresses* (a subclass may serve
+        some of them otherwise)."""
+        self.sshd = site_mod.SiteSshd(addresses, self.ansible)
+        self.sshd.start()
 
     def stop(self):
         """Stop HAProxy, the greeting servers and sshd; remove the files."""

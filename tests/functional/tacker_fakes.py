@@ -178,3 +178,27 @@ class FakeRegistry:
     def unregister(self, context, vnf_instance, name):
         self.calls.append(('unregister', name))
         self.current.pop(name, None)
+
+
+# ----------------------------------------------------------- requests --
+
+def instantiate_request(additional_params):
+    """An ``InstantiateVnfRequest`` with *additional_params*."""
+    return types.SimpleNamespace(flavour_id='simple',
+                                 additional_params=additional_params)
+
+
+def scale_request(kind, additional_params=None):
+    """A ``ScaleVnfRequest`` of one step of the worker aspect.
+
+    :param kind: ``'SCALE_OUT'`` or ``'SCALE_IN'``.
+    """
+    return types.SimpleNamespace(type=kind, aspect_id='worker_instance',
+                                 number_of_steps=1,
+                                 additional_params=additional_params or {})
+
+
+def heal_request(vms=(), cause='test'):
+    """A ``HealVnfRequest`` of the VNFCs of *vms* (none: the whole VNF)."""
+    return types.SimpleNamespace(vnfc_instance_id=[vm.vnfc_id for vm in vms],
+                                 cause=cause, additional_params={})

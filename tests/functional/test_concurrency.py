@@ -20,6 +20,8 @@ from mgmt_driver import ssh
 from mgmt_driver.localsite import lab as lab_mod
 from mgmt_driver.localsite import site as site_mod
 from tests.functional import tacker_fakes
+from tests.functional.tacker_fakes import instantiate_request
+from tests.functional.tacker_fakes import scale_request
 
 CONTEXT = types.SimpleNamespace(project_id='concurrency')
 WORKER = params.ROLE_WORKER
@@ -68,13 +70,13 @@ class Vnf:
                                              a.masters, a.workers[:2], a.lb)
         vnf = self.tacker
         self.lab.haproxy.start()
-        self.call('instantiate_end', types.SimpleNamespace(
-            flavour_id='simple', additional_params=vnf.additional_params))
+        self.call('instantiate_end', instantiate_request(
+            vnf.additional_params))
         new = [vnf.add_vm(WORKER, address) for address in a.workers[2:]]
-        self.call('scale_end', _scale('SCALE_OUT'),
+        self.call('scale_end', scale_request('SCALE_OUT'),
                   scale_out_id_list=[vm.stack_id for vm in new])
         gone = vnf.vm(a.workers[0])
-        self.call('scale_start', _scale('SCALE_IN'),
+        self.call('scale_start', scale_request('SCALE_IN'),
                   scale_name_list=[gone.member],
                   scale_out_id_list=[gone.stack_id])
         vnf.remove_vm(gone)
@@ -114,11 +116,6 @@ class Vnf:
                 'haproxy': clean(lab.haproxy.config.read_text()),
                 'problems': lab.check(self.addresses.masters,
                                       self.addresses.workers[1:])}
-
-
-def _scale(kind):
-    return types.SimpleNamespace(type=kind, aspect_id='worker_instance',
-                                 number_of_steps=1, additional_params={})
 
 
 def _run_threads(vnfs, results):

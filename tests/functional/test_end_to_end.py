@@ -29,6 +29,9 @@ from mgmt_driver import ssh
 from mgmt_driver.localsite import haproxy as haproxy_site
 from mgmt_driver.localsite import site as e2e
 from tests.functional import tacker_fakes
+from tests.functional.tacker_fakes import heal_request
+from tests.functional.tacker_fakes import instantiate_request
+from tests.functional.tacker_fakes import scale_request
 
 ANSIBLE = '127.0.0.140'
 LB = '127.0.0.160'
@@ -197,21 +200,6 @@ def check_served(world, masters, workers):
         e2e.wait_served(LB, port, {(a, port) for a in workers})
 
 
-def instantiate(vnf):
-    return types.SimpleNamespace(flavour_id='simple',
-                                 additional_params=vnf.additional_params)
-
-
-def scale(kind):
-    return types.SimpleNamespace(type=kind, aspect_id='worker_instance',
-                                 number_of_steps=1, additional_params={})
-
-
-def heal(vms=()):
-    return types.SimpleNamespace(vnfc_instance_id=[vm.vnfc_id for vm in vms],
-                                 cause='e2e', additional_params={})
-
-
 @pytest.fixture
 def cluster_factory(world, tmp_path):
     made = []
@@ -236,8 +224,8 @@ def test_lifecycle_one_master(cluster_factory):
     c = cluster_factory(masters, workers)
     vnf = c.vnf
 
-    c.call('instantiate_start', instantiate(vnf))
-    c.call('instantiate_end', instantiate(vnf))
+    c.call('instantiate_start', instantiate_request(vnf.additional_params))
+    c.call('instantiate_end', instantiate_request(vnf.additional_params))
     c.check(masters, workers)
     c.check_access()
     assert [r['playbook'] for r in c.site.runs()] == ['cluster.yml']
@@ -251,14 +239,14 @@ def test_lifecycle_one_master(cluster_factory):
     # Scale out by 2; the join of the second new worker fails once.
     new = [vnf.add_vm(WORKER, a) for a in WORKERS[2:4]]
     c.site.inject_failure('scale.yml', host=new[1].name)
-    error = c.fails('scale_end', scale('SCALE_OUT'),
+    error = c.fails('scale_end', scale_request('SCALE_OUT'),
                     scale_out_id_list=[vm.stack_id for vm in new])
     assert isinstance(error, exceptions.PlaybookFailed)
     assert 'ansible-playbook scale.yml on %s failed' % ANSIBLE in str(error)
     assert error.failed_hosts == [new[1].name]
     assert 'injected failure' in str(error)
     assert new[0].name in c.site.nodes()
-    c.call('scale_end', scale('SCALE_OUT'),
+    c.call('scale_end', scale_request('SCALE_OUT'),
            scale_out_id_list=[vm.stack_id for vm in new])
     workers = WORKERS[:4]
     c.check(masters, workers)
@@ -271,7 +259,7 @@ def test_lifecycle_one_master(cluster_factory):
     # Scale in by 1; kubespray's removal fails once after the drain.
     gone = vnf.vm(WORKERS[1])
     c.site.inject_failure('remove-node.yml', host=gone.name)
-    error = c.fails('scale_start', scale('SCALE_IN'),
+    error = c.fails('scale_start', scale_request('SCALE_IN'),
                     scale_name_list=[gone.member],
                     scale_out_id_list=[gone.stack_id])
     assert 'ansible-playbook remove-node.yml on %s failed' % ANSIBLE \
@@ -279,8 +267,8 @@ def test_lifecycle_one_master(cluster_factory):
     assert error.failed_hosts == [gone.name]
     # The LB stopped sending to it before anything else happened.
     check_served(c.world, masters, [a for a in workers if a != gone.address])
-    c.call('scale_start', scale('SCALE_IN'), scale_name_list=[gone.member],
-           scale_out_id_list=[gone.stack_id])
+    c.call('scale_start', scale_request('SCALE_IN'),
+           scale_name_list=[gone.member], scale_out_id_list=[gone.stack_id])
     vnf.remove_vm(gone)
     workers = [a for a in workers if a != gone.address]
     c.check(masters, workers)
@@ -288,21 +276,21 @@ def test_lifecycle_one_master(cluster_factory):
 
     # Heal one worker: removed, its VM re-created, joined again.
     sick = vnf.vm(WORKERS[2])
-    c.call('heal_start', heal([sick]))
+    c.call('heal_start', heal_request([sick], 'e2e'))
     c.check(masters, [a for a in workers if a != sick.address])
     vnf.recreate_vm(sick)
-    c.call('heal_end', heal([sick]))
+    c.call('heal_end', heal_request([sick], 'e2e'))
     c.check(masters, workers)
     assert c.playbook_runs('scale.yml')[-1]['limit'] == sick.name
 
     # Heal the whole VNF: every VM re-created with new addresses.
-    c.call('heal_start', heal())
+    c.call('heal_start', heal_request(cause='e2e'))
     assert not c.workspace.exists() and c.registry.current == {}
     masters, workers = MASTERS[1:2], WORKERS[4:7]
     vnf.build(masters, workers, LB)
     e2e.forget_cluster(c.site)
     c.haproxy.start()  # the new LB VM has a fresh HAProxy
-    c.call('heal_end', heal())
+    c.call('heal_end', heal_request(cause='e2e'))
     c.check(masters, workers)
     c.check_access()
 
@@ -328,7 +316,7 @@ def test_heal_masters_including_the_first(cluster_factory):
     masters, workers = MASTERS[:3], WORKERS[:1]
     c = cluster_factory(masters, workers)
     vnf = c.vnf
-    c.call('instantiate_end', instantiate(vnf))
+    c.call('instantiate_end', instantiate_request(vnf.additional_params))
     # Heat lists group members in no useful order; from now on the
     # inventory on the Ansible server is the record of the order.
     order = c.control_plane_order()
@@ -338,11 +326,11 @@ def test_heal_masters_including_the_first(cluster_factory):
 
     for sick_address in (masters[1], masters[0]):
         sick = vnf.vm(sick_address)
-        c.call('heal_start', heal([sick]))
+        c.call('heal_start', heal_request([sick], 'e2e'))
         others = [a for a in masters if a != sick_address]
         c.check(others, workers)
         vnf.recreate_vm(sick)
-        c.call('heal_end', heal([sick]))
+        c.call('heal_end', heal_request([sick], 'e2e'))
         # A re-created master joins at the end of the control plane.
         masters = others + [sick_address]
         c.check(masters, workers)
@@ -359,7 +347,7 @@ def test_explicit_nodes_failed_instantiate_converges(cluster_factory):
     fails on one worker; the same hook run again finishes the cluster."""
     masters, workers = MASTERS[:1], WORKERS[:2]
     c = cluster_factory(masters, workers, explicit=True)
-    request = instantiate(c.vnf)
+    request = instantiate_request(c.vnf.additional_params)
     bad = e2e.name_of(WORKER, workers[1])
     c.site.inject_failure('cluster.yml', host=bad)
 

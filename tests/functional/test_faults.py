@@ -27,7 +27,6 @@ import signal
 import threading
 import time
 import types
-import uuid
 
 import pytest
 import yaml
@@ -37,11 +36,11 @@ from mgmt_driver import exceptions
 from mgmt_driver import params
 from mgmt_driver import registry
 from mgmt_driver import ssh
-from mgmt_driver.localsite import haproxy as haproxy_site
 from mgmt_driver.localsite import lab as lab_mod
-from mgmt_driver.localsite import materialise
 from mgmt_driver.localsite import site as site_mod
 from tests.functional import tacker_fakes
+from tests.functional.tacker_fakes import instantiate_request
+from tests.functional.tacker_fakes import scale_request
 
 ANSIBLE = '127.0.6.1'
 LB = '127.0.6.2'
@@ -164,33 +163,12 @@ class FaultLab(lab_mod.Lab):
         self.aside_addresses = list(aside)
         self.aside = {}
 
-    def _start(self):
-        # Lab._start, with the aside addresses on their own sshd.
-        ports = haproxy_site.free_ports(1 + self.nodeport_count,
-                                        [self.lb] + self.workers)
-        self.api_port, self.nodeports = ports[0], ports[1:]
-        everyone = [self.ansible, self.lb] + self.masters + self.workers
-        self.sshd = site_mod.SiteSshd(
-            [a for a in everyone if a not in self.aside_addresses],
-            self.ansible)
-        self.sshd.start()
+    def _start_sshd(self, addresses):
+        # The aside addresses get an sshd of their own.
+        super()._start_sshd([a for a in addresses
+                             if a not in self.aside_addresses])
         for address in self.aside_addresses:
             self.aside[address] = twin(self.sshd, address).start()
-        if self.want_backends:
-            self.backends = site_mod.Backends(self.masters, self.workers,
-                                              self.nodeports)
-        root = pathlib.Path(self.sshd.scratch) / (
-            'site-' + uuid.uuid4().hex[:8])
-        self.site = materialise(root, owner=self.sshd.user)
-        self.haproxy = site_mod.LbHaproxy(root / 'lb', self.lb,
-                                          self.api_port, self.sshd.user)
-        self.haproxy.start()
-        self.conf = site_mod.make_conf(
-            self.site, self.haproxy, root / 'known_hosts',
-            kubeconfig_dir=str(root / 'kubeconfigs'), **self.options)
-        self.additional_params = site_mod.cluster_params(
-            self.sshd, self.site, self.ansible, self.api_port,
-            self.nodeports)
 
     def stop(self):
         super().stop()
@@ -263,8 +241,7 @@ class Cluster:
         return info.value
 
     def instantiate_request(self):
-        return types.SimpleNamespace(
-            flavour_id='simple', additional_params=self.vnf.additional_params)
+        return instantiate_request(self.vnf.additional_params)
 
     def instantiate(self):
         self.call('instantiate_end', self.instantiate_request())
@@ -273,9 +250,7 @@ class Cluster:
 
     def scale_in_args(self, address):
         vm = self.vnf.vm(address)
-        request = types.SimpleNamespace(
-            type='SCALE_IN', aspect_id='worker_instance', number_of_steps=1,
-            additional_params={})
+        request = scale_request('SCALE_IN')
         return request, {'scale_name_list': [vm.member],
                          'scale_out_id_list': [vm.stack_id]}
 

@@ -85,6 +85,8 @@ from mgmt_driver import ssh
 from mgmt_driver.localsite import lab as lab_mod
 from mgmt_driver.localsite import site as site_mod
 from tests.functional import tacker_fakes
+from tests.functional.tacker_fakes import instantiate_request
+from tests.functional.tacker_fakes import scale_request
 
 ROOT = 'k8s_cluster_installation_param'
 ANSIBLE = '127.0.4.1'
@@ -424,27 +426,18 @@ def request_params(base, cells, via='instantiate'):
     return params
 
 
-def _instantiate_request(params):
-    return types.SimpleNamespace(flavour_id='simple',
-                                 additional_params=params)
-
-
-def _scale_request(params):
-    return types.SimpleNamespace(type='SCALE_OUT', aspect_id='worker_instance',
-                                 number_of_steps=1, additional_params=params)
-
-
 def call_hooks(hooks, world, cells, params):
     """``instantiate_end``, then ``scale_end`` (no new VM) if a cell
     goes in a scale request."""
     world.vnf.additional_params = world.base
     hooks.instantiate_end(CONTEXT, world.vnf.instance,
-                          _instantiate_request(params), None, None)
+                          instantiate_request(params), None, None)
     world.vnf.additional_params = params
     override = request_params(world.base, cells, via='scale')
     if override[ROOT]:
-        hooks.scale_end(CONTEXT, world.vnf.instance, _scale_request(override),
-                        None, None, scale_out_id_list=[])
+        hooks.scale_end(CONTEXT, world.vnf.instance,
+                        scale_request('SCALE_OUT', override), None, None,
+                        scale_out_id_list=[])
 
 
 # -------------------------------------------------------------- validation
@@ -470,12 +463,12 @@ def validate(cell, world):
         if cell.field.via == 'scale':
             override = request_params(world.base, [cell], via='scale')
             hooks.scale_end(CONTEXT, world.vnf.instance,
-                            _scale_request(override), None, None,
+                            scale_request('SCALE_OUT', override), None, None,
                             scale_out_id_list=[])
         else:
             hooks.instantiate_end(
                 CONTEXT, world.vnf.instance,
-                _instantiate_request(request_params(world.base, [cell])),
+                instantiate_request(request_params(world.base, [cell])),
                 None, None)
     except WouldConnect:
         return False

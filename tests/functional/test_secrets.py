@@ -75,6 +75,9 @@ from mgmt_driver import ssh
 from mgmt_driver.localsite import lab as lab_mod
 from mgmt_driver.localsite import site as site_mod
 from tests.functional import tacker_fakes
+from tests.functional.tacker_fakes import heal_request
+from tests.functional.tacker_fakes import instantiate_request
+from tests.functional.tacker_fakes import scale_request
 
 ANSIBLE = '127.0.5.1'
 LB = '127.0.5.2'
@@ -356,21 +359,6 @@ class Files:
 
 # ------------------------------------------------------------ the run --
 
-def _instantiate(vnf):
-    return types.SimpleNamespace(flavour_id='simple',
-                                 additional_params=vnf.additional_params)
-
-
-def _scale(kind):
-    return types.SimpleNamespace(type=kind, aspect_id='worker_instance',
-                                 number_of_steps=1, additional_params={})
-
-
-def _heal(vms):
-    return types.SimpleNamespace(vnfc_instance_id=[vm.vnfc_id for vm in vms],
-                                 cause='secrets', additional_params={})
-
-
 def _with_secrets(additional, sshd, found):
     """The site's parameters, with the run's passwords and proxy."""
     root = additional[params.ROOT]
@@ -481,26 +469,27 @@ class Run:
     def lifecycle(self):
         vnf = self.vnf
         masters, workers = MASTERS[:1], WORKERS[:2]
-        self.call('instantiate_end', _instantiate(vnf))
+        self.call('instantiate_end',
+                  instantiate_request(vnf.additional_params))
         self.check(masters, workers)
         self._add_token()
         self.passphrase_login()
         self.process_canary()
 
         new = vnf.add_vm(params.ROLE_WORKER, WORKERS[2])
-        self.call('scale_end', _scale('SCALE_OUT'),
+        self.call('scale_end', scale_request('SCALE_OUT'),
                   scale_out_id_list=[new.stack_id])
         workers = WORKERS[:3]
         self.check(masters, workers)
 
         gone = vnf.vm(WORKERS[1])
         self.lab.site.inject_failure('remove-node.yml', host=gone.name)
-        error = self.call_failing('scale_start', _scale('SCALE_IN'),
+        error = self.call_failing('scale_start', scale_request('SCALE_IN'),
                                   scale_name_list=[gone.member],
                                   scale_out_id_list=[gone.stack_id])
         assert 'injected failure' in str(error)
         self.refused_password()
-        self.call('scale_start', _scale('SCALE_IN'),
+        self.call('scale_start', scale_request('SCALE_IN'),
                   scale_name_list=[gone.member],
                   scale_out_id_list=[gone.stack_id])
         vnf.remove_vm(gone)
@@ -508,9 +497,9 @@ class Run:
         self.check(masters, workers)
 
         sick = vnf.vm(WORKERS[0])
-        self.call('heal_start', _heal([sick]))
+        self.call('heal_start', heal_request([sick], 'secrets'))
         vnf.recreate_vm(sick)
-        self.call('heal_end', _heal([sick]))
+        self.call('heal_end', heal_request([sick], 'secrets'))
         self.check(masters, workers)
 
         self.cli_instantiate(masters, workers)
