@@ -66,10 +66,6 @@ class PlanConnection:
             content = content.decode('utf-8', 'replace')
         self._steps.append(Step(self.host, 'write', path, mode, content))
 
-    def put(self, local_path, remote_path, mode=None):
-        self._steps.append(Step(self.host, 'write', remote_path, mode,
-                                '(copy of %s)' % local_path))
-
     def read_file(self, path, missing_ok=False):
         return None
 

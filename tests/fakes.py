@@ -88,12 +88,6 @@ class FakeConnection:
                                              reason='No such file')
         return self.files[path]
 
-    def put(self, local_path, remote_path, mode=None):
-        self.calls.append(('put', local_path, remote_path))
-        with open(local_path, encoding='utf-8') as f:
-            self.files[remote_path] = f.read()
-        self.modes[remote_path] = mode
-
     def get(self, remote_path, local_path):
         self.calls.append(('get', remote_path, local_path))
         with open(local_path, 'w', encoding='utf-8') as f:
