@@ -288,7 +288,7 @@ class LbHaproxy:
                 [haproxy_site.HAPROXY, '-W', '-db', '-f', str(self.config)],
                 stdout=log, stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL, start_new_session=True,
-                **self._as_user())
+                cwd=self.dir, **self._as_user())
         self.reload_script.write_text(_RELOAD_SCRIPT % {'pid': self.proc.pid})
         self.reload_script.chmod(0o755)
         self._wait_listening()

@@ -171,7 +171,7 @@ class Sshd:
                     f.write(self._config(chunk, index))
                 proc = subprocess.Popen(
                     [SSHD, '-D', '-f', config, '-E', self.log],
-                    stdin=subprocess.DEVNULL)
+                    stdin=subprocess.DEVNULL, cwd=self.root)
                 self._procs.append(proc)
                 for address in chunk:
                     self._wait_listening(proc, address, deadline)
