@@ -1,5 +1,9 @@
 """Fixtures shared by the functional tests (real processes on loopback)."""
 
+import os
+import shutil
+import tempfile
+
 import pytest
 
 from mgmt_driver.localsite import sshd as sshd_site
@@ -16,3 +20,22 @@ def sshd():
         yield site.start()
     finally:
         site.cleanup()
+
+
+@pytest.fixture(scope='session', autouse=True)
+def private_cwd():
+    """Run the whole suite from a fresh 0700 directory of the runner.
+
+    As CI and a root user's clone in ``~`` do: a process the local site
+    starts as another user must not need to enter the caller's working
+    directory (HAProxy failed to start from one).
+    """
+    before = os.getcwd()
+    private = tempfile.mkdtemp(prefix='kmgmt-cwd-')
+    os.chmod(private, 0o700)
+    os.chdir(private)
+    try:
+        yield private
+    finally:
+        os.chdir(before)
+        shutil.rmtree(private, ignore_errors=True)

@@ -29,7 +29,12 @@ def _sshd_processes():
     return found
 
 
-def test_demo_runs_the_whole_lifecycle_and_stops_the_site(capsys):
+def test_demo_runs_the_whole_lifecycle_and_stops_the_site(
+        capsys, tmp_path, monkeypatch):
+    # From a directory only the runner may enter, as from root's home.
+    private = tmp_path / 'clone'
+    private.mkdir(mode=0o700)
+    monkeypatch.chdir(private)
     before = _sshd_processes()
     code = cli.main(['demo', '--workers', '1', '--no-tasks'])
     out = capsys.readouterr().out

@@ -267,7 +267,7 @@ def test_external_cp_networks_come_from_the_request(pkg):
 
 def test_ha_spreads_the_control_plane(pkg):
     if pkg.name != 'kubespray_ha':
-        pytest.skip('HA flavour only')
+        pytest.skip('optional: HA flavour only')
     group = pkg.hot['resources']['master_server_group']
     assert group['type'] == 'OS::Nova::ServerGroup'
     member = pkg.hot['resources']['master_instance']['properties']['resource']
