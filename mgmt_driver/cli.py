@@ -288,14 +288,16 @@ def _run(args):
         spec = _read_spec(args.params, need_cp_names=False)
         cluster = _read_nodes(spec, args.topology)
         names = _node_list(args.nodes, cluster, args.operation)
-    except (exceptions.ParamsInvalid, exceptions.ParamsNotFound) as exc:
-        return _print_problems(exc)
-    pool = plan.PlanPool() if args.dry_run else ssh.ConnectionPool()
-    name = spec.vim_name or args.instance_id
-    with pool:
+        pool = plan.PlanPool() if args.dry_run else ssh.ConnectionPool()
+        # Trusted paths: whoever runs this wrote the parameter file.
         drv = driver.ClusterDriver(
             spec, args.instance_id, pool, package_dir=args.package_dir,
-            progress=None if args.dry_run else _progress_printer())
+            progress=None if args.dry_run else _progress_printer(),
+            trusted_paths=True)
+    except (exceptions.ParamsInvalid, exceptions.ParamsNotFound) as exc:
+        return _print_problems(exc)
+    name = spec.vim_name or args.instance_id
+    with pool:
         summary = OPERATIONS[args.operation](drv, cluster, names, name)
     if args.dry_run:
         sys.stdout.write(plan.format_plan(pool.steps))
@@ -386,8 +388,19 @@ def build_parser():
 
 
 def _load_config(files):
+    """Load and check the config files; :returns: problems, one a line."""
     kconf.register_opts(cfg.CONF)
-    cfg.CONF([], project='kubespray-mgmt', default_config_files=files)
+    missing = [path for path in files if not os.path.isfile(path)]
+    if missing:
+        return ['--config-file %s: no such file' % path for path in missing]
+    try:
+        cfg.CONF([], project='kubespray-mgmt', default_config_files=files)
+    except cfg.ConfigFileParseError as exc:
+        return ['--config-file %s: cannot parse it: %s' % (
+            exc.config_file, exc.msg)]
+    except cfg.Error as exc:
+        return ['--config-file: %s' % exc]
+    return kconf.check(cfg.CONF)
 
 
 def main(argv=None):
@@ -397,8 +410,12 @@ def main(argv=None):
     if not getattr(args, 'func', None):
         parser.print_help(sys.stderr)
         return EXIT_BAD_INPUT
+    problems = _load_config(args.config_file)
+    for problem in problems:
+        print('kubespray-mgmt: %s' % problem, file=sys.stderr)
+    if problems:
+        return EXIT_BAD_INPUT
     try:
-        _load_config(args.config_file)
         return args.func(args)
     except (exceptions.MgmtDriverParamInvalid,
             exceptions.MgmtDriverNotFound) as exc:

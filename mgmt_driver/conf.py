@@ -8,6 +8,8 @@ matching option for that request.  ``oslo-config-generator --namespace
 mgmt_driver`` lists them with their help (``tox -e genconfig``).
 """
 
+import ipaddress
+
 from oslo_config import cfg
 
 GROUP = 'kubespray_mgmt'
@@ -58,7 +60,8 @@ ssh_opts = [
     cfg.StrOpt('ssh_private_key_file',
                help='Private key file on this host used for every SSH login '
                     'whose request gives no password and no key file of '
-                    'its own.'),
+                    'its own. It is copied to the Ansible server only when '
+                    'that server is in default_key_ansible_servers.'),
 ]
 
 kubespray_opts = [
@@ -164,7 +167,43 @@ kubectl_opts = [
                     'each cluster is written (mode 0600).'),
 ]
 
-ALL_OPTS = ssh_opts + kubespray_opts + lb_opts + kubectl_opts
+trust_opts = [
+    cfg.ListOpt('ssh_key_dirs', default=[],
+                help='Directories on this host from which a request\'s '
+                     'absolute ssh_key_file may be read (links are resolved '
+                     'and must stay inside). A relative ssh_key_file is '
+                     'read from the instance\'s own VNF package. Empty: '
+                     'requests may name only keys in their VNF package. '
+                     'The key is copied to the Ansible server the request '
+                     'names.'),
+    cfg.ListOpt('default_key_ansible_servers', default=[],
+                help='Ansible servers (addresses or CIDRs) to which the '
+                     'driver may COPY ssh_private_key_file, so that '
+                     'Ansible there logs in to nodes whose request gives '
+                     'no password or key of its own. The key then LEAVES '
+                     'this host: list only servers the operator controls. '
+                     'Empty: never copied; such requests are refused. The '
+                     'driver\'s own logins may always use the key.'),
+    cfg.ListOpt('extra_vars_allowed', default=['*'],
+                help='Names (shell-style patterns) of kubespray extra vars '
+                     'a request may set; a name must also not match '
+                     'extra_vars_denied.'),
+    cfg.ListOpt('extra_vars_denied', default=[
+                    'download_localhost', 'download_run_once',
+                    'download_cache_dir', 'kubeconfig_localhost',
+                    'kubectl_localhost', 'artifacts_dir', 'credentials_dir',
+                    'local_release_dir', 'inventory_dir', 'inventory_file',
+                    'playbook_dir', 'role_path', 'hostvars', 'groups',
+                    'group_names', 'inventory_hostname'],
+                help='Names (shell-style patterns) of kubespray extra vars '
+                     'a request may not set. The default refuses the ones '
+                     'that make kubespray download, write or run on the '
+                     'Ansible server itself (which may be shared by '
+                     'several VNFs) and Ansible\'s magic variables; '
+                     'ansible_* is always refused.'),
+]
+
+ALL_OPTS = ssh_opts + kubespray_opts + lb_opts + kubectl_opts + trust_opts
 
 
 def use_sudo(setting, username):
@@ -174,6 +213,42 @@ def use_sudo(setting, username):
     :param username: the SSH login user; ``auto`` means sudo unless root.
     """
     return {'always': True, 'never': False}.get(setting, username != 'root')
+
+
+def check(conf):
+    """Every ``[kubespray_mgmt]`` value that cannot be used, as text.
+
+    oslo.config converts a value only when it is read; reading each one
+    here reports a bad config file up front, all problems at once.
+
+    :returns: ``'[kubespray_mgmt] <option>: <problem>'`` strings.
+    """
+    problems = []
+    group = conf[GROUP]
+    for opt in ALL_OPTS:
+        try:
+            value = group[opt.dest]
+        except (cfg.ConfigFileValueError, ValueError) as exc:
+            problems.append('[%s] %s: %s' % (GROUP, opt.dest, _reason(exc)))
+            continue
+        if opt.dest == 'default_key_ansible_servers':
+            problems += ['[%s] %s: %r is not an address or CIDR'
+                         % (GROUP, opt.dest, entry) for entry in value
+                         if not _is_network(entry)]
+    return problems
+
+
+def _reason(exc):
+    # oslo.config's text repeats the option; keep its last clause.
+    return str(exc).rsplit(': ', 1)[-1].strip() or type(exc).__name__
+
+
+def _is_network(entry):
+    try:
+        ipaddress.ip_network(entry.strip(), strict=False)
+    except ValueError:
+        return False
+    return True
 
 
 def register_opts(conf):

@@ -33,6 +33,7 @@ from mgmt_driver import nodes as nodes_mod
 from mgmt_driver import params
 from mgmt_driver import registry
 from mgmt_driver import ssh
+from mgmt_driver import trust
 
 LOG = logging.getLogger(__name__)
 
@@ -81,14 +82,20 @@ class ClusterDriver:
         install script, or None.
     :param progress: called with each progress line (playbook plays and
         tasks, steps), or None.
+    :param trusted_paths: the request's key files may be anywhere on this
+        host (``kubespray-mgmt``: its user wrote the request); see
+        :mod:`mgmt_driver.trust`.
+    :raises ParamsInvalid: the operator's rules refuse a key file, the
+        default key or an extra var (before any remote work).
     """
 
     def __init__(self, spec, instance_id, pool, conf=None,
-                 package_dir=None, progress=None):
-        self.spec = spec
+                 package_dir=None, progress=None, trusted_paths=False):
+        self.conf = conf or kconf.CONF
+        self.spec = trust.apply(spec, trust.Policy.from_conf(
+            self.conf, package_dir, trusted_paths))
         self.instance_id = instance_id
         self.pool = pool
-        self.conf = conf or kconf.CONF
         self.settings = Settings.from_conf(self.conf)
         self.package_dir = package_dir
         self._progress = progress
@@ -165,10 +172,12 @@ class ClusterDriver:
         by_mode = {}
         for name, rendered in files.items():
             by_mode.setdefault(rendered.mode, {})[name] = rendered.content
+        key_texts = {login.key_file: login.key_text for login in (
+            self.spec.master.login, self.spec.worker.login)}
         for local, remote in sorted(key_paths.items()):
             by_mode.setdefault(0o600, {})[
                 posixpath.relpath(remote, runner.workspace.path)] = \
-                _read_local(local)
+                key_texts[local]
         for mode, documents in sorted(by_mode.items()):
             runner.workspace.upload(documents, mode=mode)
         self._delete_stale_host_vars(runner, cluster)
@@ -447,15 +456,6 @@ class ClusterDriver:
         self.step('workspace %s removed', workspace.path)
 
 
-def _read_local(path):
-    try:
-        with open(os.path.expanduser(path), encoding='utf-8') as f:
-            return f.read()
-    except OSError as exc:
-        raise exceptions.MgmtDriverNotFound(
-            param='SSH key file %s (%s)' % (path, exc.strerror))
-
-
 # ----------------------------------------------------------------- Tacker v1
 
 
@@ -502,8 +502,8 @@ class LcmHooks:
                         grant_request, **kwargs):
         # Only kubespray.reset_on_terminate needs this hook: the VMs
         # still exist here, and are gone by terminate_end.
-        spec = self._spec_or_none(vnf_instance, request, 'terminate',
-                                  log=LOG.debug)
+        spec = self._spec_or_none(context, vnf_instance, request,
+                                  'terminate', log=LOG.debug)
         if spec is None or not spec.kubespray.reset_on_terminate:
             self._noop('terminate_start', vnf_instance)
             return
@@ -533,20 +533,25 @@ class LcmHooks:
     def _default_key(self):
         return self.conf.kubespray_mgmt.ssh_private_key_file
 
-    def _spec(self, vnf_instance, request, operation):
+    def _spec(self, context, vnf_instance, request, operation):
+        """The request's spec, checked against the operator's rules
+        (:mod:`mgmt_driver.trust`) before any connection is opened."""
         instantiated = _additional_params(getattr(
             vnf_instance, 'instantiated_vnf_info', None))
         if operation == 'instantiate':
-            return params.parse_params(_additional_params(request),
+            spec = params.parse_params(_additional_params(request),
                                        self._default_key())
-        return params.parse_for_operation(
-            instantiated, _additional_params(request), operation,
-            self._default_key())
+        else:
+            spec = params.parse_for_operation(
+                instantiated, _additional_params(request), operation,
+                self._default_key())
+        return trust.apply(spec, trust.Policy.from_conf(
+            self.conf, self._package_dir_of(context, vnf_instance)))
 
-    def _spec_or_none(self, vnf_instance, request, operation,
+    def _spec_or_none(self, context, vnf_instance, request, operation,
                       log=LOG.warning):
         try:
-            return self._spec(vnf_instance, request, operation)
+            return self._spec(context, vnf_instance, request, operation)
         except (exceptions.ParamsInvalid, exceptions.ParamsNotFound) as exc:
             log('%s of VNF instance %s: parameters unusable (%s)',
                 operation, _instance_id(vnf_instance), exc)
@@ -578,7 +583,7 @@ class LcmHooks:
 
     def instantiate_end(self, context, vnf_instance, request, grant,
                         grant_request, **kwargs):
-        spec = self._spec(vnf_instance, request, 'instantiate')
+        spec = self._spec(context, vnf_instance, request, 'instantiate')
         self._instantiate(context, vnf_instance, request, spec)
 
     def _instantiate(self, context, vnf_instance, request, spec):
@@ -590,7 +595,7 @@ class LcmHooks:
 
     def terminate_end(self, context, vnf_instance, request, grant,
                       grant_request, **kwargs):
-        spec = self._spec_or_none(vnf_instance, request, 'terminate')
+        spec = self._spec_or_none(context, vnf_instance, request, 'terminate')
         if spec is None:
             # Rollback of an instantiate refused for its parameters:
             # nothing was built, only a default-named VIM could exist.
@@ -608,7 +613,7 @@ class LcmHooks:
 
     def scale_end(self, context, vnf_instance, request, grant,
                   grant_request, **kwargs):
-        spec = self._spec(vnf_instance, request, 'scale')
+        spec = self._spec(context, vnf_instance, request, 'scale')
         cluster, _ = self._vms(context, vnf_instance, request, spec)
         with self._pool_factory() as pool:
             driver = self._driver(context, vnf_instance, spec, pool)
@@ -618,7 +623,7 @@ class LcmHooks:
 
     def scale_start(self, context, vnf_instance, request, grant,
                     grant_request, **kwargs):
-        spec = self._spec(vnf_instance, request, 'scale')
+        spec = self._spec(context, vnf_instance, request, 'scale')
         self._need_heat(spec, 'scale-in')
         cluster, records = self._vms(context, vnf_instance, request, spec)
         if getattr(request, 'type', 'SCALE_IN') == 'SCALE_OUT':
@@ -653,7 +658,7 @@ class LcmHooks:
 
     def heal_start(self, context, vnf_instance, request, grant,
                    grant_request, **kwargs):
-        spec = self._spec(vnf_instance, request, 'heal')
+        spec = self._spec(context, vnf_instance, request, 'heal')
         if not getattr(request, 'vnfc_instance_id', None):
             self._terminate(context, vnf_instance, spec)
             return
@@ -671,7 +676,7 @@ class LcmHooks:
 
     def heal_end(self, context, vnf_instance, request, grant,
                  grant_request, **kwargs):
-        spec = self._spec(vnf_instance, request, 'heal')
+        spec = self._spec(context, vnf_instance, request, 'heal')
         if not getattr(request, 'vnfc_instance_id', None):
             self._instantiate(context, vnf_instance, request, spec)
             return

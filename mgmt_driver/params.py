@@ -100,6 +100,7 @@ _VAR_NAME_RE = re.compile(r'[A-Za-z_][A-Za-z0-9_]*')
 _USERNAME_RE = re.compile(r'[A-Za-z_][A-Za-z0-9_.-]{0,31}')
 _CONTROL_RE = re.compile(r'[\x00-\x1f\x7f]')
 _VERSION_RE = re.compile(r'v?([0-9]+)\.([0-9]+)(?:\.([0-9]+))?')
+_PACKAGE_FILE_RE = re.compile(r'[A-Za-z0-9_][A-Za-z0-9_./-]*')
 _RANGE_RE = re.compile(r'([0-9]{1,5})-([0-9]{1,5})')
 _LABEL_NAME_RE = re.compile(r'[A-Za-z0-9]([A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?')
 _DNS_LABEL_RE = re.compile(r'[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?')
@@ -125,15 +126,25 @@ class Login:
     :param key_file: private key file on the conductor host, or None; when
         both are set, Ansible uses the key.
     :param port: the SSH port (a node entry may override it).
+    :param default_key: *key_file* is the operator's default key
+        (``[kubespray_mgmt] ssh_private_key_file``), not the request's.
+    :param key_text: the key itself, once :func:`mgmt_driver.trust.apply`
+        has read it; nothing reads *key_file* again after that.
     """
 
     username: str
     password: str | None = dataclasses.field(default=None, repr=False)
     key_file: str | None = None
     port: int = DEFAULT_SSH_PORT
+    default_key: bool = False
+    key_text: str | None = dataclasses.field(default=None, repr=False)
 
     def credentials(self):
         """:returns: the :class:`mgmt_driver.ssh.Credentials` to log in."""
+        if self.key_text:
+            return ssh.Credentials(username=self.username,
+                                   password=self.password,
+                                   key_text=self.key_text)
         return ssh.Credentials(username=self.username,
                                password=self.password,
                                key_file=self.key_file)
@@ -516,11 +527,19 @@ def _package_path(sec, key):
 
 
 def _local_file(sec, key):
+    """A file on the conductor: absolute, ``~/``, or relative to the VNF
+    package (without ``..``); which ones may be read is
+    :mod:`mgmt_driver.trust`'s decision."""
     path = sec.value(key, str)
-    if path is not None and not path.startswith(('/', '~/')):
-        sec.problems.invalid(sec.at(key), '%s must be an absolute path '
-                             '(or start with ~/) on the conductor host'
-                             % _show(path))
+    if path is None:
+        return None
+    relative = not path.startswith(('/', '~/'))
+    if _CONTROL_RE.search(path) or (relative and (
+            not _PACKAGE_FILE_RE.fullmatch(path) or
+            '..' in path.split('/'))):
+        sec.problems.invalid(sec.at(key), 'must be an absolute path (or '
+                             'start with ~/) on the conductor host, or a '
+                             'path inside the VNF package without ".."')
         return None
     return path
 
@@ -619,14 +638,15 @@ def _login(sec, user_key, password_key, port_key, default_key_file):
     password = _text(sec, password_key, secret=True)
     key_file = _local_file(sec, 'ssh_key_file')
     port = _port(sec, port_key, DEFAULT_SSH_PORT)
+    default_key = False
     if not sec.given(password_key) and not sec.given('ssh_key_file'):
         if default_key_file:
-            key_file = default_key_file
+            key_file, default_key = default_key_file, True
         else:
             sec.problems.missing(sec.at(password_key), (
                 'missing: give %s or ssh_key_file, or set the option '
                 '[kubespray_mgmt] ssh_private_key_file') % password_key)
-    return Login(username, password, key_file, port)
+    return Login(username, password, key_file, port, default_key)
 
 
 def _cp_name(sec, key, required):

@@ -341,6 +341,18 @@ def _key_from_text(text, passphrase):
     raise paramiko.SSHException('not a supported private key')
 
 
+def is_private_key(text):
+    """Whether *text* is a private key paramiko can use (an encrypted one
+    counts: its passphrase problem is reported at login)."""
+    try:
+        _key_from_text(text, None)
+    except (paramiko.PasswordRequiredException, TypeError):
+        return True  # TypeError: cryptography's "needs a passphrase"
+    except (paramiko.SSHException, ValueError):
+        return False
+    return True
+
+
 class _KeyError(Exception):
     """A private key could not be loaded (reason has no key material)."""
 

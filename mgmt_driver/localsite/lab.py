@@ -101,6 +101,7 @@ class Lab:
         self.haproxy.start()
         self.conf = site_mod.make_conf(
             self.site, self.haproxy, root / 'known_hosts',
+            key_dirs=[self.sshd.key_dir],
             kubeconfig_dir=str(root / 'kubeconfigs'), **self.options)
         self.additional_params = site_mod.cluster_params(
             self.sshd, self.site, self.ansible, self.api_port,

@@ -342,24 +342,27 @@ class LbHaproxy:
 
 # ------------------------------------------------------ driver config --
 
-def make_conf(site, haproxy, known_hosts, **overrides):
+def make_conf(site, haproxy, known_hosts, key_dirs=(), **overrides):
     """A private ``ConfigOpts`` pointing the driver at the local site.
 
     :param site: the :class:`mgmt_driver.localsite.Site`.
+    :param key_dirs: where the requests' key files are (``ssh_key_dirs``).
     """
     conf = cfg.ConfigOpts()
     kconf.register_opts(conf)
     conf([])
-    for name, value in dict(driver_options(site, haproxy, known_hosts),
+    for name, value in dict(driver_options(site, haproxy, known_hosts,
+                                           key_dirs),
                             **overrides).items():
         conf.set_override(name, value, group=kconf.GROUP)
     return conf
 
 
-def driver_options(site, haproxy, known_hosts):
+def driver_options(site, haproxy, known_hosts, key_dirs=()):
     """``[kubespray_mgmt]`` values for the local site."""
     values = {
         'known_hosts_file': str(known_hosts),
+        'ssh_key_dirs': [str(d) for d in key_dirs],
         'host_key_policy': 'accept-new',
         'ssh_connect_timeout': 5, 'ssh_connect_retries': 2,
         'ssh_retry_initial_delay': 0.2, 'ssh_retry_max_delay': 1.0,

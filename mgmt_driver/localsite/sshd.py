@@ -101,6 +101,8 @@ class Sshd:
         os.mkdir(self.scratch)
         os.chmod(self.scratch, 0o1777)
         self.client_key = self._path('id_ed25519')
+        #: Where the client keys are (the driver's ``ssh_key_dirs``).
+        self.key_dir = self.root
         _keygen(self.client_key)
         self.passphrase = 'pass-' + secrets.token_hex(6)
         self.encrypted_key = self._path('id_rsa_enc')

@@ -79,7 +79,7 @@ class Cluster:
                                      world.api_port, sshd.user)
         self.known_hosts = tmp_path / 'known_hosts'
         self.conf = e2e.make_conf(self.site, self.haproxy,
-                                  self.known_hosts)
+                                  self.known_hosts, [sshd.key_dir])
         extra = {'nodes': e2e.explicit_nodes(masters, workers, LB)} \
             if explicit else {}
         additional = e2e.cluster_params(sshd, self.site, ANSIBLE,

@@ -254,7 +254,8 @@ def test_apply_config_swaps_and_reloads_master_worker(tmp_path, ports,
         kept.close()
 
 
-@pytest.mark.skipif(not site.ipv6_loopback(), reason='optional: no IPv6 loopback')
+@pytest.mark.skipif(not site.ipv6_loopback(),
+                    reason='optional: no IPv6 loopback')
 def test_ipv6_backends_with_and_without_port(tmp_path, haproxy):
     """IPv6 servers: the API one with a port, NodePort ones without."""
     nodeports = site.free_ports(2, [LB, '::1'])
@@ -280,7 +281,8 @@ def test_ipv6_backends_with_and_without_port(tmp_path, haproxy):
         group.stop()
 
 
-@pytest.mark.skipif(not site.ipv6_loopback(), reason='optional: no IPv6 loopback')
+@pytest.mark.skipif(not site.ipv6_loopback(),
+                    reason='optional: no IPv6 loopback')
 def test_ipv6_and_ipv4_binds(tmp_path, ports, backends, haproxy):
     """Listening on an IPv6 address next to an IPv4 one."""
     layout = make_layout(ports, bind_addresses=[LB, '::1'])

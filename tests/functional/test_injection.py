@@ -619,8 +619,11 @@ def _world(lab, tmp):
         directory.mkdir(mode=0o755)
     base = copy.deepcopy(lab.additional_params)
     base[ROOT]['proxy'] = {'http_proxy': PROXY}
+    # The operator allows the cells' key files (ssh_key_dirs).
+    key_dirs = [lab.sshd.key_dir, str(materials.keys)]
+    lab.conf.set_override('ssh_key_dirs', key_dirs, group='kubespray_mgmt')
     stub_conf = site_mod.make_conf(
-        lab.site, lab.haproxy, lab.root / 'known_hosts',
+        lab.site, lab.haproxy, lab.root / 'known_hosts', key_dirs=key_dirs,
         kubeconfig_dir=str(lab.root / 'kubeconfigs'),
         ansible_playbook_command=TRUE, **lab.options)
     vnf = tacker_fakes.TackerVnf(base, MASTERS, WORKERS, LB)

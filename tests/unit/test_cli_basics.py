@@ -22,3 +22,44 @@ def test_help_lists_options(capsys):
 def test_no_command_prints_help_and_fails(capsys):
     assert cli.main([]) == cli.EXIT_BAD_INPUT
     assert 'usage: kubespray-mgmt' in capsys.readouterr().err
+
+
+SAMPLE = str(__import__('pathlib').Path(__file__).parents[2] / 'samples' /
+             'instantiate_simple.json')
+
+
+def _check_with_config(tmp_path, capsys, text):
+    config = tmp_path / 'kubespray-mgmt.conf'
+    if text is not None:
+        config.write_text(text)
+    code = cli.main(['--config-file', str(config), 'params', 'check',
+                     SAMPLE])
+    captured = capsys.readouterr()
+    assert 'Traceback' not in captured.err
+    return code, captured.err.splitlines()
+
+
+def test_a_missing_config_file_is_one_line(tmp_path, capsys):
+    code, lines = _check_with_config(tmp_path, capsys, None)
+    assert code == cli.EXIT_BAD_INPUT
+    assert lines == ['kubespray-mgmt: --config-file %s: no such file'
+                     % (tmp_path / 'kubespray-mgmt.conf')]
+
+
+def test_an_unparsable_config_file_is_one_line(tmp_path, capsys):
+    code, lines = _check_with_config(tmp_path, capsys, 'timeout = 1\n')
+    assert code == cli.EXIT_BAD_INPUT
+    assert len(lines) == 1 and 'cannot parse it' in lines[0]
+
+
+def test_bad_option_values_are_reported_up_front(tmp_path, capsys):
+    code, lines = _check_with_config(tmp_path, capsys, (
+        '[kubespray_mgmt]\nhost_key_policy = bogus\n'
+        'ssh_connect_timeout = 0\n'
+        'default_key_ansible_servers = 10.0.0.0/8,nothost\n'))
+    assert code == cli.EXIT_BAD_INPUT
+    assert sorted(line.split(':')[1].strip() for line in lines) == [
+        '[kubespray_mgmt] default_key_ansible_servers',
+        '[kubespray_mgmt] host_key_policy',
+        '[kubespray_mgmt] ssh_connect_timeout']
+    assert all(line.startswith('kubespray-mgmt: ') for line in lines)

@@ -270,9 +270,10 @@ CASES = [
     ('script_path', 'Scripts/../../etc/passwd',
      "script_path: 'Scripts/../../etc/passwd' must be a path inside the "
      'VNF package (relative, without "..")'),
-    ('master_node.ssh_key_file', 'keys/id_rsa',
-     "master_node.ssh_key_file: 'keys/id_rsa' must be an absolute path (or "
-     'start with ~/) on the conductor host'),
+    ('master_node.ssh_key_file', 'keys/../../id_rsa',
+     'master_node.ssh_key_file: must be an absolute path (or start with '
+     '~/) on the conductor host, or a path inside the VNF package without '
+     '".."'),
     ('proxy.no_proxy', 5,
      'proxy.no_proxy: must be a comma-separated string or a list of '
      'strings'),

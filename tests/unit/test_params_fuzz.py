@@ -389,9 +389,9 @@ BAD = {
     NO_PROXY: st.sampled_from(('a b', 'host1, host 2.example.com', 'x\ty',
                                'ok,bad entry', 'a\x00b', 'a\nb')),
     LOCAL_PATH: st.sampled_from((
-        'id_rsa', '../id_rsa', './id_rsa', '~root/.ssh/id_rsa', '~', '..',
-        'C:\\keys\\id_rsa', 'file:///etc/tacker/key', 'etc/tacker/key',
-        ' /etc/tacker/key')),
+        'keys/../../id_rsa', '../id_rsa', './id_rsa', '~root/.ssh/id_rsa',
+        '~', '..', 'C:\\keys\\id_rsa', 'file:///etc/tacker/key',
+        'keys\\id_rsa', ' /etc/tacker/key')),
     REMOTE_PATH: st.sampled_from((
         'kubespray', '../kubespray', './kubespray', '~/kubespray', '~',
         '..', '.', 'home/ubuntu/kubespray', ' /opt/kubespray',

@@ -1,0 +1,224 @@
+"""mgmt_driver.trust: what a tenant's request may use on the conductor."""
+
+import os
+import subprocess
+import threading
+
+import pytest
+from oslo_config import cfg
+
+from mgmt_driver import conf as kconf
+from mgmt_driver import driver
+from mgmt_driver import exceptions
+from mgmt_driver import params
+from mgmt_driver import trust
+from tests.fakes import FakePool
+from tests.unit import params_data
+
+ROOT = params.ROOT
+
+
+@pytest.fixture(scope='module')
+def key_text(tmp_path_factory):
+    path = tmp_path_factory.mktemp('keygen') / 'id'
+    subprocess.run(['ssh-keygen', '-q', '-t', 'ed25519', '-N', '', '-f',
+                    str(path)], check=True)
+    return path.read_text()
+
+
+@pytest.fixture
+def dirs(tmp_path, key_text):
+    keys, package, outside = (tmp_path / n for n in
+                              ('keys', 'package', 'outside'))
+    for d in (keys, package / 'Files', outside):
+        d.mkdir(parents=True)
+    for d in (keys, package / 'Files', outside):
+        (d / 'id_ed25519').write_text(key_text)
+    return keys, package, outside
+
+
+def _conf(**options):
+    conf = cfg.ConfigOpts()
+    kconf.register_opts(conf)
+    conf([])
+    for name, value in options.items():
+        conf.set_override(name, value, group=kconf.GROUP)
+    return conf
+
+
+def _spec(**keys):
+    """A request where each given section logs in by *keys* [section]."""
+    extra = params_data.minimal()
+    root = extra[ROOT]
+    for section, path in keys.items():
+        for field in ('password', 'ssh_password'):
+            root[section].pop(field, None)
+        if path is not None:
+            root[section]['ssh_key_file'] = path
+    return params.parse_params(extra, default_key_file=_DEFAULT[0],
+                               need_cp_names=False)
+
+
+_DEFAULT = [None]
+
+
+def _apply(spec, keys=None, package=None, trusted=False, **options):
+    if keys is not None:
+        options['ssh_key_dirs'] = [str(keys)]
+    return trust.apply(spec, trust.Policy.from_conf(
+        _conf(**options), str(package) if package else None, trusted))
+
+
+def _refusal(callable_):
+    with pytest.raises(exceptions.ParamsInvalid) as info:
+        callable_()
+    return info.value.problems
+
+
+def test_a_key_in_an_allowed_directory_is_loaded(dirs, key_text):
+    keys, _, _ = dirs
+    spec = _apply(_spec(master_node=str(keys / 'id_ed25519')), keys)
+    assert spec.master.login.key_text == key_text
+    assert spec.master.login.credentials().key_text == key_text
+    assert spec.worker.login.key_text is None  # password login
+
+
+def test_a_relative_key_is_read_from_the_vnf_package(dirs, key_text):
+    _, package, _ = dirs
+    spec = _apply(_spec(ansible='Files/id_ed25519'), package=package)
+    assert spec.ansible.login.key_text == key_text
+
+
+def test_refusals_look_the_same_whether_the_file_exists_or_not(dirs):
+    keys, package, outside = dirs
+    problems = []
+    for path in (str(outside / 'id_ed25519'), str(outside / 'missing'),
+                 '/etc/passwd', '/dev/zero', '/proc/self/environ',
+                 str(keys / '..' / 'outside' / 'id_ed25519'), str(keys)):
+        spec = _spec(worker_node=path)
+        [problem] = _refusal(lambda: _apply(spec, keys, package))  # noqa: B023
+        problems.append(problem)
+    assert len(set(problems)) == 1, problems
+    assert problems[0].startswith(ROOT + '.worker_node.ssh_key_file: ')
+    assert 'outside' not in problems[0] and '/etc' not in problems[0]
+
+
+def test_no_key_directory_means_no_absolute_key_files(dirs):
+    keys, _, _ = dirs
+    assert _refusal(lambda: _apply(_spec(
+        master_node=str(keys / 'id_ed25519'))))
+
+
+def test_links_out_of_the_directory_are_refused(dirs):
+    keys, package, outside = dirs
+    (keys / 'link').symlink_to(outside / 'id_ed25519')
+    (package / 'Files' / 'link').symlink_to(outside / 'id_ed25519')
+    assert _refusal(lambda: _apply(_spec(master_node=str(keys / 'link')),
+                                   keys))
+    assert _refusal(lambda: _apply(_spec(master_node='Files/link'),
+                                   package=package))
+
+
+def test_a_link_inside_the_directory_is_followed(dirs, key_text):
+    keys, _, _ = dirs
+    (keys / 'alias').symlink_to(keys / 'id_ed25519')
+    spec = _apply(_spec(master_node=str(keys / 'alias')), keys)
+    assert spec.master.login.key_text == key_text
+
+
+def _record_refusal(done, spec, keys):
+    done.append(_refusal(lambda: _apply(spec, keys)))
+
+
+def test_fifos_large_files_and_non_keys_are_refused_without_blocking(dirs):
+    keys, _, _ = dirs
+    os.mkfifo(keys / 'fifo')
+    (keys / 'big').write_bytes(b'-' * (trust.MAX_KEY_BYTES + 1))
+    (keys / 'tacker.conf').write_text('[DEFAULT]\npassword = s3cret\n')
+    for name in ('fifo', 'big', 'tacker.conf'):
+        done = []
+        spec = _spec(master_node=str(keys / name))
+        worker = threading.Thread(target=_record_refusal,
+                                  args=(done, spec, keys))
+        worker.start()
+        worker.join(10)
+        assert done, '%s blocked the conductor' % name
+        assert 's3cret' not in done[0][0]
+
+
+def test_the_cli_may_name_any_key_file(dirs, key_text):
+    _, _, outside = dirs
+    spec = _apply(_spec(master_node=str(outside / 'id_ed25519')),
+                  trusted=True)
+    assert spec.master.login.key_text == key_text
+    assert _refusal(lambda: _apply(_spec(master_node='/etc/passwd'),
+                                   trusted=True))
+
+
+@pytest.fixture
+def default_key(dirs):
+    _DEFAULT[0] = str(dirs[2] / 'id_ed25519')
+    yield _DEFAULT[0]
+    _DEFAULT[0] = None
+
+
+def test_the_default_key_is_not_copied_to_an_unlisted_ansible_server(
+        default_key):
+    problems = _refusal(lambda: _apply(_spec(master_node=None,
+                                             worker_node=None)))
+    assert [p.split(':')[0] for p in problems] == [
+        ROOT + '.master_node', ROOT + '.worker_node']
+    assert 'default_key_ansible_servers' in problems[0]
+    assert '10.10.0.50' in problems[0]
+
+
+def test_the_default_key_goes_to_a_listed_ansible_server(default_key,
+                                                         key_text):
+    spec = _apply(_spec(master_node=None, worker_node=None),
+                  default_key_ansible_servers=['10.10.0.0/24'])
+    assert spec.worker.login.key_text == key_text
+
+
+def test_the_driver_may_log_in_with_the_default_key_anywhere(default_key,
+                                                             key_text):
+    # The Ansible server and the LB are logged in to by the driver only:
+    # the key does not leave the conductor.
+    spec = _apply(_spec(ansible=None, external_lb_param=None))
+    assert spec.ansible.login.key_text == key_text
+    assert spec.external_lb.login.key_text == key_text
+
+
+def test_operator_denied_extra_vars_are_refused():
+    extra = params_data.minimal()
+    extra[ROOT]['kubespray'] = {'extra_vars': {
+        'kubeconfig_localhost': True, 'artifacts_dir': '/tmp/x',
+        'kube_version': 'v1.31.0'}}
+    spec = params.parse_params(extra, need_cp_names=False)
+    problems = _refusal(lambda: _apply(spec))
+    assert sorted(problems) == [
+        ROOT + '.kubespray.extra_vars.%s: not allowed by the operator '
+               '([kubespray_mgmt] extra_vars_denied)' % name
+        for name in ('artifacts_dir', 'kubeconfig_localhost')]
+    only = _refusal(lambda: _apply(spec, extra_vars_denied=[],
+                                   extra_vars_allowed=['kube_*']))
+    assert len(only) == 2 and 'extra_vars_allowed' in only[0]
+
+
+def test_hooks_refuse_a_foreign_key_file_before_any_connection(dirs):
+    keys, _, _ = dirs
+    extra = params_data.minimal()
+    extra[ROOT]['master_node']['ssh_key_file'] = '/etc/tacker/tacker.conf'
+    extra[ROOT]['nodes'] = [
+        {'role': 'master', 'ssh_ip': '10.10.0.11'},
+        {'role': 'worker', 'ssh_ip': '10.10.0.21'},
+        {'role': 'external_lb', 'ssh_ip': '10.10.0.40'}]
+    pool = FakePool()
+    hooks = driver.LcmHooks(_conf(ssh_key_dirs=[str(keys)]),
+                            pool_factory=lambda: pool,
+                            package_dir_of=lambda c, i: None)
+    instance = type('Instance', (), {'id': 'inst-1', 'vnfd_id': 'v'})()
+    request = type('Request', (), {'additional_params': extra})()
+    with pytest.raises(exceptions.ParamsInvalid) as info:
+        hooks.instantiate_end(None, instance, request, None, None)
+    assert 'master_node.ssh_key_file' in str(info.value)
+    assert pool.connections == {}
