@@ -137,6 +137,8 @@ class ClusterDriver:
             layout = kubespray.detect_layout(conn, root)
             self.step('kubespray at %s: %s', root,
                       layout.version or 'version unknown')
+            kubespray.check_version(layout, self.spec.kubespray.version,
+                                    conn.host, root)
             settings = kubespray.PlaybookSettings.from_conf(
                 self.conf, forks=self.spec.kubespray.forks)
             self._runner_obj = kubespray.Runner(
@@ -292,6 +294,24 @@ class ClusterDriver:
             server=registry.server_url(lb.ssh_address,
                                        self.spec.external_lb.api_port),
             token=creds.token, ca_cert=creds.ca_cert)
+
+    def rebuild_load_balancer(self, cluster, vim_name):
+        """Set up a re-created LB VM (a VNFC heal) from scratch.
+
+        Its old host key is forgotten first (a new VM has a new one),
+        then the install script, the HAProxy configuration and the
+        kubeconfig are put in place again.
+
+        :returns: the cluster's :class:`~mgmt_driver.registry.ClusterAccess`.
+        """
+        lb = cluster.external_lb
+        self.step('rebuilding the load balancer %s', lb.ssh_address)
+        self.pool.forget_host(lb.ssh_address, lb.ssh_port)
+        self.prepare_load_balancer(cluster)
+        self.update_load_balancer(cluster)
+        access = self.cluster_access(cluster, vim_name)
+        self.place_lb_kubeconfig(cluster, access)
+        return access
 
     def place_lb_kubeconfig(self, cluster, access):
         """A kubeconfig on the LB VM (0600) so kubectl works there."""
@@ -666,7 +686,8 @@ class LcmHooks:
         cluster, records = self._vms(context, vnf_instance, request, spec)
         healed = self._healed(vnf_instance, request, records)
         masters = [n.name for n in cluster.masters if n.name in healed]
-        workers = [n for n in healed if n not in masters]
+        workers = [n.name for n in cluster.workers if n.name in healed]
+        # A healed LB needs nothing here: heal_end sets the new VM up.
         with self._pool_factory() as pool:
             driver = self._driver(context, vnf_instance, spec, pool)
             if workers:
@@ -680,10 +701,19 @@ class LcmHooks:
         if not getattr(request, 'vnfc_instance_id', None):
             self._instantiate(context, vnf_instance, request, spec)
             return
-        cluster, _ = self._vms(context, vnf_instance, request, spec)
+        cluster, records = self._vms(context, vnf_instance, request, spec)
         master_names = {n.name for n in cluster.masters}
+        lb = cluster.external_lb
         with self._pool_factory() as pool:
             driver = self._driver(context, vnf_instance, spec, pool)
+            if lb is not None and lb.name in self._healed(
+                    vnf_instance, request, records):
+                # First: the LB's old host key must go before any step
+                # below connects to it.
+                self._registry.register(context, vnf_instance,
+                                        driver.rebuild_load_balancer(
+                                            cluster, self._vim_name(
+                                                spec, vnf_instance)))
             missing = driver.not_in_kubernetes(cluster)
             if master_names.intersection(missing):
                 driver.add_masters(cluster)

@@ -82,10 +82,12 @@ class HeatNodeFinder:
         return address
 
     def _server_id(self, stack_id):
-        for resource in self._heat.resource_get_list(stack_id):
-            if resource.resource_type == SERVER_TYPE:
-                return resource.physical_resource_id
-        return None
+        """The one server of *stack_id* (a member stack, or the top stack
+        for a VM outside any scaling group), or None if not exactly one."""
+        servers = [r.physical_resource_id
+                   for r in self._heat.resource_get_list(stack_id)
+                   if r.resource_type == SERVER_TYPE]
+        return servers[0] if len(servers) == 1 else None
 
     def _vm(self, stack_id, role, ssh_cp_name, nic_cp_name, member=None):
         section = params.ROOT + '.' + _SECTION[role]
@@ -98,7 +100,7 @@ class HeatNodeFinder:
             address=params.NodeAddress(role=role, ssh_ip=ssh_ip,
                                        nic_ip=nic_ip,
                                        source='heat:%s' % stack_id),
-            server_id=self._server_id(stack_id) if member else None,
+            server_id=self._server_id(stack_id),
             stack_id=stack_id if member else None,
             member_name=member)
 

@@ -173,8 +173,9 @@ class Layout:
         ``skip_confirmation`` (v2.17 and newer); older ones need
         ``delete_nodes_confirmation: "yes"``.
     :param version: ``git describe --tags`` of the checkout, else the
-        ``version:`` of its ``galaxy.yml``, else None.  For messages
-        only: the decisions above come from the files themselves.
+        ``version:`` of its ``galaxy.yml``, else None.  Checked against
+        a request's ``kubespray.version`` (:func:`check_version`); the
+        decisions above come from the files themselves.
     """
 
     facts_playbook: str
@@ -272,6 +273,34 @@ def _facts_playbook(files, refuse):
         if candidate in files:
             return candidate
     raise refuse('neither facts.yml nor playbooks/facts.yml exists')
+
+
+def check_version(layout, wanted, host, root):
+    """Refuse a checkout whose version is not the one a request asks for.
+
+    :param layout: the checkout's :class:`Layout`.
+    :param wanted: ``kubespray.version`` of the request (``2.27`` or
+        ``2.27.0``: the parts given must match), or None for any.
+    :raises KubesprayCheckoutUnsupported: another or an unknown version.
+    """
+    if wanted is None:
+        return
+    have = _version_parts(layout.version)
+    want = _version_parts(wanted)
+    if have is None or have[:len(want)] != want:
+        raise exceptions.KubesprayCheckoutUnsupported(
+            root=root, host=host,
+            reason='the request asks for kubespray %s (kubespray.version) '
+                   'but the checkout is %s' % (
+                       wanted, layout.version or 'of unknown version (no '
+                       'git tag, no galaxy.yml)'))
+
+
+def _version_parts(version):
+    match = re.match(r'v?(\d+)\.(\d+)(?:\.(\d+))?', version or '')
+    if not match:
+        return None
+    return tuple(int(part) for part in match.groups() if part is not None)
 
 
 def _version_tuple(version):

@@ -33,9 +33,11 @@ DESCRIPTOR_IDS = {
 MGMT_NAMESPACE = 'tacker.tacker.mgmt.drivers'
 NOOP_DRIVER = 'vnflcm_noop'
 #: Hooks the VNFDs map to our driver; Tacker runs vnflcm_noop for others.
+# terminate_start: kubespray.reset_on_terminate runs reset.yml there,
+# while the VMs still exist.
 DRIVER_HOOKS = ('instantiate_end', 'scale_start', 'scale_end', 'heal_start',
-                'heal_end', 'terminate_end')
-NOOP_HOOKS = ('instantiate_start', 'terminate_start',
+                'heal_end', 'terminate_start', 'terminate_end')
+NOOP_HOOKS = ('instantiate_start',
               'change_external_connectivity_start',
               'change_external_connectivity_end',
               'modify_information_start', 'modify_information_end')

@@ -139,7 +139,7 @@ class TackerVnf:
     def recreate_vm(self, vm):
         """Heal: a new server for the VNFC, in the same member stack."""
         vm.server_id = str(uuid.uuid4())
-        self._put_vm(vm.stack_id, vm)
+        self._put_vm(vm.stack_id or self.top, vm)  # the LB: top stack
 
     def vm(self, address):
         return next(v for v in self.vms if v.address == address)

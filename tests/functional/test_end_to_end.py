@@ -12,6 +12,7 @@ the double keeps, and which backends HAProxy really serves on loopback.
 
 import json
 import stat
+import subprocess
 import types
 import uuid
 
@@ -443,3 +444,37 @@ def test_kubespray_mgmt_run(world, tmp_path, capsys, global_conf):
         assert not kubeconfig.exists()
     finally:
         haproxy.stop()
+
+
+def _new_host_key(known_hosts, address, tmp_path):
+    """The VM at *address* comes back with another host key."""
+    key = tmp_path / 'recreated'
+    subprocess.run(['ssh-keygen', '-q', '-t', 'ecdsa', '-N', '', '-f',
+                    str(key)], check=True)
+    kind, blob = key.with_suffix('.pub').read_text().split()[:2]
+    lines = known_hosts.read_text().splitlines()
+    mine = [line for line in lines if address in line.split()[0]]
+    assert mine, 'no key recorded for %s' % address
+    known_hosts.write_text('\n'.join(
+        [line for line in lines if line not in mine] +
+        ['%s %s %s' % (line.split()[0], kind, blob) for line in mine]) +
+        '\n')
+
+
+def test_heal_the_load_balancer_vnfc(cluster_factory, tmp_path):
+    """The LB VM is re-created empty, with a new host key: heal_end
+    installs it again (HAProxy config, kubeconfig) and runs no playbook."""
+    masters, workers = MASTERS[:1], WORKERS[:1]
+    c = cluster_factory(masters, workers)
+    c.call('instantiate_end', instantiate_request(c.vnf.additional_params))
+    runs = len(c.site.runs())
+    lb = c.vnf.vm(LB)
+    c.call('heal_start', heal_request([lb], 'e2e'))
+    c.vnf.recreate_vm(lb)
+    c.haproxy.start()  # a fresh HAProxy with its placeholder config
+    (c.world.sshd.home() / '.kube' / 'config').unlink()
+    _new_host_key(c.known_hosts, LB, tmp_path)
+    c.call('heal_end', heal_request([lb], 'e2e'))
+    c.check(masters, workers)
+    c.check_access()
+    assert c.site.runs()[runs:] == []

@@ -382,3 +382,15 @@ def test_a_failure_at_any_remote_step_then_a_rerun_converges(conf):
         assert [c[0] for c in h.registry.calls] == ['register'], command
         assert h.lb.files['/etc/haproxy/haproxy.cfg.new'] == final_lb
         assert 'cluster.yml' in h.playbooks()
+
+
+def test_instantiate_refuses_a_checkout_of_another_version(conf):
+    h = Harness(conf)
+    extra = _instantiate_params()
+    extra['k8s_cluster_installation_param']['kubespray'] = {
+        'version': '2.27.0'}
+    with pytest.raises(exceptions.KubesprayCheckoutUnsupported) as info:
+        h.hooks.instantiate_end(None, h.instance(extra), _request(extra),
+                                None, None)
+    assert '2.27.0' in str(info.value) and 'v2.31.0' in str(info.value)
+    assert h.playbooks() == []

@@ -582,3 +582,23 @@ def test_progress_gets_every_line_log_gets_plays_tasks_and_recap(caplog):
     ]
     # neither per-host task results nor profile_tasks' summary
     assert not any('ok: [' in m or 'Download' in m for m in logged)
+
+
+@pytest.mark.parametrize('have, wanted', [
+    ('v2.31.0', None), ('v2.31.0', '2.31'), ('v2.31.0-4-gabc', '2.31.0'),
+    ('2.27.1', '2.27'), ('v2.27.1', 'v2.27.1')])
+def test_check_version_accepts_the_requested_version(have, wanted):
+    kubespray.check_version(kubespray.Layout('playbooks/facts.yml', True,
+                                             have), wanted, 'h', '/ks')
+
+
+@pytest.mark.parametrize('have, wanted', [
+    ('v2.31.0', '2.27.0'), ('v2.31.0', '2.3'), ('2.27.1', '2.27.0'),
+    (None, '2.27'), ('main', '2.27')])
+def test_check_version_refuses_another_version(have, wanted):
+    layout = kubespray.Layout('playbooks/facts.yml', True, have)
+    with pytest.raises(exceptions.KubesprayCheckoutUnsupported) as info:
+        kubespray.check_version(layout, wanted, 'ansible-1', '/ks')
+    message = str(info.value)
+    assert 'ansible-1' in message and '/ks' in message
+    assert 'kubespray.version' in message and str(wanted) in message
