@@ -50,6 +50,19 @@ LB_KUBECONFIG = '.kube/config'
 
 _PROGRESS_LINES = ('PLAY [', 'TASK [', 'PLAY RECAP')
 
+#: What a failed playbook run raises.
+_PLAYBOOK_ERRORS = (exceptions.MgmtDriverRemoteCommandError,
+                    exceptions.MgmtDriverRemoteCommandTimeOut)
+
+#: Appended to the error of a failed scale_end (what Tacker v1 does next:
+#: README.rst, "Failures, retry and rollback").
+SCALE_OUT_ADVICE = (
+    'The new worker(s) were taken out of the cluster again.  Tacker does '
+    'not run the driver on a retry of this scale-out (it would mark it '
+    'COMPLETED with the workers not joined): roll it back, which deletes '
+    'the new VMs, or fix the cause and let the next scale-out or heal '
+    'join them.')
+
 
 @dataclasses.dataclass
 class Settings:
@@ -348,16 +361,64 @@ class ClusterDriver:
         known = set(self.kubectl_client(cluster).node_names())
         return [name for name in cluster.names if name not in known]
 
-    def scale_out(self, cluster, new_names):
-        """Join the workers *new_names* of *cluster* (already in it)."""
+    def scale_out(self, cluster, new_names, advice=None):
+        """Join the workers *new_names* of *cluster* (already in it).
+
+        When the join fails, the nodes that got into Kubernetes are taken
+        out again before the error is raised, so that a rollback that
+        only deletes the new VMs leaves a consistent cluster.
+
+        :param advice: appended to the error of a failed join: what the
+            operator should do next.
+        """
         cluster = self.in_recorded_order(cluster)
         self.step('scale out: adding %s', ', '.join(new_names) or 'nothing')
         self.upload_inventory(cluster)
         runner = self._runner()
         if new_names:
             runner.facts(len(cluster.k8s_nodes))
-            runner.scale(new_names)
+            try:
+                runner.scale(new_names)
+            except _PLAYBOOK_ERRORS as exc:
+                self._undo_join(cluster, new_names)
+                raise exceptions.with_advice(exc, advice)
         self.update_load_balancer(cluster)
+
+    def _undo_join(self, cluster, names):
+        """Best effort: *names* out of Kubernetes and the inventory."""
+        try:
+            joined = [n for n in names
+                      if n not in self.not_in_kubernetes(cluster)]
+            self.step('the join failed: taking %s out again',
+                      ', '.join(names))
+            if joined:
+                self._remove_from_kubernetes(cluster, joined)
+            self.upload_inventory(cluster.remove(*names))
+        except _PLAYBOOK_ERRORS + (exceptions.MgmtDriverOtherError,) as exc:
+            LOG.warning('[%s] could not take %s out after the failed join '
+                        '(the next operation removes what is left): %s',
+                        self.instance_id, ', '.join(names), exc)
+
+    def remove_vanished(self, cluster):
+        """Delete Kubernetes nodes whose VM is gone (not in *cluster*).
+
+        What a failed scale-out that Tacker rolled back (it deletes the
+        VMs and calls no hook) or a VM deleted outside Tacker leaves
+        behind.  Their VMs are gone, so there is nothing to drain: the
+        node object is deleted.  Control-plane nodes of the recorded
+        inventory are never removed this way.
+
+        :returns: the names deleted.
+        """
+        masters = set(self.recorded_masters())
+        client = self.kubectl_client(cluster)
+        vanished = [name for name in client.node_names()
+                    if cluster.get(name) is None and name not in masters]
+        for name in vanished:
+            self.step('%s has no VM any more: deleting its Kubernetes node',
+                      name)
+            client.delete_node(name)
+        return vanished
 
     def remove_workers(self, cluster, names):
         """Take the workers *names* out of the LB, drain and remove them.
@@ -637,9 +698,10 @@ class LcmHooks:
         cluster, _ = self._vms(context, vnf_instance, request, spec)
         with self._pool_factory() as pool:
             driver = self._driver(context, vnf_instance, spec, pool)
+            driver.remove_vanished(cluster)
             new = [name for name in driver.not_in_kubernetes(cluster)
                    if name not in {n.name for n in cluster.masters}]
-            driver.scale_out(cluster, new)
+            driver.scale_out(cluster, new, advice=SCALE_OUT_ADVICE)
 
     def scale_start(self, context, vnf_instance, request, grant,
                     grant_request, **kwargs):
@@ -656,8 +718,9 @@ class LcmHooks:
                 if r is not None and getattr(r, match) in chosen
                 and r.address.role == params.ROLE_WORKER]
         with self._pool_factory() as pool:
-            self._driver(context, vnf_instance, spec, pool).remove_workers(
-                cluster, sorted(gone))
+            driver = self._driver(context, vnf_instance, spec, pool)
+            driver.remove_vanished(cluster)
+            driver.remove_workers(cluster, sorted(gone))
 
     @staticmethod
     def _need_heat(spec, operation):
@@ -690,6 +753,7 @@ class LcmHooks:
         # A healed LB needs nothing here: heal_end sets the new VM up.
         with self._pool_factory() as pool:
             driver = self._driver(context, vnf_instance, spec, pool)
+            driver.remove_vanished(cluster)
             if workers:
                 cluster = driver.remove_workers(cluster, workers)
             if masters:
@@ -714,6 +778,7 @@ class LcmHooks:
                                         driver.rebuild_load_balancer(
                                             cluster, self._vim_name(
                                                 spec, vnf_instance)))
+            driver.remove_vanished(cluster)
             missing = driver.not_in_kubernetes(cluster)
             if master_names.intersection(missing):
                 driver.add_masters(cluster)

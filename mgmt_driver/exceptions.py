@@ -94,6 +94,18 @@ class CsarError(MgmtDriverParamInvalid):
     message = 'CSAR build failed: %(reason)s'
 
 
+def with_advice(exc, advice):
+    """*exc* with *advice* (what the operator should do next) appended
+    to its message, which Tacker records as the operation's error.
+
+    :returns: *exc*, to be raised.
+    """
+    if advice:
+        exc.msg = '%s %s' % (str(exc).rstrip(), advice)
+        exc.args = (exc.msg,)
+    return exc
+
+
 class _ParamsProblems:
     """Mixin: every problem of one request, reported together.
 

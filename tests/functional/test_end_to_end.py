@@ -237,7 +237,9 @@ def test_lifecycle_one_master(cluster_factory):
     assert secret and all(stat.S_IMODE(p.stat().st_mode) == 0o600
                           for p in secret)
 
-    # Scale out by 2; the join of the second new worker fails once.
+    # Scale out by 2; the join of the second new worker fails once: the
+    # first, which joined, is taken out again (Tacker's rollback would
+    # only delete the VMs).
     new = [vnf.add_vm(WORKER, a) for a in WORKERS[2:4]]
     c.site.inject_failure('scale.yml', host=new[1].name)
     error = c.fails('scale_end', scale_request('SCALE_OUT'),
@@ -245,17 +247,18 @@ def test_lifecycle_one_master(cluster_factory):
     assert isinstance(error, exceptions.PlaybookFailed)
     assert 'ansible-playbook scale.yml on %s failed' % ANSIBLE in str(error)
     assert error.failed_hosts == [new[1].name]
-    assert 'injected failure' in str(error)
-    assert new[0].name in c.site.nodes()
+    assert 'injected failure' in str(error) and 'roll it back' in str(error)
+    assert new[0].name not in c.site.nodes()
+    c.check(masters, workers)
+    # The next scale-out joins both (Tacker's retry would run no hook).
     c.call('scale_end', scale_request('SCALE_OUT'),
            scale_out_id_list=[vm.stack_id for vm in new])
     workers = WORKERS[:4]
     c.check(masters, workers)
-    first, retry = c.playbook_runs('scale.yml')
-    assert first['limit'] == '%s,%s' % (new[0].name, new[1].name)
-    # The retry finishes the work: only the node that did not join.
-    assert retry['limit'] == new[1].name and retry['ok']
-    assert retry['touched'] == [new[1].name]
+    first, again = c.playbook_runs('scale.yml')
+    assert first['limit'] == again['limit'] == '%s,%s' % (new[0].name,
+                                                         new[1].name)
+    assert again['ok'] and again['touched'] == [new[0].name, new[1].name]
 
     # Scale in by 1; kubespray's removal fails once after the drain.
     gone = vnf.vm(WORKERS[1])
@@ -478,3 +481,24 @@ def test_heal_the_load_balancer_vnfc(cluster_factory, tmp_path):
     c.check(masters, workers)
     c.check_access()
     assert c.site.runs()[runs:] == []
+
+
+def test_no_node_outlives_its_vm(cluster_factory):
+    """A scale-out that fails and that Tacker rolls back (no hook, the new
+    VMs deleted), then a worker VM deleted outside Tacker: Kubernetes,
+    the inventory and HAProxy keep matching Heat's VMs."""
+    masters, workers = MASTERS[:1], WORKERS[:2]
+    c = cluster_factory(masters, workers)
+    c.call('instantiate_end', instantiate_request(c.vnf.additional_params))
+    new = [c.vnf.add_vm(WORKER, a) for a in WORKERS[2:4]]
+    c.site.inject_failure('scale.yml', host=new[1].name)
+    c.fails('scale_end', scale_request('SCALE_OUT'),
+            scale_out_id_list=[vm.stack_id for vm in new])
+    for vm in new:  # Tacker's rollback of the scale-out
+        c.vnf.remove_vm(vm)
+    c.check(masters, workers)
+    c.vnf.remove_vm(c.vnf.vm(WORKERS[1]))
+    later = c.vnf.add_vm(WORKER, WORKERS[4])
+    c.call('scale_end', scale_request('SCALE_OUT'),
+           scale_out_id_list=[later.stack_id])
+    c.check(masters, [WORKERS[0], WORKERS[4]])

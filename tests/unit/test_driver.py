@@ -394,3 +394,69 @@ def test_instantiate_refuses_a_checkout_of_another_version(conf):
                                 None, None)
     assert '2.27.0' in str(info.value) and 'v2.31.0' in str(info.value)
     assert h.playbooks() == []
+
+
+def _scale_out_instance(h):
+    extra = _instantiate_params(4)
+    instance = h.instance(extra)
+    instance.instantiated_vnf_info.additional_params = extra
+    return instance
+
+
+def test_a_failed_join_takes_the_new_workers_out_and_advises(conf):
+    h = Harness(conf, k8s_nodes=['master-10-10-0-11', 'worker-10-10-0-21',
+                                 'worker-10-10-0-22'])
+    # scale.yml fails after worker-23 registered with Kubernetes.
+    h.ansible.script(r'scale\.yml$', stdout='fatal: [worker-10-10-0-24]: '
+                     'boom\n' + RECAP, exit_code=2)
+    h.master.script(r'get nodes -o json', first=True, stdout=_nodes_json(
+        ['master-10-10-0-11', 'worker-10-10-0-21', 'worker-10-10-0-22',
+         'worker-10-10-0-23']))
+    # Before scale.yml (reconcile, then what is missing): not yet there.
+    h.master.script(r'get nodes -o json', first=True, times=2,
+                    stdout=_nodes_json(['master-10-10-0-11',
+                                        'worker-10-10-0-21',
+                                        'worker-10-10-0-22']))
+    h.master.script(r'get node worker-10-10-0-23', first=True,
+                    stdout='node/worker-10-10-0-23\n')
+    h.master.script(r'get pods', stdout=json.dumps({'items': []}))
+    with pytest.raises(exceptions.PlaybookFailed) as info:
+        h.hooks.scale_end(None, _scale_out_instance(h),
+                          _request({}, type='SCALE_OUT'), None, None)
+    message = str(info.value)
+    assert 'scale.yml' in message and 'roll it back' in message
+    assert 'does not run the driver on a retry' in message
+    # The one that joined is drained and removed; both leave the inventory.
+    assert h.playbooks() == ['playbooks/facts.yml', 'scale.yml',
+                             'remove-node.yml']
+    assert [c for c in h.master.commands if ' drain ' in c and
+            'worker-10-10-0-23' in c]
+    hosts = yaml.safe_load(h.workspace_files()['hosts.yaml'])['all']
+    assert sorted(hosts['hosts']) == ['master-10-10-0-11',
+                                      'worker-10-10-0-21',
+                                      'worker-10-10-0-22']
+    # HAProxy never served the new workers.
+    assert 'worker-10-10-0-23' not in h.lb.files.get(
+        '/etc/haproxy/haproxy.cfg.new', '')
+
+
+def test_every_operation_first_deletes_nodes_whose_vm_is_gone(conf):
+    # worker-10-10-0-29 joined, then Tacker rolled its scale-out back:
+    # the VM is gone, the Kubernetes node is NotReady and stays.
+    h = Harness(conf, k8s_nodes=['master-10-10-0-11', 'worker-10-10-0-21',
+                                 'worker-10-10-0-22', 'worker-10-10-0-29'])
+    extra = _instantiate_params(2)
+    instance = h.instance(extra)
+    instance.instantiated_vnf_info.additional_params = extra
+    h.hooks.scale_end(None, instance, _request({}, type='SCALE_OUT'),
+                      None, None)
+    deletes = [c for c in h.master.commands if ' delete node ' in c]
+    assert len(deletes) == 1 and 'worker-10-10-0-29' in deletes[0]
+    assert not [c for c in h.master.commands if ' drain ' in c]
+
+
+def test_with_advice_keeps_the_exception_and_appends():
+    exc = exceptions.MgmtDriverOtherError(error_message='boom')
+    same = exceptions.with_advice(exc, 'Do this next.')
+    assert same is exc and str(exc).endswith('boom. Do this next.')
+    assert exceptions.with_advice(exc, None) is exc
