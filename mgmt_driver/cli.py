@@ -283,24 +283,47 @@ OPERATIONS = {'instantiate': _op_instantiate,
               'heal': _op_heal, 'terminate': _op_terminate}
 
 
+def _lb_script(spec, args):
+    """The local LB install script, or None; see ``--package-dir``."""
+    script = spec.external_lb.script_path
+    if not script or not _installs_lb(args):
+        return None
+    local = csar.packaged_file(args.package_dir, script)
+    if local is None:
+        raise exceptions.ParamsNotFound([
+            '--package-dir: missing: %s.external_lb_param.script_path names '
+            '%s, which only a VNF package holds (without --package-dir '
+            'only %s is known: the script csar build packages)' % (
+                params.ROOT, script, csar.LB_SCRIPT_ARTIFACT)])
+    return str(local)
+
+
+def _installs_lb(args):
+    return args.operation == 'instantiate'
+
+
+def _cluster_driver(args, spec, lb_script):
+    pool = plan.PlanPool() if args.dry_run else ssh.ConnectionPool()
+    # Trusted paths: whoever runs this wrote the parameter file.
+    return driver.ClusterDriver(
+        spec, args.instance_id, pool, package_dir=args.package_dir,
+        progress=None if args.dry_run else _progress_printer(),
+        trusted_paths=True, lb_script=lb_script)
+
+
 def _run(args):
     try:
         spec = _read_spec(args.params, need_cp_names=False)
         cluster = _read_nodes(spec, args.topology)
         names = _node_list(args.nodes, cluster, args.operation)
-        pool = plan.PlanPool() if args.dry_run else ssh.ConnectionPool()
-        # Trusted paths: whoever runs this wrote the parameter file.
-        drv = driver.ClusterDriver(
-            spec, args.instance_id, pool, package_dir=args.package_dir,
-            progress=None if args.dry_run else _progress_printer(),
-            trusted_paths=True)
+        drv = _cluster_driver(args, spec, _lb_script(spec, args))
     except (exceptions.ParamsInvalid, exceptions.ParamsNotFound) as exc:
         return _print_problems(exc)
     name = spec.vim_name or args.instance_id
-    with pool:
+    with drv.pool:
         summary = OPERATIONS[args.operation](drv, cluster, names, name)
     if args.dry_run:
-        sys.stdout.write(plan.format_plan(pool.steps))
+        sys.stdout.write(plan.format_plan(drv.pool.steps))
         summary = 'dry run, nothing done: ' + summary
     print(summary)
     return EXIT_OK
@@ -320,8 +343,12 @@ def _add_run_commands(subparsers):
                      help='names the workspace on the Ansible server '
                           '(default: %(default)s)')
     run.add_argument('--package-dir', metavar='DIR',
-                     help='VNF package source holding the LB install '
-                          "script named by external_lb_param.script_path")
+                     help='VNF package holding the LB install script named '
+                          'by external_lb_param.script_path: a package '
+                          'source (vnf_packages/NAME) or an extracted CSAR. '
+                          'Without it, and for a source that lacks it, %s '
+                          'is the script csar build packages; any other '
+                          'script_path needs DIR' % csar.LB_SCRIPT_ARTIFACT)
     run.add_argument('--dry-run', action='store_true',
                      help='print every remote command and document '
                           '(secrets hidden) without connecting')

@@ -80,6 +80,32 @@ def lb_script_path():
             / 'install_external_lb.sh')
 
 
+def packaged_file(package_dir, name):
+    """Local file a CSAR built from *package_dir* holds as *name*.
+
+    *package_dir* may be an extracted CSAR or a package source, which
+    lacks what :func:`build` adds: the LB script then comes from
+    :func:`lb_script_path`, as it does without any *package_dir*.
+
+    :param package_dir: a package directory, or None.
+    :param name: the archive name, e.g. ``Scripts/install_external_lb.sh``.
+    :returns: a :class:`pathlib.Path`, or None when no file is known.
+    """
+    shipped = lb_script_path() if name == LB_SCRIPT_ARTIFACT else None
+    if package_dir is None:
+        return shipped
+    path = pathlib.Path(package_dir) / name
+    if path.is_file() or shipped is None or not _is_source(package_dir):
+        return path  # a missing file is reported by whoever reads it
+    return shipped
+
+
+def _is_source(package_dir):
+    """A package source: no SOL001 file, which :func:`build` adds."""
+    return not (pathlib.Path(package_dir) / 'Definitions' /
+                SOL001_FILES[0]).is_file()
+
+
 def tacker_hash(path):
     """SHA-256 of *path* computed as Tacker's ``VnfLcmDriver`` does.
 

@@ -80,6 +80,9 @@ class ClusterDriver:
     :param conf: an oslo.config object (default: the global one).
     :param package_dir: local VNF package directory holding the LB
         install script, or None.
+    :param lb_script: local file to run as the LB install script instead
+        of ``package_dir``'s ``script_path`` (``kubespray-mgmt``: the one
+        ``csar build`` would package), or None.
     :param progress: called with each progress line (playbook plays and
         tasks, steps), or None.
     :param trusted_paths: the request's key files may be anywhere on this
@@ -90,7 +93,8 @@ class ClusterDriver:
     """
 
     def __init__(self, spec, instance_id, pool, conf=None,
-                 package_dir=None, progress=None, trusted_paths=False):
+                 package_dir=None, progress=None, trusted_paths=False,
+                 lb_script=None):
         self.conf = conf or kconf.CONF
         self.spec = trust.apply(spec, trust.Policy.from_conf(
             self.conf, package_dir, trusted_paths))
@@ -98,6 +102,7 @@ class ClusterDriver:
         self.pool = pool
         self.settings = Settings.from_conf(self.conf)
         self.package_dir = package_dir
+        self.lb_script = lb_script
         self._progress = progress
         self._runner_obj = None
 
@@ -241,9 +246,9 @@ class ClusterDriver:
     def prepare_load_balancer(self, cluster):
         """Run the package's LB install script on the LB VM, if given."""
         script = self.spec.external_lb.script_path
-        if not script or not self.package_dir:
+        local = self._lb_script_file(script)
+        if local is None:
             return
-        local = os.path.join(self.package_dir, script)
         try:
             with open(local, 'rb') as f:
                 content = f.read()
@@ -265,6 +270,14 @@ class ClusterDriver:
         self.step('installing HAProxy and kubectl on %s', conn.host)
         conn.run((['sudo', '-n'] if sudo else []) + ['env'] + env +
                  ['sh', LB_SCRIPT])
+
+    def _lb_script_file(self, script):
+        if not script:
+            return None
+        if self.lb_script:
+            return self.lb_script
+        return os.path.join(self.package_dir, script) \
+            if self.package_dir else None
 
     def kubectl_client(self, cluster, exclude=()):
         """kubectl on the first control-plane node that answers."""
