@@ -216,7 +216,7 @@ def _node_list(text, cluster, operation):
         raise exceptions.ParamsInvalid(
             ['--nodes: %s not in the topology (nodes: %s)' % (
                 ', '.join(unknown), ', '.join(cluster.names))])
-    if not names and operation in ('scale-in', 'heal'):
+    if not names and operation == 'scale-in':
         raise exceptions.ParamsNotFound(
             ['--nodes: missing (which nodes to %s?)' % operation])
     return names
@@ -257,6 +257,8 @@ def _op_scale_in(drv, cluster, names, name):
 
 
 def _op_heal(drv, cluster, names, name):
+    if not names:
+        return _op_heal_vnf(drv, cluster, name)
     masters = [n.name for n in cluster.masters if n.name in names]
     workers = [n for n in names if n not in masters]
     remaining = drv.remove_workers(cluster, workers) if workers else cluster
@@ -276,6 +278,13 @@ def _op_terminate(drv, cluster, names, name):
     if not isinstance(drv.pool, plan.PlanPool):
         _kubeconfigs(drv).unregister(name)
     return 'terminated %s' % name
+
+
+def _op_heal_vnf(drv, cluster, name):
+    # As Tacker's whole-VNF heal (heal_start, heal_end), on the same VMs.
+    _op_terminate(drv, cluster, [], name)
+    return 'healed the whole VNF: ' + _op_instantiate(drv, cluster, [],
+                                                      name)
 
 
 OPERATIONS = {'instantiate': _op_instantiate,
@@ -299,7 +308,8 @@ def _lb_script(spec, args):
 
 
 def _installs_lb(args):
-    return args.operation == 'instantiate'
+    return args.operation == 'instantiate' or (
+        args.operation == 'heal' and not args.nodes)
 
 
 def _cluster_driver(args, spec, lb_script):
@@ -338,7 +348,9 @@ def _add_run_commands(subparsers):
     run.add_argument('--nodes', metavar='NAME[,NAME...]',
                      help='node names added (scale-out; default: every '
                           'worker Kubernetes lacks), removed (scale-in) '
-                          'or healed (heal)')
+                          'or healed (heal; default: the whole VNF, as '
+                          "Tacker's heal without vnfcInstanceId: terminate "
+                          'then instantiate again on the same VMs)')
     run.add_argument('--instance-id', default='kubespray-mgmt',
                      help='names the workspace on the Ansible server '
                           '(default: %(default)s)')

@@ -105,6 +105,7 @@ class ClusterDriver:
         self.lb_script = lb_script
         self._progress = progress
         self._runner_obj = None
+        self._past_timings = []
 
     # Plumbing.
 
@@ -152,11 +153,18 @@ class ClusterDriver:
                 settings=settings, on_progress=self._playbook_line)
         return self._runner_obj
 
+    def _drop_runner(self):
+        # Its workspace is gone: a later operation starts afresh.
+        if self._runner_obj is not None:
+            self._past_timings += self._runner_obj.timings
+        self._runner_obj = None
+
     @property
     def playbook_timings(self):
         """``(playbook, seconds)`` of every ansible-playbook run so far."""
         runner = self._runner_obj
-        return list(runner.timings) if runner is not None else []
+        return self._past_timings + (
+            list(runner.timings) if runner is not None else [])
 
     def _playbook_line(self, line):
         if self._progress and line.startswith(_PROGRESS_LINES):
@@ -417,7 +425,9 @@ class ClusterDriver:
         if len(names) >= len(cluster.masters):
             raise exceptions.MgmtDriverOtherError(
                 error_message='cannot heal every control-plane node at '
-                              'once; heal the whole VNF instead')
+                              'once; heal the whole VNF instead (Tacker: '
+                              'a heal request without vnfcInstanceId; '
+                              'kubespray-mgmt: run heal without --nodes)')
         if cluster.masters[0].name in names:
             healthy = [n for n in cluster.masters if n.name not in names]
             sick = [n for n in cluster.masters if n.name in names]
@@ -460,6 +470,7 @@ class ClusterDriver:
         workspace = self._workspace()
         hosts = self.recorded_inventory().get('hosts') or {}
         workspace.remove()
+        self._drop_runner()
         for host in hosts.values():
             host = host or {}
             if host.get('ansible_host'):
