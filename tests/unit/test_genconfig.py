@@ -1,7 +1,6 @@
 """tox -e genconfig: its commands, run in order, write the sample."""
 
 import configparser
-import os
 import pathlib
 import shlex
 import subprocess
