@@ -19,6 +19,7 @@ from mgmt_driver import csar
 from mgmt_driver import driver
 from mgmt_driver import exceptions
 from mgmt_driver import inventory
+from mgmt_driver import lcm_requests
 from mgmt_driver import loadbalancer
 from mgmt_driver import localfiles
 from mgmt_driver import nodes
@@ -72,12 +73,21 @@ def _read_nodes(spec, topology_path):
                              path='topology')
 
 
+def _check_request(args):
+    document = localfiles.load_document(args.params, 'PARAMS')
+    instantiated = args.instantiated and localfiles.load_document(
+        args.instantiated, 'INSTANTIATED')
+    return lcm_requests.check(
+        document, kind=args.kind, instantiated=instantiated,
+        default_key_file=cfg.CONF.kubespray_mgmt.ssh_private_key_file)
+
+
 def _params_check(args):
     try:
-        spec = _read_spec(args.params, need_cp_names=True)
-        summary = params.describe(spec)
-        if spec.nodes is not None:
-            found = nodes.nodes_from_spec(spec)
+        checked = _check_request(args)
+        summary = lcm_requests.describe(checked)
+        if checked.spec.nodes is not None:
+            found = nodes.nodes_from_spec(checked.spec)
             summary += ' (%d master(s), %d worker(s))' % (
                 len(found.masters), len(found.workers))
     except (exceptions.ParamsInvalid, exceptions.ParamsNotFound) as exc:
@@ -108,8 +118,20 @@ def _add_params_commands(subparsers):
     check = commands.add_parser(
         'check', help='validate PARAMS; print a summary or every problem')
     check.add_argument('params', metavar='PARAMS',
-                       help='JSON/YAML additionalParams, or a whole '
-                            'InstantiateVnfRequest body')
+                       help='JSON/YAML request body (instantiate, scale, '
+                            'heal or terminate) or its additionalParams; '
+                            '- reads standard input')
+    check.add_argument('--kind', choices=lcm_requests.KINDS,
+                       help='the kind of request (default: told by the '
+                            "body's fields: type/aspectId scale, "
+                            'vnfcInstanceId/cause heal, terminationType '
+                            'terminate, else instantiate)')
+    check.add_argument('--instantiated', metavar='FILE',
+                       help='for scale, heal and terminate: the '
+                            'instantiate request (or its additionalParams) '
+                            'the overrides are merged with, as Tacker '
+                            'does; default: the overrides are checked over '
+                            'a placeholder instantiation')
     check.set_defaults(func=_params_check)
 
 
