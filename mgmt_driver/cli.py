@@ -7,6 +7,8 @@ driver error.
 """
 
 import argparse
+import contextlib
+import logging
 import os
 import sys
 import tempfile
@@ -252,6 +254,32 @@ def _progress_printer():
     return progress
 
 
+class _ProgressHandler(logging.Handler):
+    """Prints the driver's warnings (SSH retries...) as progress lines."""
+
+    def __init__(self, progress):
+        super().__init__(logging.WARNING)
+        self._progress = progress
+
+    def emit(self, record):
+        self._progress('warning: %s' % record.getMessage())
+
+
+@contextlib.contextmanager
+def _warnings_shown(progress, debug):
+    """While running, print the driver's warnings through *progress*."""
+    logger = logging.getLogger('mgmt_driver')
+    if progress is None or debug:  # --debug: the log goes to stderr
+        yield
+        return
+    handler = _ProgressHandler(progress)
+    logger.addHandler(handler)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+
+
 def _kubeconfigs(drv):
     return registry.KubeconfigRegistry(os.path.expanduser(
         drv.conf.kubespray_mgmt.kubeconfig_dir))
@@ -334,13 +362,12 @@ def _installs_lb(args):
         args.operation == 'heal' and not args.nodes)
 
 
-def _cluster_driver(args, spec, lb_script):
+def _cluster_driver(args, spec, lb_script, progress):
     pool = plan.PlanPool() if args.dry_run else ssh.ConnectionPool()
     # Trusted paths: whoever runs this wrote the parameter file.
     return driver.ClusterDriver(
         spec, args.instance_id, pool, package_dir=args.package_dir,
-        progress=None if args.dry_run else _progress_printer(),
-        trusted_paths=True, lb_script=lb_script)
+        progress=progress, trusted_paths=True, lb_script=lb_script)
 
 
 def _run(args):
@@ -348,11 +375,12 @@ def _run(args):
         spec = _read_spec(args.params, need_cp_names=False)
         cluster = _read_nodes(spec, args.topology)
         names = _node_list(args.nodes, cluster, args.operation)
-        drv = _cluster_driver(args, spec, _lb_script(spec, args))
+        progress = None if args.dry_run else _progress_printer()
+        drv = _cluster_driver(args, spec, _lb_script(spec, args), progress)
     except (exceptions.ParamsInvalid, exceptions.ParamsNotFound) as exc:
         return _print_problems(exc)
     name = spec.vim_name or args.instance_id
-    with drv.pool:
+    with drv.pool, _warnings_shown(progress, args.debug):
         summary = OPERATIONS[args.operation](drv, cluster, names, name)
     if args.dry_run:
         sys.stdout.write(plan.format_plan(drv.pool.steps))
