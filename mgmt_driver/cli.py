@@ -51,6 +51,12 @@ _COMMAND_GROUPS.append(csar.add_commands)
 
 # --- params check, render inventory ----------------------------------------
 
+def _usage(parser):
+    """A command group named without its subcommand: the group's help."""
+    parser.print_help(sys.stderr)
+    return EXIT_BAD_INPUT
+
+
 def _print_problems(exc):
     for problem in getattr(exc, 'problems', None) or [str(exc)]:
         print('kubespray-mgmt: %s' % problem, file=sys.stderr)
@@ -116,6 +122,7 @@ def _render_inventory(args):
 def _add_params_commands(subparsers):
     group = subparsers.add_parser(
         'params', help="check a request's additionalParams")
+    group.set_defaults(func=lambda args: _usage(group))
     commands = group.add_subparsers(dest='params_command', metavar='COMMAND')
     check = commands.add_parser(
         'check', help='validate PARAMS; print a summary or every problem')
@@ -226,6 +233,7 @@ _RENDER_COMMANDS = [_add_render_inventory, _add_render_haproxy]
 
 def _add_render_commands(subparsers):
     group = subparsers.add_parser('render', help='render files locally')
+    group.set_defaults(func=lambda args: _usage(group))
     commands = group.add_subparsers(dest='render_command', metavar='WHAT')
     for add_command in _RENDER_COMMANDS:
         add_command(commands)
@@ -419,6 +427,10 @@ def _add_run_commands(subparsers):
 
 # --- demo --------------------------------------------------------------------
 
+#: demo.MAX_WORKERS, without importing the local site to build the parser
+#: (test_cli_basics keeps the two equal).
+DEMO_MAX_WORKERS = 22
+
 def _demo(args):
     from mgmt_driver.localsite import demo  # the site is not needed elsewhere
     return demo.Demo(args.masters, args.workers,
@@ -433,8 +445,10 @@ def _add_demo_command(subparsers):
     command.add_argument('--masters', type=int, choices=(1, 3), default=1,
                          help='control-plane nodes (default: %(default)s)')
     command.add_argument('--workers', type=_demo_workers, default=2,
-                         help='workers to instantiate; scale-out adds two '
-                              '(default: %(default)s)')
+                         metavar='N',
+                         help='workers to instantiate, 1 to %d; scale-out '
+                              'adds two (default: %%(default)s)'
+                              % DEMO_MAX_WORKERS)
     command.add_argument('--no-tasks', action='store_true',
                          help='print plays but not every task')
     command.set_defaults(func=_demo)
@@ -469,7 +483,8 @@ def build_parser():
                         help='oslo.config file with a [kubespray_mgmt] '
                              'section (may be repeated)')
     parser.add_argument('--debug', action='store_true',
-                        help='log at DEBUG level')
+                        help='log at DEBUG level to standard error (may '
+                             'also follow the subcommand)')
     subparsers = parser.add_subparsers(dest='command', metavar='COMMAND')
     for add_commands in _COMMAND_GROUPS:
         add_commands(subparsers)
@@ -492,10 +507,33 @@ def _load_config(files):
     return kconf.check(cfg.CONF)
 
 
+def _log_to_stderr():
+    """``--debug``: every log record, DEBUG and up, to standard error."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter(
+        '%(asctime)s %(levelname)s %(name)s: %(message)s'))
+    root = logging.getLogger()
+    root.addHandler(handler)
+    root.setLevel(logging.DEBUG)
+
+
+def _take_debug(argv):
+    """*argv* without ``--debug`` (anywhere before ``--``), and whether it
+    was there: argparse takes an option of the top level only before the
+    subcommand."""
+    end = argv.index('--') if '--' in argv else len(argv)
+    kept = [a for a in argv[:end] if a != '--debug'] + list(argv[end:])
+    return kept, len(kept) != len(argv)
+
+
 def main(argv=None):
     """Entry point of the ``kubespray-mgmt`` console script."""
     parser = build_parser()
+    argv, debug = _take_debug(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
+    args.debug = args.debug or debug
+    if args.debug:
+        _log_to_stderr()
     if not getattr(args, 'func', None):
         parser.print_help(sys.stderr)
         return EXIT_BAD_INPUT
