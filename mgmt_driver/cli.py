@@ -33,6 +33,7 @@ from mgmt_driver import ssh
 EXIT_OK = 0
 EXIT_BAD_INPUT = 1
 EXIT_REMOTE_FAILURE = 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports Ctrl-C
 
 
 def _version():
@@ -544,6 +545,9 @@ def main(argv=None):
         return EXIT_BAD_INPUT
     try:
         return args.func(args)
+    except KeyboardInterrupt:
+        print('kubespray-mgmt: interrupted', file=sys.stderr)
+        return EXIT_INTERRUPTED
     except (exceptions.MgmtDriverParamInvalid,
             exceptions.MgmtDriverNotFound) as exc:
         print('kubespray-mgmt: %s' % exc, file=sys.stderr)
