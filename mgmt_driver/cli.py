@@ -8,6 +8,7 @@ driver error.
 
 import argparse
 import contextlib
+import json
 import logging
 import os
 import sys
@@ -58,8 +59,12 @@ def _usage(parser):
     return EXIT_BAD_INPUT
 
 
+def _problems_of(exc):
+    return getattr(exc, 'problems', None) or [str(exc)]
+
+
 def _print_problems(exc):
-    for problem in getattr(exc, 'problems', None) or [str(exc)]:
+    for problem in _problems_of(exc):
         print('kubespray-mgmt: %s' % problem, file=sys.stderr)
     return EXIT_BAD_INPUT
 
@@ -91,17 +96,42 @@ def _check_request(args):
         default_key_file=cfg.CONF.kubespray_mgmt.ssh_private_key_file)
 
 
+def _request_summary(checked):
+    summary = lcm_requests.describe(checked)
+    if checked.spec.nodes is not None:
+        found = nodes.nodes_from_spec(checked.spec)
+        summary += ' (%d master(s), %d worker(s))' % (
+            len(found.masters), len(found.workers))
+    return summary
+
+
+def _print_json(document):
+    print(json.dumps(document, indent=2, sort_keys=True))
+
+
+def _check_report(checked=None, problems=()):
+    """``params check --output json``: the same keys whatever the outcome."""
+    return {'valid': checked is not None,
+            'kind': checked and checked.kind,
+            'summary': checked and _request_summary(checked),
+            'overrides': checked.overrides if checked else [],
+            'merged': bool(checked and checked.merged),
+            'problems': list(problems)}
+
+
 def _params_check(args):
     try:
         checked = _check_request(args)
-        summary = lcm_requests.describe(checked)
-        if checked.spec.nodes is not None:
-            found = nodes.nodes_from_spec(checked.spec)
-            summary += ' (%d master(s), %d worker(s))' % (
-                len(found.masters), len(found.workers))
+        summary = _request_summary(checked)
     except (exceptions.ParamsInvalid, exceptions.ParamsNotFound) as exc:
-        return _print_problems(exc)
-    print(summary)
+        if args.output != 'json':
+            return _print_problems(exc)
+        _print_json(_check_report(problems=_problems_of(exc)))
+        return EXIT_BAD_INPUT
+    if args.output == 'json':
+        _print_json(_check_report(checked))
+    else:
+        print(summary)
     return EXIT_OK
 
 
@@ -142,14 +172,24 @@ def _add_params_commands(subparsers):
                             'the overrides are merged with, as Tacker '
                             'does; default: the overrides are checked over '
                             'a placeholder instantiation')
+    _add_output(check, 'valid, kind, summary, overrides, merged, '
+                       'problems')
     check.set_defaults(func=_params_check)
+
+
+def _add_output(parser, keys):
+    parser.add_argument('--output', choices=('text', 'json'),
+                        default='text',
+                        help='json: one JSON object on standard output '
+                             '(keys: %s; samples/README.rst)' % keys)
 
 
 def _add_inputs(parser, topology_note=''):
     """The --params and --topology arguments every rendering command takes."""
     parser.add_argument('--params', required=True, metavar='PARAMS',
                         help='JSON/YAML additionalParams, or a whole '
-                             'InstantiateVnfRequest body')
+                             'InstantiateVnfRequest body; - reads standard '
+                             'input')
     parser.add_argument('--topology', metavar='TOPOLOGY',
                         help="YAML/JSON topology file (default: the "
                              "request's explicit nodes list)" + topology_note)
@@ -380,6 +420,10 @@ def _cluster_driver(args, spec, lb_script, progress):
 
 
 def _run(args):
+    if args.output == 'json' and not args.dry_run:
+        print('kubespray-mgmt: --output json: only with --dry-run (a run '
+              'prints its progress as it goes)', file=sys.stderr)
+        return EXIT_BAD_INPUT
     try:
         spec = _read_spec(args.params, need_cp_names=False)
         cluster = _read_nodes(spec, args.topology)
@@ -391,6 +435,10 @@ def _run(args):
     name = spec.vim_name or args.instance_id
     with drv.pool, _warnings_shown(progress, args.debug):
         summary = OPERATIONS[args.operation](drv, cluster, names, name)
+    if args.output == 'json':
+        _print_json({'operation': args.operation, 'summary': summary,
+                     'steps': plan.plan_records(drv.pool.steps)})
+        return EXIT_OK
     if args.dry_run:
         sys.stdout.write(plan.format_plan(drv.pool.steps))
         summary = 'dry run, nothing done: ' + summary
@@ -423,6 +471,7 @@ def _add_run_commands(subparsers):
     run.add_argument('--dry-run', action='store_true',
                      help='print every remote command and document '
                           '(secrets hidden) without connecting')
+    _add_output(run, 'operation, summary, steps; with --dry-run')
     run.set_defaults(func=_run)
 
 
