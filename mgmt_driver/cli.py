@@ -89,10 +89,15 @@ def _read_nodes(spec, topology_path):
 
 def _check_request(args):
     document = localfiles.load_document(args.params, 'PARAMS')
+    kind = args.kind or lcm_requests.detect_kind(document)
+    if args.instantiated and kind == lcm_requests.INSTANTIATE:
+        raise exceptions.ParamsInvalid([
+            '--instantiated: only for scale, heal and terminate requests '
+            '(PARAMS is an instantiate request)'])
     instantiated = args.instantiated and localfiles.load_document(
         args.instantiated, 'INSTANTIATED')
     return lcm_requests.check(
-        document, kind=args.kind, instantiated=instantiated,
+        document, kind=kind, instantiated=instantiated,
         default_key_file=cfg.CONF.kubespray_mgmt.ssh_private_key_file)
 
 

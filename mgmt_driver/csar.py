@@ -306,8 +306,7 @@ def check(path, sol001_dir=None):
     path = pathlib.Path(path)
     if not path.exists():
         return ['no such file or directory']
-    if path.is_dir() and _is_source(path) and \
-            not (path / DRIVER_ARTIFACT).is_file():
+    if path.is_dir() and _unbuilt_source(path):
         return _check_source(path, sol001_dir)
     if path.is_dir():
         return _check_dir(path, zip_path=None)
@@ -321,6 +320,11 @@ def check(path, sol001_dir=None):
                         for n in unsafe]
             archive.extractall(tmp)
         return _check_dir(pathlib.Path(tmp), zip_path=path)
+
+
+def _unbuilt_source(path):
+    return (path / TOSCA_META).is_file() and _is_source(path) and \
+        not (path / DRIVER_ARTIFACT).is_file()
 
 
 def _check_source(src_dir, sol001_dir):

@@ -75,3 +75,10 @@ def test_dash_reads_standard_input(monkeypatch, capsys):
     code, out, err = _check(capsys, '-')
     assert code == cli.EXIT_OK, err
     assert out.startswith('valid scale request: overrides worker_node')
+
+
+def test_instantiated_is_refused_for_an_instantiate_request(capsys):
+    code, _, err = _check(capsys, '--instantiated', INSTANTIATE, INSTANTIATE)
+    assert code == cli.EXIT_BAD_INPUT
+    assert err == ('kubespray-mgmt: --instantiated: only for scale, heal and '
+                   'terminate requests (PARAMS is an instantiate request)\n')

@@ -43,3 +43,7 @@ def test_build_without_sol001_files_says_where_they_come_from(
     assert 'pass --sol001-dir DIR' in line
     assert 'NFV-SOL001 v2.6.1: https://forge.etsi.org/rep/nfv/SOL001' in line
     assert 'install tacker' in line
+
+
+def test_a_directory_without_tosca_meta_says_so(tmp_path):
+    assert csar.check(tmp_path) == ['TOSCA-Metadata/TOSCA.meta is missing']
