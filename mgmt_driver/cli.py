@@ -7,6 +7,9 @@ driver error.
 """
 
 import argparse
+import contextlib
+import json
+import logging
 import os
 import sys
 import tempfile
@@ -19,6 +22,7 @@ from mgmt_driver import csar
 from mgmt_driver import driver
 from mgmt_driver import exceptions
 from mgmt_driver import inventory
+from mgmt_driver import lcm_requests
 from mgmt_driver import loadbalancer
 from mgmt_driver import localfiles
 from mgmt_driver import nodes
@@ -30,6 +34,7 @@ from mgmt_driver import ssh
 EXIT_OK = 0
 EXIT_BAD_INPUT = 1
 EXIT_REMOTE_FAILURE = 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports Ctrl-C
 
 
 def _version():
@@ -48,8 +53,18 @@ _COMMAND_GROUPS.append(csar.add_commands)
 
 # --- params check, render inventory ----------------------------------------
 
+def _usage(parser):
+    """A command group named without its subcommand: the group's help."""
+    parser.print_help(sys.stderr)
+    return EXIT_BAD_INPUT
+
+
+def _problems_of(exc):
+    return getattr(exc, 'problems', None) or [str(exc)]
+
+
 def _print_problems(exc):
-    for problem in getattr(exc, 'problems', None) or [str(exc)]:
+    for problem in _problems_of(exc):
         print('kubespray-mgmt: %s' % problem, file=sys.stderr)
     return EXIT_BAD_INPUT
 
@@ -72,17 +87,56 @@ def _read_nodes(spec, topology_path):
                              path='topology')
 
 
+def _check_request(args):
+    document = localfiles.load_document(args.params, 'PARAMS')
+    kind = args.kind or lcm_requests.detect_kind(document)
+    if args.instantiated and kind == lcm_requests.INSTANTIATE:
+        raise exceptions.ParamsInvalid([
+            '--instantiated: only for scale, heal and terminate requests '
+            '(PARAMS is an instantiate request)'])
+    instantiated = args.instantiated and localfiles.load_document(
+        args.instantiated, 'INSTANTIATED')
+    return lcm_requests.check(
+        document, kind=kind, instantiated=instantiated,
+        default_key_file=cfg.CONF.kubespray_mgmt.ssh_private_key_file)
+
+
+def _request_summary(checked):
+    summary = lcm_requests.describe(checked)
+    if checked.spec.nodes is not None:
+        found = nodes.nodes_from_spec(checked.spec)
+        summary += ' (%d master(s), %d worker(s))' % (
+            len(found.masters), len(found.workers))
+    return summary
+
+
+def _print_json(document):
+    print(json.dumps(document, indent=2, sort_keys=True))
+
+
+def _check_report(checked=None, problems=()):
+    """``params check --output json``: the same keys whatever the outcome."""
+    return {'valid': checked is not None,
+            'kind': checked and checked.kind,
+            'summary': checked and _request_summary(checked),
+            'overrides': checked.overrides if checked else [],
+            'merged': bool(checked and checked.merged),
+            'problems': list(problems)}
+
+
 def _params_check(args):
     try:
-        spec = _read_spec(args.params, need_cp_names=True)
-        summary = params.describe(spec)
-        if spec.nodes is not None:
-            found = nodes.nodes_from_spec(spec)
-            summary += ' (%d master(s), %d worker(s))' % (
-                len(found.masters), len(found.workers))
+        checked = _check_request(args)
+        summary = _request_summary(checked)
     except (exceptions.ParamsInvalid, exceptions.ParamsNotFound) as exc:
-        return _print_problems(exc)
-    print(summary)
+        if args.output != 'json':
+            return _print_problems(exc)
+        _print_json(_check_report(problems=_problems_of(exc)))
+        return EXIT_BAD_INPUT
+    if args.output == 'json':
+        _print_json(_check_report(checked))
+    else:
+        print(summary)
     return EXIT_OK
 
 
@@ -104,20 +158,43 @@ def _render_inventory(args):
 def _add_params_commands(subparsers):
     group = subparsers.add_parser(
         'params', help="check a request's additionalParams")
+    group.set_defaults(func=lambda args: _usage(group))
     commands = group.add_subparsers(dest='params_command', metavar='COMMAND')
     check = commands.add_parser(
         'check', help='validate PARAMS; print a summary or every problem')
     check.add_argument('params', metavar='PARAMS',
-                       help='JSON/YAML additionalParams, or a whole '
-                            'InstantiateVnfRequest body')
+                       help='JSON/YAML request body (instantiate, scale, '
+                            'heal or terminate) or its additionalParams; '
+                            '- reads standard input')
+    check.add_argument('--kind', choices=lcm_requests.KINDS,
+                       help='the kind of request (default: told by the '
+                            "body's fields: type/aspectId scale, "
+                            'vnfcInstanceId/cause heal, terminationType '
+                            'terminate, else instantiate)')
+    check.add_argument('--instantiated', metavar='FILE',
+                       help='for scale, heal and terminate: the '
+                            'instantiate request (or its additionalParams) '
+                            'the overrides are merged with, as Tacker '
+                            'does; default: the overrides are checked over '
+                            'a placeholder instantiation')
+    _add_output(check, 'valid, kind, summary, overrides, merged, '
+                       'problems')
     check.set_defaults(func=_params_check)
+
+
+def _add_output(parser, keys):
+    parser.add_argument('--output', choices=('text', 'json'),
+                        default='text',
+                        help='json: one JSON object on standard output '
+                             '(keys: %s; samples/README.rst)' % keys)
 
 
 def _add_inputs(parser, topology_note=''):
     """The --params and --topology arguments every rendering command takes."""
     parser.add_argument('--params', required=True, metavar='PARAMS',
                         help='JSON/YAML additionalParams, or a whole '
-                             'InstantiateVnfRequest body')
+                             'InstantiateVnfRequest body; - reads standard '
+                             'input')
     parser.add_argument('--topology', metavar='TOPOLOGY',
                         help="YAML/JSON topology file (default: the "
                              "request's explicit nodes list)" + topology_note)
@@ -202,6 +279,7 @@ _RENDER_COMMANDS = [_add_render_inventory, _add_render_haproxy]
 
 def _add_render_commands(subparsers):
     group = subparsers.add_parser('render', help='render files locally')
+    group.set_defaults(func=lambda args: _usage(group))
     commands = group.add_subparsers(dest='render_command', metavar='WHAT')
     for add_command in _RENDER_COMMANDS:
         add_command(commands)
@@ -216,7 +294,7 @@ def _node_list(text, cluster, operation):
         raise exceptions.ParamsInvalid(
             ['--nodes: %s not in the topology (nodes: %s)' % (
                 ', '.join(unknown), ', '.join(cluster.names))])
-    if not names and operation in ('scale-in', 'heal'):
+    if not names and operation == 'scale-in':
         raise exceptions.ParamsNotFound(
             ['--nodes: missing (which nodes to %s?)' % operation])
     return names
@@ -228,6 +306,32 @@ def _progress_printer():
     def progress(line):
         print('[%7.1fs] %s' % (time.monotonic() - start, line), flush=True)
     return progress
+
+
+class _ProgressHandler(logging.Handler):
+    """Prints the driver's warnings (SSH retries...) as progress lines."""
+
+    def __init__(self, progress):
+        super().__init__(logging.WARNING)
+        self._progress = progress
+
+    def emit(self, record):
+        self._progress('warning: %s' % record.getMessage())
+
+
+@contextlib.contextmanager
+def _warnings_shown(progress, debug):
+    """While running, print the driver's warnings through *progress*."""
+    logger = logging.getLogger('mgmt_driver')
+    if progress is None or debug:  # --debug: the log goes to stderr
+        yield
+        return
+    handler = _ProgressHandler(progress)
+    logger.addHandler(handler)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
 
 
 def _kubeconfigs(drv):
@@ -257,6 +361,8 @@ def _op_scale_in(drv, cluster, names, name):
 
 
 def _op_heal(drv, cluster, names, name):
+    if not names:
+        return _op_heal_vnf(drv, cluster, name)
     masters = [n.name for n in cluster.masters if n.name in names]
     workers = [n for n in names if n not in masters]
     remaining = drv.remove_workers(cluster, workers) if workers else cluster
@@ -278,29 +384,68 @@ def _op_terminate(drv, cluster, names, name):
     return 'terminated %s' % name
 
 
+def _op_heal_vnf(drv, cluster, name):
+    # As Tacker's whole-VNF heal (heal_start, heal_end), on the same VMs.
+    _op_terminate(drv, cluster, [], name)
+    return 'healed the whole VNF: ' + _op_instantiate(drv, cluster, [],
+                                                      name)
+
+
 OPERATIONS = {'instantiate': _op_instantiate,
               'scale-out': _op_scale_out, 'scale-in': _op_scale_in,
               'heal': _op_heal, 'terminate': _op_terminate}
 
 
+def _lb_script(spec, args):
+    """The local LB install script, or None; see ``--package-dir``."""
+    script = spec.external_lb.script_path
+    if not script or not _installs_lb(args):
+        return None
+    local = csar.packaged_file(args.package_dir, script)
+    if local is None:
+        raise exceptions.ParamsNotFound([
+            '--package-dir: missing: %s.external_lb_param.script_path names '
+            '%s, which only a VNF package holds (without --package-dir '
+            'only %s is known: the script csar build packages)' % (
+                params.ROOT, script, csar.LB_SCRIPT_ARTIFACT)])
+    return str(local)
+
+
+def _installs_lb(args):
+    return args.operation == 'instantiate' or (
+        args.operation == 'heal' and not args.nodes)
+
+
+def _cluster_driver(args, spec, lb_script, progress):
+    pool = plan.PlanPool() if args.dry_run else ssh.ConnectionPool()
+    # Trusted paths: whoever runs this wrote the parameter file.
+    return driver.ClusterDriver(
+        spec, args.instance_id, pool, package_dir=args.package_dir,
+        progress=progress, trusted_paths=True, lb_script=lb_script)
+
+
 def _run(args):
+    if args.output == 'json' and not args.dry_run:
+        print('kubespray-mgmt: --output json: only with --dry-run (a run '
+              'prints its progress as it goes)', file=sys.stderr)
+        return EXIT_BAD_INPUT
     try:
         spec = _read_spec(args.params, need_cp_names=False)
         cluster = _read_nodes(spec, args.topology)
         names = _node_list(args.nodes, cluster, args.operation)
-        pool = plan.PlanPool() if args.dry_run else ssh.ConnectionPool()
-        # Trusted paths: whoever runs this wrote the parameter file.
-        drv = driver.ClusterDriver(
-            spec, args.instance_id, pool, package_dir=args.package_dir,
-            progress=None if args.dry_run else _progress_printer(),
-            trusted_paths=True)
+        progress = None if args.dry_run else _progress_printer()
+        drv = _cluster_driver(args, spec, _lb_script(spec, args), progress)
     except (exceptions.ParamsInvalid, exceptions.ParamsNotFound) as exc:
         return _print_problems(exc)
     name = spec.vim_name or args.instance_id
-    with pool:
+    with drv.pool, _warnings_shown(progress, args.debug):
         summary = OPERATIONS[args.operation](drv, cluster, names, name)
+    if args.output == 'json':
+        _print_json({'operation': args.operation, 'summary': summary,
+                     'steps': plan.plan_records(drv.pool.steps)})
+        return EXIT_OK
     if args.dry_run:
-        sys.stdout.write(plan.format_plan(pool.steps))
+        sys.stdout.write(plan.format_plan(drv.pool.steps))
         summary = 'dry run, nothing done: ' + summary
     print(summary)
     return EXIT_OK
@@ -315,20 +460,31 @@ def _add_run_commands(subparsers):
     run.add_argument('--nodes', metavar='NAME[,NAME...]',
                      help='node names added (scale-out; default: every '
                           'worker Kubernetes lacks), removed (scale-in) '
-                          'or healed (heal)')
+                          'or healed (heal; default: the whole VNF, as '
+                          "Tacker's heal without vnfcInstanceId: terminate "
+                          'then instantiate again on the same VMs)')
     run.add_argument('--instance-id', default='kubespray-mgmt',
                      help='names the workspace on the Ansible server '
                           '(default: %(default)s)')
     run.add_argument('--package-dir', metavar='DIR',
-                     help='VNF package source holding the LB install '
-                          "script named by external_lb_param.script_path")
+                     help='VNF package holding the LB install script named '
+                          'by external_lb_param.script_path: a package '
+                          'source (vnf_packages/NAME) or an extracted CSAR. '
+                          'Without it, and for a source that lacks it, %s '
+                          'is the script csar build packages; any other '
+                          'script_path needs DIR' % csar.LB_SCRIPT_ARTIFACT)
     run.add_argument('--dry-run', action='store_true',
                      help='print every remote command and document '
                           '(secrets hidden) without connecting')
+    _add_output(run, 'operation, summary, steps; with --dry-run')
     run.set_defaults(func=_run)
 
 
 # --- demo --------------------------------------------------------------------
+
+#: demo.MAX_WORKERS, without importing the local site to build the parser
+#: (test_cli_basics keeps the two equal).
+DEMO_MAX_WORKERS = 22
 
 def _demo(args):
     from mgmt_driver.localsite import demo  # the site is not needed elsewhere
@@ -344,8 +500,10 @@ def _add_demo_command(subparsers):
     command.add_argument('--masters', type=int, choices=(1, 3), default=1,
                          help='control-plane nodes (default: %(default)s)')
     command.add_argument('--workers', type=_demo_workers, default=2,
-                         help='workers to instantiate; scale-out adds two '
-                              '(default: %(default)s)')
+                         metavar='N',
+                         help='workers to instantiate, 1 to %d; scale-out '
+                              'adds two (default: %%(default)s)'
+                              % DEMO_MAX_WORKERS)
     command.add_argument('--no-tasks', action='store_true',
                          help='print plays but not every task')
     command.set_defaults(func=_demo)
@@ -380,7 +538,8 @@ def build_parser():
                         help='oslo.config file with a [kubespray_mgmt] '
                              'section (may be repeated)')
     parser.add_argument('--debug', action='store_true',
-                        help='log at DEBUG level')
+                        help='log at DEBUG level to standard error (may '
+                             'also follow the subcommand)')
     subparsers = parser.add_subparsers(dest='command', metavar='COMMAND')
     for add_commands in _COMMAND_GROUPS:
         add_commands(subparsers)
@@ -403,10 +562,33 @@ def _load_config(files):
     return kconf.check(cfg.CONF)
 
 
+def _log_to_stderr():
+    """``--debug``: every log record, DEBUG and up, to standard error."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter(
+        '%(asctime)s %(levelname)s %(name)s: %(message)s'))
+    root = logging.getLogger()
+    root.addHandler(handler)
+    root.setLevel(logging.DEBUG)
+
+
+def _take_debug(argv):
+    """*argv* without ``--debug`` (anywhere before ``--``), and whether it
+    was there: argparse takes an option of the top level only before the
+    subcommand."""
+    end = argv.index('--') if '--' in argv else len(argv)
+    kept = [a for a in argv[:end] if a != '--debug'] + list(argv[end:])
+    return kept, len(kept) != len(argv)
+
+
 def main(argv=None):
     """Entry point of the ``kubespray-mgmt`` console script."""
     parser = build_parser()
+    argv, debug = _take_debug(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
+    args.debug = args.debug or debug
+    if args.debug:
+        _log_to_stderr()
     if not getattr(args, 'func', None):
         parser.print_help(sys.stderr)
         return EXIT_BAD_INPUT
@@ -417,6 +599,9 @@ def main(argv=None):
         return EXIT_BAD_INPUT
     try:
         return args.func(args)
+    except KeyboardInterrupt:
+        print('kubespray-mgmt: interrupted', file=sys.stderr)
+        return EXIT_INTERRUPTED
     except (exceptions.MgmtDriverParamInvalid,
             exceptions.MgmtDriverNotFound) as exc:
         print('kubespray-mgmt: %s' % exc, file=sys.stderr)

@@ -51,6 +51,11 @@ SOL001_FILES = ('etsi_nfv_sol001_common_types.yaml',
 # Where the tacker wheel keeps its copies, relative to the package dir.
 TACKER_SOL001_DIR = ('tests', 'unit', 'vnfm', 'infra_drivers', 'openstack',
                      'data', 'etsi_nfv')
+#: Where a user gets the SOL001 files, for messages.
+SOL001_ORIGIN = (
+    'pass --sol001-dir DIR, a directory holding them (ETSI publishes them '
+    'with NFV-SOL001 v2.6.1: https://forge.etsi.org/rep/nfv/SOL001, tag '
+    'v2.6.1), or install tacker, whose package ships a copy')
 # Directories whose files Tacker executes: each gets a TOSCA.meta hash.
 HASHED_DIRS = ('Scripts/', 'UserData/')
 CONTENT_TYPES = {'.py': 'text/x-python', '.sh': 'application/x-shellscript'}
@@ -78,6 +83,32 @@ def lb_script_path():
     """Return the path of the load balancer install script we ship."""
     return (pathlib.Path(__file__).parent / 'templates'
             / 'install_external_lb.sh')
+
+
+def packaged_file(package_dir, name):
+    """Local file a CSAR built from *package_dir* holds as *name*.
+
+    *package_dir* may be an extracted CSAR or a package source, which
+    lacks what :func:`build` adds: the LB script then comes from
+    :func:`lb_script_path`, as it does without any *package_dir*.
+
+    :param package_dir: a package directory, or None.
+    :param name: the archive name, e.g. ``Scripts/install_external_lb.sh``.
+    :returns: a :class:`pathlib.Path`, or None when no file is known.
+    """
+    shipped = lb_script_path() if name == LB_SCRIPT_ARTIFACT else None
+    if package_dir is None:
+        return shipped
+    path = pathlib.Path(package_dir) / name
+    if path.is_file() or shipped is None or not _is_source(package_dir):
+        return path  # a missing file is reported by whoever reads it
+    return shipped
+
+
+def _is_source(package_dir):
+    """A package source: no SOL001 file, which :func:`build` adds."""
+    return not (pathlib.Path(package_dir) / 'Definitions' /
+                SOL001_FILES[0]).is_file()
 
 
 def tacker_hash(path):
@@ -112,9 +143,8 @@ def find_sol001_dir(sol001_dir=None):
     directory = _tacker_sol001_dir()
     if directory is None:
         raise exceptions.CsarError(
-            reason='the ETSI SOL001 v2.6.1 files (%s) were not found: pass '
-                   '--sol001-dir DIR, or install tacker, which ships them'
-                   % ', '.join(SOL001_FILES))
+            reason='the ETSI SOL001 v2.6.1 files (%s) were not found: %s'
+                   % (', '.join(SOL001_FILES), SOL001_ORIGIN))
     return directory
 
 
@@ -263,13 +293,21 @@ def _write_atomically(path, data):
 # ---------------------------------------------------------------- check
 
 
-def check(path):
-    """Check a built package (zip or directory) as Tacker will use it.
+def check(path, sol001_dir=None):
+    """Check a package (zip or directory) as Tacker will use it.
 
-    :param path: a CSAR zip or an extracted package directory.
+    A package source is built in a temporary directory first, as
+    :func:`build` would build it.
+
+    :param path: a CSAR zip, an extracted package or a package source.
+    :param sol001_dir: for a source: see :func:`find_sol001_dir`.
     :returns: a list of problems, one line each; empty when it is sound.
     """
     path = pathlib.Path(path)
+    if not path.exists():
+        return ['no such file or directory']
+    if path.is_dir() and _unbuilt_source(path):
+        return _check_source(path, sol001_dir)
     if path.is_dir():
         return _check_dir(path, zip_path=None)
     if not zipfile.is_zipfile(path):
@@ -284,6 +322,25 @@ def check(path):
         return _check_dir(pathlib.Path(tmp), zip_path=path)
 
 
+def _unbuilt_source(path):
+    return (path / TOSCA_META).is_file() and _is_source(path) and \
+        not (path / DRIVER_ARTIFACT).is_file()
+
+
+def _check_source(src_dir, sol001_dir):
+    try:
+        files = package_files(src_dir, sol001_dir)
+    except exceptions.CsarError as exc:
+        return ['a package source, not a built CSAR; checking it means '
+                'building it first, and %s' % exc]
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, data in files.items():
+            target = pathlib.Path(tmp, name)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+        return _check_dir(pathlib.Path(tmp), zip_path=None)
+
+
 def _unsafe_name(name):
     return name.startswith('/') or '..' in pathlib.PurePosixPath(name).parts
 
@@ -293,7 +350,11 @@ def _check_dir(root, zip_path):
     if meta is None:
         return problems
     problems += _check_meta_hashes(root, meta)
-    problems += _check_sol001_present(root)
+    missing = _check_sol001_present(root)
+    if missing:
+        # tosca-parser fails on every template without the SOL001 types,
+        # with its own internals (KeyError ...): say what is missing only.
+        return problems + missing
     problems += _parse_top(root, meta, zip_path)
     flavours = _flavour_files(root)
     if not flavours:
@@ -372,9 +433,13 @@ def _hashed_files(root):
 
 
 def _check_sol001_present(root):
-    return ['Definitions/%s is missing (csar build adds it)' % name
-            for name in SOL001_FILES
-            if not (root / 'Definitions' / name).is_file()]
+    missing = [name for name in SOL001_FILES
+               if not (root / 'Definitions' / name).is_file()]
+    if not missing:
+        return []
+    return ['Definitions/%s is missing (csar build adds it): the ETSI '
+            'NFV-SOL001 v2.6.1 type definitions, without which no template '
+            'can be parsed' % name for name in missing]
 
 
 # TOSCA parsing
@@ -547,15 +612,23 @@ def add_commands(subparsers):
                                 'vnf_packages/kubespray_simple')
     build_cmd.add_argument('-o', '--output', required=True,
                            metavar='OUT.zip', help='the zip to write')
-    build_cmd.add_argument('--sol001-dir', metavar='DIR',
-                           help='directory with the ETSI SOL001 v2.6.1 '
-                                'files (default: the copy in an installed '
-                                'tacker package)')
+    _add_sol001_dir(build_cmd)
     build_cmd.set_defaults(func=_build_command)
     check_cmd = actions.add_parser(
-        'check', help='check a built CSAR (zip or extracted directory)')
+        'check', help='check a CSAR (zip or extracted directory), or a '
+                      'package source as csar build would build it')
     check_cmd.add_argument('path', metavar='PATH')
+    _add_sol001_dir(check_cmd, ' (for a package source)')
     check_cmd.set_defaults(func=_check_command)
+
+
+def _add_sol001_dir(command, note=''):
+    command.add_argument(
+        '--sol001-dir', metavar='DIR',
+        help='directory with the ETSI NFV-SOL001 v2.6.1 files %s%s '
+             '(default: the copy in an installed tacker package; ETSI '
+             'publishes them at https://forge.etsi.org/rep/nfv/SOL001, tag '
+             'v2.6.1)' % (' and '.join(SOL001_FILES), note))
 
 
 def _usage(parser):
@@ -570,7 +643,7 @@ def _build_command(args):
 
 
 def _check_command(args):
-    problems = check(args.path)
+    problems = check(args.path, sol001_dir=args.sol001_dir)
     for problem in problems:
         print('%s: %s' % (args.path, problem), file=sys.stderr)
     if problems:

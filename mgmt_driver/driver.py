@@ -93,6 +93,9 @@ class ClusterDriver:
     :param conf: an oslo.config object (default: the global one).
     :param package_dir: local VNF package directory holding the LB
         install script, or None.
+    :param lb_script: local file to run as the LB install script instead
+        of ``package_dir``'s ``script_path`` (``kubespray-mgmt``: the one
+        ``csar build`` would package), or None.
     :param progress: called with each progress line (playbook plays and
         tasks, steps), or None.
     :param trusted_paths: the request's key files may be anywhere on this
@@ -103,7 +106,8 @@ class ClusterDriver:
     """
 
     def __init__(self, spec, instance_id, pool, conf=None,
-                 package_dir=None, progress=None, trusted_paths=False):
+                 package_dir=None, progress=None, trusted_paths=False,
+                 lb_script=None):
         self.conf = conf or kconf.CONF
         self.spec = trust.apply(spec, trust.Policy.from_conf(
             self.conf, package_dir, trusted_paths))
@@ -111,8 +115,10 @@ class ClusterDriver:
         self.pool = pool
         self.settings = Settings.from_conf(self.conf)
         self.package_dir = package_dir
+        self.lb_script = lb_script
         self._progress = progress
         self._runner_obj = None
+        self._past_timings = []
 
     # Plumbing.
 
@@ -162,11 +168,18 @@ class ClusterDriver:
                 settings=settings, on_progress=self._playbook_line)
         return self._runner_obj
 
+    def _drop_runner(self):
+        # Its workspace is gone: a later operation starts afresh.
+        if self._runner_obj is not None:
+            self._past_timings += self._runner_obj.timings
+        self._runner_obj = None
+
     @property
     def playbook_timings(self):
         """``(playbook, seconds)`` of every ansible-playbook run so far."""
         runner = self._runner_obj
-        return list(runner.timings) if runner is not None else []
+        return self._past_timings + (
+            list(runner.timings) if runner is not None else [])
 
     def _playbook_line(self, line):
         if self._progress and line.startswith(_PROGRESS_LINES):
@@ -256,9 +269,9 @@ class ClusterDriver:
     def prepare_load_balancer(self, cluster):
         """Run the package's LB install script on the LB VM, if given."""
         script = self.spec.external_lb.script_path
-        if not script or not self.package_dir:
+        local = self._lb_script_file(script)
+        if local is None:
             return
-        local = os.path.join(self.package_dir, script)
         try:
             with open(local, 'rb') as f:
                 content = f.read()
@@ -280,6 +293,14 @@ class ClusterDriver:
         self.step('installing HAProxy and kubectl on %s', conn.host)
         conn.run((['sudo', '-n'] if sudo else []) + ['env'] + env +
                  ['sh', LB_SCRIPT])
+
+    def _lb_script_file(self, script):
+        if not script:
+            return None
+        if self.lb_script:
+            return self.lb_script
+        return os.path.join(self.package_dir, script) \
+            if self.package_dir else None
 
     def kubectl_client(self, cluster, exclude=()):
         """kubectl on the first control-plane node that answers."""
@@ -485,7 +506,9 @@ class ClusterDriver:
         if len(names) >= len(cluster.masters):
             raise exceptions.MgmtDriverOtherError(
                 error_message='cannot heal every control-plane node at '
-                              'once; heal the whole VNF instead')
+                              'once; heal the whole VNF instead (Tacker: '
+                              'a heal request without vnfcInstanceId; '
+                              'kubespray-mgmt: run heal without --nodes)')
         if cluster.masters[0].name in names:
             healthy = [n for n in cluster.masters if n.name not in names]
             sick = [n for n in cluster.masters if n.name in names]
@@ -528,6 +551,7 @@ class ClusterDriver:
         workspace = self._workspace()
         hosts = self.recorded_inventory().get('hosts') or {}
         workspace.remove()
+        self._drop_runner()
         for host in hosts.values():
             host = host or {}
             if host.get('ansible_host'):

@@ -10,6 +10,7 @@ of ``cli.py``, which only wires commands together.
 import os
 import pathlib
 import shutil
+import sys
 import tempfile
 
 import yaml
@@ -32,10 +33,16 @@ class _UniqueKeyLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
+def _read_text(path):
+    if path == '-':
+        return sys.stdin.buffer.read().decode('utf-8')
+    return pathlib.Path(path).read_text(encoding='utf-8')
+
+
 def load_document(path, what):
     """Read a JSON or YAML file (JSON is YAML).
 
-    :param path: the file.
+    :param path: the file, or ``-`` for standard input.
     :param what: what it is, for messages (``'PARAMS'``, ``'TOPOLOGY'``).
     :returns: the parsed document.
     :raises ParamsNotFound: the file cannot be read.
@@ -43,7 +50,7 @@ def load_document(path, what):
         the line and column, never the text there (it may be a secret).
     """
     try:
-        text = pathlib.Path(path).read_text(encoding='utf-8')
+        text = _read_text(path)
     except (OSError, UnicodeDecodeError) as exc:
         raise exceptions.ParamsNotFound(['%s file %s: cannot read it (%s)' % (
             what, path, getattr(exc, 'strerror', None) or 'not UTF-8')])

@@ -119,13 +119,39 @@ def format_plan(steps):
     return '\n'.join(lines) + '\n'
 
 
+def _is_secret(step):
+    return step.mode is not None and step.mode & 0o077 == 0
+
+
+def plan_records(steps):
+    """The recorded steps as JSON-ready dicts, in the order they ran.
+
+    Each has the same keys: ``host``, ``kind`` (``run``, ``write`` or
+    ``local``), ``text`` (the command, the path written or the local
+    action), and for a ``write`` ``mode`` (octal text), ``bytes`` and
+    ``content``, which is None for a file with mode 0600 (credentials,
+    keys, kubeconfigs); those three are None for the other kinds.
+    """
+    return [_record(step) for step in steps]
+
+
+def _record(step):
+    record = {'host': step.host, 'kind': step.kind, 'text': step.text,
+              'mode': None, 'bytes': None, 'content': None}
+    if step.kind == 'write':
+        record.update(mode='%04o' % (step.mode or 0o644),
+                      bytes=len(step.content or ''),
+                      content=None if _is_secret(step) else step.content)
+    return record
+
+
 def _format_step(step):
     if step.kind == 'run':
         return ['$ ' + step.text]
     if step.kind == 'local':
         return ['# ' + step.text]
     header = 'write %s (mode %s)' % (step.text, oct(step.mode or 0o644))
-    if step.mode is not None and step.mode & 0o077 == 0:
+    if _is_secret(step):
         return ['> %s: secret, %d bytes not shown' % (
             header, len(step.content or ''))]
     body = (step.content or '').rstrip('\n').splitlines()

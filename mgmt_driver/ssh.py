@@ -498,10 +498,13 @@ class Connection:
                 reason=_describe(exc))
 
     def _log_retry(self, state):
-        LOG.info('SSH to %s:%s: attempt %d failed (%s), retrying in '
-                 '%.1f s', self.host, self.port, state.attempt_number,
-                 _describe(state.outcome.exception()),
-                 state.next_action.sleep)
+        # WARNING, so that a user waiting on an unreachable host sees each
+        # attempt (kubespray-mgmt prints these with its progress).
+        LOG.warning('SSH to %s:%s: attempt %d of %d failed (%s), next try '
+                    'in %.1f s', self.host, self.port, state.attempt_number,
+                    self.settings.connect_retries + 1,
+                    _describe(state.outcome.exception()),
+                    state.next_action.sleep)
 
     def _connect_once(self):
         timeout = self.settings.connect_timeout

@@ -27,6 +27,8 @@ MASTERS = ['127.0.0.%d' % i for i in range(221, 224)]
 WORKERS = ['127.0.0.%d' % i for i in range(231, 255)]
 INSTANCE_ID = 'demo'
 MAX_WORKERS = len(WORKERS) - 2  # scale-out adds two
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports Ctrl-C
+INTERRUPTED = 'interrupted'
 
 
 @dataclasses.dataclass
@@ -94,6 +96,12 @@ def plan_steps(masters, workers):
     return steps
 
 
+def _result(outcome):
+    if outcome.ok:
+        return 'ok'
+    return 'interrupted' if outcome.error == INTERRUPTED else 'FAILED'
+
+
 class Demo:
     """Runs :func:`plan_steps` on a fresh local site.
 
@@ -114,6 +122,8 @@ class Demo:
         self.out = out or sys.stdout
         self.tasks = tasks
         self.outcomes = []
+        self.interrupted = False
+        self._current = None
         self._started = None
 
     def say(self, text):
@@ -126,29 +136,48 @@ class Demo:
             self.say('  ' + line)
 
     def run(self):
-        """:returns: 0 when every step worked and checked out, else 2."""
+        """:returns: 0 when every step worked and checked out, 130 when
+        interrupted (Ctrl-C), else 2."""
         self._started = time.monotonic()
         lab_mod.stop_on_sigterm()
         self.say('starting the local site: sshd on %d loopback '
                  'addresses, HAProxy, kubespray test double'
                  % (2 + len(self.masters) + len(self.workers)))
         try:
-            with lab_mod.Lab(ANSIBLE, LB, self.masters,
-                             self.workers) as lab:
-                self._introduce(lab)
-                for step in plan_steps(self.masters, self.workers):
-                    outcome = self._run_step(lab, step)
-                    self.outcomes.append(outcome)
-                    if not outcome.ok:
-                        break
-                self.say('stopping the local site')
+            self._run_on_site()
         except lab_mod.LabError as exc:
             self.out.write('kubespray-mgmt demo: the local site cannot '
                            'start: %s\n' % exc)
             return 2
+        except KeyboardInterrupt:
+            # The Lab's with block has stopped the site by now.
+            return self._interrupted()
         self.out.write(self.summary())
         return 0 if self.outcomes and all(o.ok for o in self.outcomes) \
             else 2
+
+    def _run_on_site(self):
+        with lab_mod.Lab(ANSIBLE, LB, self.masters, self.workers) as lab:
+            self._introduce(lab)
+            for step in plan_steps(self.masters, self.workers):
+                self._current = Outcome(step, seconds=time.monotonic())
+                outcome = self._run_step(lab, step)
+                self._current = None
+                self.outcomes.append(outcome)
+                if not outcome.ok:
+                    break
+            self.say('stopping the local site')
+
+    def _interrupted(self):
+        current = self._current
+        if current is not None:  # seconds held its start time
+            current.seconds = time.monotonic() - current.seconds
+            current.error = INTERRUPTED
+            self.outcomes.append(current)
+        self.interrupted = True
+        self.out.write('\nkubespray-mgmt demo: interrupted (Ctrl-C)\n')
+        self.out.write(self.summary())
+        return EXIT_INTERRUPTED
 
     def _introduce(self, lab):
         self.say('Ansible server %s, LB %s (API port %d, NodePorts %s), '
@@ -215,13 +244,18 @@ class Demo:
                      outcome.connections, outcome.max_per_host,
                      outcome.commands))
 
+    def _verdict(self, ok):
+        if self.interrupted:
+            return 'The demo was INTERRUPTED'
+        return 'The whole lifecycle worked' if ok else 'The demo FAILED'
+
     def summary(self):
         """The final table, one row per step run."""
         rows = [('step', 'result', 'time', 'ansible', 'driver', 'k8s nodes',
                  'SSH conn.', 'cmds', 'playbooks (hosts touched)')]
         for o in self.outcomes:
             rows.append((
-                o.step.title, 'ok' if o.ok else 'FAILED',
+                o.step.title, _result(o),
                 '%.1fs' % o.seconds, '%.1fs' % o.playbook_seconds,
                 '%.1fs' % (o.seconds - o.playbook_seconds),
                 '%d+%d' % (len(o.step.after_masters),
@@ -239,6 +273,5 @@ class Demo:
         total = time.monotonic() - self._started
         lines.append('')
         lines.append('%s in %.1f s; the local site is stopped.' % (
-            'The whole lifecycle worked' if ok else 'The demo FAILED',
-            total))
+            self._verdict(ok), total))
         return '\n'.join(lines) + '\n'

@@ -442,6 +442,13 @@ def test_kubespray_mgmt_run(world, tmp_path, capsys, global_conf):
         assert out.splitlines()[-1] == 'healed %s' % sick
         check_cluster(site, workspace, world, masters, workers)
 
+        # Heal the whole VNF: reset, workspace removed, cluster.yml again.
+        out = run('heal', masters, workers)
+        assert out.splitlines()[-1].startswith('healed the whole VNF: '
+                                               'cluster ')
+        check_cluster(site, workspace, world, masters, workers)
+        assert kubeconfig.exists()
+
         run('terminate', masters, workers)
         assert not workspace.exists()
         assert not kubeconfig.exists()

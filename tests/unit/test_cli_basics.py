@@ -63,3 +63,47 @@ def test_bad_option_values_are_reported_up_front(tmp_path, capsys):
         '[kubespray_mgmt] host_key_policy',
         '[kubespray_mgmt] ssh_connect_timeout']
     assert all(line.startswith('kubespray-mgmt: ') for line in lines)
+
+
+@pytest.mark.parametrize('group, usage', [
+    ('params', 'usage: kubespray-mgmt params'),
+    ('render', 'usage: kubespray-mgmt render'),
+    ('csar', 'usage: kubespray-mgmt csar')])
+def test_a_group_without_subcommand_prints_its_own_help(capsys, group,
+                                                       usage):
+    assert cli.main([group]) == cli.EXIT_BAD_INPUT
+    assert capsys.readouterr().err.startswith(usage)
+
+
+@pytest.fixture
+def root_logger():
+    import logging
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield root
+    for handler in root.handlers[:]:
+        if handler not in handlers:
+            root.removeHandler(handler)
+    root.setLevel(level)
+
+
+@pytest.mark.parametrize('argv', [
+    ['--debug', 'params', 'check', SAMPLE],
+    ['params', 'check', SAMPLE, '--debug'],
+    ['params', 'check', '--debug', SAMPLE]])
+def test_debug_anywhere_logs_debug_to_stderr(capsys, root_logger, argv):
+    import logging
+    assert cli.main(argv) == cli.EXIT_OK
+    logging.getLogger('mgmt_driver.probe').debug('probe %s', 'line')
+    err = capsys.readouterr().err
+    assert 'DEBUG mgmt_driver.probe: probe line' in err
+
+
+def test_demo_help_gives_the_workers_range(capsys):
+    from mgmt_driver.localsite import demo
+    assert cli.DEMO_MAX_WORKERS == demo.MAX_WORKERS
+    with pytest.raises(SystemExit):
+        cli.main(['demo', '--help'])
+    out = ' '.join(capsys.readouterr().out.split())
+    assert '--workers N workers to instantiate, 1 to %d;' % \
+        demo.MAX_WORKERS in out

@@ -77,7 +77,6 @@ def test_scale_in_takes_node_out_of_lb_before_draining_and_removal():
 
 @pytest.mark.parametrize('operation, extra, text', [
     ('scale-in', [], '--nodes: missing'),
-    ('heal', [], '--nodes: missing'),
     ('scale-in', ['--nodes', 'worker-9-9-9-9'], 'not in the topology'),
 ])
 def test_bad_node_arguments(capsys, operation, extra, text):
@@ -104,3 +103,48 @@ def test_terminate_resets_first_when_asked(monkeypatch, tmp_path, capsys,
                      str(params_file), '--topology', TOPOLOGY])
     assert code == cli.EXIT_OK, capsys.readouterr().err
     assert calls == expected
+
+
+def _playbooks_and_removals(out):
+    return [line.rsplit(' ', 1)[-1] if 'ansible-playbook' in line
+            else 'rm workspace' for line in out.splitlines()
+            if line.startswith('$ ') and ('ansible-playbook' in line
+                                          or line.startswith('$ rm -rf'))]
+
+
+@pytest.mark.parametrize('reset_on_terminate, expected', [
+    (False, ['rm workspace', 'cluster.yml']),
+    (True, ['reset.yml', 'rm workspace', 'cluster.yml'])])
+def test_heal_without_nodes_heals_the_whole_vnf(tmp_path, capsys,
+                                                monkeypatch,
+                                                reset_on_terminate,
+                                                expected):
+    from mgmt_driver import driver
+    recorded = {'hosts': {'master-10-10-0-11': {'ansible_host': '10.10.0.11'}}}
+    monkeypatch.setattr(driver.ClusterDriver, 'recorded_inventory',
+                        lambda self: recorded)
+    doc = json.loads(pathlib.Path(PARAMS).read_text())
+    doc['additionalParams']['k8s_cluster_installation_param']['kubespray'] \
+        = {'reset_on_terminate': reset_on_terminate}
+    params_file = tmp_path / 'params.json'
+    params_file.write_text(json.dumps(doc))
+    code = cli.main(['run', 'heal', '--dry-run', '--params',
+                     str(params_file), '--topology', TOPOLOGY])
+    out, err = capsys.readouterr()
+    assert code == cli.EXIT_OK, err
+    assert _playbooks_and_removals(out) == expected
+    after_removal = out.split('$ rm -rf', 1)[1]
+    # The workspace is made again (Workspace.ensure) before cluster.yml.
+    assert after_removal.index('chmod 0700 -- "$1"') < \
+        after_removal.index('cluster.yml')
+    assert 'install-lb' in after_removal
+    assert out.splitlines()[-1].startswith(
+        'dry run, nothing done: healed the whole VNF: cluster ')
+
+
+def test_healing_every_master_points_to_the_whole_vnf_heal(capsys):
+    code, _, err = _run(capsys, 'heal', '--dry-run', '--nodes',
+                        'master-10-10-0-11')
+    assert code == cli.EXIT_REMOTE_FAILURE
+    assert 'run heal without --nodes' in err
+    assert len(err.splitlines()) == 1

@@ -53,3 +53,50 @@ def test_summary_marks_a_failed_step():
 def test_bad_sizes(kwargs):
     with pytest.raises(ValueError):
         demo.Demo(**kwargs)
+
+
+class _StubLab:
+    """Stands in for lab.Lab: records that its clean-up ran."""
+
+    stopped = False
+
+    def __init__(self, *args):
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        _StubLab.stopped = True
+
+
+def test_ctrl_c_prints_the_summary_so_far_and_exits_130(monkeypatch):
+    monkeypatch.setattr(demo.lab_mod, 'Lab', _StubLab)
+    monkeypatch.setattr(demo.lab_mod, 'stop_on_sigterm', lambda: None)
+    monkeypatch.setattr(demo.Demo, '_introduce', lambda self, lab: None)
+    steps = []
+
+    def run_step(self, lab, step):
+        steps.append(step)
+        if len(steps) == 2:
+            raise KeyboardInterrupt
+        return demo.Outcome(step, seconds=1.0)
+    monkeypatch.setattr(demo.Demo, '_run_step', run_step)
+    out = io.StringIO()
+    assert demo.Demo(workers=1, out=out).run() == 130
+    text = out.getvalue()
+    assert _StubLab.stopped
+    rows = text.split('\nSummary\n', 1)[1].splitlines()
+    assert rows[1].startswith('instantiate') and ' ok ' in rows[1]
+    assert rows[2].startswith('scale out by 2') and 'interrupted' in rows[2]
+    assert 'The demo was INTERRUPTED in ' in text
+
+
+def test_the_command_turns_ctrl_c_into_exit_130(monkeypatch, capsys):
+    from mgmt_driver import cli
+
+    def interrupted(self):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(demo.Demo, 'run', interrupted)
+    assert cli.main(['demo']) == 130
+    assert capsys.readouterr().err == 'kubespray-mgmt: interrupted\n'

@@ -1,0 +1,152 @@
+"""SOL003 request bodies as ``kubespray-mgmt params check`` meets them.
+
+Not in the design's layout: the driver itself is handed each request by
+Tacker, which knows its kind, but a user checking a file offline has only
+the body.  This module tells the kind from the body's shape (or is told
+it) and checks the ``additionalParams`` the way the driver will read
+them: an instantiate request in full, a scale, heal or terminate request
+as overrides laid over the instantiated parameters
+(:func:`mgmt_driver.params.parse_for_operation`).
+
+Without the instantiated parameters, the overrides are laid over a
+complete placeholder instantiation, so every override is still checked in
+full (unknown keys, types, values); what the real instantiation holds
+cannot be checked then.
+"""
+
+import dataclasses
+
+from mgmt_driver import exceptions
+from mgmt_driver import params
+
+INSTANTIATE = 'instantiate'
+SCALE = 'scale'
+HEAL = 'heal'
+TERMINATE = 'terminate'
+KINDS = (INSTANTIATE, SCALE, HEAL, TERMINATE)
+
+#: Fields only one kind of SOL003 request body has (the others are
+#: optional or shared), in the order they are looked for.
+_SHAPES = ((SCALE, ('type', 'aspectId', 'numberOfSteps')),
+           (HEAL, ('vnfcInstanceId', 'cause', 'healScript')),
+           (TERMINATE, ('terminationType', 'gracefulTerminationTimeout')),
+           (INSTANTIATE, ('flavourId', 'instantiationLevelId')))
+_SCALE_TYPES = ('SCALE_OUT', 'SCALE_IN')
+
+_LOGIN = {'username': 'placeholder', 'password': 'placeholder'}
+#: A complete, valid instantiation that overrides are checked against
+#: when the real one is not given.
+_PLACEHOLDER = {params.ROOT: {
+    'master_node': dict(_LOGIN),
+    'worker_node': dict(_LOGIN),
+    'ansible': dict(_LOGIN, ip_address='192.0.2.1',
+                    kubespray_root_path='/placeholder/kubespray',
+                    transferring_inventory_path='/placeholder/inventory'),
+    'external_lb_param': {'ssh_username': 'placeholder',
+                          'ssh_password': 'placeholder'},
+}}
+
+
+@dataclasses.dataclass
+class Checked:
+    """The outcome of :func:`check` for a valid request."""
+
+    kind: str
+    spec: object            # the ClusterSpec that applies
+    overrides: list         # sections a non-instantiate request replaces
+    merged: bool            # checked against the real instantiation
+
+
+def detect_kind(body):
+    """The kind of SOL003 request *body* is, from its fields.
+
+    A mapping without any request field (bare ``additionalParams``) is
+    taken as an instantiation.
+    """
+    if isinstance(body, dict):
+        for kind, fields in _SHAPES:
+            if any(field in body for field in fields):
+                return kind
+    return INSTANTIATE
+
+
+def additional_params(document):
+    """``additionalParams`` of a whole request body, or *document* itself."""
+    if isinstance(document, dict) and 'additionalParams' in document:
+        return document['additionalParams']
+    if isinstance(document, dict) and detect_kind(document) != INSTANTIATE:
+        return {}  # a scale/heal/terminate body without overrides
+    return document
+
+
+def check(document, kind=None, instantiated=None, default_key_file=None):
+    """Check a request as the driver will read it.
+
+    :param document: a whole request body or its ``additionalParams``.
+    :param kind: one of :data:`KINDS`; default: :func:`detect_kind`.
+    :param instantiated: the instantiation's body or ``additionalParams``
+        (for the other kinds), or None for the placeholder.
+    :param default_key_file: as :func:`mgmt_driver.params.parse_params`.
+    :returns: a :class:`Checked`.
+    :raises ParamsNotFound, ParamsInvalid: every problem at once.
+    """
+    kind = kind or detect_kind(document)
+    problems = _scale_type_problems(document) if kind == SCALE else []
+    try:
+        checked = _check_kind(document, kind, instantiated, default_key_file)
+    except (exceptions.ParamsInvalid, exceptions.ParamsNotFound) as exc:
+        if not problems:
+            raise
+        problems += exc.problems
+    if problems:
+        raise exceptions.ParamsInvalid(problems)
+    return checked
+
+
+def _check_kind(document, kind, instantiated, default_key_file):
+    if kind == INSTANTIATE:
+        spec = params.parse_params(additional_params(document),
+                                   default_key_file=default_key_file)
+        return Checked(kind, spec, [], True)
+    return _check_overrides(document, kind, instantiated, default_key_file)
+
+
+def _check_overrides(document, kind, instantiated, default_key_file):
+    operation = additional_params(document)
+    base = _PLACEHOLDER if instantiated is None else \
+        additional_params(instantiated)
+    spec = params.parse_for_operation(
+        base, operation, kind, default_key_file=default_key_file,
+        need_cp_names=instantiated is not None)
+    return Checked(kind, spec, _overridden(operation),
+                   instantiated is not None)
+
+
+def _overridden(operation):
+    overrides = (operation or {}).get(params.ROOT) \
+        if isinstance(operation, dict) else None
+    return sorted(overrides) if isinstance(overrides, dict) else []
+
+
+def _scale_type_problems(document):
+    if not isinstance(document, dict) or 'type' not in document:
+        return []  # bare additionalParams
+    if document['type'] in _SCALE_TYPES:
+        return []
+    return ['type: a scale request needs %s' % ' or '.join(_SCALE_TYPES)]
+
+
+def describe(checked):
+    """One line for a valid request, without any secret."""
+    if checked.kind == INSTANTIATE:
+        return params.describe(checked.spec)
+    overrides = 'overrides %s' % ', '.join(checked.overrides) \
+        if checked.overrides else 'no override (the instantiated ' \
+        'parameters apply)'
+    if not checked.merged:
+        return 'valid %s request: %s; checked over a placeholder ' \
+               'instantiation (--instantiated FILE checks the merge)' % (
+                   checked.kind, overrides)
+    merged = params.describe(checked.spec).split(': ', 1)[1]
+    return 'valid %s request: %s; with the instantiation: %s' % (
+        checked.kind, overrides, merged)

@@ -1,0 +1,70 @@
+"""kubespray-mgmt params check / run --dry-run: --output json."""
+
+import json
+import pathlib
+
+import pytest
+
+from mgmt_driver import cli
+
+SAMPLES = pathlib.Path(__file__).parents[2] / 'samples'
+PARAMS = str(SAMPLES / 'instantiate_simple.json')
+TOPOLOGY = str(SAMPLES / 'topology_simple.yaml')
+CHECK_KEYS = {'valid', 'kind', 'summary', 'overrides', 'merged', 'problems'}
+STEP_KEYS = {'host', 'kind', 'text', 'mode', 'bytes', 'content'}
+
+
+def _main(capsys, *argv):
+    code = cli.main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+@pytest.mark.parametrize('sample, kind', [
+    ('instantiate_ha.json', 'instantiate'), ('scale_out.json', 'scale'),
+    ('heal_vnfc.json', 'heal'), ('terminate.json', 'terminate')])
+def test_params_check_json_for_a_valid_request(capsys, sample, kind):
+    code, out, err = _main(capsys, 'params', 'check', '--output', 'json',
+                           str(SAMPLES / sample))
+    assert code == cli.EXIT_OK and err == ''
+    report = json.loads(out)
+    assert set(report) == CHECK_KEYS
+    assert report['valid'] is True and report['problems'] == []
+    assert report['kind'] == kind and report['summary'].startswith('valid')
+
+
+def test_params_check_json_lists_every_problem(tmp_path, capsys):
+    path = tmp_path / 'scale.json'
+    path.write_text(json.dumps({'type': 'UP', 'additionalParams': {
+        'k8s_cluster_installation_param': {'master_node': {}}}}))
+    code, out, err = _main(capsys, 'params', 'check', '--output', 'json',
+                           str(path))
+    assert code == cli.EXIT_BAD_INPUT and err == ''
+    report = json.loads(out)
+    assert set(report) == CHECK_KEYS and report['valid'] is False
+    assert len(report['problems']) == 2 and report['summary'] is None
+
+
+def test_dry_run_json_has_every_step_and_no_secret(capsys):
+    code, out, err = _main(capsys, 'run', 'instantiate', '--dry-run',
+                           '--output', 'json', '--params', PARAMS,
+                           '--topology', TOPOLOGY)
+    assert code == cli.EXIT_OK, err
+    plan = json.loads(out)
+    assert set(plan) == {'operation', 'summary', 'steps'}
+    assert plan['operation'] == 'instantiate'
+    assert all(set(step) == STEP_KEYS for step in plan['steps'])
+    secret = [s for s in plan['steps'] if s['mode'] == '0600']
+    assert secret and all(s['content'] is None for s in secret)
+    assert 'ansible_password' not in out  # host_vars are 0600
+    playbooks = [s['text'].rsplit(' ', 1)[-1] for s in plan['steps']
+                 if 'ansible-playbook' in s['text']]
+    assert playbooks == ['cluster.yml']
+
+
+def test_json_output_of_a_real_run_is_refused(capsys):
+    code, out, err = _main(capsys, 'run', 'terminate', '--output', 'json',
+                           '--params', PARAMS, '--topology', TOPOLOGY)
+    assert code == cli.EXIT_BAD_INPUT and out == ''
+    assert err == ('kubespray-mgmt: --output json: only with --dry-run (a '
+                   'run prints its progress as it goes)\n')

@@ -1,0 +1,84 @@
+"""kubespray-mgmt params check: every kind of request, and stdin."""
+
+import io
+import json
+import pathlib
+import sys
+
+import pytest
+
+from mgmt_driver import cli
+from mgmt_driver import lcm_requests
+
+SAMPLES = pathlib.Path(__file__).parents[2] / 'samples'
+INSTANTIATE = str(SAMPLES / 'instantiate_simple.json')
+KINDS = {'instantiate_simple.json': 'instantiate',
+         'instantiate_ha.json': 'instantiate',
+         'instantiate_keyauth.json': 'instantiate',
+         'scale_out.json': 'scale', 'scale_in.json': 'scale',
+         'heal_vnf.json': 'heal', 'heal_vnfc.json': 'heal',
+         'terminate.json': 'terminate'}
+
+
+def _check(capsys, *args):
+    code = cli.main(['params', 'check', *args])
+    out = capsys.readouterr()
+    assert 'Traceback' not in out.err
+    return code, out.out, out.err
+
+
+@pytest.mark.parametrize('sample', sorted(p.name for p in
+                                          SAMPLES.glob('*.json')))
+def test_every_shipped_sample_passes(capsys, sample):
+    code, out, err = _check(capsys, str(SAMPLES / sample))
+    assert code == cli.EXIT_OK, err
+    assert out.startswith('valid')
+
+
+@pytest.mark.parametrize('sample', sorted(KINDS))
+def test_the_kind_is_told_by_the_body(sample):
+    body = json.loads((SAMPLES / sample).read_text())
+    assert lcm_requests.detect_kind(body) == KINDS[sample]
+
+
+@pytest.mark.parametrize('sample', ['scale_out.json', 'heal_vnf.json'])
+def test_overrides_are_merged_with_the_instantiation(capsys, sample):
+    code, out, err = _check(capsys, '--instantiated', INSTANTIATE,
+                            str(SAMPLES / sample))
+    assert code == cli.EXIT_OK, err
+    assert '; with the instantiation: masters ubuntu:22' in out
+
+
+def test_an_override_problem_names_the_field(tmp_path, capsys):
+    body = {'type': 'SCALE_UP', 'aspectId': 'worker_instance',
+            'additionalParams': {'k8s_cluster_installation_param': {
+                'worker_node': {'usrname': 'x'}}}}
+    path = tmp_path / 'scale.json'
+    path.write_text(json.dumps(body))
+    code, _, err = _check(capsys, str(path))
+    assert code == cli.EXIT_BAD_INPUT
+    lines = err.splitlines()
+    assert 'kubespray-mgmt: type: a scale request needs SCALE_OUT or ' \
+        'SCALE_IN' in lines
+    assert any('worker_node.usrname' in line for line in lines)
+
+
+def test_kind_can_be_given(capsys):
+    code, _, err = _check(capsys, '--kind', 'scale', INSTANTIATE)
+    assert code == cli.EXIT_BAD_INPUT
+    assert 'master_node: cannot be changed by a scale request' in err
+
+
+def test_dash_reads_standard_input(monkeypatch, capsys):
+    data = (SAMPLES / 'scale_out.json').read_bytes()
+    monkeypatch.setattr(sys, 'stdin', io.TextIOWrapper(io.BytesIO(data)))
+    code, out, err = _check(capsys, '-')
+    assert code == cli.EXIT_OK, err
+    assert out.startswith('valid scale request: overrides worker_node')
+
+
+def test_instantiated_is_refused_for_an_instantiate_request(capsys):
+    code, _, err = _check(capsys, '--instantiated', INSTANTIATE, INSTANTIATE)
+    assert code == cli.EXIT_BAD_INPUT
+    assert err == ('kubespray-mgmt: --instantiated: only for scale, heal and '
+                   'terminate requests (PARAMS is an instantiate request)\n')
