@@ -24,6 +24,7 @@ from mgmt_driver import localfiles
 from mgmt_driver import nodes
 from mgmt_driver import params
 from mgmt_driver import plan
+from mgmt_driver import records
 from mgmt_driver import registry
 from mgmt_driver import ssh
 
@@ -236,10 +237,15 @@ def _kubeconfigs(drv):
 
 
 def _op_instantiate(drv, cluster, names, name):
+    kubeconfigs = _kubeconfigs(drv)
+    owned = drv.records.load(drv.instance_id).vim_id
+    # Before any remote work: another cluster's kubeconfig is refused.
+    kubeconfigs.check_free(name, owned)
     access = drv.instantiate(cluster, name)
     if isinstance(drv.pool, plan.PlanPool):
         return 'cluster %s at %s' % (name, access.server)
-    path = _kubeconfigs(drv).register(access)
+    path = kubeconfigs.register(access, owned)
+    drv.records.set_vim(drv.instance_id, path, name)
     return 'cluster %s at %s; kubeconfig: %s' % (name, access.server, path)
 
 
@@ -272,9 +278,9 @@ def _op_terminate(drv, cluster, names, name):
     # still do.
     if drv.spec.kubespray.reset_on_terminate:
         drv.reset()
-    drv.terminate()
-    if not isinstance(drv.pool, plan.PlanPool):
-        _kubeconfigs(drv).unregister(name)
+    dry_run = isinstance(drv.records, plan.PlanRecords)
+    drv.terminate(drv.records.unregister if dry_run
+                  else _kubeconfigs(drv).unregister)
     return 'terminated %s' % name
 
 
@@ -291,11 +297,13 @@ def _run(args):
     except (exceptions.ParamsInvalid, exceptions.ParamsNotFound) as exc:
         return _print_problems(exc)
     pool = plan.PlanPool() if args.dry_run else ssh.ConnectionPool()
+    store = records.RecordStore.from_conf()
     name = spec.vim_name or args.instance_id
     with pool:
         drv = driver.ClusterDriver(
             spec, args.instance_id, pool, package_dir=args.package_dir,
-            progress=None if args.dry_run else _progress_printer())
+            progress=None if args.dry_run else _progress_printer(),
+            records=plan.PlanRecords(store) if args.dry_run else store)
         summary = OPERATIONS[args.operation](drv, cluster, names, name)
     if args.dry_run:
         sys.stdout.write(plan.format_plan(pool.steps))

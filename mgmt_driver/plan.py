@@ -9,6 +9,7 @@ yet).  Files written with mode 0600 are listed without their content, and
 the placeholder token never reaches a printout.
 """
 
+import contextlib
 import dataclasses
 import json
 
@@ -103,6 +104,28 @@ class PlanPool:
 
     def __exit__(self, *exc_info):
         self.close_all()
+
+
+class PlanRecords:
+    """Stands in for ``records.RecordStore`` during a dry run: reads the
+    real records, writes nothing.
+
+    :param store: the real ``records.RecordStore``.
+    """
+
+    def __init__(self, store):
+        self._store = store
+
+    def __getattr__(self, name):
+        if name in ('path', 'load', 'endpoints_of_others'):
+            return getattr(self._store, name)
+        if name in ('add_hosts', 'drop_hosts', 'set_vim', 'clear_vim',
+                    'remove', 'unregister'):
+            return lambda *args: None
+        raise AttributeError(name)
+
+    def locked(self):
+        return contextlib.nullcontext()
 
 
 def format_plan(steps):

@@ -12,6 +12,7 @@ import uuid
 
 from mgmt_driver import params
 from mgmt_driver.localsite import site
+from tests import fakes
 
 # ------------------------------------------------------ Tacker + Heat --
 
@@ -164,20 +165,8 @@ class TackerVnf:
                 vnfc_resource_info=vnfcs))
 
 
-class FakeRegistry:
-    """Records what the driver registers as a Kubernetes VIM."""
-
-    def __init__(self):
-        self.calls = []
-        self.current = {}
-
-    def register(self, context, vnf_instance, access):
-        self.calls.append(('register', access.name))
-        self.current[access.name] = access
-
-    def unregister(self, context, vnf_instance, name):
-        self.calls.append(('unregister', name))
-        self.current.pop(name, None)
+#: Records what the driver registers as a Kubernetes VIM.
+FakeRegistry = fakes.FakeRegistry
 
 
 # ----------------------------------------------------------- requests --
