@@ -11,7 +11,8 @@ per instance in ``[kubespray_mgmt] records_dir``::
      "vim": {"id": "<VIM id or kubeconfig path>", "name": "<name>"}}
 
 ``hosts`` lists every host the driver connected to or put in the
-inventory for the instance (the Ansible server and the LB included);
+inventory for the instance (the Ansible server and the LB included;
+terminate forgets the keys of all but the Ansible server);
 ``vim`` is the VIM (or, outside Tacker, the kubeconfig file) it
 registered, or null.  Files are mode 0600, replaced atomically, and
 changed under a lock shared by all processes (:mod:`sharedfiles`).
@@ -200,9 +201,11 @@ class RecordStore:
 def release(store, instance_id, forget_host, unregister):
     """Delete the instance's VIM, forget its hosts' keys, drop its record.
 
-    Only what the record lists is touched.  Keys of hosts that another
-    instance's record still lists are kept: they may be that instance's
-    VMs now (a reused floating IP) or shared (the Ansible server).
+    Only what the record lists is touched.  The Ansible server's key is
+    kept: it is not a VM of the instance and goes on serving others (an
+    operator may have put its key there for ``host_key_policy=reject``).
+    Keys of hosts that another instance's record lists are kept too:
+    they may be that instance's VMs now (a reused floating IP).
 
     :param forget_host: ``(address, port)`` -> drops the host's key.
     :param unregister: ``(vim id)`` -> deletes the recorded VIM; if it
@@ -215,7 +218,8 @@ def release(store, instance_id, forget_host, unregister):
         store.clear_vim(instance_id)
     with store.locked():
         record = store.load(instance_id)
-        endpoints = {h.endpoint for h in record.hosts}
+        endpoints = {h.endpoint for h in record.hosts
+                     if h.role != ROLE_ANSIBLE}
         gone = sorted(endpoints - store.endpoints_of_others(instance_id))
         for address, port in gone:
             forget_host(address, port)
