@@ -238,14 +238,14 @@ def _kubeconfigs(drv):
 
 def _op_instantiate(drv, cluster, names, name):
     kubeconfigs = _kubeconfigs(drv)
-    owned = drv.records.load(drv.instance_id).vim_id
+    owned = drv.records.load(drv.instance_id).vim_id(records.KUBECONFIG)
     # Before any remote work: another cluster's kubeconfig is refused.
     kubeconfigs.check_free(name, owned)
     access = drv.instantiate(cluster, name)
     if isinstance(drv.pool, plan.PlanPool):
         return 'cluster %s at %s' % (name, access.server)
     path = kubeconfigs.register(access, owned)
-    drv.records.set_vim(drv.instance_id, path, name)
+    drv.records.set_vim(drv.instance_id, records.KUBECONFIG, path, name)
     return 'cluster %s at %s; kubeconfig: %s' % (name, access.server, path)
 
 
@@ -279,7 +279,7 @@ def _op_terminate(drv, cluster, names, name):
     if drv.spec.kubespray.reset_on_terminate:
         drv.reset()
     dry_run = isinstance(drv.records, plan.PlanRecords)
-    drv.terminate(drv.records.unregister if dry_run
+    drv.terminate(records.KUBECONFIG, drv.records.unregister if dry_run
                   else _kubeconfigs(drv).unregister)
     return 'terminated %s' % name
 

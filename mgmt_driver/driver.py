@@ -470,7 +470,7 @@ class ClusterDriver:
         self.step('resetting %d node(s)', len(hosts))
         self._runner().reset(len(hosts))
 
-    def terminate(self, unregister):
+    def terminate(self, kind, unregister):
         """Delete the workspace, the VIM and the local record's host keys.
 
         Only the local record says what to forget and delete (nothing is
@@ -478,12 +478,14 @@ class ClusterDriver:
         is a warning, so a broken or hostile Ansible server cannot stop
         the local cleanup.  Running it again succeeds.
 
-        :param unregister: ``(vim id)`` -> deletes the VIM the record
-            names.
+        :param kind: what the caller registers (``records.TACKER_VIM``
+            or ``records.KUBECONFIG``).
+        :param unregister: ``(id)`` -> deletes what the record names as
+            *kind*.
         """
         self.remove_workspace()
         gone = records_mod.release(self.records, self.instance_id,
-                                   self.pool.forget_host, unregister)
+                                   self.pool.forget_host, kind, unregister)
         self.step('forgot the SSH host keys of %d host(s)', len(gone))
 
     def remove_workspace(self):
@@ -653,7 +655,7 @@ class LcmHooks:
 
     def _instantiate(self, context, vnf_instance, request, spec):
         store, name = self._store(), self._vim_name(spec, vnf_instance)
-        owned = store.load(vnf_instance.id).vim_id
+        owned = store.load(vnf_instance.id).vim_id(records_mod.TACKER_VIM)
         # Before any remote work: a name taken by a VIM this instance
         # did not register is refused, and so never deleted later.
         self._registry.check_free(context, name, owned)
@@ -663,7 +665,7 @@ class LcmHooks:
                 .instantiate(cluster, name)
         vim_id = self._registry.register(context, vnf_instance, access,
                                          owned)
-        store.set_vim(vnf_instance.id, vim_id, name)
+        store.set_vim(vnf_instance.id, records_mod.TACKER_VIM, vim_id, name)
 
     def terminate_end(self, context, vnf_instance, request, grant,
                       grant_request, **kwargs):
@@ -674,7 +676,7 @@ class LcmHooks:
             # instance owns (a VIM, host keys), if anything.
             with self._pool_factory() as pool:
                 records_mod.release(self._store(), vnf_instance.id,
-                                    pool.forget_host,
+                                    pool.forget_host, records_mod.TACKER_VIM,
                                     self._unregister(context, vnf_instance))
             return
         self._terminate(context, vnf_instance, spec)
@@ -682,6 +684,7 @@ class LcmHooks:
     def _terminate(self, context, vnf_instance, spec):
         with self._pool_factory() as pool:
             self._driver(context, vnf_instance, spec, pool).terminate(
+                records_mod.TACKER_VIM,
                 self._unregister(context, vnf_instance))
 
     def scale_end(self, context, vnf_instance, request, grant,

@@ -13,6 +13,7 @@ import contextlib
 import dataclasses
 import json
 
+from mgmt_driver import records
 from mgmt_driver import ssh
 
 #: The layout markers a current kubespray checkout prints (see
@@ -106,26 +107,27 @@ class PlanPool:
         self.close_all()
 
 
-class PlanRecords:
+class PlanRecords(records.RecordStore):
     """Stands in for ``records.RecordStore`` during a dry run: reads the
-    real records, writes nothing.
+    real records, writes nothing, and unregisters nothing.
 
     :param store: the real ``records.RecordStore``.
     """
 
     def __init__(self, store):
-        self._store = store
-
-    def __getattr__(self, name):
-        if name in ('path', 'load', 'endpoints_of_others'):
-            return getattr(self._store, name)
-        if name in ('add_hosts', 'drop_hosts', 'set_vim', 'clear_vim',
-                    'remove', 'unregister'):
-            return lambda *args: None
-        raise AttributeError(name)
+        super().__init__(store.directory)
 
     def locked(self):
         return contextlib.nullcontext()
+
+    def save(self, record):
+        pass
+
+    def remove(self, instance_id):
+        pass
+
+    def unregister(self, vim_id):
+        pass
 
 
 def format_plan(steps):

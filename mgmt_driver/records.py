@@ -8,14 +8,16 @@ per instance in ``[kubespray_mgmt] records_dir``::
 
     {"format": 1, "instance_id": "<id>",
      "hosts": [{"address": "192.0.2.10", "port": 22, "role": "master"}],
-     "vim": {"id": "<VIM id or kubeconfig path>", "name": "<name>"}}
+     "vims": {"tacker_vim": {"id": "<VIM id>", "name": "<VIM name>"}}}
 
 ``hosts`` lists every host the driver connected to or put in the
 inventory for the instance (the Ansible server and the LB included;
 terminate forgets the keys of all but the Ansible server);
-``vim`` is the VIM (or, outside Tacker, the kubeconfig file) it
-registered, or null.  Files are mode 0600, replaced atomically, and
-changed under a lock shared by all processes (:mod:`sharedfiles`).
+``vims`` holds, by kind, what it registered: the Tacker VIM
+(``tacker_vim``) or, for ``kubespray-mgmt run``, the kubeconfig file
+(``kubeconfig``, its path as id).  Files are mode 0600, replaced
+atomically, and changed under a lock shared by all processes
+(:mod:`sharedfiles`).
 """
 
 import dataclasses
@@ -33,6 +35,9 @@ LOG = logging.getLogger(__name__)
 
 FORMAT = 1
 ROLE_ANSIBLE = 'ansible'
+#: Kinds of registration (keys of ``vims``).
+TACKER_VIM = 'tacker_vim'
+KUBECONFIG = 'kubeconfig'
 _SAFE_ID = re.compile(r'[A-Za-z0-9][A-Za-z0-9_.-]{0,127}\Z')
 
 
@@ -55,16 +60,17 @@ class InstanceRecord:
 
     instance_id: str
     hosts: list = dataclasses.field(default_factory=list)
-    vim_id: str | None = None
-    vim_name: str | None = None
+    vims: dict = dataclasses.field(default_factory=dict)
+
+    def vim_id(self, kind):
+        """The id of what the instance registered as *kind*, or None."""
+        return (self.vims.get(kind) or {}).get('id')
 
     def to_json(self):
-        vim = {'id': self.vim_id, 'name': self.vim_name} \
-            if self.vim_id else None
         return json.dumps({
             'format': FORMAT, 'instance_id': self.instance_id,
             'hosts': [dataclasses.asdict(h) for h in sorted(self.hosts)],
-            'vim': vim}, indent=2, sort_keys=True) + '\n'
+            'vims': self.vims}, indent=2, sort_keys=True) + '\n'
 
     @classmethod
     def from_json(cls, instance_id, text):
@@ -74,8 +80,9 @@ class InstanceRecord:
             raise ValueError('not a record of format %d' % FORMAT)
         hosts = [Host(str(h['address']), int(h['port']), str(h['role']))
                  for h in doc.get('hosts') or []]
-        vim = doc.get('vim') or {}
-        return cls(instance_id, hosts, vim.get('id'), vim.get('name'))
+        vims = {str(kind): {'id': str(v['id']), 'name': v.get('name')}
+                for kind, v in (doc.get('vims') or {}).items()}
+        return cls(instance_id, hosts, vims)
 
 
 def default_directory(conf=None):
@@ -133,14 +140,15 @@ class RecordStore:
                 path=path, instance=instance_id,
                 reason=getattr(exc, 'strerror', None) or str(exc))
 
-    def _save(self, record):
+    def save(self, record):
+        """Write *record* (call it holding :meth:`locked`)."""
         sharedfiles.replace(self.path(record.instance_id), record.to_json())
 
     def _update(self, instance_id, change):
         with self.locked():
             record = self.load(instance_id)
             if change(record) is not False:
-                self._save(record)
+                self.save(record)
             return record
 
     def add_hosts(self, instance_id, hosts):
@@ -160,18 +168,16 @@ class RecordStore:
             return dropped
         return self._update(instance_id, change)
 
-    def set_vim(self, instance_id, vim_id, name):
-        """Record that this instance registered VIM *vim_id*."""
+    def set_vim(self, instance_id, kind, vim_id, name):
+        """Record that this instance registered *vim_id* as *kind*."""
         def change(record):
-            record.vim_id, record.vim_name = vim_id, name
+            record.vims[kind] = {'id': vim_id, 'name': name}
         return self._update(instance_id, change)
 
-    def clear_vim(self, instance_id):
-        """Record that the instance's VIM is gone."""
+    def clear_vim(self, instance_id, kind):
+        """Record that the instance's *kind* registration is gone."""
         def change(record):
-            if record.vim_id is None:
-                return False
-            record.vim_id = record.vim_name = None
+            return record.vims.pop(kind, None) is not None
         return self._update(instance_id, change)
 
     def endpoints_of_others(self, instance_id):
@@ -190,6 +196,31 @@ class RecordStore:
         return [n[:-len('.json')] for n in names
                 if n.endswith('.json') and _SAFE_ID.match(n[:-5])]
 
+    def release_hosts(self, instance_id, forget_host):
+        """Forget the keys of the instance's VMs and close its record.
+
+        The record is deleted, unless it still names a registration
+        (kept, without hosts, for the tool that made it).
+
+        :returns: ``(endpoints forgotten, endpoints of the VMs)``.
+        """
+        with self.locked():
+            record = self.load(instance_id)
+            endpoints = {h.endpoint for h in record.hosts
+                         if h.role != ROLE_ANSIBLE}
+            gone = sorted(endpoints - self.endpoints_of_others(instance_id))
+            for address, port in gone:
+                forget_host(address, port)
+            if not record.vims:
+                self.remove(instance_id)
+                return gone, endpoints
+            LOG.warning('VNF instance %s: keeping its record %s, which '
+                        'still names a registration: %s', instance_id,
+                        self.path(instance_id), ', '.join(record.vims))
+            record.hosts = []
+            self.save(record)
+            return gone, endpoints
+
     def remove(self, instance_id):
         """Delete the record; absent is fine."""
         try:
@@ -198,7 +229,7 @@ class RecordStore:
             pass
 
 
-def release(store, instance_id, forget_host, unregister):
+def release(store, instance_id, forget_host, kind, unregister):
     """Delete the instance's VIM, forget its hosts' keys, drop its record.
 
     Only what the record lists is touched.  The Ansible server's key is
@@ -208,22 +239,19 @@ def release(store, instance_id, forget_host, unregister):
     they may be that instance's VMs now (a reused floating IP).
 
     :param forget_host: ``(address, port)`` -> drops the host's key.
-    :param unregister: ``(vim id)`` -> deletes the recorded VIM; if it
-        raises, the record is kept, so running this again finishes.
+    :param kind: the kind of registration the caller deletes
+        (:data:`TACKER_VIM` or :data:`KUBECONFIG`); others are left
+        alone, with the record.
+    :param unregister: ``(id)`` -> deletes the recorded registration of
+        *kind*; if it raises, the record is kept, so running this again
+        finishes.
     :returns: the ``(address, port)`` pairs whose keys were forgotten.
     """
-    record = store.load(instance_id)
-    if record.vim_id:
-        unregister(record.vim_id)
-        store.clear_vim(instance_id)
-    with store.locked():
-        record = store.load(instance_id)
-        endpoints = {h.endpoint for h in record.hosts
-                     if h.role != ROLE_ANSIBLE}
-        gone = sorted(endpoints - store.endpoints_of_others(instance_id))
-        for address, port in gone:
-            forget_host(address, port)
-        store.remove(instance_id)
+    vim_id = store.load(instance_id).vim_id(kind)
+    if vim_id:
+        unregister(vim_id)
+        store.clear_vim(instance_id, kind)
+    gone, endpoints = store.release_hosts(instance_id, forget_host)
     LOG.info('Released VNF instance %s: forgot %d of %d host key(s) (the '
              'others are listed by other instances)', instance_id,
              len(gone), len(endpoints))

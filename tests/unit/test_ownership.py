@@ -19,6 +19,8 @@ from mgmt_driver import registry
 from mgmt_driver import ssh
 from tests.fakes import FakePool
 from tests.unit import test_driver
+from tests.unit.test_cli_run import PARAMS
+from tests.unit.test_cli_run import TOPOLOGY
 from tests.unit.test_driver import ANSIBLE
 from tests.unit.test_driver import LB
 from tests.unit.test_driver import Harness
@@ -54,7 +56,8 @@ def test_instantiate_records_hosts_and_vim(conf):
     assert {h.endpoint for h in record.hosts} == NODES | {(ANSIBLE, 22)}
     assert {h.role for h in record.hosts} == {
         'ansible', 'master', 'worker', 'external_lb'}
-    assert (record.vim_id, record.vim_name) == ('vim-' + VIM, VIM)
+    assert record.vims == {records.TACKER_VIM: {'id': 'vim-' + VIM,
+                                                'name': VIM}}
 
 
 def test_a_vim_name_taken_by_another_vim_is_refused_before_remote_work(
@@ -80,7 +83,8 @@ def test_a_retried_instantiate_reuses_its_own_vim(conf):
     h.hooks.instantiate_end(None, h.instance(extra), _request(extra), None,
                             None)
     assert h.registry.calls == [('register', VIM)] * 2
-    assert _store(conf).load('inst-1').vim_id == 'vim-' + VIM
+    assert _store(conf).load('inst-1').vim_id(records.TACKER_VIM) == \
+        'vim-' + VIM
 
 
 def test_terminate_forgets_the_recorded_hosts_not_the_servers_list(conf):
@@ -145,7 +149,7 @@ def test_terminate_warning_is_a_progress_line(conf):
     pool.connection(ANSIBLE).run = _broken(ValueError('garbage'))
     drv = driver.ClusterDriver(spec, 'inst-1', pool, conf,
                                progress=lines.append)
-    drv.terminate(lambda vim_id: None)
+    drv.terminate(records.TACKER_VIM, lambda vim_id: None)
     assert any(line.startswith('WARNING: could not remove the workspace %s '
                                'on the Ansible server %s' % (WORKSPACE,
                                                              ANSIBLE))
@@ -159,7 +163,8 @@ def test_rollback_of_refused_params_deletes_only_an_owned_vim(conf):
     h.registry.current[default] = 'not ours'
     _terminate(h, {})
     assert h.registry.current == {default: 'not ours'}
-    _store(conf).set_vim('inst-1', 'vim-' + default, default)
+    _store(conf).set_vim('inst-1', records.TACKER_VIM, 'vim-' + default,
+                         default)
     _store(conf).add_hosts('inst-1', [records.Host(LB, 22, 'external_lb')])
     h.hooks.terminate_end(None, instance, None, None, None)
     assert h.registry.current == {}
@@ -212,3 +217,19 @@ def test_cli_terminate_removes_its_kubeconfig_and_finishes(conf, tmp_path):
     assert not path.exists()
     assert set(h.pool.forgotten) == NODES
     cli.OPERATIONS['terminate'](drv, cluster, [], VIM)
+
+
+def test_cli_dry_run_terminate_writes_and_deletes_nothing(tmp_path,
+                                                          capsys):
+    store = records.RecordStore.from_conf()
+    kubeconfig = tmp_path / 'mine.kubeconfig'
+    kubeconfig.write_text('mine')
+    store.add_hosts('kubespray-mgmt', [records.Host(LB, 22, 'external_lb')])
+    store.set_vim('kubespray-mgmt', records.KUBECONFIG, str(kubeconfig),
+                  'mine')
+    before = open(store.path('kubespray-mgmt')).read()
+    assert cli.main(['run', 'terminate', '--dry-run', '--params', PARAMS,
+                     '--topology', TOPOLOGY]) == cli.EXIT_OK
+    assert 'forget the SSH host key of %s:22' % LB in capsys.readouterr().out
+    assert open(store.path('kubespray-mgmt')).read() == before
+    assert kubeconfig.read_text() == 'mine'

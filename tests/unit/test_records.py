@@ -32,7 +32,7 @@ def test_unsafe_instance_ids_are_refused(store, instance_id):
 def test_record_file_format_and_mode(store):
     store.add_hosts('i-1', [LB, MASTER])
     store.add_hosts('i-1', [MASTER, ANSIBLE])
-    store.set_vim('i-1', 'vim-7', 'kubernetes_vim_i-1')
+    store.set_vim('i-1', records.TACKER_VIM, 'vim-7', 'kubernetes_vim_i-1')
     path = store.path('i-1')
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
     doc = json.loads(open(path).read())
@@ -42,24 +42,27 @@ def test_record_file_format_and_mode(store):
                   {'address': '192.0.2.10', 'port': 22, 'role': 'master'},
                   {'address': '192.0.2.40', 'port': 2222,
                    'role': 'external_lb'}],
-        'vim': {'id': 'vim-7', 'name': 'kubernetes_vim_i-1'}}
+        'vims': {'tacker_vim': {'id': 'vim-7',
+                                'name': 'kubernetes_vim_i-1'}}}
     assert not [n for n in os.listdir(store.directory) if '.tmp' in n]
 
 
 def test_load_of_an_absent_record_is_empty(store):
     record = store.load('i-1')
-    assert (record.hosts, record.vim_id) == ([], None)
+    assert (record.hosts, record.vims) == ([], {})
     assert not os.path.exists(store.directory)
 
 
 def test_drop_hosts_and_clear_vim(store):
     store.add_hosts('i-1', [MASTER, LB])
-    store.set_vim('i-1', 'vim-7', 'k')
+    store.set_vim('i-1', records.TACKER_VIM, 'vim-7', 'k')
+    store.set_vim('i-1', records.KUBECONFIG, '/kc/k.kubeconfig', 'k')
     store.drop_hosts('i-1', {LB.endpoint})
-    store.clear_vim('i-1')
+    store.clear_vim('i-1', records.TACKER_VIM)
     record = store.load('i-1')
-    assert (record.hosts, record.vim_id, record.vim_name) == (
-        [MASTER], None, None)
+    assert record.hosts == [MASTER]
+    assert record.vim_id(records.TACKER_VIM) is None
+    assert record.vim_id(records.KUBECONFIG) == '/kc/k.kubeconfig'
 
 
 @pytest.mark.parametrize('text', ['{', '[]', '{"format": 2}',
@@ -102,15 +105,16 @@ class Calls:
 
 def test_release_deletes_the_vim_forgets_keys_and_the_record(store):
     store.add_hosts('i-1', [MASTER, LB, ANSIBLE])
-    store.set_vim('i-1', 'vim-7', 'k')
+    store.set_vim('i-1', records.TACKER_VIM, 'vim-7', 'k')
     calls = Calls()
-    gone = records.release(store, 'i-1', calls.forget, calls.unregister)
+    gone = records.release(store, 'i-1', calls.forget, records.TACKER_VIM,
+                    calls.unregister)
     assert calls.unregistered == ['vim-7']
     assert sorted(calls.forgotten) == sorted(gone) == sorted(
         [MASTER.endpoint, LB.endpoint])
     assert not os.path.exists(store.path('i-1'))
     again = Calls()
-    assert records.release(store, 'i-1', again.forget,
+    assert records.release(store, 'i-1', again.forget, records.TACKER_VIM,
                            again.unregister) == []
     assert (again.forgotten, again.unregistered) == ([], [])
 
@@ -119,7 +123,7 @@ def test_release_keeps_keys_other_instances_record(store):
     store.add_hosts('i-1', [MASTER, LB])
     store.add_hosts('i-2', [records.Host('192.0.2.10', 22, 'worker')])
     calls = Calls()
-    assert records.release(store, 'i-1', calls.forget,
+    assert records.release(store, 'i-1', calls.forget, records.TACKER_VIM,
                            calls.unregister) == [LB.endpoint]
     assert [h.endpoint for h in store.load('i-2').hosts] == [
         MASTER.endpoint]
@@ -127,12 +131,13 @@ def test_release_keeps_keys_other_instances_record(store):
 
 def test_release_keeps_the_record_when_the_vim_cannot_be_deleted(store):
     store.add_hosts('i-1', [MASTER])
-    store.set_vim('i-1', 'vim-7', 'k')
+    store.set_vim('i-1', records.TACKER_VIM, 'vim-7', 'k')
     calls = Calls(fail=exceptions.MgmtDriverOtherError(error_message='db'))
     with pytest.raises(exceptions.MgmtDriverOtherError):
-        records.release(store, 'i-1', calls.forget, calls.unregister)
+        records.release(store, 'i-1', calls.forget, records.TACKER_VIM,
+                    calls.unregister)
     assert calls.forgotten == []
-    assert store.load('i-1').vim_id == 'vim-7'
+    assert store.load('i-1').vim_id(records.TACKER_VIM) == 'vim-7'
 
 
 def _add_many(directory, index):
@@ -152,3 +157,16 @@ def test_processes_adding_hosts_keep_every_one(store):
         worker.join(60)
     assert [w.exitcode for w in workers] == [0] * 4
     assert len(store.load('i-1').hosts) == 40
+
+
+def test_release_keeps_what_another_tool_registered(store):
+    store.add_hosts('i-1', [MASTER])
+    store.set_vim('i-1', records.TACKER_VIM, 'vim-7', 'k')
+    store.set_vim('i-1', records.KUBECONFIG, '/kc/k.kubeconfig', 'k')
+    calls = Calls()
+    records.release(store, 'i-1', calls.forget, records.KUBECONFIG,
+                    calls.unregister)
+    assert calls.unregistered == ['/kc/k.kubeconfig']
+    assert calls.forgotten == [MASTER.endpoint]
+    record = store.load('i-1')
+    assert (record.hosts, record.vim_id(records.TACKER_VIM)) == ([], 'vim-7')
