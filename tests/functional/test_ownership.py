@@ -16,7 +16,6 @@ import types
 import pytest
 import yaml
 
-from mgmt_driver import driver
 from mgmt_driver import records
 from mgmt_driver import ssh
 from mgmt_driver.localsite import lab as lab_mod
@@ -57,14 +56,8 @@ class Instance:
 
     def __init__(self, lab):
         self.lab = lab
-        self.vnf = tacker_fakes.TackerVnf(lab.additional_params, MASTERS,
-                                          WORKERS, LB)
-        self.registry = tacker_fakes.FakeRegistry()
-        self.hooks = driver.LcmHooks(
-            lab.conf, pool_factory=lambda: ssh.ConnectionPool(
-                ssh.SSHSettings.from_conf(lab.conf)),
-            heat_factory=lambda context, instance, request: self.vnf.heat,
-            vim_registry=self.registry, package_dir_of=lambda c, i: None)
+        self.vnf, self.registry, self.hooks = tacker_fakes.vnf_on_lab(
+            lab, MASTERS, WORKERS, LB)
         self.call('instantiate_end', tacker_fakes.instantiate_request(
             lab.additional_params))
         assert self.registry.current
