@@ -184,8 +184,13 @@ class RecordStore:
         """``(address, port)`` of the hosts other instances record."""
         found = set()
         for name in self._record_names():
-            if name != instance_id:
+            if name == instance_id:
+                continue
+            try:
                 found.update(h.endpoint for h in self.load(name).hosts)
+            except exceptions.InstanceRecordInvalid as exc:
+                # Another instance's problem must not stop this one.
+                LOG.warning('Ignoring a damaged record: %s', exc)
         return found
 
     def _record_names(self):

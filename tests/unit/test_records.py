@@ -170,3 +170,12 @@ def test_release_keeps_what_another_tool_registered(store):
     assert calls.forgotten == [MASTER.endpoint]
     record = store.load('i-1')
     assert (record.hosts, record.vim_id(records.TACKER_VIM)) == ([], 'vim-7')
+
+
+def test_a_damaged_record_of_another_instance_does_not_stop_release(store):
+    store.add_hosts('i-1', [MASTER])
+    with open(store.path('i-2'), 'w') as f:
+        f.write('{')
+    calls = Calls()
+    assert records.release(store, 'i-1', calls.forget, records.TACKER_VIM,
+                           calls.unregister) == [MASTER.endpoint]
