@@ -28,6 +28,7 @@ from mgmt_driver import localfiles
 from mgmt_driver import nodes
 from mgmt_driver import params
 from mgmt_driver import plan
+from mgmt_driver import records
 from mgmt_driver import registry
 from mgmt_driver import ssh
 
@@ -340,10 +341,15 @@ def _kubeconfigs(drv):
 
 
 def _op_instantiate(drv, cluster, names, name):
+    kubeconfigs = _kubeconfigs(drv)
+    owned = drv.records.load(drv.instance_id).vim_id(records.KUBECONFIG)
+    # Before any remote work: another cluster's kubeconfig is refused.
+    kubeconfigs.check_free(name, owned)
     access = drv.instantiate(cluster, name)
     if isinstance(drv.pool, plan.PlanPool):
         return 'cluster %s at %s' % (name, access.server)
-    path = _kubeconfigs(drv).register(access)
+    path = kubeconfigs.register(access, owned)
+    drv.records.set_vim(drv.instance_id, records.KUBECONFIG, path, name)
     return 'cluster %s at %s; kubeconfig: %s' % (name, access.server, path)
 
 
@@ -378,9 +384,9 @@ def _op_terminate(drv, cluster, names, name):
     # still do.
     if drv.spec.kubespray.reset_on_terminate:
         drv.reset()
-    drv.terminate()
-    if not isinstance(drv.pool, plan.PlanPool):
-        _kubeconfigs(drv).unregister(name)
+    dry_run = isinstance(drv.records, plan.PlanRecords)
+    drv.terminate(records.KUBECONFIG, drv.records.unregister if dry_run
+                  else _kubeconfigs(drv).unregister)
     return 'terminated %s' % name
 
 
@@ -418,10 +424,12 @@ def _installs_lb(args):
 
 def _cluster_driver(args, spec, lb_script, progress):
     pool = plan.PlanPool() if args.dry_run else ssh.ConnectionPool()
+    store = records.RecordStore.from_conf()
     # Trusted paths: whoever runs this wrote the parameter file.
     return driver.ClusterDriver(
         spec, args.instance_id, pool, package_dir=args.package_dir,
-        progress=progress, trusted_paths=True, lb_script=lb_script)
+        progress=progress, trusted_paths=True, lb_script=lb_script,
+        records=plan.PlanRecords(store) if args.dry_run else store)
 
 
 def _run(args):

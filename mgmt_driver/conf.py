@@ -57,6 +57,13 @@ ssh_opts = [
                help='known_hosts file owned by this driver (OpenSSH '
                     'format, mode 0600). The user\'s ~/.ssh/known_hosts is '
                     'never read or written.'),
+    cfg.StrOpt('records_dir',
+               help='Directory of the driver\'s own record of each VNF '
+                    'instance (<instance id>.json, mode 0600): the hosts '
+                    'it connected to or put in the inventory and the VIM '
+                    'it registered. Terminate forgets exactly these host '
+                    'keys and deletes only that VIM. Default: "records" '
+                    'beside known_hosts_file.'),
     cfg.StrOpt('ssh_private_key_file',
                help='Private key file on this host used for every SSH login '
                     'whose request gives no password and no key file of '

@@ -12,6 +12,13 @@ are rewritten whole, kubespray's playbooks are idempotent, node removal
 skips nodes that are already gone and the HAProxy configuration is only
 replaced when it differs.  The inventory on the Ansible server is the
 record of the control-plane order, which kubespray cares about.
+
+What the driver may delete or forget is never taken from the request or
+the Ansible server: every host is put in the instance's local record
+(:mod:`mgmt_driver.records`) before it is contacted, the VIM when it is
+registered, and terminate acts on that record only.  Terminate always
+finishes its local part: a remote side that fails is reported as a
+warning.
 """
 
 import dataclasses
@@ -31,6 +38,7 @@ from mgmt_driver import kubespray
 from mgmt_driver import loadbalancer
 from mgmt_driver import nodes as nodes_mod
 from mgmt_driver import params
+from mgmt_driver import records as records_mod
 from mgmt_driver import registry
 from mgmt_driver import ssh
 from mgmt_driver import trust
@@ -101,13 +109,15 @@ class ClusterDriver:
     :param trusted_paths: the request's key files may be anywhere on this
         host (``kubespray-mgmt``: its user wrote the request); see
         :mod:`mgmt_driver.trust`.
+    :param records: the ``records.RecordStore`` of the instances
+        (default: from *conf*).
     :raises ParamsInvalid: the operator's rules refuse a key file, the
         default key or an extra var (before any remote work).
     """
 
     def __init__(self, spec, instance_id, pool, conf=None,
                  package_dir=None, progress=None, trusted_paths=False,
-                 lb_script=None):
+                 lb_script=None, records=None):
         self.conf = conf or kconf.CONF
         self.spec = trust.apply(spec, trust.Policy.from_conf(
             self.conf, package_dir, trusted_paths))
@@ -119,6 +129,10 @@ class ClusterDriver:
         self._progress = progress
         self._runner_obj = None
         self._past_timings = []
+        self.records = records or records_mod.RecordStore.from_conf(
+            self.conf)
+        self.records.path(instance_id)  # refuses an unsafe id early
+        self._remembered = set()
 
     # Plumbing.
 
@@ -128,13 +142,32 @@ class ClusterDriver:
         if self._progress:
             self._progress(message)
 
+    def warn(self, text, *args):
+        """Log a warning and show it as a progress line."""
+        message = text % args if args else text
+        LOG.warning('[%s] %s', self.instance_id, message)
+        if self._progress:
+            self._progress('WARNING: ' + message)
+
+    def _remember(self, hosts):
+        # Recorded before the first contact, so every key accept-new
+        # records for this instance is one terminate will forget.
+        new = [h for h in hosts if h not in self._remembered]
+        if new:
+            self.records.add_hosts(self.instance_id, new)
+            self._remembered.update(new)
+
     def _connection(self, node):
+        self._remember([_host_of(node)])
         login = self.spec.login_for(node.role)
         return self.pool.connection(node.ssh_address, login.credentials(),
                                     node.ssh_port)
 
     def _ansible(self):
         login = self.spec.ansible.login
+        self._remember([records_mod.Host(self.spec.ansible.ip_address,
+                                         int(login.port),
+                                         records_mod.ROLE_ANSIBLE)])
         return self.pool.connection(self.spec.ansible.ip_address,
                                     login.credentials(), login.port)
 
@@ -193,6 +226,8 @@ class ClusterDriver:
         Private keys named in the request are uploaded too (0600), and
         host_vars of nodes no longer in the cluster are deleted.
         """
+        lb = (cluster.external_lb,) if cluster.external_lb else ()
+        self._remember([_host_of(n) for n in cluster.k8s_nodes + lb])
         runner = self._runner()
         key_paths = inventory.remote_key_paths(
             self.spec, cluster, runner.workspace.file(KEY_DIR))
@@ -487,10 +522,12 @@ class ClusterDriver:
         return False
 
     def _forget_host_keys(self, cluster, names):
-        for name in names:
-            node = cluster.get(name)
-            if node is not None:
-                self.pool.forget_host(node.ssh_address, node.ssh_port)
+        gone = {_host_of(n).endpoint for n in map(cluster.get, names) if n}
+        self.records.drop_hosts(self.instance_id, gone)
+        self._remembered = {h for h in self._remembered
+                            if h.endpoint not in gone}
+        for address, port in sorted(gone):
+            self.pool.forget_host(address, port)
 
     def remove_masters(self, cluster, names):
         """Remove control-plane nodes (for a heal), first one included.
@@ -546,19 +583,43 @@ class ClusterDriver:
         self.step('resetting %d node(s)', len(hosts))
         self._runner().reset(len(hosts))
 
-    def terminate(self):
-        """Delete the workspace and forget the nodes' host keys."""
-        workspace = self._workspace()
-        hosts = self.recorded_inventory().get('hosts') or {}
-        workspace.remove()
+    def terminate(self, kind, unregister):
+        """Delete the workspace, the VIM and the local record's host keys.
+
+        Only the local record says what to forget and delete (nothing is
+        read from the Ansible server); a workspace that cannot be removed
+        is a warning, so a broken or hostile Ansible server cannot stop
+        the local cleanup.  Running it again succeeds.
+
+        :param kind: what the caller registers (``records.TACKER_VIM``
+            or ``records.KUBECONFIG``).
+        :param unregister: ``(id)`` -> deletes what the record names as
+            *kind*.
+        """
+        self.remove_workspace()
         self._drop_runner()
-        for host in hosts.values():
-            host = host or {}
-            if host.get('ansible_host'):
-                self.pool.forget_host(
-                    host['ansible_host'],
-                    host.get('ansible_port', params.DEFAULT_SSH_PORT))
-        self.step('workspace %s removed', workspace.path)
+        gone = records_mod.release(self.records, self.instance_id,
+                                   self.pool.forget_host, kind, unregister)
+        self.step('forgot the SSH host keys of %d host(s)', len(gone))
+
+    def remove_workspace(self):
+        """Delete the workspace; a failure is only a warning.
+
+        :returns: True if it is gone.
+        """
+        path, host = self.workspace_path, self.spec.ansible.ip_address
+        try:
+            self._workspace().remove()
+        except Exception as exc:  # whatever the remote side did
+            self.warn('could not remove the workspace %s on the Ansible '
+                      'server %s (remove it by hand): %s', path, host, exc)
+            return False
+        self.step('workspace %s removed', path)
+        return True
+
+
+def _host_of(node):
+    return records_mod.Host(node.ssh_address, int(node.ssh_port), node.role)
 
 
 # ----------------------------------------------------------------- Tacker v1
@@ -582,11 +643,14 @@ class LcmHooks:
     :param vim_registry: a ``registry.TackerVimRegistry``.
     :param package_dir_of: ``(context, vnf_instance)`` -> local VNF
         package directory, or None.
+    :param records: a ``records.RecordStore`` (default: from *conf* at
+        each hook).
     """
 
     def __init__(self, conf=None, pool_factory=None, heat_factory=None,
-                 vim_registry=None, package_dir_of=None):
+                 vim_registry=None, package_dir_of=None, records=None):
         self.conf = conf or kconf.CONF
+        self._records = records
         self._pool_factory = pool_factory or (
             lambda: ssh.ConnectionPool(ssh.SSHSettings.from_conf(self.conf)))
         self._heat_factory = heat_factory or heat.heat_client
@@ -676,9 +740,17 @@ class LcmHooks:
                    for r in records}
         return cluster, by_name
 
+    def _store(self):
+        return self._records or records_mod.RecordStore.from_conf(self.conf)
+
     def _driver(self, context, vnf_instance, spec, pool):
         return ClusterDriver(spec, vnf_instance.id, pool, self.conf,
-                             self._package_dir_of(context, vnf_instance))
+                             self._package_dir_of(context, vnf_instance),
+                             records=self._store())
+
+    def _unregister(self, context, vnf_instance):
+        return lambda vim_id: self._registry.unregister(
+            context, vnf_instance, vim_id)
 
     @staticmethod
     def _vim_name(spec, vnf_instance):
@@ -692,29 +764,46 @@ class LcmHooks:
         self._instantiate(context, vnf_instance, request, spec)
 
     def _instantiate(self, context, vnf_instance, request, spec):
+        store, name = self._store(), self._vim_name(spec, vnf_instance)
+        owned = store.load(vnf_instance.id).vim_id(records_mod.TACKER_VIM)
+        # Before any remote work: a name taken by a VIM this instance
+        # did not register is refused, and so never deleted later.
+        self._registry.check_free(context, name, owned)
         cluster, _ = self._vms(context, vnf_instance, request, spec)
         with self._pool_factory() as pool:
             access = self._driver(context, vnf_instance, spec, pool) \
-                .instantiate(cluster, self._vim_name(spec, vnf_instance))
-        self._registry.register(context, vnf_instance, access)
+                .instantiate(cluster, name)
+        self._register(context, vnf_instance, access)
+
+    def _register(self, context, vnf_instance, access):
+        """Register (or reuse the owned) VIM and record that we own it."""
+        store = self._store()
+        owned = store.load(vnf_instance.id).vim_id(records_mod.TACKER_VIM)
+        vim_id = self._registry.register(context, vnf_instance, access,
+                                         owned)
+        store.set_vim(vnf_instance.id, records_mod.TACKER_VIM, vim_id,
+                      access.name)
 
     def terminate_end(self, context, vnf_instance, request, grant,
                       grant_request, **kwargs):
-        spec = self._spec_or_none(context, vnf_instance, request, 'terminate')
+        spec = self._spec_or_none(context, vnf_instance, request,
+                                  'terminate')
         if spec is None:
             # Rollback of an instantiate refused for its parameters:
-            # nothing was built, only a default-named VIM could exist.
-            self._registry.unregister(
-                context, vnf_instance,
-                registry.default_vim_name(vnf_instance.id))
+            # nothing remote to clean; release what the record says this
+            # instance owns (a VIM, host keys), if anything.
+            with self._pool_factory() as pool:
+                records_mod.release(self._store(), vnf_instance.id,
+                                    pool.forget_host, records_mod.TACKER_VIM,
+                                    self._unregister(context, vnf_instance))
             return
         self._terminate(context, vnf_instance, spec)
 
     def _terminate(self, context, vnf_instance, spec):
-        self._registry.unregister(context, vnf_instance,
-                                  self._vim_name(spec, vnf_instance))
         with self._pool_factory() as pool:
-            self._driver(context, vnf_instance, spec, pool).terminate()
+            self._driver(context, vnf_instance, spec, pool).terminate(
+                records_mod.TACKER_VIM,
+                self._unregister(context, vnf_instance))
 
     def scale_end(self, context, vnf_instance, request, grant,
                   grant_request, **kwargs):
@@ -798,10 +887,10 @@ class LcmHooks:
                     vnf_instance, request, records):
                 # First: the LB's old host key must go before any step
                 # below connects to it.
-                self._registry.register(context, vnf_instance,
-                                        driver.rebuild_load_balancer(
-                                            cluster, self._vim_name(
-                                                spec, vnf_instance)))
+                self._register(context, vnf_instance,
+                               driver.rebuild_load_balancer(
+                                   cluster,
+                                   self._vim_name(spec, vnf_instance)))
             driver.remove_vanished(cluster)
             missing = driver.not_in_kubernetes(cluster)
             if master_names.intersection(missing):

@@ -215,3 +215,19 @@ class NoReachableHost(MgmtDriverOtherError):
     """None of the candidate hosts could run a command."""
 
     message = 'No host could run %(what)s; tried %(tried)s'
+
+
+class VimNameInUse(MgmtDriverParamInvalid):
+    """The VIM name belongs to a VIM this VNF instance did not register."""
+
+    message = ('The %(param)s in the additionalParams is invalid: a VIM '
+               'named %(name)s already exists and was not registered by '
+               'this VNF instance; choose another vim_name')
+
+
+class InstanceRecordInvalid(MgmtDriverOtherError):
+    """The driver's local record of a VNF instance cannot be used."""
+
+    message = ('The driver\'s record %(path)s of VNF instance %(instance)s '
+               'cannot be used: %(reason)s. Check it, or move it away if '
+               'this instance owns nothing')

@@ -9,9 +9,11 @@ yet).  Files written with mode 0600 are listed without their content, and
 the placeholder token never reaches a printout.
 """
 
+import contextlib
 import dataclasses
 import json
 
+from mgmt_driver import records
 from mgmt_driver import ssh
 
 #: The layout markers a current kubespray checkout prints (see
@@ -103,6 +105,29 @@ class PlanPool:
 
     def __exit__(self, *exc_info):
         self.close_all()
+
+
+class PlanRecords(records.RecordStore):
+    """Stands in for ``records.RecordStore`` during a dry run: reads the
+    real records, writes nothing, and unregisters nothing.
+
+    :param store: the real ``records.RecordStore``.
+    """
+
+    def __init__(self, store):
+        super().__init__(store.directory)
+
+    def locked(self):
+        return contextlib.nullcontext()
+
+    def save(self, record):
+        pass
+
+    def remove(self, instance_id):
+        pass
+
+    def unregister(self, vim_id):
+        pass
 
 
 def format_plan(steps):

@@ -2,10 +2,15 @@
 
 Inside Tacker, :class:`TackerVimRegistry` registers the cluster as a
 Kubernetes VIM (bearer token and CA certificate, ``auth_url`` pointing at
-the external load balancer), reuses a VIM of the same name and URL, and
-records it in the VNF instance's ``vim_connection_info``; terminate undoes
-both.  Outside Tacker, :class:`KubeconfigRegistry` writes a kubeconfig file
-(mode 0600).  Document rendering is pure; Tacker is imported lazily.
+the external load balancer) and records it in the VNF instance's
+``vim_connection_info``; terminate undoes both.  Outside Tacker,
+:class:`KubeconfigRegistry` writes a kubeconfig file (mode 0600).
+
+Both act only on what the instance owns: the caller passes the id it
+recorded when it registered (:mod:`mgmt_driver.records`); a name taken
+by anything else is refused (:meth:`check_free`), and ``unregister``
+deletes by that id, never by name.  Document rendering is pure; Tacker
+is imported lazily.
 """
 
 import base64
@@ -17,10 +22,13 @@ import yaml
 from oslo_log import log as logging
 
 from mgmt_driver import exceptions
+from mgmt_driver import params
 
 LOG = logging.getLogger(__name__)
 
 VIM_TYPE = 'kubernetes'
+#: Where the VIM name comes from in a request, for error messages.
+VIM_NAME_FIELD = '%s.vim_name' % params.ROOT
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,16 +57,19 @@ def default_vim_name(vnf_instance_id):
     return 'kubernetes_vim_%s' % vnf_instance_id
 
 
-def vim_body(access, project_id, description=None):
+def vim_body(access, project_id, instance_id=None):
     """The body Tacker's ``NfvoPlugin.create_vim`` takes.
 
     :param access: a :class:`ClusterAccess`.
     :param project_id: the owning project (``context.project_id``).
+    :param instance_id: the VNF instance, named in the description.
     """
+    description = 'Kubernetes cluster built by the kubespray MgmtDriver'
+    if instance_id:
+        description += ' for VNF instance %s' % instance_id
     return {'vim': {
         'name': access.name,
-        'description': description or 'Kubernetes cluster built by the '
-                                      'kubespray MgmtDriver',
+        'description': description,
         'type': VIM_TYPE,
         'auth_url': access.server,
         'vim_project': {'name': 'default'},
@@ -98,11 +109,23 @@ class KubeconfigRegistry:
                 param='vim_name (%r is not usable as a file name)' % name)
         return os.path.join(self.directory, '%s.kubeconfig' % name)
 
-    def register(self, access):
+    def check_free(self, name, owned_id=None):
+        """Refuse *name* when its file exists and is not *owned_id*.
+
+        :raises VimNameInUse: another cluster's kubeconfig has the name.
+        """
+        path = self.path(name)
+        if os.path.exists(path) and path != owned_id:
+            raise exceptions.VimNameInUse(param=VIM_NAME_FIELD, name=name)
+
+    def register(self, access, owned_id=None):
         """Write the kubeconfig atomically with mode 0600.
 
-        :returns: its path.
+        :param owned_id: the path this instance registered before.
+        :returns: its path (the id to record).
+        :raises VimNameInUse: another cluster's kubeconfig has the name.
         """
+        self.check_free(access.name, owned_id)
         path = self.path(access.name)
         os.makedirs(self.directory, mode=0o700, exist_ok=True)
         tmp = '%s.%s.tmp' % (path, uuid.uuid4().hex[:8])
@@ -113,13 +136,19 @@ class KubeconfigRegistry:
         LOG.info('Wrote kubeconfig of %s to %s', access.name, path)
         return path
 
-    def unregister(self, name):
-        """Remove the kubeconfig; absent is fine.
+    def unregister(self, vim_id):
+        """Remove the kubeconfig *vim_id* (a path :meth:`register` gave).
+
+        Absent is fine; a path outside the directory is left alone.
 
         :returns: True if a file was removed.
         """
+        if os.path.dirname(os.path.abspath(vim_id)) != \
+                os.path.abspath(self.directory):
+            LOG.warning('Not removing %s: not in %s', vim_id, self.directory)
+            return False
         try:
-            os.unlink(self.path(name))
+            os.unlink(vim_id)
         except FileNotFoundError:
             return False
         return True
@@ -151,33 +180,48 @@ class TackerVimRegistry:
             self._make_connection_info = objects.VimConnectionInfo
         return self._make_connection_info(**fields)
 
-    def _find(self, context, name):
-        vims = self._nfvo().get_vims(context, filters={'name': [name]})
+    def _find(self, context, field, value):
+        vims = self._nfvo().get_vims(context, filters={field: [value]})
         return vims[0] if vims else None
 
-    def register(self, context, vnf_instance, access):
-        """Create (or reuse) the VIM and attach it to *vnf_instance*.
+    def check_free(self, context, name, owned_id=None):
+        """Refuse *name* when a VIM other than *owned_id* has it.
 
-        :returns: the VIM id.
-        :raises MgmtDriverOtherError: a VIM of that name exists for
-            another API endpoint, or Tacker refused the VIM.
+        :param owned_id: the VIM id this instance recorded, or None.
+        :returns: the VIM named *name* (then owned), or None.
+        :raises VimNameInUse: a VIM this instance does not own has it.
         """
-        vim = self._find(context, access.name)
+        vim = self._find(context, 'name', name)
+        if vim is not None and vim['id'] != owned_id:
+            raise exceptions.VimNameInUse(param=VIM_NAME_FIELD, name=name)
+        return vim
+
+    def register(self, context, vnf_instance, access, owned_id=None):
+        """Create (or reuse the owned) VIM and attach it to *vnf_instance*.
+
+        :param owned_id: the VIM id this instance recorded, or None.
+        :returns: the VIM id (to record).
+        :raises VimNameInUse: a VIM this instance does not own has the
+            name.
+        :raises MgmtDriverOtherError: the owned VIM points at another API
+            endpoint, or Tacker refused the VIM.
+        """
+        vim = self.check_free(context, access.name, owned_id)
         if vim is not None and vim.get('auth_url') != access.server:
             raise exceptions.MgmtDriverOtherError(
-                error_message='a VIM named %s already exists for %s; '
-                              'choose another vim_name' % (
-                                  access.name, vim.get('auth_url')))
+                error_message='the VIM %s of this instance points at %s, '
+                              'not %s' % (access.name, vim.get('auth_url'),
+                                          access.server))
         if vim is None:
-            vim = self._create(context, access)
+            vim = self._create(context, access, vnf_instance.id)
         self._attach(vnf_instance, vim['id'])
         return vim['id']
 
-    def _create(self, context, access):
+    def _create(self, context, access, instance_id):
         try:
             vim = self._nfvo().create_vim(
                 context, vim_body(access, getattr(context, 'project_id',
-                                                  None)))
+                                                  None), instance_id))
         except Exception as exc:  # Tacker raises many kinds here
             reason = str(exc).replace(access.token, '***') or \
                 type(exc).__name__
@@ -199,19 +243,25 @@ class TackerVimRegistry:
         vnf_instance.vim_connection_info = infos
         vnf_instance.save()
 
-    def unregister(self, context, vnf_instance, name):
-        """Detach and delete the VIM named *name*; absent is fine.
+    def unregister(self, context, vnf_instance, vim_id):
+        """Detach and delete the VIM *vim_id*; absent is fine.
 
+        :param vim_id: the id :meth:`register` returned (never a name:
+            a name may belong to a VIM someone else registered since).
         :returns: True if a VIM was deleted.
         """
-        vim = self._find(context, name)
+        self._detach(vnf_instance, vim_id)
+        vim = self._find(context, 'id', vim_id)
         if vim is None:
             return False
+        self._nfvo().delete_vim(context, vim_id)
+        LOG.info('Deleted Kubernetes VIM %s (%s)', vim.get('name'), vim_id)
+        return True
+
+    @staticmethod
+    def _detach(vnf_instance, vim_id):
         infos = vnf_instance.vim_connection_info
-        kept = [info for info in infos if info.vim_id != vim['id']]
+        kept = [info for info in infos if info.vim_id != vim_id]
         if len(kept) != len(infos):
             vnf_instance.vim_connection_info = kept
             vnf_instance.save()
-        self._nfvo().delete_vim(context, vim['id'])
-        LOG.info('Deleted Kubernetes VIM %s (%s)', name, vim['id'])
-        return True

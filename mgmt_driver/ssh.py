@@ -28,6 +28,7 @@ from oslo_log import log as logging
 
 from mgmt_driver import conf as kconf
 from mgmt_driver import exceptions
+from mgmt_driver import sharedfiles
 
 LOG = logging.getLogger(__name__)
 
@@ -179,15 +180,6 @@ class Stats:
             return sum(counts[kind] for counts in self._counts.values())
 
 
-_PATH_LOCKS = {}
-_PATH_LOCKS_GUARD = threading.Lock()
-
-
-def _path_lock(path):
-    with _PATH_LOCKS_GUARD:
-        return _PATH_LOCKS.setdefault(path, threading.Lock())
-
-
 def _fingerprint(key):
     return key.fingerprint
 
@@ -201,9 +193,10 @@ _KEY_ALGORITHMS = {
 class KnownHosts:
     """The driver's own known_hosts file and its host key policy.
 
-    The file is read afresh for every check and rewritten atomically
-    (mode 0600) under a per-path lock, so connections in several threads
-    can record keys at once.
+    The file is read afresh for every check; a change re-reads it and
+    rewrites it atomically (mode 0600) under a lock that holds across
+    threads and processes (:func:`mgmt_driver.sharedfiles.locked`), so
+    several conductor workers can record and forget keys at once.
 
     :param path: file path; ``~`` is expanded.
     :param policy: ``reject``, ``accept-new`` or ``warn``.
@@ -217,7 +210,6 @@ class KnownHosts:
                              % (policy, ', '.join(self.POLICIES)))
         self.path = os.path.expanduser(path)
         self.policy = policy
-        self._lock = _path_lock(self.path)
 
     @staticmethod
     def entry(host, port):
@@ -231,21 +223,14 @@ class KnownHosts:
         return keys
 
     def _save(self, keys):
-        directory = os.path.dirname(self.path) or '.'
-        os.makedirs(directory, mode=0o700, exist_ok=True)
-        tmp = '%s.%s.tmp' % (self.path, uuid.uuid4().hex[:8])
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, 'w') as f:
-            for host, entry in keys.items():
-                for key in entry.values():
-                    f.write('%s %s %s\n' % (host, key.get_name(),
-                                            key.get_base64()))
-        os.replace(tmp, self.path)
+        sharedfiles.replace(self.path, ''.join(
+            '%s %s %s\n' % (host, key.get_name(), key.get_base64())
+            for host, entry in keys.items() for key in entry.values()))
 
     def known_key_types(self, host, port):
         """Key types recorded for *host*:*port* (to prefer in negotiation)."""
-        with self._lock:
-            found = self._load().lookup(self.entry(host, port))
+        # No lock: the file is always replaced whole.
+        found = self._load().lookup(self.entry(host, port))
         return list(found.keys()) if found else []
 
     def verify(self, host, port, key):
@@ -255,7 +240,7 @@ class KnownHosts:
         :raises HostKeyUnknown: the key is unknown and the policy rejects.
         """
         entry = self.entry(host, port)
-        with self._lock:
+        with sharedfiles.locked(self.path):
             keys = self._load()
             recorded = keys.lookup(entry)
             if recorded:
@@ -293,7 +278,7 @@ class KnownHosts:
         :returns: True if an entry was removed.
         """
         entry = self.entry(host, port)
-        with self._lock:
+        with sharedfiles.locked(self.path):
             keys = self._load()
             if entry not in keys:
                 return False

@@ -5,13 +5,15 @@ records every call in ``calls`` and answers commands from a script of
 ``(regex, CommandResult fields)`` rules, first match wins; commands that
 match no rule succeed with empty output.  Remote files live in ``files``.
 ``FakePool`` hands out one ``FakeConnection`` per host, like
-``ssh.ConnectionPool``.
+``ssh.ConnectionPool``.  ``FakeRegistry`` stands in for
+``registry.TackerVimRegistry``.
 """
 
 import re
 import shlex
 
 from mgmt_driver import exceptions
+from mgmt_driver import registry
 from mgmt_driver import ssh
 
 
@@ -135,6 +137,31 @@ class FakePool:
     def close_all(self):
         for conn in self.connections.values():
             conn.close()
+
+
+class FakeRegistry:
+    """Records the Kubernetes VIMs registered; a VIM's id is
+    ``vim-<name>``, ``current`` maps names to ``ClusterAccess``."""
+
+    def __init__(self):
+        self.calls = []
+        self.current = {}
+
+    def check_free(self, context, name, owned_id=None):
+        if name in self.current and 'vim-' + name != owned_id:
+            raise exceptions.VimNameInUse(param=registry.VIM_NAME_FIELD,
+                                          name=name)
+
+    def register(self, context, vnf_instance, access, owned_id=None):
+        self.check_free(context, access.name, owned_id)
+        self.calls.append(('register', access.name))
+        self.current[access.name] = access
+        return 'vim-' + access.name
+
+    def unregister(self, context, vnf_instance, vim_id):
+        name = vim_id[len('vim-'):]
+        self.calls.append(('unregister', name))
+        return self.current.pop(name, None) is not None
 
 
 def joined(argv):

@@ -10,8 +10,11 @@ Kubernetes VIMs the driver registers.
 import types
 import uuid
 
+from mgmt_driver import driver
 from mgmt_driver import params
+from mgmt_driver import ssh
 from mgmt_driver.localsite import site
+from tests import fakes
 
 # ------------------------------------------------------ Tacker + Heat --
 
@@ -164,20 +167,25 @@ class TackerVnf:
                 vnfc_resource_info=vnfcs))
 
 
-class FakeRegistry:
-    """Records what the driver registers as a Kubernetes VIM."""
+#: Records what the driver registers as a Kubernetes VIM.
+FakeRegistry = fakes.FakeRegistry
 
-    def __init__(self):
-        self.calls = []
-        self.current = {}
 
-    def register(self, context, vnf_instance, access):
-        self.calls.append(('register', access.name))
-        self.current[access.name] = access
+def vnf_on_lab(lab, masters, workers, lb, pool_factory=None):
+    """A new VNF instance on a ``Lab`` and Tacker v1's hooks for it: its
+    Heat, VIMs into a :class:`FakeRegistry`, SSH pools from the lab's
+    options unless *pool_factory* is given.
 
-    def unregister(self, context, vnf_instance, name):
-        self.calls.append(('unregister', name))
-        self.current.pop(name, None)
+    :returns: ``(TackerVnf, FakeRegistry, LcmHooks)``.
+    """
+    vnf = TackerVnf(lab.additional_params, masters, workers, lb)
+    registry = FakeRegistry()
+    hooks = driver.LcmHooks(
+        lab.conf, pool_factory=pool_factory or (
+            lambda: ssh.ConnectionPool(ssh.SSHSettings.from_conf(lab.conf))),
+        heat_factory=lambda context, instance, request: vnf.heat,
+        vim_registry=registry, package_dir_of=lambda c, i: None)
+    return vnf, registry, hooks
 
 
 # ----------------------------------------------------------- requests --

@@ -31,7 +31,6 @@ import types
 import pytest
 import yaml
 
-from mgmt_driver import driver
 from mgmt_driver import exceptions
 from mgmt_driver import params
 from mgmt_driver import registry
@@ -191,13 +190,8 @@ class Cluster:
 
     def __init__(self, lab):
         self.lab = lab
-        self.vnf = tacker_fakes.TackerVnf(lab.additional_params, MASTERS,
-                                          WORKERS, LB)
-        self.registry = tacker_fakes.FakeRegistry()
-        self.hooks = driver.LcmHooks(
-            lab.conf, pool_factory=self._pool,
-            heat_factory=lambda context, instance, request: self.vnf.heat,
-            vim_registry=self.registry, package_dir_of=lambda c, i: None)
+        self.vnf, self.registry, self.hooks = tacker_fakes.vnf_on_lab(
+            lab, MASTERS, WORKERS, LB, self._pool)
         self.masters, self.workers = list(MASTERS), list(WORKERS)
         self.instantiated = False
         self.hang_dir = lab.root / 'hang'

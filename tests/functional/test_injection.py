@@ -81,6 +81,7 @@ import yaml
 
 from mgmt_driver import driver
 from mgmt_driver import exceptions
+from mgmt_driver import records
 from mgmt_driver import ssh
 from mgmt_driver.localsite import lab as lab_mod
 from mgmt_driver.localsite import site as site_mod
@@ -558,7 +559,8 @@ def _by_design(path, world, workspaces, removed=False):
     The instance's workspace (``transferring_inventory_path/<instance
     id>``) and, when created, the directories ``mkdir -p`` made for it;
     the double's fact cache, runs log and state; the LB directory
-    (HAProxy's config, backup, log); the driver's known_hosts file;
+    (HAProxy's config, backup, log); the driver's known_hosts file, its
+    lock and the driver's records;
     compiled plugins of the checkout; in the site homes, each user's home
     itself and Ansible's ``~/.ansible``, and on the LB the kubeconfig and
     install script the driver puts there.
@@ -571,7 +573,10 @@ def _by_design(path, world, workspaces, removed=False):
     owned = (site.checkout / '.double', site.state_dir, site.root / 'lb')
     if any(p == d or d in p.parents for d in owned):
         return True
-    if p == site.root / 'known_hosts':
+    known_hosts = site.root / 'known_hosts'
+    records_dir = pathlib.Path(records.default_directory(world.lab.conf))
+    if p in (known_hosts, known_hosts.with_name('known_hosts.lock')) or \
+            p == records_dir or records_dir in p.parents:
         return True
     if site.checkout in p.parents and '__pycache__' in p.parts:
         return True

@@ -98,7 +98,8 @@ def test_terminate_resets_first_when_asked(monkeypatch, tmp_path, capsys,
     monkeypatch.setattr(driver.ClusterDriver, 'reset',
                         lambda self: calls.append('reset'))
     monkeypatch.setattr(driver.ClusterDriver, 'terminate',
-                        lambda self: calls.append('terminate'))
+                        lambda self, kind, unregister: calls.append(
+                            'terminate'))
     code = cli.main(['run', 'terminate', '--dry-run', '--params',
                      str(params_file), '--topology', TOPOLOGY])
     assert code == cli.EXIT_OK, capsys.readouterr().err

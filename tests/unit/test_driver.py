@@ -15,6 +15,7 @@ from mgmt_driver import exceptions
 from mgmt_driver import heat
 from mgmt_driver import params
 from tests.fakes import FakePool
+from tests.fakes import FakeRegistry
 
 SAMPLES = pathlib.Path(__file__).parents[2] / 'samples'
 ANSIBLE = '10.10.0.50'
@@ -56,17 +57,6 @@ def _secret():
 
 def _nodes_json(names):
     return json.dumps({'items': [{'metadata': {'name': n}} for n in names]})
-
-
-class FakeRegistry:
-    def __init__(self):
-        self.calls = []
-
-    def register(self, context, vnf_instance, access):
-        self.calls.append(('register', access))
-
-    def unregister(self, context, vnf_instance, name):
-        self.calls.append(('unregister', name))
 
 
 class Harness:
@@ -123,8 +113,9 @@ def test_instantiate_end(conf):
     assert TOKEN not in ''.join(h.ansible.commands + h.master.commands)
     haproxy = h.lb.files['/etc/haproxy/haproxy.cfg.new']
     assert 'worker-10-10-0-22' in haproxy and 'master-10-10-0-11' in haproxy
-    [(kind, access)] = h.registry.calls
-    assert kind == 'register' and access.token == TOKEN
+    assert h.registry.calls == [('register', 'kubernetes_vim_simple')]
+    access = h.registry.current['kubernetes_vim_simple']
+    assert access.token == TOKEN
     assert access.server == 'https://%s:8383' % LB
     assert TOKEN in h.lb.files['.kube/config']
     assert h.lb.modes['.kube/config'] == 0o600
@@ -248,11 +239,14 @@ def test_scale_out_rollback_removes_nodes_that_never_joined(conf):
 def test_terminate_end_unregisters_and_removes_workspace(conf):
     h = Harness(conf)
     extra = _instantiate_params()
+    h.hooks.instantiate_end(None, h.instance(extra), _request(extra), None,
+                            None)
     h.hooks.terminate_end(None, h.instance(extra), None, None, None)
-    assert h.registry.calls == [('unregister', 'kubernetes_vim_simple')]
+    assert h.registry.calls == [('register', 'kubernetes_vim_simple'),
+                                ('unregister', 'kubernetes_vim_simple')]
     assert any(c.startswith('rm -rf -- /home/ubuntu/kubespray/inventory/'
                             'mycluster/inst-1') for c in h.ansible.commands)
-    assert h.playbooks() == []
+    assert h.playbooks() == ['cluster.yml']
 
 
 def test_terminate_start_resets_only_when_asked(conf):
@@ -272,11 +266,14 @@ def test_terminate_start_resets_only_when_asked(conf):
 def test_heal_whole_vnf_terminates_then_instantiates(conf):
     h = Harness(conf)
     extra = _instantiate_params()
+    h.hooks.instantiate_end(None, h.instance(extra), _request(extra), None,
+                            None)
     request = _request({}, vnfc_instance_id=[])
     h.hooks.heal_start(None, h.instance(extra), request, None, None)
     h.hooks.heal_end(None, h.instance(extra), request, None, None)
-    assert [c[0] for c in h.registry.calls] == ['unregister', 'register']
-    assert h.playbooks() == ['cluster.yml']
+    assert [c[0] for c in h.registry.calls] == [
+        'register', 'unregister', 'register']
+    assert h.playbooks() == ['cluster.yml', 'cluster.yml']
 
 
 def test_bad_params_fail_before_any_connection(conf):
@@ -291,11 +288,11 @@ def test_bad_params_fail_before_any_connection(conf):
     assert all(not c.calls for c in h.pool.connections.values())
 
 
-def test_terminate_end_after_refused_instantiate_only_unregisters(conf):
+def test_terminate_end_after_refused_instantiate_touches_nothing(conf):
     h = Harness(conf)
     instance = h.instance({})
     h.hooks.terminate_end(None, instance, None, None, None)
-    assert h.registry.calls == [('unregister', 'kubernetes_vim_inst-1')]
+    assert h.registry.calls == []
     assert all(not c.calls for c in h.pool.connections.values())
 
 

@@ -22,8 +22,8 @@ class FakePlugin:
         self.fail = fail
 
     def get_vims(self, context, filters=None):
-        names = filters['name']
-        return [v for v in self.vims.values() if v['name'] in names]
+        [(field, values)] = filters.items()
+        return [v for v in self.vims.values() if v[field] in values]
 
     def create_vim(self, context, body):
         self.calls.append(('create', body))
@@ -44,7 +44,8 @@ class Info:
 
 
 class Instance:
-    def __init__(self):
+    def __init__(self, instance_id='i1'):
+        self.id = instance_id
         self.vim_connection_info = []
         self.saves = 0
 
@@ -69,6 +70,7 @@ def test_register_creates_vim_and_connection_info():
     assert body['auth_cred'] == {'bearer_token': TOKEN,
                                  'ssl_ca_cert': ACCESS.ca_cert}
     assert body['tenant_id'] == 'proj-1'
+    assert body['description'].endswith('for VNF instance i1')
     [info] = instance.vim_connection_info
     assert (info.vim_id, info.vim_type) == (vim_id, 'kubernetes')
     assert instance.saves == 1
@@ -78,18 +80,18 @@ def test_register_again_reuses_vim_and_info():
     plugin, instance = FakePlugin(), Instance()
     reg = _registry(plugin)
     first = reg.register(Context(), instance, ACCESS)
-    assert reg.register(Context(), instance, ACCESS) == first
+    assert reg.register(Context(), instance, ACCESS, first) == first
     assert len(plugin.vims) == 1 and len(instance.vim_connection_info) == 1
     assert instance.saves == 1
 
 
-def test_same_name_other_url_is_refused():
+def test_owned_vim_at_another_url_is_refused():
     plugin = FakePlugin()
-    _registry(plugin).register(Context(), Instance(), ACCESS)
+    owned = _registry(plugin).register(Context(), Instance(), ACCESS)
     other = registry.ClusterAccess(ACCESS.name, 'https://10.9.9.9:8383',
                                    TOKEN, 'ca')
     with pytest.raises(exceptions.MgmtDriverOtherError, match='10.0.0.5'):
-        _registry(plugin).register(Context(), Instance(), other)
+        _registry(plugin).register(Context(), Instance(), other, owned)
 
 
 def test_failed_registration_hides_the_token():
@@ -102,13 +104,13 @@ def test_failed_registration_hides_the_token():
 def test_unregister_detaches_and_deletes_and_is_idempotent():
     plugin, instance = FakePlugin(), Instance()
     reg = _registry(plugin)
-    reg.register(Context(), instance, ACCESS)
+    vim_id = reg.register(Context(), instance, ACCESS)
     instance.vim_connection_info.append(Info(vim_id='openstack-vim'))
-    assert reg.unregister(Context(), instance, ACCESS.name)
+    assert reg.unregister(Context(), instance, vim_id)
     assert [i.vim_id for i in instance.vim_connection_info] == [
         'openstack-vim']
     assert not plugin.vims
-    assert not reg.unregister(Context(), instance, ACCESS.name)
+    assert not reg.unregister(Context(), instance, vim_id)
 
 
 def test_access_repr_hides_token():
@@ -134,7 +136,7 @@ def test_kubeconfig_file(tmp_path):
         == ACCESS.ca_cert
     assert doc['users'][0]['user']['token'] == TOKEN
     assert doc['current-context'] == ACCESS.name
-    assert reg.unregister(ACCESS.name) and not reg.unregister(ACCESS.name)
+    assert reg.unregister(path) and not reg.unregister(path)
 
 
 @pytest.mark.parametrize('name', ['', '../x', '.hidden', 'a/b'])

@@ -1,0 +1,263 @@
+"""The driver's own record of what it owns for each VNF instance.
+
+Not in the design's layout: a request's ``additionalParams`` and every
+file on the Ansible server are in the tenant's hands, so neither can say
+which VIM the driver may delete or which host keys it may forget at
+terminate.  This module keeps that on the conductor host, one JSON file
+per instance in ``[kubespray_mgmt] records_dir``::
+
+    {"format": 1, "instance_id": "<id>",
+     "hosts": [{"address": "192.0.2.10", "port": 22, "role": "master"}],
+     "vims": {"tacker_vim": {"id": "<VIM id>", "name": "<VIM name>"}}}
+
+``hosts`` lists every host the driver connected to or put in the
+inventory for the instance (the Ansible server and the LB included;
+terminate forgets the keys of all but the Ansible server);
+``vims`` holds, by kind, what it registered: the Tacker VIM
+(``tacker_vim``) or, for ``kubespray-mgmt run``, the kubeconfig file
+(``kubeconfig``, its path as id).  Files are mode 0600, replaced
+atomically, and changed under a lock shared by all processes
+(:mod:`sharedfiles`).
+"""
+
+import dataclasses
+import json
+import os
+import re
+
+from oslo_log import log as logging
+
+from mgmt_driver import conf as kconf
+from mgmt_driver import exceptions
+from mgmt_driver import sharedfiles
+
+LOG = logging.getLogger(__name__)
+
+FORMAT = 1
+ROLE_ANSIBLE = 'ansible'
+#: Kinds of registration (keys of ``vims``).
+TACKER_VIM = 'tacker_vim'
+KUBECONFIG = 'kubeconfig'
+_SAFE_ID = re.compile(r'[A-Za-z0-9][A-Za-z0-9_.-]{0,127}\Z')
+
+
+@dataclasses.dataclass(frozen=True, order=True)
+class Host:
+    """One host of an instance: where the driver reaches it over SSH."""
+
+    address: str
+    port: int
+    role: str
+
+    @property
+    def endpoint(self):
+        return self.address, self.port
+
+
+@dataclasses.dataclass
+class InstanceRecord:
+    """What the driver owns for one VNF instance."""
+
+    instance_id: str
+    hosts: list = dataclasses.field(default_factory=list)
+    vims: dict = dataclasses.field(default_factory=dict)
+
+    def vim_id(self, kind):
+        """The id of what the instance registered as *kind*, or None."""
+        return (self.vims.get(kind) or {}).get('id')
+
+    def to_json(self):
+        return json.dumps({
+            'format': FORMAT, 'instance_id': self.instance_id,
+            'hosts': [dataclasses.asdict(h) for h in sorted(self.hosts)],
+            'vims': self.vims}, indent=2, sort_keys=True) + '\n'
+
+    @classmethod
+    def from_json(cls, instance_id, text):
+        """Parse a record file; :raises ValueError: it is not one."""
+        doc = json.loads(text)
+        if not isinstance(doc, dict) or doc.get('format') != FORMAT:
+            raise ValueError('not a record of format %d' % FORMAT)
+        hosts = [Host(str(h['address']), int(h['port']), str(h['role']))
+                 for h in doc.get('hosts') or []]
+        vims = {str(kind): {'id': str(v['id']), 'name': v.get('name')}
+                for kind, v in (doc.get('vims') or {}).items()}
+        return cls(instance_id, hosts, vims)
+
+
+def default_directory(conf=None):
+    """``records_dir``, or ``records`` beside ``known_hosts_file``."""
+    group = (conf or kconf.CONF).kubespray_mgmt
+    if group.records_dir:
+        return os.path.expanduser(group.records_dir)
+    known_hosts = os.path.expanduser(group.known_hosts_file)
+    return os.path.join(os.path.dirname(known_hosts) or '.', 'records')
+
+
+class RecordStore:
+    """The records of every instance, in one local directory.
+
+    :param directory: where ``<instance id>.json`` files live.
+    """
+
+    def __init__(self, directory):
+        self.directory = directory
+        self._lock_path = os.path.join(directory, 'records')
+
+    @classmethod
+    def from_conf(cls, conf=None):
+        return cls(default_directory(conf))
+
+    def path(self, instance_id):
+        """The record file of *instance_id*.
+
+        :raises MgmtDriverParamInvalid: the id is not a safe file name.
+        """
+        if not isinstance(instance_id, str) or \
+                not _SAFE_ID.match(instance_id):
+            raise exceptions.MgmtDriverParamInvalid(
+                param='VNF instance id %r (not usable as a file name)'
+                      % (instance_id,))
+        return os.path.join(self.directory, '%s.json' % instance_id)
+
+    def locked(self):
+        """Hold the lock of every record (all threads and processes)."""
+        return sharedfiles.locked(self._lock_path)
+
+    def load(self, instance_id):
+        """The record of *instance_id* (empty when there is none).
+
+        :raises InstanceRecordInvalid: the file cannot be read or parsed.
+        """
+        path = self.path(instance_id)
+        try:
+            with open(path, encoding='utf-8') as f:
+                return InstanceRecord.from_json(instance_id, f.read())
+        except FileNotFoundError:
+            return InstanceRecord(instance_id)
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise exceptions.InstanceRecordInvalid(
+                path=path, instance=instance_id,
+                reason=getattr(exc, 'strerror', None) or str(exc))
+
+    def save(self, record):
+        """Write *record* (call it holding :meth:`locked`)."""
+        sharedfiles.replace(self.path(record.instance_id), record.to_json())
+
+    def _update(self, instance_id, change):
+        with self.locked():
+            record = self.load(instance_id)
+            if change(record) is not False:
+                self.save(record)
+            return record
+
+    def add_hosts(self, instance_id, hosts):
+        """Add *hosts* (:class:`Host`) to the record of *instance_id*."""
+        def change(record):
+            new = [h for h in hosts if h not in record.hosts]
+            record.hosts.extend(new)
+            return bool(new)
+        return self._update(instance_id, change)
+
+    def drop_hosts(self, instance_id, endpoints):
+        """Drop the hosts at *endpoints* (``(address, port)``) again."""
+        def change(record):
+            kept = [h for h in record.hosts if h.endpoint not in endpoints]
+            dropped = len(kept) != len(record.hosts)
+            record.hosts = kept
+            return dropped
+        return self._update(instance_id, change)
+
+    def set_vim(self, instance_id, kind, vim_id, name):
+        """Record that this instance registered *vim_id* as *kind*."""
+        def change(record):
+            record.vims[kind] = {'id': vim_id, 'name': name}
+        return self._update(instance_id, change)
+
+    def clear_vim(self, instance_id, kind):
+        """Record that the instance's *kind* registration is gone."""
+        def change(record):
+            return record.vims.pop(kind, None) is not None
+        return self._update(instance_id, change)
+
+    def endpoints_of_others(self, instance_id):
+        """``(address, port)`` of the hosts other instances record."""
+        found = set()
+        for name in self._record_names():
+            if name == instance_id:
+                continue
+            try:
+                found.update(h.endpoint for h in self.load(name).hosts)
+            except exceptions.InstanceRecordInvalid as exc:
+                # Another instance's problem must not stop this one.
+                LOG.warning('Ignoring a damaged record: %s', exc)
+        return found
+
+    def _record_names(self):
+        try:
+            names = os.listdir(self.directory)
+        except FileNotFoundError:
+            return []
+        return [n[:-len('.json')] for n in names
+                if n.endswith('.json') and _SAFE_ID.match(n[:-5])]
+
+    def release_hosts(self, instance_id, forget_host):
+        """Forget the keys of the instance's VMs and close its record.
+
+        The record is deleted, unless it still names a registration
+        (kept, without hosts, for the tool that made it).
+
+        :returns: ``(endpoints forgotten, endpoints of the VMs)``.
+        """
+        with self.locked():
+            record = self.load(instance_id)
+            endpoints = {h.endpoint for h in record.hosts
+                         if h.role != ROLE_ANSIBLE}
+            gone = sorted(endpoints - self.endpoints_of_others(instance_id))
+            for address, port in gone:
+                forget_host(address, port)
+            if not record.vims:
+                self.remove(instance_id)
+                return gone, endpoints
+            LOG.warning('VNF instance %s: keeping its record %s, which '
+                        'still names a registration: %s', instance_id,
+                        self.path(instance_id), ', '.join(record.vims))
+            record.hosts = []
+            self.save(record)
+            return gone, endpoints
+
+    def remove(self, instance_id):
+        """Delete the record; absent is fine."""
+        try:
+            os.unlink(self.path(instance_id))
+        except FileNotFoundError:
+            pass
+
+
+def release(store, instance_id, forget_host, kind, unregister):
+    """Delete the instance's VIM, forget its hosts' keys, drop its record.
+
+    Only what the record lists is touched.  The Ansible server's key is
+    kept: it is not a VM of the instance and goes on serving others (an
+    operator may have put its key there for ``host_key_policy=reject``).
+    Keys of hosts that another instance's record lists are kept too:
+    they may be that instance's VMs now (a reused floating IP).
+
+    :param forget_host: ``(address, port)`` -> drops the host's key.
+    :param kind: the kind of registration the caller deletes
+        (:data:`TACKER_VIM` or :data:`KUBECONFIG`); others are left
+        alone, with the record.
+    :param unregister: ``(id)`` -> deletes the recorded registration of
+        *kind*; if it raises, the record is kept, so running this again
+        finishes.
+    :returns: the ``(address, port)`` pairs whose keys were forgotten.
+    """
+    vim_id = store.load(instance_id).vim_id(kind)
+    if vim_id:
+        unregister(vim_id)
+        store.clear_vim(instance_id, kind)
+    gone, endpoints = store.release_hosts(instance_id, forget_host)
+    LOG.info('Released VNF instance %s: forgot %d of %d host key(s) (the '
+             'others are listed by other instances)', instance_id,
+             len(gone), len(endpoints))
+    return gone

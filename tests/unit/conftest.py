@@ -1,0 +1,11 @@
+"""Fixtures of every unit test."""
+
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def private_home(tmp_path_factory, monkeypatch):
+    """A HOME of its own: the driver's default files (known_hosts,
+    records, kubeconfigs) live under ``~`` and must not land in the real
+    one."""
+    monkeypatch.setenv('HOME', str(tmp_path_factory.mktemp('home')))
