@@ -203,3 +203,36 @@ class NoReachableHost(MgmtDriverOtherError):
     """None of the candidate hosts could run a command."""
 
     message = 'No host could run %(what)s; tried %(tried)s'
+
+
+class RemoteOutputTooLarge(MgmtDriverRemoteCommandError):
+    """A remote command printed more than the driver keeps; it was stopped.
+
+    :param host: the host it ran on.
+    :param command: its shell form (shortened).
+    :param stream: ``stdout`` or ``stderr``.
+    :param limit: the cap in bytes.
+    """
+
+    message = ('Command "%(command)s" on %(host)s printed more than '
+               '%(limit)s bytes on %(stream)s and was stopped (limit: '
+               '[kubespray_mgmt] max_command_output)')
+
+
+class RemoteFileTooLarge(MgmtDriverOtherError):
+    """A file read back from a host is larger than the driver accepts."""
+
+    message = ('%(path)s on %(host)s is larger than %(limit)s bytes and '
+               'was not read (limit: [kubespray_mgmt] max_remote_file_size)')
+
+
+class RemoteDataInvalid(MgmtDriverOtherError):
+    """What a host sent back is not what the driver expects.
+
+    :param host: the host that sent it.
+    :param what: what it is (``kubectl get nodes output``, a file path).
+    :param problem: what is wrong; never the data itself in bulk, and
+        never a token.
+    """
+
+    message = 'Invalid %(what)s from %(host)s: %(problem)s'

@@ -56,7 +56,7 @@ class PlanConnection:
         self._steps = steps
 
     def run(self, command, timeout=None, check=True, env=None, stdin=None,
-            on_line=None):
+            on_line=None, keep_tail=False):
         text = ssh.display_command(command, env)
         self._steps.append(Step(self.host, 'run', text))
         return ssh.CommandResult(self.host, text, _answer(text), '', 0)

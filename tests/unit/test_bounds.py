@@ -1,0 +1,154 @@
+"""Issue 13 rule 3: remote output, files and parsers are bounded.
+
+A remote host may be hostile: it may print without end, never print a
+newline, serve a huge file or craft a line that makes a regular
+expression backtrack.  No test here touches the network.
+"""
+
+import io
+import time
+
+import pytest
+
+from mgmt_driver import exceptions
+from mgmt_driver import ssh
+
+
+def _elapsed(func, *args):
+    start = time.perf_counter()
+    func(*args)
+    return time.perf_counter() - start
+
+
+class TestOutputCaps:
+    def test_overflow_is_flagged_and_nothing_more_is_kept(self):
+        out = ssh._Output(limit=10)
+        out.feed(b'0123456789')
+        assert not out.overflowed
+        out.feed(b'x' * 1000)
+        assert out.overflowed and out.text() == '0123456789'
+
+    def test_tail_mode_keeps_only_the_end(self):
+        out = ssh._Output(limit=100, keep_tail=True)
+        for i in range(10000):
+            out.feed(b'line %d\n' % i)
+        text = out.text()
+        assert not out.overflowed and len(text) <= 100
+        assert text.endswith('line 9999\n') and text.startswith('line ')
+
+    def test_a_line_without_end_is_cut_for_on_line(self):
+        lines = []
+        out = ssh._Output(lines.append, max_line=50)
+        for _ in range(1000):
+            out.feed(b'y' * 1000)
+        out.feed(b'\nnext\n')
+        out.text()
+        assert lines == ['y' * 50, 'next']
+
+    def test_many_tiny_chunks_stay_linear(self):
+        def feed(count):
+            out = ssh._Output(lambda line: None, limit=10 ** 9,
+                              max_line=64 * 1024)
+            for _ in range(count):
+                out.feed(b'z')
+            out.text()
+        small = _elapsed(feed, 20000)
+        assert _elapsed(feed, 160000) < max(small, 0.01) * 8 * 4
+
+
+class _Channel:
+    """A paramiko channel stand-in whose command prints without end."""
+
+    closed = False
+    eof_received = False
+
+    def __init__(self, stream='stdout'):
+        self.stream = stream
+        self.sent = 0
+
+    def exec_command(self, command):
+        self.command = command
+
+    def shutdown_write(self):
+        pass
+
+    def exit_status_ready(self):
+        return False
+
+    def recv_ready(self):
+        return self.stream == 'stdout'
+
+    def recv_stderr_ready(self):
+        return self.stream == 'stderr'
+
+    def recv(self, size):
+        self.sent += size
+        return b'y\n' * (size // 2)
+
+    recv_stderr = recv
+
+    def close(self):
+        self.closed = True
+
+
+class _Transport:
+    def __init__(self, channel):
+        self.channel = channel
+
+    def open_session(self, timeout=None):
+        return self.channel
+
+
+class _Sftp:
+    def __init__(self, data):
+        self.data = data
+
+    def open(self, path, mode):
+        return io.BytesIO(self.data)
+
+
+class _Canned(ssh.Connection):
+    def __init__(self, channel=None, sftp=None, **limits):
+        settings = ssh.SSHSettings(known_hosts_file='/nonexistent/kh',
+                                   **limits)
+        super().__init__('10.0.0.9', ssh.Credentials('u'), 22, settings)
+        self.channel, self.sftp = channel, sftp
+
+    def _transport(self):
+        return _Transport(self.channel)
+
+    def _sftp(self):
+        return self.sftp
+
+
+class TestConnectionCaps:
+    @pytest.mark.parametrize('stream', ['stdout', 'stderr'])
+    def test_endless_output_stops_the_command(self, stream):
+        chan = _Channel(stream)
+        conn = _Canned(chan, max_output=1024 * 1024)
+        with pytest.raises(exceptions.RemoteOutputTooLarge) as info:
+            conn.run(['yes'], timeout=30)
+        message = str(info.value)
+        assert '10.0.0.9' in message and 'yes' in message
+        assert stream in message and '1048576' in message
+        assert chan.closed and chan.sent <= 1024 * 1024 + 65536
+
+    def test_playbook_mode_keeps_a_tail_until_the_deadline(self):
+        chan = _Channel()
+        conn = _Canned(chan, max_tail_output=4096, timeout_grace=0)
+        with pytest.raises(exceptions.RemoteCommandTimedOut) as info:
+            conn.run(['yes'], timeout=0.3, keep_tail=True)
+        assert len(info.value.result.stdout) <= 4096
+        assert chan.sent > 4096
+
+    def test_large_file_is_refused(self):
+        conn = _Canned(sftp=_Sftp(b'x' * 2048), max_file_size=1024)
+        with pytest.raises(exceptions.RemoteFileTooLarge) as info:
+            conn.read_file('/ws/hosts.yaml')
+        message = str(info.value)
+        assert '/ws/hosts.yaml' in message and '10.0.0.9' in message
+        assert '1024' in message
+
+    def test_file_at_the_cap_is_read(self):
+        conn = _Canned(sftp=_Sftp(b'x' * 1024), max_file_size=1024)
+        assert conn.read_file('/ws/hosts.yaml') == 'x' * 1024
