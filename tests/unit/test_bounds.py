@@ -11,13 +11,60 @@ import time
 import pytest
 
 from mgmt_driver import exceptions
+from mgmt_driver import kubespray
 from mgmt_driver import ssh
+from tests.fakes import FakeConnection
+
+# The line that hung the old PLAY RECAP pattern for ~25 s (87 bytes).
+HOSTILE_RECAP = 'h : a=' + '1111=' * 16 + '!'
 
 
 def _elapsed(func, *args):
     start = time.perf_counter()
     func(*args)
     return time.perf_counter() - start
+
+
+class TestRecap:
+    def test_hostile_line_is_parsed_at_once(self):
+        output = 'PLAY RECAP ***\n%s\n' % HOSTILE_RECAP
+        assert _elapsed(kubespray.parse_recap, output) < 0.5
+        assert kubespray.parse_recap(output) == {}
+
+    def test_ansible_lines_are_parsed(self):
+        line = ('node-1   : ok=5    changed=2    unreachable=0    '
+                'failed=1    skipped=3    rescued=0    ignored=0   ')
+        assert kubespray.recap_entry(line) == ('node-1', {
+            'ok': 5, 'changed': 2, 'unreachable': 0, 'failed': 1,
+            'skipped': 3, 'rescued': 0, 'ignored': 0})
+
+    @pytest.mark.parametrize('line', [
+        'node-1 : ', 'node-1: ok=1', 'node-1 : ok=1 x', 'node-1 : ok=',
+        'node-1 : =1', 'node-1 : ok=\u00b2', 'node-1 : ok=' + '9' * 19,
+        'node-1 : ok=1=1', ': ok=1'])
+    def test_other_lines_are_not_recap_lines(self, line):
+        assert kubespray.recap_entry(line) is None
+
+    def test_progress_logging_of_hostile_line_is_fast(self):
+        progress = kubespray._Progress('h', 'cluster.yml')
+        progress('PLAY RECAP ***')
+        assert _elapsed(progress, HOSTILE_RECAP) < 0.5
+
+
+class _TailRecorder(FakeConnection):
+    def run(self, command, keep_tail=False, **kwargs):
+        self.keep_tail = keep_tail
+        return super().run(command, keep_tail=keep_tail, **kwargs)
+
+
+def test_playbook_runs_keep_a_tail_instead_of_failing():
+    conn = _TailRecorder('10.0.0.5')
+    workspace = kubespray.Workspace(conn, '/srv/ws/vnf-1')
+    layout = kubespray.Layout('playbooks/facts.yml', True)
+    runner = kubespray.Runner(conn, '/opt/kubespray', layout, workspace,
+                              settings=kubespray.PlaybookSettings())
+    runner.cluster(3)
+    assert conn.keep_tail is True
 
 
 class TestOutputCaps:
