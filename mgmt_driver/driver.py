@@ -18,7 +18,6 @@ import dataclasses
 import os
 import posixpath
 
-import yaml
 from oslo_log import log as logging
 
 from mgmt_driver import DRIVER_NAME  # noqa: F401 (the shim reads it)
@@ -182,20 +181,20 @@ class ClusterDriver:
                          for arg in ('!', '-name', name)] + ['-delete'])
 
     def recorded_inventory(self):
-        """The inventory last uploaded to the workspace, parsed.
+        """The inventory last uploaded to the workspace, checked.
 
-        :returns: its ``all`` group as a dict ({} when there is none).
+        :returns: an :class:`~mgmt_driver.inventory.RecordedInventory`
+            (empty when there is none).
+        :raises RemoteDataInvalid: the file was tampered with.
         """
-        text = self._ansible().read_file(
-            self._workspace().file(inventory.HOSTS_FILE), missing_ok=True)
-        doc = yaml.safe_load(text) if text else None
-        return (doc or {}).get('all') or {}
+        conn = self._ansible()
+        path = self._workspace().file(inventory.HOSTS_FILE)
+        return inventory.parse_recorded(
+            conn.read_file(path, missing_ok=True), conn.host, path)
 
     def recorded_masters(self):
         """Control-plane names in the order of the uploaded inventory."""
-        group = ((self.recorded_inventory().get('children') or {}).get(
-            'kube_control_plane') or {}).get('hosts') or {}
-        return list(group)
+        return list(self.recorded_inventory().masters)
 
     def in_recorded_order(self, cluster):
         """*cluster* with its masters in the recorded order, new ones last."""
@@ -426,7 +425,7 @@ class ClusterDriver:
         Called before the VMs are deleted (terminate_start): afterwards
         there would be nothing left to reset.
         """
-        hosts = self.recorded_inventory().get('hosts') or {}
+        hosts = self.recorded_inventory().hosts
         if not hosts:
             self.step('no inventory recorded: nothing to reset')
             return
@@ -436,14 +435,12 @@ class ClusterDriver:
     def terminate(self):
         """Delete the workspace and forget the nodes' host keys."""
         workspace = self._workspace()
-        hosts = self.recorded_inventory().get('hosts') or {}
+        hosts = self.recorded_inventory().hosts
         workspace.remove()
-        for host in hosts.values():
-            host = host or {}
-            if host.get('ansible_host'):
-                self.pool.forget_host(
-                    host['ansible_host'],
-                    host.get('ansible_port', params.DEFAULT_SSH_PORT))
+        for _, address, port in hosts:
+            if address:
+                self.pool.forget_host(address,
+                                      port or params.DEFAULT_SSH_PORT)
         self.step('workspace %s removed', workspace.path)
 
 
