@@ -5,6 +5,9 @@ host and what was wrong, never a KeyError, TypeError, AttributeError,
 RecursionError or UnicodeDecodeError, and never the hostile bytes in bulk.
 """
 
+import base64
+import json
+
 import pytest
 import yaml
 from oslo_config import cfg
@@ -12,6 +15,8 @@ from oslo_config import cfg
 from mgmt_driver import conf as kconf
 from mgmt_driver import exceptions
 from mgmt_driver import inventory
+from mgmt_driver import kubectl
+from tests.fakes import FakeConnection
 from tests.unit.test_driver import ANSIBLE
 from tests.unit.test_driver import Harness
 from tests.unit.test_driver import _instantiate_params
@@ -104,3 +109,118 @@ def test_terminate_with_tampered_inventory_names_the_ansible_server(conf):
     with pytest.raises(exceptions.RemoteDataInvalid) as info:
         h.hooks.terminate_start(None, h.instance(extra), None, None, None)
     assert ANSIBLE in str(info.value) and HOSTS in str(info.value)
+
+
+# ------------------------------------------------------------- kubectl --
+
+TOKEN = 'eyJhbGciOiJSUzI1NiJ9.c2VjcmV0LXRva2Vu.SIGNATURE-xyz'
+PEM = '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n'
+
+
+def _client(command, stdout):
+    conn = FakeConnection('10.0.0.11')
+    conn.script(command, stdout=stdout)
+    return kubectl.KubectlClient(conn, settings=kubectl.KubectlSettings(),
+                                 sleep=lambda s: None)
+
+
+def _b64(data):
+    return base64.b64encode(
+        data if isinstance(data, bytes) else data.encode()).decode()
+
+
+@pytest.mark.parametrize('stdout, problem', [
+    ('', 'no valid JSON'),
+    ('[1, 2]', 'not a JSON object'),
+    ('{"items": {"a": 1}}', 'the output.items must be a list, not dict'),
+    ('{"items": ["node-1"]}', 'items[0] must be an object, not str'),
+    ('{"items": [{"metadata": []}]}',
+     'items[0].metadata must be an object, not list'),
+    ('{"items": [{"metadata": {}}]}',
+     'items[0].metadata.name must be a string, not NoneType'),
+    ('{"items": [{"metadata": {"name": 7}}]}',
+     'items[0].metadata.name must be a string, not int'),
+    ('{"a": ' * 100 + '1' + '}' * 100, 'nested deeper than 64'),
+    ('[' * 100000 + ']' * 100000, 'nested deeper than 64'),
+    ('{"items": ' + '[' * 70 + ']' * 70 + '}', 'nested deeper than 64'),
+])
+def test_hostile_node_lists(stdout, problem):
+    client = _client('get nodes', stdout)
+    with pytest.raises(exceptions.RemoteDataInvalid) as info:
+        client.node_names()
+    message = str(info.value)
+    assert 'output of kubectl get nodes from 10.0.0.11' in message
+    assert problem in message and len(message) < 300
+
+
+def _pods(*pods):
+    return json.dumps({'items': list(pods)})
+
+
+@pytest.mark.parametrize('pod, problem', [
+    ({'metadata': {'name': 'p', 'namespace': 3}},
+     'items[0].metadata.namespace must be a string'),
+    ({'metadata': {'name': 'p', 'ownerReferences': {'kind': 'x'}}},
+     'ownerReferences must be a list'),
+    ({'metadata': {'name': 'p', 'ownerReferences': ['DaemonSet']}},
+     'ownerReferences[] must be an object'),
+    ({'metadata': {'name': 'p', 'annotations': ['a']}},
+     'annotations must be an object'),
+    ({'metadata': {'name': 'p'}, 'status': 'Running'},
+     'items[0].status must be an object'),
+])
+def test_hostile_pod_lists(pod, problem):
+    client = _client('get pods', _pods(pod))
+    with pytest.raises(exceptions.RemoteDataInvalid) as info:
+        client.pods_left('worker-1')
+    assert '10.0.0.11' in str(info.value) and problem in str(info.value)
+
+
+def test_pods_with_optional_fields_absent_or_null_are_fine():
+    client = _client('get pods', _pods(
+        {'metadata': {'name': 'a', 'namespace': None,
+                      'ownerReferences': None}, 'status': None},
+        {'metadata': {'name': 'b', 'namespace': 'ns'}}))
+    assert client.pods_left('worker-1') == ['/a', 'ns/b']
+
+
+GOOD_TOKEN = _b64(TOKEN)
+GOOD_CA = _b64(PEM)
+
+
+def _secret(token=GOOD_TOKEN, ca=GOOD_CA):
+    return json.dumps({'data': {'token': token, 'ca.crt': ca}})
+
+
+@pytest.mark.parametrize('stdout, problem', [
+    ('{"data": ["x"]}', 'the Secret.data must be an object'),
+    ('"just a string"', 'not a JSON object'),
+    (_secret(token=12345), 'data.token must be a string, not int'),
+    (_secret(token=['a']), 'data.token must be a string, not list'),
+    (_secret(token='not base64!'), 'data.token is not base64 of ASCII'),
+    (_secret(token='t\u00f6ken'), 'data.token is not base64 of ASCII'),
+    (_secret(token=_b64('t\u00f6ken'.encode())),
+     'data.token is not base64 of ASCII'),
+    (_secret(token=_b64(b'\xff\xfe')), 'data.token is not base64 of ASCII'),
+    (_secret(token=_b64(TOKEN + '\nInjected: header')),
+     'data.token is not a printable ASCII token'),
+    (_secret(token=_b64('x' * 20000)), 'data.token is longer than 16384'),
+    (_secret(ca=_b64('not a certificate')),
+     'data.ca.crt is not a PEM certificate'),
+    (_secret(ca=_b64('\u00e9' + PEM)), 'data.ca.crt is not base64 of ASCII'),
+])
+def test_hostile_secrets(stdout, problem):
+    client = _client('get secret', stdout)
+    with pytest.raises(exceptions.RemoteDataInvalid) as info:
+        client.admin_credentials(timeout=1)
+    message = str(info.value)
+    assert 'Secret kube-system/tacker-admin-token from 10.0.0.11' in message
+    assert problem in message
+    assert TOKEN not in message and _b64(TOKEN) not in message
+    assert 'x' * 50 not in message
+
+
+def test_good_secret_still_gives_credentials():
+    client = _client('get secret', _secret())
+    creds = client.admin_credentials(timeout=1)
+    assert (creds.token, creds.ca_cert) == (TOKEN, PEM)
