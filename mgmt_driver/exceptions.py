@@ -141,10 +141,10 @@ class LoadBalancerConfigInvalid(MgmtDriverOtherError):
                          detail=_haproxy_detail(result))
 
 
-def _haproxy_detail(result, lines=20):
+def _haproxy_detail(result, lines=20, width=300):
     """HAProxy's own complaint: its output without the [NOTICE] banner."""
     text = result.stderr + '\n' + result.stdout
-    kept = [line for line in text.splitlines()
+    kept = [line[:width] for line in text.splitlines()
             if line.strip() and not line.startswith('[NOTICE]')]
     return '\n'.join(kept[-lines:]) or result.tail(lines) or '(no output)'
 

@@ -199,3 +199,15 @@ class TestConnectionCaps:
     def test_file_at_the_cap_is_read(self):
         conn = _Canned(sftp=_Sftp(b'x' * 1024), max_file_size=1024)
         assert conn.read_file('/ws/hosts.yaml') == 'x' * 1024
+
+
+def test_error_messages_keep_a_short_tail_of_hostile_output():
+    result = ssh.CommandResult('10.0.0.9', 'cmd', 'x' * 10 ** 6,
+                               ('y' * 10 ** 6 + '\n') * 30, 1)
+    for error in (exceptions.RemoteCommandFailed(result),
+                  exceptions.RemoteCommandTimedOut(result, 5),
+                  exceptions.LoadBalancerConfigInvalid(result, '/p'),
+                  exceptions.PlaybookFailed(
+                      'cluster.yml', result, {}, [],
+                      kubespray._output_tail(result))):
+        assert len(str(error)) < 20 * 320 + 400, type(error).__name__
