@@ -533,12 +533,14 @@ class LcmHooks:
     def _spec(self, vnf_instance, request, operation):
         instantiated = _additional_params(getattr(
             vnf_instance, 'instantiated_vnf_info', None))
+        max_size = self.conf.kubespray_mgmt.max_request_size
         if operation == 'instantiate':
             return params.parse_params(_additional_params(request),
-                                       self._default_key())
+                                       self._default_key(),
+                                       max_size=max_size)
         return params.parse_for_operation(
             instantiated, _additional_params(request), operation,
-            self._default_key())
+            self._default_key(), max_size=max_size)
 
     def _spec_or_none(self, vnf_instance, request, operation,
                       log=LOG.warning):

@@ -98,15 +98,20 @@ class _ParamsProblems:
     """Mixin: every problem of one request, reported together.
 
     :param problems: ``'<field path>: <problem>'`` strings; never a
-        secret value.  Kept as ``.problems``; the message lists them all.
+        secret value.  Kept as ``.problems``; the message lists the first
+        :attr:`SHOWN` (a hostile request can have a problem per key).
     """
 
     message = '%(count)s problem(s) in the input: %(problems)s'
+    SHOWN = 50
 
     def __init__(self, problems):
         self.problems = list(problems)
+        shown = self.problems[:self.SHOWN]
+        if len(self.problems) > self.SHOWN:
+            shown.append('and %d more' % (len(self.problems) - self.SHOWN))
         super().__init__(count=len(self.problems),
-                         problems='; '.join(self.problems))
+                         problems='; '.join(shown))
 
 
 class ParamsInvalid(_ParamsProblems, MgmtDriverParamInvalid):

@@ -12,8 +12,10 @@ import pytest
 
 from mgmt_driver import exceptions
 from mgmt_driver import kubespray
+from mgmt_driver import params
 from mgmt_driver import ssh
 from tests.fakes import FakeConnection
+from tests.unit import params_data
 
 # The line that hung the old PLAY RECAP pattern for ~25 s (87 bytes).
 HOSTILE_RECAP = 'h : a=' + '1111=' * 16 + '!'
@@ -211,3 +213,85 @@ def test_error_messages_keep_a_short_tail_of_hostile_output():
                       'cluster.yml', result, {}, [],
                       kubespray._output_tail(result))):
         assert len(str(error)) < 20 * 320 + 400, type(error).__name__
+
+
+# ------------------------------------------------------------ requests --
+
+def _request_with(**sections):
+    request = params_data.minimal()
+    request[params.ROOT].update(sections)
+    return request
+
+
+def _problems(request, **kwargs):
+    with pytest.raises(exceptions.ParamsInvalid) as info:
+        params.parse_params(request, need_cp_names=False, **kwargs)
+    return info.value.problems
+
+
+def _deep(depth, leaf='x'):
+    for _ in range(depth):
+        leaf = [leaf]
+    return leaf
+
+
+def test_deep_extra_vars_are_refused_with_their_field_path():
+    request = _request_with(kubespray={'extra_vars': {
+        'calico': {'pools': _deep(100000)}}})
+    [problem] = _problems(request)
+    assert problem == ('k8s_cluster_installation_param.kubespray.'
+                       'extra_vars.calico.pools' + '[0]' * 20 +
+                       ': nested deeper than 24 levels')
+
+
+def test_requests_at_the_depth_limit_are_fine():
+    extra = _deep(params.MAX_REQUEST_DEPTH - 4)  # under 4 levels
+    spec = params.parse_params(_request_with(kubespray={
+        'extra_vars': {'v': extra}}), need_cp_names=False)
+    assert spec.kubespray.extra_vars['v'] == extra
+
+
+def test_deep_labels_are_refused():
+    request = params_data.minimal()
+    request[params.ROOT]['worker_node']['labels'] = {'a': _deep(50)}
+    [problem] = _problems(request)
+    assert problem.startswith(
+        'k8s_cluster_installation_param.worker_node.labels.a[0]')
+    assert problem.endswith('nested deeper than 24 levels')
+
+
+def test_large_requests_are_refused_by_size():
+    request = _request_with(kubespray={'extra_vars': {
+        'blob': ['x' * 1000] * 100}})
+    [problem] = _problems(request, max_size=64 * 1024)
+    assert problem == ('k8s_cluster_installation_param: larger than 65536 '
+                       'bytes (option [kubespray_mgmt] max_request_size)')
+    assert params.parse_params(request, need_cp_names=False,
+                               max_size=1024 * 1024)
+
+
+def test_default_size_limit_comes_from_the_option():
+    request = _request_with(kubespray={'extra_vars': {
+        'blob': ['x' * 1000] * 2000}})
+    assert 'larger than 1048576 bytes' in _problems(request)[0]
+
+
+def test_deep_scale_overrides_are_refused_before_copying():
+    instantiated = params_data.minimal()
+    operation = {params.ROOT: {'worker_node': {'labels': _deep(100000)}}}
+    with pytest.raises(exceptions.ParamsInvalid) as info:
+        params.parse_for_operation(instantiated, operation,
+                                   need_cp_names=False)
+    assert 'k8s_cluster_installation_param (operation request).' \
+        'worker_node.labels[0]' in str(info.value)
+
+
+def test_many_problems_give_a_bounded_message():
+    request = params_data.minimal()
+    request[params.ROOT]['master_node'].update(
+        {'unknown_%d' % i: 1 for i in range(5000)})
+    with pytest.raises(exceptions.ParamsInvalid) as info:
+        params.parse_params(request, need_cp_names=False)
+    assert len(info.value.problems) == 5000
+    assert str(info.value).endswith('and 4950 more')
+    assert len(str(info.value)) < 50 * 250
