@@ -222,6 +222,10 @@ def detect_layout(conn, kubespray_root):
     return layout
 
 
+#: Longest version string kept from ``git describe`` or galaxy.yml.
+_MAX_VERSION_CHARS = 64
+
+
 def _markers(stdout):
     found = {'files': set(), 'flags': set(), 'git': None, 'galaxy': None}
     for line in stdout.splitlines():
@@ -231,7 +235,10 @@ def _markers(stdout):
         if kind == 'FILE':
             found['files'].add(value)
         elif kind in ('GIT', 'GALAXY'):
-            found[kind.lower()] = found[kind.lower()] or value.strip()
+            # Cut: it goes into log records and messages, and the
+            # checkout (or the server) may be hostile.
+            found[kind.lower()] = found[kind.lower()] or \
+                value.strip()[:_MAX_VERSION_CHARS]
         else:
             found['flags'].add(kind)
     return found
