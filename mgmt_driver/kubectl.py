@@ -98,7 +98,7 @@ def _check_depth(data):
         stack.extend((child, depth + 1) for child in children)
 
 
-def load_json(text):
+def _load_json(text):
     """A JSON object parsed from untrusted *text*, bounded in depth.
 
     :raises _BadShape: not JSON, not an object, or too deep; the text
@@ -303,7 +303,7 @@ class KubectlClient:
         result = self._run(*args, '-o', 'json')
         with _parsing(self.conn.host, 'output of kubectl %s'
                       % ' '.join(args[:2])):
-            items = _field(load_json(result.stdout), 'items', list,
+            items = _field(_load_json(result.stdout), 'items', list,
                            'the output', default=[])
             return [parse(item, 'items[%d]' % index)
                     for index, item in enumerate(items)]
@@ -375,6 +375,7 @@ class KubectlClient:
         counted.
 
         :returns: ``namespace/name`` strings, sorted.
+        :raises RemoteDataInvalid: kubectl printed no valid pod list.
         """
         pods = self._items(_pod_entry, 'get', 'pods', '-A',
                            '--field-selector',
@@ -440,6 +441,8 @@ class KubectlClient:
             kubectl_timeout).
         :returns: :class:`AdminCredentials`.
         :raises WaitTimedOut: the Secret got no token in time.
+        :raises RemoteDataInvalid: the Secret is malformed (the message
+            never holds the token).
         """
         secret_name = secret_name or name + '-token'
         self.ensure_admin_account(name, namespace, secret_name)
@@ -482,7 +485,7 @@ def _credentials(stdout):
 
     :raises _BadShape: malformed; the message never holds the token.
     """
-    data = _field(load_json(stdout), 'data', dict, 'the Secret', {})
+    data = _field(_load_json(stdout), 'data', dict, 'the Secret', {})
     if not data.get('token') or not data.get('ca.crt'):
         return False, None
     token = _decoded(data, 'token', MAX_TOKEN_CHARS)
