@@ -27,7 +27,6 @@ def conf():
     conf = cfg.ConfigOpts()
     kconf.register_opts(conf)
     conf([])
-    conf.set_override('kubectl_sudo', 'never', group='kubespray_mgmt')
     return conf
 
 
