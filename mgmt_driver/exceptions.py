@@ -17,6 +17,19 @@ MgmtDriverRemoteCommandError = tacker_compat.MgmtDriverRemoteCommandError
 MgmtDriverRemoteCommandTimeOut = tacker_compat.MgmtDriverRemoteCommandTimeOut
 
 
+def clip(line, width=1000):
+    """*line*, or its start and end around ``[...]`` if longer than *width*.
+
+    For remote output quoted in messages: a hostile host can print
+    megabytes on one line, and Ansible puts the reason (``"msg"``) at the
+    end of a long ``fatal:`` line, so both ends are kept.
+    """
+    if len(line) <= width:
+        return line
+    head = width // 4
+    return line[:head] + ' [...] ' + line[head - width:]
+
+
 class SSHConnectError(MgmtDriverOtherError):
     """The host could not be reached over SSH, retries included."""
 
@@ -146,10 +159,10 @@ class LoadBalancerConfigInvalid(MgmtDriverOtherError):
                          detail=_haproxy_detail(result))
 
 
-def _haproxy_detail(result, lines=20, width=300):
+def _haproxy_detail(result, lines=20):
     """HAProxy's own complaint: its output without the [NOTICE] banner."""
     text = result.stderr + '\n' + result.stdout
-    kept = [line[:width] for line in text.splitlines()
+    kept = [clip(line) for line in text.splitlines()
             if line.strip() and not line.startswith('[NOTICE]')]
     return '\n'.join(kept[-lines:]) or result.tail(lines) or '(no output)'
 

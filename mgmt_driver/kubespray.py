@@ -348,14 +348,14 @@ def _error_lines(result, keep=5, width=300):
     return [line[:width] for line in lines[-keep:]]
 
 
-def _output_tail(result, lines=15, width=300):
+def _output_tail(result, lines=15):
     # The recap is reported on its own; the lines before it say why.
     # Lines are cut: the output comes from a host we do not trust.
     stdout = result.stdout.split('\nPLAY RECAP', 1)[0]
     kept = [line for line in stdout.splitlines() if line.strip()][-lines:]
     kept += [line for line in result.stderr.splitlines()
              if line.strip()][-5:]
-    return '\n'.join(line[:width] for line in kept)
+    return '\n'.join(exceptions.clip(line) for line in kept)
 
 
 class _Progress:

@@ -105,16 +105,16 @@ class CommandResult:
     def failed(self):
         return not self.ok
 
-    def tail(self, lines=20, width=300):
+    def tail(self, lines=20):
         """The last *lines* lines of stderr, or of stdout if stderr is empty.
 
-        Each line is cut at *width* characters: the output comes from a
-        host that may be hostile, and the tail ends up in error messages.
+        Long lines are clipped (:func:`exceptions.clip`): the output comes
+        from a host that may be hostile, and the tail ends up in messages.
 
         :returns: the lines joined by newlines ('' if there was no output).
         """
         text = self.stderr if self.stderr.strip() else self.stdout
-        return '\n'.join(_cut(line, width) for line in
+        return '\n'.join(exceptions.clip(line) for line in
                          text.rstrip('\n').splitlines()[-lines:])
 
     def __repr__(self):
@@ -830,10 +830,6 @@ class Connection:
             if os.path.exists(tmp):
                 os.unlink(tmp)
             raise self._file_error('Fetching', remote_path, exc)
-
-
-def _cut(line, width):
-    return line if len(line) <= width else line[:width] + ' [...]'
 
 
 def _shorten(text, limit=120):

@@ -212,7 +212,7 @@ def test_error_messages_keep_a_short_tail_of_hostile_output():
                   exceptions.PlaybookFailed(
                       'cluster.yml', result, {}, [],
                       kubespray._output_tail(result))):
-        assert len(str(error)) < 20 * 320 + 400, type(error).__name__
+        assert len(str(error)) < 20 * 1010 + 400, type(error).__name__
 
 
 # ------------------------------------------------------------ requests --
@@ -304,3 +304,11 @@ def test_a_hostile_version_string_is_cut():
                 + '9' * 100000 + '\n')
     layout = kubespray.detect_layout(conn, '/opt/kubespray')
     assert len(layout.version) == 64
+
+
+def test_clip_keeps_both_ends_of_a_long_line():
+    line = 'fatal: [w1]: FAILED! => {' + 'x' * 5000 + '"msg": "why"}'
+    clipped = exceptions.clip(line)
+    assert len(clipped) <= 1000 + 7
+    assert clipped.startswith('fatal: [w1]') and clipped.endswith('"why"}')
+    assert exceptions.clip('short') == 'short'
