@@ -35,7 +35,7 @@ def _best_time(func, arg, runs=3):
     return best
 
 
-def _ratio(func, make, base, attempts=3):
+def _ratio(func, make, base, attempts=5):
     """Time at ``GROWTH * base`` over time at *base*, best of *attempts*.
 
     Another attempt only when the first is over the bound: on a shared
@@ -60,7 +60,7 @@ def _ratio(func, make, base, attempts=3):
 def test_recap_parse_is_linear_in_line_length(unit):
     def make(n):
         return 'PLAY RECAP ***\nh : a=' + unit * n + '\n'
-    assert _ratio(kubespray.parse_recap, make, 4000) < MAX_RATIO
+    assert _ratio(kubespray.parse_recap, make, 40000) < MAX_RATIO
 
 
 @SETTINGS
@@ -68,7 +68,7 @@ def test_recap_parse_is_linear_in_line_length(unit):
 def test_recap_parse_is_linear_in_line_count(unit):
     def make(n):
         return 'PLAY RECAP ***\n' + ('h : a=%s!\n' % (unit * 4)) * n
-    assert _ratio(kubespray.parse_recap, make, 500) < MAX_RATIO
+    assert _ratio(kubespray.parse_recap, make, 5000) < MAX_RATIO
 
 
 # ------------------------------------------------- request + inventory --
