@@ -77,7 +77,8 @@ def _read_spec(path, need_cp_names):
         document = document['additionalParams']
     return params.parse_params(
         document, need_cp_names=need_cp_names,
-        default_key_file=cfg.CONF.kubespray_mgmt.ssh_private_key_file)
+        default_key_file=cfg.CONF.kubespray_mgmt.ssh_private_key_file,
+        max_size=cfg.CONF.kubespray_mgmt.max_request_size)
 
 
 def _read_nodes(spec, topology_path):

@@ -210,7 +210,44 @@ trust_opts = [
                      'ansible_* is always refused.'),
 ]
 
-ALL_OPTS = ssh_opts + kubespray_opts + lb_opts + kubectl_opts + trust_opts
+
+limits_opts = [
+    cfg.IntOpt('max_command_output', default=16 * 1024 * 1024,
+               min=64 * 1024, max=1024 * 1024 * 1024,
+               help='Bytes of standard output, and separately of standard '
+                    'error, kept from one remote command other than a '
+                    'playbook run (kubectl JSON of every pod of a large '
+                    'cluster is the biggest legitimate output). A command '
+                    'that prints more is stopped and fails with an error '
+                    'naming the host and the command.'),
+    cfg.IntOpt('max_playbook_output', default=2 * 1024 * 1024,
+               min=64 * 1024, max=1024 * 1024 * 1024,
+               help='Bytes of the end of an ansible-playbook output kept '
+                    'in memory (for PLAY RECAP and error messages). '
+                    'Playbook logs are legitimately long, so older output '
+                    'is dropped instead of failing the run; every line is '
+                    'still logged as it arrives.'),
+    cfg.IntOpt('max_output_line', default=64 * 1024, min=1024,
+               max=16 * 1024 * 1024,
+               help='Characters of one output line passed to the progress '
+                    'log while a command runs; the rest of a longer line '
+                    'is dropped there (the captured output keeps it).'),
+    cfg.IntOpt('max_remote_file_size', default=4 * 1024 * 1024,
+               min=64 * 1024, max=1024 * 1024 * 1024,
+               help='Largest file, in bytes, the driver reads back from a '
+                    'host (the recorded inventory, the HAProxy '
+                    'configuration). A larger file fails the operation '
+                    'with an error naming the host and the path.'),
+    cfg.IntOpt('max_request_size', default=1024 * 1024, min=64 * 1024,
+               max=64 * 1024 * 1024,
+               help='Largest k8s_cluster_installation_param a request may '
+                    'carry, in approximate bytes (characters of strings '
+                    'and keys, 8 per other value). Tacker\'s own request '
+                    'body limit is usually far smaller.'),
+]
+
+ALL_OPTS = (ssh_opts + kubespray_opts + lb_opts + kubectl_opts + trust_opts +
+            limits_opts)
 
 
 def use_sudo(setting, username):

@@ -25,7 +25,6 @@ import dataclasses
 import os
 import posixpath
 
-import yaml
 from oslo_log import log as logging
 
 from mgmt_driver import DRIVER_NAME  # noqa: F401 (the shim reads it)
@@ -254,20 +253,20 @@ class ClusterDriver:
                          for arg in ('!', '-name', name)] + ['-delete'])
 
     def recorded_inventory(self):
-        """The inventory last uploaded to the workspace, parsed.
+        """The inventory last uploaded to the workspace, checked.
 
-        :returns: its ``all`` group as a dict ({} when there is none).
+        :returns: an :class:`~mgmt_driver.inventory.RecordedInventory`
+            (empty when there is none).
+        :raises RemoteDataInvalid: the file was tampered with.
         """
-        text = self._ansible().read_file(
-            self._workspace().file(inventory.HOSTS_FILE), missing_ok=True)
-        doc = yaml.safe_load(text) if text else None
-        return (doc or {}).get('all') or {}
+        conn = self._ansible()
+        path = self._workspace().file(inventory.HOSTS_FILE)
+        return inventory.parse_recorded(
+            conn.read_file(path, missing_ok=True), conn.host, path)
 
     def recorded_masters(self):
         """Control-plane names in the order of the uploaded inventory."""
-        group = ((self.recorded_inventory().get('children') or {}).get(
-            'kube_control_plane') or {}).get('hosts') or {}
-        return list(group)
+        return list(self.recorded_inventory().masters)
 
     def in_recorded_order(self, cluster):
         """*cluster* with its masters in the recorded order, new ones last."""
@@ -576,7 +575,7 @@ class ClusterDriver:
         Called before the VMs are deleted (terminate_start): afterwards
         there would be nothing left to reset.
         """
-        hosts = self.recorded_inventory().get('hosts') or {}
+        hosts = self.recorded_inventory().hosts
         if not hosts:
             self.step('no inventory recorded: nothing to reset')
             return
@@ -707,13 +706,15 @@ class LcmHooks:
         (:mod:`mgmt_driver.trust`) before any connection is opened."""
         instantiated = _additional_params(getattr(
             vnf_instance, 'instantiated_vnf_info', None))
+        max_size = self.conf.kubespray_mgmt.max_request_size
         if operation == 'instantiate':
             spec = params.parse_params(_additional_params(request),
-                                       self._default_key())
+                                       self._default_key(),
+                                       max_size=max_size)
         else:
             spec = params.parse_for_operation(
                 instantiated, _additional_params(request), operation,
-                self._default_key())
+                self._default_key(), max_size=max_size)
         return trust.apply(spec, trust.Policy.from_conf(
             self.conf, self._package_dir_of(context, vnf_instance)))
 

@@ -17,6 +17,19 @@ MgmtDriverRemoteCommandError = tacker_compat.MgmtDriverRemoteCommandError
 MgmtDriverRemoteCommandTimeOut = tacker_compat.MgmtDriverRemoteCommandTimeOut
 
 
+def clip(line, width=1000):
+    """*line*, or its start and end around ``[...]`` if longer than *width*.
+
+    For remote output quoted in messages: a hostile host can print
+    megabytes on one line, and Ansible puts the reason (``"msg"``) at the
+    end of a long ``fatal:`` line, so both ends are kept.
+    """
+    if len(line) <= width:
+        return line
+    head = width // 4
+    return line[:head] + ' [...] ' + line[head - width:]
+
+
 class SSHConnectError(MgmtDriverOtherError):
     """The host could not be reached over SSH, retries included."""
 
@@ -110,15 +123,20 @@ class _ParamsProblems:
     """Mixin: every problem of one request, reported together.
 
     :param problems: ``'<field path>: <problem>'`` strings; never a
-        secret value.  Kept as ``.problems``; the message lists them all.
+        secret value.  Kept as ``.problems``; the message lists the first
+        :attr:`SHOWN` (a hostile request can have a problem per key).
     """
 
     message = '%(count)s problem(s) in the input: %(problems)s'
+    SHOWN = 50
 
     def __init__(self, problems):
         self.problems = list(problems)
+        shown = self.problems[:self.SHOWN]
+        if len(self.problems) > self.SHOWN:
+            shown.append('and %d more' % (len(self.problems) - self.SHOWN))
         super().__init__(count=len(self.problems),
-                         problems='; '.join(self.problems))
+                         problems='; '.join(shown))
 
 
 class ParamsInvalid(_ParamsProblems, MgmtDriverParamInvalid):
@@ -156,7 +174,7 @@ class LoadBalancerConfigInvalid(MgmtDriverOtherError):
 def _haproxy_detail(result, lines=20):
     """HAProxy's own complaint: its output without the [NOTICE] banner."""
     text = result.stderr + '\n' + result.stdout
-    kept = [line for line in text.splitlines()
+    kept = [clip(line) for line in text.splitlines()
             if line.strip() and not line.startswith('[NOTICE]')]
     return '\n'.join(kept[-lines:]) or result.tail(lines) or '(no output)'
 
@@ -231,3 +249,36 @@ class InstanceRecordInvalid(MgmtDriverOtherError):
     message = ('The driver\'s record %(path)s of VNF instance %(instance)s '
                'cannot be used: %(reason)s. Check it, or move it away if '
                'this instance owns nothing')
+
+
+class RemoteOutputTooLarge(MgmtDriverRemoteCommandError):
+    """A remote command printed more than the driver keeps; it was stopped.
+
+    :param host: the host it ran on.
+    :param command: its shell form (shortened).
+    :param stream: ``stdout`` or ``stderr``.
+    :param limit: the cap in bytes.
+    """
+
+    message = ('Command "%(command)s" on %(host)s printed more than '
+               '%(limit)s bytes on %(stream)s and was stopped (limit: '
+               '[kubespray_mgmt] max_command_output)')
+
+
+class RemoteFileTooLarge(MgmtDriverOtherError):
+    """A file read back from a host is larger than the driver accepts."""
+
+    message = ('%(path)s on %(host)s is larger than %(limit)s bytes and '
+               'was not read (limit: [kubespray_mgmt] max_remote_file_size)')
+
+
+class RemoteDataInvalid(MgmtDriverOtherError):
+    """What a host sent back is not what the driver expects.
+
+    :param host: the host that sent it.
+    :param what: what it is (``kubectl get nodes output``, a file path).
+    :param problem: what is wrong; never the data itself in bulk, and
+        never a token.
+    """
+
+    message = 'Invalid %(what)s from %(host)s: %(problem)s'

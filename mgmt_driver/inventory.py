@@ -23,6 +23,9 @@
     the proxy URLs that carry credentials (``{}`` when none do), so that
     no secret is ever in ``cluster-vars.yaml``.
 
+:func:`parse_recorded` reads a ``hosts.yaml`` back from the workspace,
+where it may have been tampered with, and checks every type it uses.
+
 Whoever writes the directory replaces ``host_vars/`` as a whole, so a
 removed node leaves no file behind.  Output is deterministic: the same
 spec and node set give the same bytes, however the set was reached.
@@ -33,6 +36,9 @@ import ipaddress
 import urllib.parse
 
 import yaml
+
+from mgmt_driver import exceptions
+from mgmt_driver import safeyaml
 
 HOSTS_FILE = 'hosts.yaml'
 CLUSTER_VARS_FILE = 'cluster-vars.yaml'
@@ -144,6 +150,94 @@ def render_hosts(spec, nodes):
                                          'calico_rr': {}}},
         },
     }}
+
+
+# --------------------------------------------------------------- recorded
+
+#: Longest host name or address accepted from a recorded inventory.
+_MAX_NAME = 253
+
+
+@dataclasses.dataclass(frozen=True)
+class RecordedInventory:
+    """What the driver uses of a ``hosts.yaml`` read back.
+
+    :param masters: control-plane names, in the recorded order.
+    :param hosts: ``(name, ssh address or None, ssh port or None)``.
+    """
+
+    masters: tuple = ()
+    hosts: tuple = ()
+
+
+def parse_recorded(text, host, path):
+    """Check and extract a ``hosts.yaml`` read back from *host*.
+
+    :param text: the file's text, or None when there is none.
+    :param host: the Ansible server (for messages).
+    :param path: the file's path there (for messages).
+    :returns: a :class:`RecordedInventory` (empty for no file).
+    :raises RemoteDataInvalid: not YAML, or a type is not the one this
+        module writes; the message has the key path, never the values.
+    """
+    def invalid(problem):
+        return exceptions.RemoteDataInvalid(
+            host=host, what='inventory %s' % path, problem=problem)
+
+    try:
+        doc = safeyaml.load(text) if text else None
+    except yaml.YAMLError as exc:
+        raise invalid('not valid YAML' + safeyaml.describe(exc))
+    group = _mapping(_mapping(doc, '(document)', invalid).get('all'),
+                     'all', invalid)
+    masters = _members(group, 'all.children.kube_control_plane', invalid)
+    hosts = _mapping(group.get('hosts'), 'all.hosts', invalid)
+    return RecordedInventory(
+        masters=tuple(masters),
+        hosts=tuple(_recorded_host(name, hosts[name], invalid)
+                    for name in _names(hosts, 'all.hosts', invalid)))
+
+
+def _mapping(value, where, invalid):
+    """*value* if a mapping, {} if null, else RemoteDataInvalid."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise invalid('%s must be a mapping, not %s'
+                      % (where, type(value).__name__))
+    return value
+
+
+def _names(mapping, where, invalid):
+    for name in mapping:
+        if not isinstance(name, str) or not 0 < len(name) <= _MAX_NAME:
+            raise invalid('%s has a name that is not a string of 1 to %d '
+                          'characters' % (where, _MAX_NAME))
+    return list(mapping)
+
+
+def _members(group, where, invalid):
+    children = _mapping(group.get('children'), 'all.children', invalid)
+    members = _mapping(children.get('kube_control_plane'), where, invalid)
+    where += '.hosts'
+    return _names(_mapping(members.get('hosts'), where, invalid), where,
+                  invalid)
+
+
+def _recorded_host(name, variables, invalid):
+    shown = repr(name)
+    where = 'all.hosts[%s]' % (shown if len(shown) <= 40
+                               else shown[:37] + '...')
+    variables = _mapping(variables, where, invalid)
+    address = variables.get('ansible_host')
+    port = variables.get('ansible_port')
+    if address is not None and not (
+            isinstance(address, str) and 0 < len(address) <= _MAX_NAME):
+        raise invalid('%s.ansible_host must be a host address' % where)
+    if port is not None and (isinstance(port, bool) or not isinstance(
+            port, int) or not 0 < port < 65536):
+        raise invalid('%s.ansible_port must be a port number' % where)
+    return name, address, port
 
 
 # ------------------------------------------------------------ credentials

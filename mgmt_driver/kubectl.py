@@ -9,11 +9,16 @@ token from an explicit ``kubernetes.io/service-account-token`` Secret,
 which works on Kubernetes 1.24 and newer (no auto-created token Secrets).
 The token only ever travels in a command's standard output: it is never
 on a command line, in a log record or in an exception message.
+What kubectl prints is untrusted (the node may be hostile): JSON is
+bounded in depth, every field used is type-checked, and a malformed
+answer is a :class:`~mgmt_driver.exceptions.RemoteDataInvalid` naming
+the host and the field, never a KeyError or TypeError.
 :func:`first_reachable` picks the first control-plane host that answers.
 """
 
 import base64
 import binascii
+import contextlib
 import dataclasses
 import json
 import re
@@ -34,6 +39,82 @@ _DONE_PHASES = ('Succeeded', 'Failed')
 
 #: Seconds an SSH command may run past kubectl's own ``--timeout``.
 DRAIN_MARGIN = 60
+
+# Fixed structural limits on what kubectl prints (its size is bounded by
+# the SSH layer's max_command_output): a Pod nests about 10 levels; a
+# service-account token is a JWT of about 1 KB; a CA bundle a few KB.
+MAX_JSON_DEPTH = 64
+MAX_TOKEN_CHARS = 16 * 1024
+MAX_CA_CHARS = 256 * 1024
+_PEM_BEGIN = '-----BEGIN CERTIFICATE-----'
+_PEM_END = '-----END CERTIFICATE-----'
+
+
+class _BadShape(Exception):
+    """Remote JSON lacks a field or has another type (text: field path)."""
+
+
+@contextlib.contextmanager
+def _parsing(host, what):
+    """Turn a :class:`_BadShape` inside the block into RemoteDataInvalid."""
+    try:
+        yield
+    except _BadShape as exc:
+        raise exceptions.RemoteDataInvalid(host=host, what=what,
+                                           problem=str(exc)) from None
+
+
+def _field(obj, key, kind, where, default=None):
+    """``obj[key]`` if it has type *kind*; *default* if absent or null.
+
+    :raises _BadShape: *obj* is no mapping, the field has another type,
+        or it is absent and *default* is None.
+    """
+    if not isinstance(obj, dict):
+        raise _BadShape('%s must be an object, not %s'
+                        % (where, type(obj).__name__))
+    value = obj.get(key)
+    if value is None and default is not None:
+        return default
+    if not isinstance(value, kind):
+        raise _BadShape('%s.%s must be %s, not %s' % (
+            where, key, _KIND_NAMES[kind], type(value).__name__))
+    return value
+
+
+_KIND_NAMES = {dict: 'an object', list: 'a list', str: 'a string'}
+
+
+def _check_depth(data):
+    """Raise _BadShape if *data* nests deeper than MAX_JSON_DEPTH."""
+    stack = [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > MAX_JSON_DEPTH:
+            raise _BadShape('JSON nested deeper than %d levels'
+                            % MAX_JSON_DEPTH)
+        children = value.values() if isinstance(value, dict) else \
+            value if isinstance(value, list) else ()
+        stack.extend((child, depth + 1) for child in children)
+
+
+def _load_json(text):
+    """A JSON object parsed from untrusted *text*, bounded in depth.
+
+    :raises _BadShape: not JSON, not an object, or too deep; the text
+        is never quoted (it may hold a token).
+    """
+    try:
+        data = json.loads(text)
+    except RecursionError:
+        raise _BadShape('JSON nested deeper than %d levels'
+                        % MAX_JSON_DEPTH) from None
+    except ValueError:
+        raise _BadShape('no valid JSON') from None
+    if not isinstance(data, dict):
+        raise _BadShape('the output is not a JSON object')
+    _check_depth(data)
+    return data
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,15 +195,31 @@ def _check_label(value, what):
     return value
 
 
-def _is_evacuated(pod):
+def _name_of(item, where):
+    """``metadata.name`` of a listed object."""
+    meta = _field(item, 'metadata', dict, where)
+    return _field(meta, 'name', str, where + '.metadata')
+
+
+def _pod_entry(pod, where):
+    """``('namespace/name', evacuated)`` of one listed pod."""
+    meta = _field(pod, 'metadata', dict, where)
+    namespace = _field(meta, 'namespace', str, where + '.metadata', '')
+    return '%s/%s' % (namespace, _name_of(pod, where)), \
+        _is_evacuated(pod, meta, where)
+
+
+def _is_evacuated(pod, meta, where):
     """True for pods that need not leave a drained node."""
-    meta = pod.get('metadata') or {}
-    owners = meta.get('ownerReferences') or []
-    if any(owner.get('kind') == 'DaemonSet' for owner in owners):
+    owners = _field(meta, 'ownerReferences', list, where + '.metadata', [])
+    if any(_field(owner, 'kind', str, where + '.ownerReferences[]', '')
+           == 'DaemonSet' for owner in owners):
         return True
-    if _MIRROR_ANNOTATION in (meta.get('annotations') or {}):
+    if _MIRROR_ANNOTATION in _field(meta, 'annotations', dict,
+                                    where + '.metadata', {}):
         return True  # static pod: the kubelet runs it, not the API
-    return (pod.get('status') or {}).get('phase') in _DONE_PHASES
+    status = _field(pod, 'status', dict, where, {})
+    return status.get('phase') in _DONE_PHASES
 
 
 def admin_manifest(name='tacker-admin', namespace='kube-system',
@@ -198,24 +295,27 @@ class KubectlClient:
                              timeout=timeout or self.settings.command_timeout,
                              check=check, stdin=stdin)
 
-    def _json(self, *args):
+    def _items(self, parse, *args):
+        """``parse(item, 'items[i]')`` of each item of a kubectl list.
+
+        :raises RemoteDataInvalid: the output is not such a list.
+        """
         result = self._run(*args, '-o', 'json')
-        try:
-            data = json.loads(result.stdout)
-        except ValueError:
-            data = None
-        if not isinstance(data, dict):
-            raise exceptions.MgmtDriverOtherError(
-                error_message='kubectl %s on %s printed no JSON object'
-                              % (' '.join(args), self.conn.host))
-        return data
+        with _parsing(self.conn.host, 'output of kubectl %s'
+                      % ' '.join(args[:2])):
+            items = _field(_load_json(result.stdout), 'items', list,
+                           'the output', default=[])
+            return [parse(item, 'items[%d]' % index)
+                    for index, item in enumerate(items)]
 
     # Nodes.
 
     def node_names(self):
-        """Names of all nodes of the cluster: one command."""
-        items = self._json('get', 'nodes').get('items') or []
-        return [item['metadata']['name'] for item in items]
+        """Names of all nodes of the cluster: one command.
+
+        :raises RemoteDataInvalid: kubectl printed no node list.
+        """
+        return self._items(_name_of, 'get', 'nodes')
 
     def node_exists(self, name):
         """Whether node *name* is registered: one command."""
@@ -275,13 +375,12 @@ class KubectlClient:
         counted.
 
         :returns: ``namespace/name`` strings, sorted.
+        :raises RemoteDataInvalid: kubectl printed no valid pod list.
         """
-        data = self._json('get', 'pods', '-A', '--field-selector',
-                          'spec.nodeName=' + _check_node_name(name))
-        return sorted(
-            '%s/%s' % (pod['metadata'].get('namespace', ''),
-                       pod['metadata']['name'])
-            for pod in data.get('items') or [] if not _is_evacuated(pod))
+        pods = self._items(_pod_entry, 'get', 'pods', '-A',
+                           '--field-selector',
+                           'spec.nodeName=' + _check_node_name(name))
+        return sorted(name for name, evacuated in pods if not evacuated)
 
     def wait_evacuated(self, name, timeout=None):
         """Poll until no pod but DaemonSet/static ones runs on *name*.
@@ -342,6 +441,8 @@ class KubectlClient:
             kubectl_timeout).
         :returns: :class:`AdminCredentials`.
         :raises WaitTimedOut: the Secret got no token in time.
+        :raises RemoteDataInvalid: the Secret is malformed (the message
+            never holds the token).
         """
         secret_name = secret_name or name + '-token'
         self.ensure_admin_account(name, namespace, secret_name)
@@ -374,30 +475,41 @@ class KubectlClient:
             # Keep stdout out of the error: it could hold the token.
             raise exceptions.RemoteCommandFailed(
                 dataclasses.replace(result, stdout=''))
-        data = _secret_data(result.stdout, secret_name, self.conn.host)
-        if not data.get('token') or not data.get('ca.crt'):
-            return False, None
-        return True, AdminCredentials(
-            token=_b64(data['token'], 'token', secret_name),
-            ca_cert=_b64(data['ca.crt'], 'ca.crt', secret_name))
+        with _parsing(self.conn.host, 'Secret %s/%s' % (namespace,
+                                                        secret_name)):
+            return _credentials(result.stdout)
 
 
-def _secret_data(stdout, secret_name, host):
+def _credentials(stdout):
+    """``(done, AdminCredentials or None)`` from ``get secret -o json``.
+
+    :raises _BadShape: malformed; the message never holds the token.
+    """
+    data = _field(_load_json(stdout), 'data', dict, 'the Secret', {})
+    if not data.get('token') or not data.get('ca.crt'):
+        return False, None
+    token = _decoded(data, 'token', MAX_TOKEN_CHARS)
+    if not (token.isascii() and token.isprintable()) or ' ' in token:
+        raise _BadShape('data.token is not a printable ASCII token')
+    ca_cert = _decoded(data, 'ca.crt', MAX_CA_CHARS)
+    if not ca_cert.isascii() or _PEM_BEGIN not in ca_cert or \
+            _PEM_END not in ca_cert:
+        raise _BadShape('data.ca.crt is not a PEM certificate')
+    return True, AdminCredentials(token=token, ca_cert=ca_cert)
+
+
+def _decoded(data, key, limit):
+    """The base64 text of Secret field *key*, at most *limit* chars."""
+    value = _field(data, key, str, 'data')
+    if len(value) > limit * 4 // 3 + 4:
+        raise _BadShape('data.%s is longer than %d characters'
+                        % (key, limit))
     try:
-        return json.loads(stdout).get('data') or {}
-    except (ValueError, AttributeError):
-        raise exceptions.MgmtDriverOtherError(
-            error_message='kubectl get secret %s on %s printed no valid '
-                          'JSON' % (secret_name, host))
-
-
-def _b64(value, key, secret_name):
-    try:
-        return base64.b64decode(value, validate=True).decode('utf-8')
-    except (binascii.Error, UnicodeDecodeError):
-        raise exceptions.MgmtDriverOtherError(
-            error_message='field %s of Secret %s is not valid base64 text'
-                          % (key, secret_name))
+        return base64.b64decode(value.encode('ascii'),
+                                validate=True).decode('ascii')
+    except (binascii.Error, UnicodeError):
+        raise _BadShape('data.%s is not base64 of ASCII text' % key) \
+            from None
 
 
 # Errors that mean "try the next host".

@@ -223,6 +223,10 @@ def detect_layout(conn, kubespray_root):
     return layout
 
 
+#: Longest version string kept from ``git describe`` or galaxy.yml.
+_MAX_VERSION_CHARS = 64
+
+
 def _markers(stdout):
     found = {'files': set(), 'flags': set(), 'git': None, 'galaxy': None}
     for line in stdout.splitlines():
@@ -232,7 +236,10 @@ def _markers(stdout):
         if kind == 'FILE':
             found['files'].add(value)
         elif kind in ('GIT', 'GALAXY'):
-            found[kind.lower()] = found[kind.lower()] or value.strip()
+            # Cut: it goes into log records and messages, and the
+            # checkout (or the server) may be hostile.
+            found[kind.lower()] = found[kind.lower()] or \
+                value.strip()[:_MAX_VERSION_CHARS]
         else:
             found['flags'].add(kind)
     return found
@@ -310,10 +317,38 @@ def _version_tuple(version):
 
 # ------------------------------------------------------------- recap --
 
-_RECAP_LINE = re.compile(r'^(?P<host>\S+)\s+:\s+(?P<counts>(?:\w+=\d+\s*)+)$')
-_COUNT = re.compile(r'(\w+)=(\d+)')
+# Longest counter Ansible could print; longer digit runs are not a recap
+# (and int() of a huge digit string is slow, then refused).
+_MAX_COUNT_DIGITS = 18
 _ERROR_LINE = re.compile(r'^(fatal|failed): \[|^ERROR!|^\[ERROR\]|'
                          r'UNREACHABLE!')
+
+
+def _counter(field):
+    """``(name, n)`` of one ``name=n`` field of a recap line, or None."""
+    name, sep, value = field.partition('=')
+    if not (sep and name.isascii() and name.replace('_', '').isalnum()
+            and value.isascii() and value.isdigit()
+            and len(value) <= _MAX_COUNT_DIGITS):
+        return None
+    return name, int(value)
+
+
+def recap_entry(line):
+    """``(host, {counter: n})`` of one PLAY RECAP line, or None.
+
+    A split, not a regular expression: playbook output comes from a
+    host we do not trust, and the pattern used before backtracked
+    exponentially (minutes on a 90-byte line such as
+    ``h : a=1111=1111=...!``).  Linear in the line's length.
+    """
+    fields = line.split()
+    if len(fields) < 3 or fields[1] != ':':
+        return None
+    counters = [_counter(field) for field in fields[2:]]
+    if None in counters:
+        return None
+    return fields[0], dict(counters)
 
 
 def parse_recap(output):
@@ -329,11 +364,9 @@ def parse_recap(output):
               if line.startswith('PLAY RECAP')]
     recap = {}
     for line in lines[starts[-1] + 1:] if starts else ():
-        match = _RECAP_LINE.match(line.strip())
-        if match:
-            recap[match.group('host')] = {
-                key: int(value)
-                for key, value in _COUNT.findall(match.group('counts'))}
+        entry = recap_entry(line)
+        if entry:
+            recap[entry[0]] = entry[1]
     return recap
 
 
@@ -346,11 +379,12 @@ def _error_lines(result, keep=5, width=300):
 
 def _output_tail(result, lines=15):
     # The recap is reported on its own; the lines before it say why.
+    # Lines are cut: the output comes from a host we do not trust.
     stdout = result.stdout.split('\nPLAY RECAP', 1)[0]
     kept = [line for line in stdout.splitlines() if line.strip()][-lines:]
     kept += [line for line in result.stderr.splitlines()
              if line.strip()][-5:]
-    return '\n'.join(kept)
+    return '\n'.join(exceptions.clip(line) for line in kept)
 
 
 class _Progress:
@@ -369,7 +403,7 @@ class _Progress:
             self.in_recap = line.startswith('PLAY RECAP')
             LOG.info('%s on %s: %s', self.playbook, self.host,
                      line.rstrip('* '))
-        elif self.in_recap and _RECAP_LINE.match(line.strip()):
+        elif self.in_recap and recap_entry(line):
             LOG.info('%s on %s: %s', self.playbook, self.host,
                      line.strip())
         elif line.strip():
@@ -526,11 +560,13 @@ class Runner:
                  self.conn.host, timeout)
         started = time.monotonic()
         try:
+            # Playbook logs are legitimately long: keep their end (the
+            # recap and the last errors) rather than fail a good run.
             result = self.conn.run(
                 ['sh', '-c', _IN_DIR, 'sh', self.root] + argv,
                 timeout=timeout, check=False, env=PLAYBOOK_ENV,
                 on_line=_Progress(self.conn.host, playbook,
-                                  self.on_progress))
+                                  self.on_progress), keep_tail=True)
         finally:
             seconds = time.monotonic() - started
             self.timings.append((playbook, seconds))

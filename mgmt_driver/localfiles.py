@@ -16,27 +16,7 @@ import tempfile
 import yaml
 
 from mgmt_driver import exceptions
-
-
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """SafeLoader that refuses a key given twice in one mapping."""
-
-    def construct_mapping(self, node, deep=False):
-        seen = set()
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=True)
-            if key in seen:
-                raise yaml.constructor.ConstructorError(
-                    None, None, 'duplicate key %r' % (key,),
-                    key_node.start_mark)
-            seen.add(key)
-        return super().construct_mapping(node, deep=deep)
-
-
-def _read_text(path):
-    if path == '-':
-        return sys.stdin.buffer.read().decode('utf-8')
-    return pathlib.Path(path).read_text(encoding='utf-8')
+from mgmt_driver import safeyaml
 
 
 def load_document(path, what):
@@ -46,24 +26,37 @@ def load_document(path, what):
     :param what: what it is, for messages (``'PARAMS'``, ``'TOPOLOGY'``).
     :returns: the parsed document.
     :raises ParamsNotFound: the file cannot be read.
-    :raises ParamsInvalid: it is not valid YAML/JSON; the message gives
-        the line and column, never the text there (it may be a secret).
+    :raises ParamsInvalid: it is not valid YAML/JSON, or uses aliases,
+        deep nesting or a key twice (see :mod:`safeyaml`); the message
+        gives the line and column, never the text (it may be a secret).
     """
+    text = _read_text(path, what)
     try:
-        text = _read_text(path)
+        return safeyaml.load(text)
+    except yaml.YAMLError as exc:
+        raise exceptions.ParamsInvalid(['%s file %s: not valid YAML or JSON'
+                                        '%s' % (what, path,
+                                                safeyaml.describe(exc))])
+
+
+def _read_text(path, what):
+    # One character more than the parser takes, so that it reports the
+    # size instead of parsing a cut document.
+    try:
+        if path == '-':
+            return _read_stdin(safeyaml.MAX_CHARS + 1)
+        with open(path, encoding='utf-8') as stream:
+            return stream.read(safeyaml.MAX_CHARS + 1)
     except (OSError, UnicodeDecodeError) as exc:
         raise exceptions.ParamsNotFound(['%s file %s: cannot read it (%s)' % (
             what, path, getattr(exc, 'strerror', None) or 'not UTF-8')])
-    try:
-        return yaml.load(text, Loader=_UniqueKeyLoader)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, 'problem_mark', None)
-        where = ' at line %d, column %d' % (
-            mark.line + 1, mark.column + 1) if mark else ''
-        problem = getattr(exc, 'problem', None) or 'syntax error'
-        raise exceptions.ParamsInvalid(['%s file %s: not valid YAML or JSON'
-                                        '%s: %s' % (what, path, where,
-                                                    problem)])
+
+
+def _read_stdin(chars):
+    data = sys.stdin.buffer.read(4 * chars)  # UTF-8: at most 4 bytes each
+    # Past the cap the parser refuses the size: a cut character is moot.
+    cut = len(data) == 4 * chars
+    return data.decode('utf-8', 'ignore' if cut else 'strict')
 
 
 def _write_file(path, content, mode):

@@ -27,6 +27,7 @@ import re
 import types
 import urllib.parse
 
+from mgmt_driver import conf as kconf
 from mgmt_driver import exceptions
 from mgmt_driver import ssh
 
@@ -47,6 +48,11 @@ DEFAULT_NODEPORT_RANGE = (30000, 32767)
 DEFAULT_NODE_PREFIX = 24  # kubespray's kube_network_node_prefix
 MIN_KUBESPRAY_VERSION = (2, 16)
 MAX_FORKS = 500
+#: Deepest nesting of k8s_cluster_installation_param.  A fixed structural
+#: limit: the format nests 4 levels, and kubespray variables rarely more
+#: than 5; deeper input would only make the recursive checks, copies and
+#: YAML rendering below recurse without end.
+MAX_REQUEST_DEPTH = 24
 
 #: Sections a scale or heal request may override, key by key.
 OVERRIDABLE_SECTIONS = ('worker_node', 'external_lb_param', 'ansible')
@@ -953,9 +959,72 @@ def _check_nodes(root, spec):
                          ports, networks)
 
 
+# ------------------------------------------------------------------ bounds
+
+def _size_of(value):
+    """Approximate bytes of one value, its children not included."""
+    if isinstance(value, str):
+        return len(value)
+    if isinstance(value, int):
+        return 8 + value.bit_length() // 8
+    return 8
+
+
+def _children(value):
+    """``(key, child)`` pairs of a mapping or list; keys count as text."""
+    if isinstance(value, dict):
+        return value.items()
+    if isinstance(value, list):
+        return enumerate(value)
+    return ()
+
+
+def _trail_path(trail):
+    """The field path of a ``(parent trail, key)`` chain."""
+    keys = []
+    while trail is not None:
+        trail, key = trail
+        keys.append(key)
+    path = keys.pop()
+    for key in reversed(keys):
+        path += '[%d]' % key if isinstance(key, int) and not isinstance(
+            key, bool) else '.%s' % _key_text(key)
+    return path
+
+
+def check_bounds(problems, path, data, max_size=None):
+    """Report a request tree nested too deep or too large; no recursion.
+
+    Stops at the first excess, so a hostile request costs no more work
+    than *max_size* allows, and nothing later recurses without end.
+
+    :param path: the field path of *data*.
+    :param max_size: approximate bytes allowed (default: the option
+        ``max_request_size``).
+    :returns: True when *data* is within the bounds.
+    """
+    limit = max_size or kconf.CONF.kubespray_mgmt.max_request_size
+    size, stack = 0, [(data, 1, (None, path))]
+    while stack:
+        value, depth, trail = stack.pop()
+        size += _size_of(value)
+        if depth > MAX_REQUEST_DEPTH:
+            problems.invalid(_trail_path(trail), 'nested deeper than %d '
+                             'levels' % MAX_REQUEST_DEPTH)
+            return False
+        if size > limit:
+            problems.invalid(path, 'larger than %d bytes (option '
+                             '[kubespray_mgmt] max_request_size)' % limit)
+            return False
+        for key, child in _children(value):
+            size += _size_of(key) if isinstance(value, dict) else 0
+            stack.append((child, depth + 1, (trail, key)))
+    return True
+
+
 # ------------------------------------------------------------ entry points
 
-def _root_section(problems, additional_params):
+def _root_section(problems, additional_params, max_size):
     if not isinstance(additional_params, dict):
         problems.invalid('additionalParams', 'must be a mapping, not %s'
                          % _type_name(additional_params))
@@ -966,6 +1035,8 @@ def _root_section(problems, additional_params):
         return None
     if not isinstance(data, dict):
         problems.invalid(ROOT, 'must be a mapping, not %s' % _type_name(data))
+        return None
+    if not check_bounds(problems, ROOT, data, max_size):
         return None
     return Section(problems, ROOT, data, _SECTION_KEYS[ROOT])
 
@@ -1001,7 +1072,7 @@ def _build(root, options):
 
 
 def parse_params(additional_params, default_key_file=None,
-                 need_cp_names=True):
+                 need_cp_names=True, max_size=None):
     """Validate ``additionalParams`` and return its :class:`ClusterSpec`.
 
     :param additional_params: the request's ``additionalParams`` (a dict
@@ -1014,12 +1085,13 @@ def parse_params(additional_params, default_key_file=None,
         are discovered from Heat).  False when the caller has the
         addresses already (a topology file); an explicit ``nodes`` list
         makes them optional too.
+    :param max_size: see :func:`check_bounds`.
     :returns: the validated :class:`ClusterSpec`.
     :raises ParamsNotFound: when every problem is a missing field.
     :raises ParamsInvalid: for any other problem (all are listed).
     """
     problems = Problems()
-    root = _root_section(problems, additional_params)
+    root = _root_section(problems, additional_params, max_size)
     spec = None
     if root is not None:
         spec = _build(root, {'default_key_file': default_key_file,
@@ -1028,7 +1100,8 @@ def parse_params(additional_params, default_key_file=None,
     return spec
 
 
-def merge_operation_params(instantiated, operation, operation_name='scale'):
+def merge_operation_params(instantiated, operation, operation_name='scale',
+                           max_size=None):
     """Lay a scale/heal request's overrides over the instantiated params.
 
     Only :data:`OVERRIDABLE_SECTIONS` may be overridden; within a section
@@ -1039,9 +1112,12 @@ def merge_operation_params(instantiated, operation, operation_name='scale'):
     :param operation: the operation request's ``additionalParams`` (None
         or without ``k8s_cluster_installation_param``: no override).
     :param operation_name: used in messages (``'scale'``, ``'heal'``).
+    :param max_size: see :func:`check_bounds`.
     :returns: a new ``additionalParams`` dict; the inputs are unchanged.
-    :raises ParamsInvalid: when the overrides are malformed.
+    :raises ParamsInvalid: when the overrides are malformed, or either
+        tree is too deep or too large to copy.
     """
+    _check_both(instantiated, operation, max_size)
     merged = copy.deepcopy(instantiated) if isinstance(
         instantiated, dict) else instantiated
     overrides = (operation or {}).get(ROOT) if isinstance(
@@ -1057,6 +1133,17 @@ def merge_operation_params(instantiated, operation, operation_name='scale'):
         _merge_sections(problems, merged[ROOT], overrides, operation_name)
     problems.raise_if_any()
     return merged
+
+
+def _check_both(instantiated, operation, max_size):
+    """Bounds of both trees, before anything copies them (recursively)."""
+    problems = Problems()
+    for what, tree in (('instantiated', instantiated),
+                       ('operation', operation)):
+        if isinstance(tree, dict) and tree.get(ROOT) is not None:
+            check_bounds(problems, '%s (%s request)' % (ROOT, what),
+                         tree[ROOT], max_size)
+    problems.raise_if_any()
 
 
 def _merge_sections(problems, target, overrides, operation_name):
@@ -1076,15 +1163,17 @@ def _merge_sections(problems, target, overrides, operation_name):
 
 
 def parse_for_operation(instantiated, operation, operation_name='scale',
-                        default_key_file=None, need_cp_names=True):
+                        default_key_file=None, need_cp_names=True,
+                        max_size=None):
     """:func:`merge_operation_params`, then :func:`parse_params`.
 
     :returns: the :class:`ClusterSpec` that applies to this operation.
     :raises ParamsNotFound, ParamsInvalid: as :func:`parse_params`.
     """
-    merged = merge_operation_params(instantiated, operation, operation_name)
+    merged = merge_operation_params(instantiated, operation, operation_name,
+                                    max_size)
     return parse_params(merged, default_key_file=default_key_file,
-                        need_cp_names=need_cp_names)
+                        need_cp_names=need_cp_names, max_size=max_size)
 
 
 def _login_text(login):

@@ -9,6 +9,7 @@ yet).  Files written with mode 0600 are listed without their content, and
 the placeholder token never reaches a printout.
 """
 
+import base64
 import contextlib
 import dataclasses
 import json
@@ -21,8 +22,11 @@ from mgmt_driver import ssh
 _LAYOUT = ('KS:FILE:cluster.yml\nKS:FILE:scale.yml\nKS:FILE:remove-node.yml'
            '\nKS:FILE:reset.yml\nKS:FILE:playbooks/facts.yml\n'
            'KS:SKIP_CONFIRMATION\nKS:GIT:(dry run)\n')
-_PLACEHOLDER_SECRET = json.dumps({'data': {'token': 'ZHJ5LXJ1bg==',
-                                           'ca.crt': 'ZHJ5LXJ1bg=='}})
+_PLACEHOLDER_CA = ('-----BEGIN CERTIFICATE-----\n(dry run)\n'
+                   '-----END CERTIFICATE-----\n')
+_PLACEHOLDER_SECRET = json.dumps({'data': {
+    'token': 'ZHJ5LXJ1bg==',
+    'ca.crt': base64.b64encode(_PLACEHOLDER_CA.encode()).decode()}})
 
 
 def _answer(command):
@@ -58,7 +62,7 @@ class PlanConnection:
         self._steps = steps
 
     def run(self, command, timeout=None, check=True, env=None, stdin=None,
-            on_line=None):
+            on_line=None, keep_tail=False):
         text = ssh.display_command(command, env)
         self._steps.append(Step(self.host, 'run', text))
         return ssh.CommandResult(self.host, text, _answer(text), '', 0)

@@ -109,10 +109,14 @@ class CommandResult:
     def tail(self, lines=20):
         """The last *lines* lines of stderr, or of stdout if stderr is empty.
 
+        Long lines are clipped (:func:`exceptions.clip`): the output comes
+        from a host that may be hostile, and the tail ends up in messages.
+
         :returns: the lines joined by newlines ('' if there was no output).
         """
         text = self.stderr if self.stderr.strip() else self.stdout
-        return '\n'.join(text.rstrip('\n').splitlines()[-lines:])
+        return '\n'.join(exceptions.clip(line) for line in
+                         text.rstrip('\n').splitlines()[-lines:])
 
     def __repr__(self):
         return '<CommandResult %s %r exit=%s>' % (
@@ -133,6 +137,13 @@ class SSHSettings:
     #: Seconds the local side waits past a command's timeout for the
     #: remote ``timeout`` wrapper to report before giving up on its own.
     timeout_grace: float = 10.0
+    #: Bytes kept of each output stream of one command (see
+    #: :meth:`Connection.run`), of a playbook's output tail, of one line
+    #: passed to ``on_line``, and of a file read back.
+    max_output: int = 16 * 1024 * 1024
+    max_tail_output: int = 2 * 1024 * 1024
+    max_line: int = 64 * 1024
+    max_file_size: int = 4 * 1024 * 1024
 
     @classmethod
     def from_conf(cls, conf=None):
@@ -147,7 +158,11 @@ class SSHSettings:
                    retry_max_delay=group.ssh_retry_max_delay,
                    command_timeout=group.ssh_command_timeout,
                    host_key_policy=group.host_key_policy,
-                   known_hosts_file=group.known_hosts_file)
+                   known_hosts_file=group.known_hosts_file,
+                   max_output=group.max_command_output,
+                   max_tail_output=group.max_playbook_output,
+                   max_line=group.max_output_line,
+                   max_file_size=group.max_remote_file_size)
 
 
 class Stats:
@@ -349,44 +364,95 @@ class _AuthRefused(Exception):
 class _Output:
     """Accumulates one output stream, decoding UTF-8 across chunk borders.
 
+    Bounded: past *limit* bytes the stream either overflows (the caller
+    stops the command) or, with *keep_tail*, keeps only about its last
+    *limit* characters.  Lines given to *on_line* are cut at *max_line*
+    characters, so a remote host that never prints a newline cannot make
+    the pending line grow without end.
+
     :param on_line: called with each complete line (no newline), or None.
+    :param limit: bytes kept, or None for no limit.
+    :param keep_tail: drop the oldest output instead of overflowing.
+    :param max_line: longest line passed to *on_line*.
     """
 
-    def __init__(self, on_line=None):
+    def __init__(self, on_line=None, limit=None, keep_tail=False,
+                 max_line=64 * 1024):
         self._decoder = codecs.getincrementaldecoder('utf-8')('replace')
         self._parts = []
-        self._pending = ''
+        self._kept = 0
+        self._pending = []
+        self._pending_len = 0
         self._on_line = on_line
+        self._limit = limit
+        self._keep_tail = keep_tail
+        self._max_line = max_line
+        self.received = 0
+        self.overflowed = False
 
     def feed(self, data):
-        text = self._decoder.decode(data)
+        self.received += len(data)
+        if self._limit is not None and self.received > self._limit \
+                and not self._keep_tail:
+            self.overflowed = True
+            return
+        self._take(self._decoder.decode(data))
+
+    def _take(self, text):
         self._parts.append(text)
+        self._kept += len(text)
+        if self._keep_tail and self._kept > 2 * self._limit:
+            self._trim()
         if self._on_line:
             self._emit(text)
 
+    def _trim(self):
+        # Amortised linear: the buffer is cut only when it doubled.
+        text = ''.join(self._parts)[-self._limit:]
+        self._parts = [text[text.find('\n') + 1:]]
+        self._kept = len(self._parts[0])
+
     def _emit(self, text):
-        lines = (self._pending + text).split('\n')
-        self._pending = lines.pop()
-        for line in lines:
+        *complete, rest = text.split('\n')
+        for piece in complete:
+            self._add_pending(piece)
+            line = ''.join(self._pending)
+            self._pending, self._pending_len = [], 0
             self._on_line(line.rstrip('\r'))
+        self._add_pending(rest)
+
+    def _add_pending(self, piece):
+        room = self._max_line - self._pending_len
+        if piece and room > 0:
+            self._pending.append(piece[:room])
+            self._pending_len += min(room, len(piece))
 
     def text(self):
-        tail = self._decoder.decode(b'', final=True)
-        self._parts.append(tail)
-        if self._on_line:
-            self._emit(tail)
-            if self._pending:
-                self._on_line(self._pending.rstrip('\r'))
-                self._pending = ''
+        self._take(self._decoder.decode(b'', final=True))
+        if self._on_line and self._pending:
+            self._on_line(''.join(self._pending).rstrip('\r'))
+            self._pending, self._pending_len = [], 0
+        if self._keep_tail and self._kept > self._limit:
+            self._trim()
         return ''.join(self._parts)
 
 
+#: Chunks read from one stream before the deadline is checked again.
+_DRAIN_CHUNKS = 16
+
+
 def _drain(chan, out, err):
+    # Bounded: a host that writes as fast as we read must not keep us
+    # here past the deadline or past an overflow.
     got = False
-    while chan.recv_ready():
+    for _ in range(_DRAIN_CHUNKS):
+        if not chan.recv_ready() or out.overflowed:
+            break
         out.feed(chan.recv(65536))
         got = True
-    while chan.recv_stderr_ready():
+    for _ in range(_DRAIN_CHUNKS):
+        if not chan.recv_stderr_ready() or err.overflowed:
+            break
         err.feed(chan.recv_stderr(65536))
         got = True
     return got
@@ -556,11 +622,14 @@ class Connection:
     # Commands.
 
     def run(self, command, timeout=None, check=True, env=None, stdin=None,
-            on_line=None):
+            on_line=None, keep_tail=False):
         """Run *command* on the host and wait for it.
 
         The command runs under coreutils ``timeout``, so a command that
         overruns is stopped on the host too, not only abandoned here.
+        Its output is bounded (the host may be hostile): past
+        ``max_output`` bytes on one stream the command is stopped, or,
+        with *keep_tail*, only the last ``max_tail_output`` bytes are kept.
 
         :param command: argv list (each item quoted) or a shell string
             built from :func:`quote`-d parts.
@@ -570,10 +639,15 @@ class Connection:
             remote command line).
         :param stdin: str or bytes sent to the command's standard input
             (the place for secrets a command needs).
-        :param on_line: called with each line of stdout as it arrives.
+        :param on_line: called with each line of stdout as it arrives
+            (lines cut at ``max_line`` characters).
+        :param keep_tail: for long logs (playbooks): keep the end of the
+            output instead of failing when it is too long.
         :returns: a :class:`CommandResult`.
         :raises RemoteCommandFailed: exit code not 0 and *check* is set.
         :raises RemoteCommandTimedOut: the command ran past *timeout*.
+        :raises RemoteOutputTooLarge: it printed more than ``max_output``
+            bytes on one stream (never with *keep_tail*).
         """
         timeout = timeout or self.settings.command_timeout
         text = display_command(command, env)
@@ -582,8 +656,8 @@ class Connection:
         LOG.debug('Running on %s: %s', self.host, text)
         start = time.monotonic()
         exit_code, out, err = self._execute(
-            wrapped, timeout + self.settings.timeout_grace, stdin, on_line,
-            text)
+            wrapped, timeout + self.settings.timeout_grace, stdin,
+            self._streams(on_line, keep_tail), text)
         result = CommandResult(self.host, text, out, err, exit_code)
         elapsed = time.monotonic() - start
         if exit_code == -1 or (exit_code in (REMOTE_TIMEOUT_EXIT, 137)
@@ -593,7 +667,24 @@ class Connection:
             raise exceptions.RemoteCommandFailed(result)
         return result
 
-    def _execute(self, command, deadline_after, stdin, on_line, text):
+    def _streams(self, on_line, keep_tail):
+        """The stdout and stderr collectors of one command."""
+        settings = self.settings
+        limit = settings.max_tail_output if keep_tail \
+            else settings.max_output
+        return (_Output(on_line, limit, keep_tail, settings.max_line),
+                _Output(None, limit, keep_tail, settings.max_line))
+
+    def _check_size(self, streams, text):
+        """Raise RemoteOutputTooLarge if a stream went past its cap."""
+        for name, stream in zip(('stdout', 'stderr'), streams, strict=True):
+            if stream.overflowed:
+                # The caller closes the channel: the command gets EPIPE.
+                raise exceptions.RemoteOutputTooLarge(
+                    command=_shorten(text), host=self.host, stream=name,
+                    limit=self.settings.max_output)
+
+    def _execute(self, command, deadline_after, stdin, streams, text):
         transport = self._transport()
         self._count('commands')
         try:
@@ -610,7 +701,7 @@ class Connection:
                              if isinstance(stdin, str) else stdin)
             chan.shutdown_write()
             return self._collect(chan, time.monotonic() + deadline_after,
-                                 on_line)
+                                 streams, text)
         except (OSError, EOFError, paramiko.SSHException) as exc:
             raise exceptions.SSHConnectError(
                 host=self.host, port=self.port, attempts=1,
@@ -620,10 +711,10 @@ class Connection:
         finally:
             chan.close()
 
-    @staticmethod
-    def _collect(chan, deadline, on_line):
-        out, err = _Output(on_line), _Output()
+    def _collect(self, chan, deadline, streams, text):
+        out, err = streams
         while not (chan.exit_status_ready() and chan.eof_received):
+            self._check_size(streams, text)
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return -1, out.text(), err.text()
@@ -637,7 +728,9 @@ class Connection:
                 # Stdout and EOF wake select at once; stderr-only output
                 # is picked up by the short timeout.
                 select.select([chan], [], [], min(remaining, 0.05))
-        _drain(chan, out, err)
+        while _drain(chan, out, err):
+            pass  # EOF came: what is buffered is all there is
+        self._check_size(streams, text)
         return chan.recv_exit_status(), out.text(), err.text()
 
     # Files.
@@ -689,22 +782,30 @@ class Connection:
             pass
 
     def read_file(self, path, missing_ok=False):
-        """Return the content of *path* as text.
+        """Return the content of *path* as text (invalid UTF-8 replaced).
 
         :param missing_ok: return None instead of raising if it is absent.
         :raises RemoteFileError: the file cannot be read.
+        :raises RemoteFileTooLarge: it is larger than ``max_file_size``.
         """
         sftp = self._sftp()
         self._count('transfers')
+        limit = self.settings.max_file_size
         try:
             with sftp.open(path, 'rb') as remote:
-                return remote.read().decode('utf-8', 'replace')
+                # One byte more than allowed tells "too large" without
+                # trusting the size the server reports.
+                data = remote.read(limit + 1)
         except FileNotFoundError as exc:
             if missing_ok:
                 return None
             raise self._file_error('Reading', path, exc)
         except (OSError, EOFError, paramiko.SSHException) as exc:
             raise self._file_error('Reading', path, exc)
+        if len(data) > limit:
+            raise exceptions.RemoteFileTooLarge(path=path, host=self.host,
+                                                limit=limit)
+        return data.decode('utf-8', 'replace')
 
     def put(self, local_path, remote_path, mode=None):
         """Copy a local file to the host atomically.

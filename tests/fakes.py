@@ -55,7 +55,7 @@ class FakeConnection:
         return None
 
     def run(self, command, timeout=None, check=True, env=None, stdin=None,
-            on_line=None):
+            on_line=None, keep_tail=False):
         text = ssh.display_command(command, env)
         self.calls.append(('run', text))
         rule = self._match(text) or {'stdout': '', 'stderr': '',

@@ -13,6 +13,7 @@ from mgmt_driver import ssh
 from mgmt_driver.localsite import sshd as sshd_site
 
 TOKEN = 'tok-' + uuid.uuid4().hex
+CA_PEM = '-----BEGIN CERTIFICATE-----\nCA\n-----END CERTIFICATE-----\n'
 
 FAKE_KUBECTL = '''#!/bin/sh
 # A stand-in kubectl: keeps the applied manifest, serves one Secret.
@@ -43,7 +44,7 @@ def tool(sshd):
     os.chmod(path, 0o755)
     secret = {'data': {
         'token': base64.b64encode(TOKEN.encode()).decode(),
-        'ca.crt': base64.b64encode(b'CA PEM\n').decode()}}
+        'ca.crt': base64.b64encode(CA_PEM.encode()).decode()}}
     with open(os.path.join(base, 'secret.json'), 'w') as f:
         json.dump(secret, f)
     return path
@@ -60,7 +61,7 @@ def test_admin_credentials_over_ssh(sshd, tmp_path, tool):
             settings=kubectl.KubectlSettings(command_timeout=30))
         assert client.conn is live
         result = client.admin_credentials()
-    assert (result.token, result.ca_cert) == (TOKEN, 'CA PEM\n')
+    assert (result.token, result.ca_cert) == (TOKEN, CA_PEM)
     with open(os.path.join(os.path.dirname(tool), 'applied.yaml')) as f:
         applied = json.load(f)['items']
     assert [d['kind'] for d in applied] == [

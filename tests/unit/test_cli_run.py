@@ -121,7 +121,10 @@ def test_heal_without_nodes_heals_the_whole_vnf(tmp_path, capsys,
                                                 reset_on_terminate,
                                                 expected):
     from mgmt_driver import driver
-    recorded = {'hosts': {'master-10-10-0-11': {'ansible_host': '10.10.0.11'}}}
+    from mgmt_driver import inventory
+    recorded = inventory.RecordedInventory(
+        masters=('master-10-10-0-11',),
+        hosts=(('master-10-10-0-11', '10.10.0.11', 22),))
     monkeypatch.setattr(driver.ClusterDriver, 'recorded_inventory',
                         lambda self: recorded)
     doc = json.loads(pathlib.Path(PARAMS).read_text())

@@ -21,6 +21,7 @@ SAMPLES = pathlib.Path(__file__).parents[2] / 'samples'
 ANSIBLE = '10.10.0.50'
 LB = '192.168.10.40'
 TOKEN = 'eyJ-very-secret-token'
+CA_PEM = '-----BEGIN CERTIFICATE-----\nCA\n-----END CERTIFICATE-----\n'
 LAYOUT = 'KS:FILE:cluster.yml\nKS:FILE:scale.yml\nKS:FILE:remove-node.yml\n' \
     'KS:FILE:playbooks/facts.yml\nKS:SKIP_CONFIRMATION\nKS:GIT:v2.31.0\n'
 RECAP = 'PLAY RECAP ***\nmaster-10-10-0-11 : ok=3 changed=1 ' \
@@ -52,7 +53,7 @@ def _instantiate_params(workers=2):
 def _secret():
     return json.dumps({'data': {
         'token': base64.b64encode(TOKEN.encode()).decode(),
-        'ca.crt': base64.b64encode(b'CA-PEM').decode()}})
+        'ca.crt': base64.b64encode(CA_PEM.encode()).decode()}})
 
 
 def _nodes_json(names):

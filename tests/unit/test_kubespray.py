@@ -32,9 +32,10 @@ class RecordingConnection(FakeConnection):
         self.timeouts = []
 
     def run(self, command, timeout=None, check=True, env=None, stdin=None,
-            on_line=None):
+            on_line=None, keep_tail=False):
         self.timeouts.append(timeout)
-        return super().run(command, timeout, check, env, stdin, on_line)
+        return super().run(command, timeout, check, env, stdin, on_line,
+                           keep_tail)
 
 
 def make_runner(layout=NEW, settings=SETTINGS, conn=None, **kwargs):

@@ -1,0 +1,130 @@
+"""One YAML loader for text the driver does not trust.
+
+Not in the design's layout: every YAML the driver parses comes from
+someone else (request files of the command line, documents read back
+from the Ansible server), and ``yaml.safe_load`` is not safe enough for
+that.  It expands aliases (a few hundred bytes of ``&a``/``*a`` become
+gigabytes), recurses once per nesting level (deep input ends in a
+``RecursionError``), converts a sexagesimal number such as ``1:0:0:...``
+in quadratic time and lets ``int()`` raise ``ValueError`` on a long
+digit string.  :func:`load` refuses all of these and keys given twice,
+and raises only ``yaml.YAMLError`` (:class:`Refused` for our refusals),
+whose :func:`describe` gives line, column and problem, never the text.
+"""
+
+import yaml
+
+#: Deepest nesting accepted.  A fixed structural limit, not an option:
+#: our inventories nest 6 levels and kubespray's vars files a few more.
+MAX_DEPTH = 32
+#: Longest text parsed, in characters.  Fixed: PyYAML parses about
+#: 50-500 KB/s in pure Python, so this bounds a parse to seconds, and an
+#: inventory of 5,000 nodes (Kubernetes' own limit) is about 1.5 MB.
+MAX_CHARS = 2 * 1024 * 1024
+#: Longest plain scalar converted to a number; longer ones are refused
+#: (YAML 1.1 sexagesimal numbers convert in quadratic time).
+MAX_NUMBER_CHARS = 100
+
+
+def _short(value, limit=40):
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + '...'
+
+
+class Refused(yaml.MarkedYAMLError):
+    """The document uses something :func:`load` does not accept."""
+
+    def __init__(self, problem, mark=None):
+        super().__init__(problem=problem, problem_mark=mark)
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader without aliases, anchors, deep nesting or duplicate keys."""
+
+    def __init__(self, stream):
+        super().__init__(stream)
+        self._depth = 0
+
+    def compose_node(self, parent, index):
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent):
+            raise Refused('aliases (*name) are not accepted',
+                          event.start_mark)
+        if getattr(event, 'anchor', None) is not None:
+            raise Refused('anchors (&name) are not accepted',
+                          event.start_mark)
+        if self._depth >= MAX_DEPTH:
+            raise Refused('nested deeper than %d levels' % MAX_DEPTH,
+                          event.start_mark)
+        self._depth += 1
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            try:
+                duplicate = key in seen
+            except TypeError:
+                continue  # unhashable: SafeLoader reports it below
+            if duplicate:
+                raise Refused('duplicate key %s' % _short(key),
+                              key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+    def _short_number(self, node):
+        if len(node.value) > MAX_NUMBER_CHARS:
+            raise Refused('a number longer than %d characters'
+                          % MAX_NUMBER_CHARS, node.start_mark)
+
+    def construct_yaml_int(self, node):
+        self._short_number(node)
+        return super().construct_yaml_int(node)
+
+    def construct_yaml_float(self, node):
+        self._short_number(node)
+        return super().construct_yaml_float(node)
+
+    def construct_unsafe(self, node):
+        """Ansible's ``!unsafe`` string, which our own dumper writes."""
+        return self.construct_scalar(node)
+
+
+_Loader.add_constructor('tag:yaml.org,2002:int', _Loader.construct_yaml_int)
+_Loader.add_constructor('tag:yaml.org,2002:float',
+                        _Loader.construct_yaml_float)
+_Loader.add_constructor('!unsafe', _Loader.construct_unsafe)
+
+
+def load(text):
+    """Parse one YAML (or JSON) document from untrusted *text*.
+
+    :returns: the data (dicts, lists, scalars).
+    :raises yaml.YAMLError: a syntax error, or :class:`Refused`.
+    """
+    if len(text) > MAX_CHARS:
+        raise Refused('longer than %d characters' % MAX_CHARS)
+    try:
+        return yaml.load(text, Loader=_Loader)
+    except (ValueError, OverflowError, RecursionError) as exc:
+        # A scalar that matched a type but does not convert, e.g. a
+        # date such as 2024-13-45 (ValueError).
+        raise Refused('a value cannot be converted (%s)'
+                      % type(exc).__name__)
+
+
+def describe(exc):
+    """``' at line L, column C: problem'`` of *exc*, never the text.
+
+    :param exc: a ``yaml.YAMLError``; without a position the result is
+        ``': problem'``.
+    """
+    mark = getattr(exc, 'problem_mark', None)
+    where = ' at line %d, column %d' % (mark.line + 1, mark.column + 1) \
+        if mark else ''
+    return '%s: %s' % (where, getattr(exc, 'problem', None) or
+                       'syntax error')
