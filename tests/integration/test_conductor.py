@@ -39,6 +39,8 @@ OURS = 'mgmt-drivers-kubespray'
 NOOP = 'vnflcm_noop'
 SIMPLE = packages.DESCRIPTOR_IDS['kubespray_simple']
 HA = packages.DESCRIPTOR_IDS['kubespray_ha']
+#: tacker.objects.fields.ErrorPoint.VNF_CONFIG_END
+EP_VNF_CONFIG_END = 6
 
 
 class World:
@@ -264,3 +266,171 @@ def test_instantiate(scenario):
     assert w.log.hooks('instantiate') == [
         (NOOP, 'instantiate_start', 'ok'), (OURS, 'instantiate_end', 'ok')]
     w.check()
+
+
+def _worker_name(address):
+    return site_mod.name_of(cs.WORKER, address)
+
+
+def test_scale_out_fails_then_retry(scenario):
+    """scale_end fails on the new worker: FAILED_TEMP at VNF_CONFIG_END.
+    Tacker's retry runs no hook and completes with the VM not joined."""
+    w = scenario
+    new = w.infra.free_workers[0]
+    w.lab.site.inject_failure('scale.yml', host=_worker_name(new))
+    failed = w.scale('SCALE_OUT')
+    assert failed['state'] == 'FAILED_TEMP'
+    assert failed['error_point'] == EP_VNF_CONFIG_END
+    assert 'roll it back' in failed['error']
+    assert w.log.hooks('scale_out_fails_then_retry') == [
+        (OURS, 'scale_end', 'raised PlaybookFailed')]
+    # Taken out again: the cluster is Heat's VMs but the new one.
+    joined = [a for a in w.vms(cs.WORKER) if a != new]
+    assert w.lab.check(w.vms(cs.MASTER), joined) == []
+
+    w.log.scenario = 'scale_out_retry'
+    retried = w.scale('SCALE_OUT', error_point=failed['error_point'])
+    assert retried['state'] == 'COMPLETED'
+    assert w.log.hooks('scale_out_retry') == []
+    assert new in w.vms(cs.WORKER)
+    assert w.lab.check(w.vms(cs.MASTER), joined) == []
+
+
+def test_scale_out(scenario):
+    """The next scale-out joins its own VM and the one left by the
+    retried scale-out: scale_end only, with the new member's stack id."""
+    w = scenario
+    report = w.scale('SCALE_OUT')
+    assert report['state'] == 'COMPLETED'
+    assert w.log.hooks('scale_out') == [(OURS, 'scale_end', 'ok')]
+    w.check()
+
+
+def test_scale_out_fails_then_rollback(scenario):
+    """Rollback of a failed scale_end: no hook, Heat deletes the VM."""
+    w = scenario
+    before = w.vms(cs.WORKER)
+    new = w.infra.free_workers[0]
+    w.lab.site.inject_failure('scale.yml', host=_worker_name(new))
+    failed = w.scale('SCALE_OUT')
+    assert failed['state'] == 'FAILED_TEMP'
+    w.log.scenario = 'scale_out_rollback'
+    assert w.rollback_scale(failed) == 'ROLLED_BACK'
+    assert w.log.hooks('scale_out_rollback') == []
+    assert w.vms(cs.WORKER) == before
+    w.check()
+
+
+def test_scale_in(scenario):
+    w = scenario
+    victim = w.vms(cs.WORKER)[0]
+    report = w.scale('SCALE_IN')
+    assert report['state'] == 'COMPLETED'
+    assert w.log.hooks('scale_in') == [(OURS, 'scale_start', 'ok')]
+    assert victim not in w.vms(cs.WORKER)
+    w.check()
+
+
+def test_heal_worker(scenario):
+    w = scenario
+    sick = w.infra.vnf.vm(w.vms(cs.WORKER)[0])
+    server = sick.server_id
+    report = w.heal([sick])
+    assert report['state'] == 'COMPLETED', report
+    assert sick.server_id != server
+    assert w.log.hooks('heal_worker') == [(OURS, 'heal_start', 'ok'),
+                                          (OURS, 'heal_end', 'ok')]
+    w.check()
+
+
+def test_heal_load_balancer(scenario):
+    """The LB VM comes back empty with a new host key."""
+    w = scenario
+    report = w.heal([w.infra.vnf.vm(LB_ADDRESS)])
+    assert report['state'] == 'COMPLETED', report
+    assert w.log.hooks('heal_load_balancer') == [
+        (OURS, 'heal_start', 'ok'), (OURS, 'heal_end', 'ok')]
+    w.check()
+
+
+def test_heal_whole_vnf(scenario):
+    """Heat deletes and re-creates every VM (new addresses here)."""
+    w = scenario
+    w.infra.free_workers = [a for a in WORKERS if a not in WORKERS[3:5]]
+    w.infra.layout = (MASTERS[1:2], WORKERS[3:5])
+    report = w.heal()
+    assert report['state'] == 'COMPLETED', report
+    assert w.log.hooks('heal_whole_vnf') == [(OURS, 'heal_start', 'ok'),
+                                             (OURS, 'heal_end', 'ok')]
+    assert w.vms(cs.MASTER) == MASTERS[1:2]
+    w.check()
+
+
+def test_terminate(scenario):
+    """Graceful terminate: kubespray's reset while the VMs exist, then
+    Heat deletes them, then terminate_end removes what is left."""
+    w = scenario
+    runs = len(w.lab.site.runs())
+    report = w.terminate()
+    assert report['state'] == 'COMPLETED', report
+    assert w.log.hooks('terminate') == [(OURS, 'terminate_start', 'ok'),
+                                        (OURS, 'terminate_end', 'ok')]
+    assert [r['playbook'] for r in w.lab.site.runs()[runs:]] == ['reset.yml']
+    assert w.infra.vnf.vms == []
+    w.check_gone()
+
+
+def _failing_instantiate(w, masters, workers):
+    w.new_instance(SIMPLE, 'simple')
+    w.lab.site.inject_failure('cluster.yml', host=_worker_name(workers[-1]))
+    failed = w.instantiate(masters, workers)
+    assert failed['state'] == 'FAILED_TEMP'
+    assert failed['error_point'] == EP_VNF_CONFIG_END
+    return failed
+
+
+def test_instantiate_fails_then_rollback(scenario):
+    """Heat deletes the VMs first, then terminate_end with no request."""
+    w = scenario
+    failed = _failing_instantiate(w, MASTERS[:1], WORKERS[:2])
+    w.log.scenario = 'instantiate_rollback'
+    assert w.rollback_instantiate(failed) == 'ROLLED_BACK'
+    assert w.log.hooks('instantiate_rollback') == [
+        (OURS, 'terminate_end', 'ok')]
+    assert w.infra.vnf.vms == []
+    w.check_gone()
+
+
+def test_instantiate_fails_then_retry(scenario):
+    """The retry runs only instantiate_end again, and converges."""
+    w = scenario
+    failed = _failing_instantiate(w, MASTERS[:1], WORKERS[:2])
+    w.log.scenario = 'instantiate_retry'
+    report = w.instantiate(MASTERS[:1], WORKERS[:2],
+                           error_point=failed['error_point'])
+    assert report['state'] == 'COMPLETED', report
+    assert w.log.hooks('instantiate_retry') == [
+        (OURS, 'instantiate_end', 'ok')]
+    w.check()
+    w.log.scenario = 'terminate_after_retry'
+    assert w.terminate()['state'] == 'COMPLETED'
+    w.check_gone()
+
+
+def test_heal_master_ha(scenario):
+    """HA package, three masters: heal one of them."""
+    w = scenario
+    w.new_instance(HA, 'ha')
+    w.log.scenario = 'instantiate_ha'
+    assert w.instantiate(MASTERS, WORKERS[:1])['state'] == 'COMPLETED'
+    w.check()
+    w.log.scenario = 'heal_master_ha'
+    sick = w.infra.vnf.vm(MASTERS[1])
+    report = w.heal([sick])
+    assert report['state'] == 'COMPLETED', report
+    assert w.log.hooks('heal_master_ha') == [(OURS, 'heal_start', 'ok'),
+                                             (OURS, 'heal_end', 'ok')]
+    w.check()
+    w.log.scenario = 'terminate_ha'
+    assert w.terminate()['state'] == 'COMPLETED'
+    w.check_gone()
