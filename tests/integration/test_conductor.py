@@ -13,6 +13,7 @@ registered VIM.  The scenarios share one VNF and run in file order.
 """
 
 import json
+import shutil
 import time
 import uuid
 
@@ -237,8 +238,10 @@ def world(tacker_conf, onboarded, objects, admin_context,
             packages.MGMT_NAMESPACE, tacker_conf.tacker.vnflcm_mgmt_driver)
         lcm = cs.lcm_driver_without_db(manager, infra, hook_log)
         conductor = cs.conductor_without_db(patch, lcm, infra, ops)
-        yield World(lab, conductor, infra, nfvo, ops, hook_log, objects,
-                    admin_context)
+        world = World(lab, conductor, infra, nfvo, ops, hook_log, objects,
+                      admin_context)
+        world.package_dirs = package_dirs
+        yield world
     finally:
         print('\n' + hook_log.table())
         coordination.COORDINATOR.stop()
@@ -415,6 +418,27 @@ def test_instantiate_fails_then_retry(scenario):
     w.log.scenario = 'terminate_after_retry'
     assert w.terminate()['state'] == 'COMPLETED'
     w.check_gone()
+
+
+def test_tampered_package_runs_no_hook(scenario, tmp_path):
+    """The CSAR's copy of our driver differs from the installed one:
+    Tacker's hash check fails instantiate_end before our code runs."""
+    w = scenario
+    copy = shutil.copytree(w.package_dirs[SIMPLE], tmp_path / 'tampered')
+    script = copy / 'Scripts' / 'kubespray_mgmt.py'
+    script.write_text(script.read_text() + '# changed\n')
+    tampered = str(uuid.uuid4())
+    w.package_dirs[tampered] = str(copy)
+    w.new_instance(tampered, 'simple')
+    runs = len(w.lab.site.runs())
+    report = w.instantiate(MASTERS[:1], WORKERS[:1])
+    assert report['state'] == 'FAILED_TEMP'
+    assert report['error_point'] == EP_VNF_CONFIG_END
+    assert 'hash' in report['error'].lower()
+    assert w.log.hooks('tampered_package_runs_no_hook') == [
+        (NOOP, 'instantiate_start', 'ok')]
+    assert w.lab.site.runs()[runs:] == []
+    w.infra.delete()  # a rollback would fail the same check
 
 
 def test_heal_master_ha(scenario):
