@@ -1,0 +1,460 @@
+"""Tacker 16's real conductor drives our driver against the local site.
+
+``Conductor.instantiate/scale/heal/terminate/rollback`` and the whole
+``VnfLcmDriver`` run as in tacker-conductor (what is faked, and where:
+``tests/integration/conductor_site.py``); the hooks they pick run our
+driver against one local site for the module (sshd, ansible-playbook with
+the kubespray double, HAProxy on 127.0.7.x).  After every scenario the
+cluster is checked against Heat's VMs: Kubernetes nodes, etcd members,
+the backends HAProxy serves, the inventory, the LB's kubeconfig and the
+registered VIM.  The scenarios share one VNF and run in file order.
+
+``pytest -s`` prints the hooks Tacker invoked per scenario, with times.
+"""
+
+import json
+import shutil
+import time
+import uuid
+
+import pytest
+import yaml
+
+pytest.importorskip('tacker')
+# Registers CLI options: must happen at collection, before the session's
+# tacker_conf fixture parses the (empty) command line.
+from tacker.conductor import conductor_server  # noqa: E402,F401
+
+from mgmt_driver import conf as kconf  # noqa: E402
+from mgmt_driver import registry  # noqa: E402
+from mgmt_driver.localsite import lab as lab_mod  # noqa: E402
+from mgmt_driver.localsite import site as site_mod  # noqa: E402
+from tests import packages  # noqa: E402
+from tests.integration import conductor_site as cs  # noqa: E402
+
+ANSIBLE = '127.0.7.10'
+LB_ADDRESS = '127.0.7.20'
+MASTERS = ['127.0.7.%d' % i for i in range(31, 34)]
+WORKERS = ['127.0.7.%d' % i for i in range(41, 47)]
+OURS = 'mgmt-drivers-kubespray'
+NOOP = 'vnflcm_noop'
+SIMPLE = packages.DESCRIPTOR_IDS['kubespray_simple']
+HA = packages.DESCRIPTOR_IDS['kubespray_ha']
+#: tacker.objects.fields.ErrorPoint.VNF_CONFIG_END
+EP_VNF_CONFIG_END = 6
+
+
+class World:
+    """The conductor, the site and the one VNF instance under test."""
+
+    def __init__(self, lab, conductor, infra, nfvo, ops, hook_log,
+                 objects, context):
+        self.lab, self.conductor, self.infra = lab, conductor, infra
+        self.nfvo, self.ops, self.log = nfvo, ops, hook_log
+        self.objects, self.context = objects, context
+        self.instance = None
+        self.masters = self.workers = None
+
+    # --- requests as the API controller builds them -------------------
+
+    def new_instance(self, vnfd_id, flavour):
+        vim = self.objects.VimConnectionInfo(
+            id=str(uuid.uuid4()), vim_id=cs.OPENSTACK_VIM,
+            vim_type='openstack', access_info={}, interface_info={},
+            extra={})
+        self.instance = self.objects.VnfInstance(
+            context=self.context, id=str(uuid.uuid4()), vnfd_id=vnfd_id,
+            vnf_pkg_id=str(uuid.uuid4()), vnf_instance_name=None,
+            instantiation_state='NOT_INSTANTIATED', tenant_id=cs.TENANT,
+            vim_connection_info=[vim], vnf_metadata={},
+            instantiated_vnf_info=None)
+        self.ops.instances[self.instance.id] = self.instance
+        self.flavour = flavour
+        return self.instance
+
+    def instantiate_request(self):
+        body = {'flavour_id': self.flavour,
+                'additional_params': self.lab.additional_params}
+        return self.objects.InstantiateVnfRequest.obj_from_primitive(
+            body, self.context)
+
+    def vnf_dict(self, before_error_point, status='ACTIVE'):
+        return {'id': self.instance.id, 'status': status,
+                'before_error_point': before_error_point,
+                'vnfd': {'attributes': {}}, 'attributes': {}}
+
+    # --- operations -----------------------------------------------------
+
+    def instantiate(self, masters, workers, error_point=None):
+        self.infra.layout = (masters, workers)
+        self.conductor.instantiate(
+            self.context, self.instance,
+            self.vnf_dict(error_point or 0, 'INACTIVE'),
+            self.instantiate_request(), str(uuid.uuid4()))
+        return self.ops.last()
+
+    def scale(self, kind, error_point=0):
+        request = self.objects.ScaleVnfRequest(
+            type=kind, aspect_id='worker_instance', number_of_steps=1,
+            additional_params={'is_reverse': 'False'})
+        info = self.scale_info(request, error_point, 'SCALE')
+        try:
+            self.conductor.scale(self.context, info, self.instance, request)
+        except Exception as exc:  # an RPC cast: nobody sees it
+            return {'state': 'FAILED_TEMP', 'error': str(exc),
+                    'error_point': info['vnf_lcm_op_occ'].error_point,
+                    'request': request}
+        return {'state': info['vnf_lcm_op_occ'].operation_state,
+                'request': request}
+
+    def scale_info(self, request, error_point, operation):
+        level = self.scale_level()
+        after = level + (1 if request.type == 'SCALE_OUT' else -1)
+        occ = self.objects.VnfLcmOpOcc(
+            context=self.context, id=str(uuid.uuid4()),
+            operation=operation, operation_state='STARTING',
+            vnf_instance_id=self.instance.id, error_point=error_point,
+            operation_params=json.dumps(request.obj_to_primitive()))
+        return dict(self.vnf_dict(error_point),
+                    vnf_lcm_op_occ=occ, notification={},
+                    instance_id=self.instance.instantiated_vnf_info
+                    .instance_id, scale_level=level,
+                    after_scale_level=after,
+                    attributes={'scale_group': cs.scale_group(
+                        self.infra.vnf, 'worker_instance')})
+
+    def scale_level(self):
+        for status in self.instance.instantiated_vnf_info.scale_status or []:
+            if status.aspect_id == 'worker_instance':
+                return status.scale_level
+        return 0
+
+    def rollback_scale(self, failed):
+        request = failed['request']
+        info = self.scale_info(request, failed['error_point'], 'SCALE')
+        info['vnf_lcm_op_occ'].error_point = failed['error_point']
+        self.conductor.rollback(self.context, info, self.instance,
+                                {'type': request.type,
+                                 'aspect_id': request.aspect_id,
+                                 'number_of_steps': 1,
+                                 'additional_params': {}})
+        return info['vnf_lcm_op_occ'].operation_state
+
+    def rollback_instantiate(self, failed):
+        occ = self.objects.VnfLcmOpOcc(
+            context=self.context, id=str(uuid.uuid4()),
+            operation='INSTANTIATE', operation_state='FAILED_TEMP',
+            vnf_instance_id=self.instance.id,
+            error_point=failed['error_point'])
+        info = dict(self.vnf_dict(failed['error_point'], 'ERROR'),
+                    vnf_lcm_op_occ=occ, notification={})
+        self.conductor.rollback(self.context, info, self.instance, {})
+        return occ.operation_state
+
+    def heal(self, vms=(), error_point=0):
+        request = self.objects.HealVnfRequest(
+            vnfc_instance_id=[vm.vnfc_id for vm in vms], cause='test',
+            additional_params={})
+        self.conductor.heal(self.context, self.instance,
+                            self.vnf_dict(error_point), request,
+                            str(uuid.uuid4()))
+        return self.ops.last()
+
+    def terminate(self):
+        request = self.objects.TerminateVnfRequest(
+            termination_type='GRACEFUL', graceful_termination_timeout=60,
+            additional_params={})
+        self.conductor.terminate(self.context, str(uuid.uuid4()),
+                                 self.instance, request,
+                                 self.vnf_dict(0))
+        return self.ops.last()
+
+    # --- checks ---------------------------------------------------------
+
+    def vms(self, role):
+        return [vm.address for vm in self.infra.vnf.vms if vm.role == role]
+
+    def check(self):
+        """The cluster matches Heat's VMs, everywhere we can look."""
+        masters, workers = self.vms(cs.MASTER), self.vms(cs.WORKER)
+        assert self.lab.check(masters, workers) == []
+        workspace = self.lab.workspace(self.instance.id)
+        inventory = site_mod.read_inventory(workspace)
+        names = sorted(site_mod.name_of(cs.MASTER, a) for a in masters)
+        assert sorted(inventory['kube_control_plane']) == names
+        assert sorted(inventory['etcd']) == names
+        assert sorted(inventory['kube_node']) == sorted(
+            site_mod.name_of(cs.WORKER, a) for a in workers)
+        self.check_access()
+
+    def check_access(self):
+        name = registry.default_vim_name(self.instance.id)
+        [vim] = [v for v in self.nfvo.vims.values() if v['name'] == name]
+        assert vim['auth_url'] == 'https://%s:%d' % (LB_ADDRESS,
+                                                     self.lab.api_port)
+        attached = [i.vim_id for i in self.instance.vim_connection_info]
+        assert vim['id'] in attached
+        kubeconfig = self.lab.sshd.home() / '.kube' / 'config'
+        doc = yaml.safe_load(kubeconfig.read_text())
+        assert doc['clusters'][0]['cluster']['server'] == vim['auth_url']
+
+    def check_gone(self):
+        """Nothing of the cluster is left after terminate or rollback."""
+        assert not self.lab.workspace(self.instance.id).exists()
+        assert self.nfvo.vims == {}
+        assert all(i.vim_type != 'kubernetes'
+                   for i in self.instance.vim_connection_info)
+
+
+@pytest.fixture(scope='module')
+def world(tacker_conf, onboarded, objects, admin_context,
+          tmp_path_factory):
+    reason = site_mod.unavailable()
+    if reason:
+        pytest.skip(reason)
+    from tacker.common import coordination
+    from tacker.common import driver_manager
+
+    patch = pytest.MonkeyPatch()
+    lab = lab_mod.Lab(ANSIBLE, LB_ADDRESS, MASTERS, WORKERS)
+    hook_log = cs.HookLog()
+    try:
+        lab.start()
+        for opt in kconf.list_opts()[0][1]:
+            tacker_conf.set_override(opt.name, lab.conf[kconf.GROUP][
+                opt.name], group=kconf.GROUP)
+        tacker_conf.set_override(
+            'backend_url', 'file://%s' % tmp_path_factory.mktemp('locks'),
+            group='coordination')
+        coordination.COORDINATOR.start()
+        infra = cs.FakeInfra(lab, objects)
+        nfvo = cs.FakeNfvo()
+        ops = cs.OpOccs()
+        package_dirs = {packages.DESCRIPTOR_IDS[name]: entry[3]
+                        for name, entry in onboarded.items()}
+        cs.tacker_seams(patch, infra, nfvo, package_dirs,
+                        str(uuid.uuid4()), ops)
+        manager = driver_manager.DriverManager(
+            packages.MGMT_NAMESPACE, tacker_conf.tacker.vnflcm_mgmt_driver)
+        lcm = cs.lcm_driver_without_db(manager, infra, hook_log)
+        conductor = cs.conductor_without_db(patch, lcm, infra, ops)
+        world = World(lab, conductor, infra, nfvo, ops, hook_log, objects,
+                      admin_context)
+        world.package_dirs = package_dirs
+        yield world
+    finally:
+        print('\n' + hook_log.table())
+        coordination.COORDINATOR.stop()
+        for opt in kconf.list_opts()[0][1]:
+            tacker_conf.clear_override(opt.name, group=kconf.GROUP)
+        tacker_conf.clear_override('backend_url', group='coordination')
+        patch.undo()
+        lab.stop()
+
+
+@pytest.fixture
+def scenario(world, request):
+    world.log.scenario = request.node.name.replace('test_', '')
+    start = time.monotonic()
+    yield world
+    print('\n%s: %.1f s' % (request.node.name, time.monotonic() - start))
+
+
+def test_instantiate(scenario):
+    w = scenario
+    w.new_instance(SIMPLE, 'simple')
+    w.infra.free_workers = WORKERS[2:]
+    report = w.instantiate(MASTERS[:1], WORKERS[:2])
+    assert report['state'] == 'COMPLETED', report
+    assert w.log.hooks('instantiate') == [
+        (NOOP, 'instantiate_start', 'ok'), (OURS, 'instantiate_end', 'ok')]
+    w.check()
+
+
+def _worker_name(address):
+    return site_mod.name_of(cs.WORKER, address)
+
+
+def test_scale_out_fails_then_retry(scenario):
+    """scale_end fails on the new worker: FAILED_TEMP at VNF_CONFIG_END.
+    Tacker's retry runs no hook and completes with the VM not joined."""
+    w = scenario
+    new = w.infra.free_workers[0]
+    w.lab.site.inject_failure('scale.yml', host=_worker_name(new))
+    failed = w.scale('SCALE_OUT')
+    assert failed['state'] == 'FAILED_TEMP'
+    assert failed['error_point'] == EP_VNF_CONFIG_END
+    assert 'roll it back' in failed['error']
+    assert w.log.hooks('scale_out_fails_then_retry') == [
+        (OURS, 'scale_end', 'raised PlaybookFailed')]
+    # Taken out again: the cluster is Heat's VMs but the new one.
+    joined = [a for a in w.vms(cs.WORKER) if a != new]
+    assert w.lab.check(w.vms(cs.MASTER), joined) == []
+
+    w.log.scenario = 'scale_out_retry'
+    retried = w.scale('SCALE_OUT', error_point=failed['error_point'])
+    assert retried['state'] == 'COMPLETED'
+    assert w.log.hooks('scale_out_retry') == []
+    assert new in w.vms(cs.WORKER)
+    assert w.lab.check(w.vms(cs.MASTER), joined) == []
+
+
+def test_scale_out(scenario):
+    """The next scale-out joins its own VM and the one left by the
+    retried scale-out: scale_end only, with the new member's stack id."""
+    w = scenario
+    report = w.scale('SCALE_OUT')
+    assert report['state'] == 'COMPLETED'
+    assert w.log.hooks('scale_out') == [(OURS, 'scale_end', 'ok')]
+    w.check()
+
+
+def test_scale_out_fails_then_rollback(scenario):
+    """Rollback of a failed scale_end: no hook, Heat deletes the VM."""
+    w = scenario
+    before = w.vms(cs.WORKER)
+    new = w.infra.free_workers[0]
+    w.lab.site.inject_failure('scale.yml', host=_worker_name(new))
+    failed = w.scale('SCALE_OUT')
+    assert failed['state'] == 'FAILED_TEMP'
+    w.log.scenario = 'scale_out_rollback'
+    assert w.rollback_scale(failed) == 'ROLLED_BACK'
+    assert w.log.hooks('scale_out_rollback') == []
+    assert w.vms(cs.WORKER) == before
+    w.check()
+
+
+def test_scale_in(scenario):
+    w = scenario
+    victim = w.vms(cs.WORKER)[0]
+    report = w.scale('SCALE_IN')
+    assert report['state'] == 'COMPLETED'
+    assert w.log.hooks('scale_in') == [(OURS, 'scale_start', 'ok')]
+    assert victim not in w.vms(cs.WORKER)
+    w.check()
+
+
+def test_heal_worker(scenario):
+    w = scenario
+    sick = w.infra.vnf.vm(w.vms(cs.WORKER)[0])
+    server = sick.server_id
+    report = w.heal([sick])
+    assert report['state'] == 'COMPLETED', report
+    assert sick.server_id != server
+    assert w.log.hooks('heal_worker') == [(OURS, 'heal_start', 'ok'),
+                                          (OURS, 'heal_end', 'ok')]
+    w.check()
+
+
+def test_heal_load_balancer(scenario):
+    """The LB VM comes back empty with a new host key."""
+    w = scenario
+    report = w.heal([w.infra.vnf.vm(LB_ADDRESS)])
+    assert report['state'] == 'COMPLETED', report
+    assert w.log.hooks('heal_load_balancer') == [
+        (OURS, 'heal_start', 'ok'), (OURS, 'heal_end', 'ok')]
+    w.check()
+
+
+def test_heal_whole_vnf(scenario):
+    """Heat deletes and re-creates every VM (new addresses here)."""
+    w = scenario
+    w.infra.free_workers = [a for a in WORKERS if a not in WORKERS[3:5]]
+    w.infra.layout = (MASTERS[1:2], WORKERS[3:5])
+    report = w.heal()
+    assert report['state'] == 'COMPLETED', report
+    assert w.log.hooks('heal_whole_vnf') == [(OURS, 'heal_start', 'ok'),
+                                             (OURS, 'heal_end', 'ok')]
+    assert w.vms(cs.MASTER) == MASTERS[1:2]
+    w.check()
+
+
+def test_terminate(scenario):
+    """Graceful terminate: kubespray's reset while the VMs exist, then
+    Heat deletes them, then terminate_end removes what is left."""
+    w = scenario
+    runs = len(w.lab.site.runs())
+    report = w.terminate()
+    assert report['state'] == 'COMPLETED', report
+    assert w.log.hooks('terminate') == [(OURS, 'terminate_start', 'ok'),
+                                        (OURS, 'terminate_end', 'ok')]
+    assert [r['playbook'] for r in w.lab.site.runs()[runs:]] == ['reset.yml']
+    assert w.infra.vnf.vms == []
+    w.check_gone()
+
+
+def _failing_instantiate(w, masters, workers):
+    w.new_instance(SIMPLE, 'simple')
+    w.lab.site.inject_failure('cluster.yml', host=_worker_name(workers[-1]))
+    failed = w.instantiate(masters, workers)
+    assert failed['state'] == 'FAILED_TEMP'
+    assert failed['error_point'] == EP_VNF_CONFIG_END
+    return failed
+
+
+def test_instantiate_fails_then_rollback(scenario):
+    """Heat deletes the VMs first, then terminate_end with no request."""
+    w = scenario
+    failed = _failing_instantiate(w, MASTERS[:1], WORKERS[:2])
+    w.log.scenario = 'instantiate_rollback'
+    assert w.rollback_instantiate(failed) == 'ROLLED_BACK'
+    assert w.log.hooks('instantiate_rollback') == [
+        (OURS, 'terminate_end', 'ok')]
+    assert w.infra.vnf.vms == []
+    w.check_gone()
+
+
+def test_instantiate_fails_then_retry(scenario):
+    """The retry runs only instantiate_end again, and converges."""
+    w = scenario
+    failed = _failing_instantiate(w, MASTERS[:1], WORKERS[:2])
+    w.log.scenario = 'instantiate_retry'
+    report = w.instantiate(MASTERS[:1], WORKERS[:2],
+                           error_point=failed['error_point'])
+    assert report['state'] == 'COMPLETED', report
+    assert w.log.hooks('instantiate_retry') == [
+        (OURS, 'instantiate_end', 'ok')]
+    w.check()
+    w.log.scenario = 'terminate_after_retry'
+    assert w.terminate()['state'] == 'COMPLETED'
+    w.check_gone()
+
+
+def test_tampered_package_runs_no_hook(scenario, tmp_path):
+    """The CSAR's copy of our driver differs from the installed one:
+    Tacker's hash check fails instantiate_end before our code runs."""
+    w = scenario
+    copy = shutil.copytree(w.package_dirs[SIMPLE], tmp_path / 'tampered')
+    script = copy / 'Scripts' / 'kubespray_mgmt.py'
+    script.write_text(script.read_text() + '# changed\n')
+    tampered = str(uuid.uuid4())
+    w.package_dirs[tampered] = str(copy)
+    w.new_instance(tampered, 'simple')
+    runs = len(w.lab.site.runs())
+    report = w.instantiate(MASTERS[:1], WORKERS[:1])
+    assert report['state'] == 'FAILED_TEMP'
+    assert report['error_point'] == EP_VNF_CONFIG_END
+    assert 'hash' in report['error'].lower()
+    assert w.log.hooks('tampered_package_runs_no_hook') == [
+        (NOOP, 'instantiate_start', 'ok')]
+    assert w.lab.site.runs()[runs:] == []
+    w.infra.delete()  # a rollback would fail the same check
+
+
+def test_heal_master_ha(scenario):
+    """HA package, three masters: heal one of them."""
+    w = scenario
+    w.new_instance(HA, 'ha')
+    w.log.scenario = 'instantiate_ha'
+    assert w.instantiate(MASTERS, WORKERS[:1])['state'] == 'COMPLETED'
+    w.check()
+    w.log.scenario = 'heal_master_ha'
+    sick = w.infra.vnf.vm(MASTERS[1])
+    report = w.heal([sick])
+    assert report['state'] == 'COMPLETED', report
+    assert w.log.hooks('heal_master_ha') == [(OURS, 'heal_start', 'ok'),
+                                             (OURS, 'heal_end', 'ok')]
+    w.check()
+    w.log.scenario = 'terminate_ha'
+    assert w.terminate()['state'] == 'COMPLETED'
+    w.check_gone()
