@@ -454,7 +454,7 @@ class ClusterDriver:
                         '(the next operation removes what is left): %s',
                         self.instance_id, ', '.join(names), exc)
 
-    def remove_vanished(self, cluster):
+    def remove_vanished(self, cluster, exclude=()):
         """Delete Kubernetes nodes whose VM is gone (not in *cluster*).
 
         What a failed scale-out that Tacker rolled back (it deletes the
@@ -463,10 +463,12 @@ class ClusterDriver:
         node object is deleted.  Control-plane nodes of the recorded
         inventory are never removed this way.
 
+        :param exclude: control-plane nodes not to run kubectl on (being
+            healed).
         :returns: the names deleted.
         """
         masters = set(self.recorded_masters())
-        client = self.kubectl_client(cluster)
+        client = self.kubectl_client(cluster, exclude=exclude)
         vanished = [name for name in client.node_names()
                     if cluster.get(name) is None and name not in masters]
         for name in vanished:
@@ -867,7 +869,7 @@ class LcmHooks:
         # A healed LB needs nothing here: heal_end sets the new VM up.
         with self._pool_factory() as pool:
             driver = self._driver(context, vnf_instance, spec, pool)
-            driver.remove_vanished(cluster)
+            driver.remove_vanished(cluster, exclude=masters)
             if workers:
                 cluster = driver.remove_workers(cluster, workers)
             if masters:

@@ -48,8 +48,10 @@ class FakeNfvo:
         self.vims = {}
 
     def get_vims(self, context, filters=None):
-        names = (filters or {}).get('name') or []
-        return [v for v in self.vims.values() if v['name'] in names]
+        # Tacker's filters: {field: [accepted values]} (name or id here).
+        return [v for v in self.vims.values()
+                if all(v.get(field) in values
+                       for field, values in (filters or {}).items())]
 
     def create_vim(self, context, vim):
         body = vim['vim']
