@@ -276,9 +276,8 @@ def check(conf):
             problems.append('[%s] %s: %s' % (GROUP, opt.dest, _reason(exc)))
             continue
         if opt.dest == 'default_key_ansible_servers':
-            problems += ['[%s] %s: %r is not an address or CIDR'
-                         % (GROUP, opt.dest, entry) for entry in value
-                         if not _is_network(entry)]
+            problems += ['[%s] %s: %s' % (GROUP, opt.dest, problem)
+                         for problem in parse_networks(value)[1]]
     return problems
 
 
@@ -287,12 +286,20 @@ def _reason(exc):
     return str(exc).rsplit(': ', 1)[-1].strip() or type(exc).__name__
 
 
-def _is_network(entry):
-    try:
-        ipaddress.ip_network(entry.strip(), strict=False)
-    except ValueError:
-        return False
-    return True
+def parse_networks(entries):
+    """``default_key_ansible_servers`` entries (addresses or CIDRs).
+
+    :returns: ``(networks, problems)``: the ``ipaddress`` networks of the
+        valid entries, and one text for each entry that is not one.
+    """
+    networks, problems = [], []
+    for entry in entries:
+        try:
+            networks.append(ipaddress.ip_network(entry.strip(),
+                                                 strict=False))
+        except ValueError:
+            problems.append('%r is not an address or CIDR' % entry)
+    return networks, problems
 
 
 def register_opts(conf):

@@ -454,28 +454,30 @@ class ClusterDriver:
                         '(the next operation removes what is left): %s',
                         self.instance_id, ', '.join(names), exc)
 
-    def remove_vanished(self, cluster, exclude=()):
-        """Delete Kubernetes nodes whose VM is gone (not in *cluster*).
+    def reconcile(self, cluster, exclude=()):
+        """Bring Kubernetes' node list in line with *cluster*'s VMs.
 
-        What a failed scale-out that Tacker rolled back (it deletes the
-        VMs and calls no hook) or a VM deleted outside Tacker leaves
-        behind.  Their VMs are gone, so there is nothing to drain: the
-        node object is deleted.  Control-plane nodes of the recorded
-        inventory are never removed this way.
+        Deletes the nodes whose VM is gone: what a failed scale-out that
+        Tacker rolled back (it deletes the VMs and calls no hook) or a VM
+        deleted outside Tacker leaves behind.  Their VMs are gone, so
+        there is nothing to drain: the node object is deleted.
+        Control-plane nodes of the recorded inventory are never removed
+        this way.  One node listing serves both halves.
 
         :param exclude: control-plane nodes not to run kubectl on (being
             healed).
-        :returns: the names deleted.
+        :returns: the names of *cluster* Kubernetes does not know, as
+            :meth:`not_in_kubernetes` (what a scale-out or heal still has
+            to join).
         """
         masters = set(self.recorded_masters())
         client = self.kubectl_client(cluster, exclude=exclude)
-        vanished = [name for name in client.node_names()
-                    if cluster.get(name) is None and name not in masters]
-        for name in vanished:
-            self.step('%s has no VM any more: deleting its Kubernetes node',
-                      name)
+        known = set(client.node_names())
+        for name in sorted(known - set(cluster.names) - masters):
+            self.step('%s has no VM any more: deleting its Kubernetes '
+                      'node', name)
             client.delete_node(name)
-        return vanished
+        return [name for name in cluster.names if name not in known]
 
     def remove_workers(self, cluster, names):
         """Take the workers *names* out of the LB, drain and remove them.
@@ -814,8 +816,7 @@ class LcmHooks:
         cluster, _ = self._vms(context, vnf_instance, request, spec)
         with self._pool_factory() as pool:
             driver = self._driver(context, vnf_instance, spec, pool)
-            driver.remove_vanished(cluster)
-            new = [name for name in driver.not_in_kubernetes(cluster)
+            new = [name for name in driver.reconcile(cluster)
                    if name not in {n.name for n in cluster.masters}]
             driver.scale_out(cluster, new, advice=SCALE_OUT_ADVICE)
 
@@ -835,7 +836,7 @@ class LcmHooks:
                 and r.address.role == params.ROLE_WORKER]
         with self._pool_factory() as pool:
             driver = self._driver(context, vnf_instance, spec, pool)
-            driver.remove_vanished(cluster)
+            driver.reconcile(cluster)
             driver.remove_workers(cluster, sorted(gone))
 
     @staticmethod
@@ -869,7 +870,7 @@ class LcmHooks:
         # A healed LB needs nothing here: heal_end sets the new VM up.
         with self._pool_factory() as pool:
             driver = self._driver(context, vnf_instance, spec, pool)
-            driver.remove_vanished(cluster, exclude=masters)
+            driver.reconcile(cluster, exclude=masters)
             if workers:
                 cluster = driver.remove_workers(cluster, workers)
             if masters:
@@ -894,8 +895,7 @@ class LcmHooks:
                                driver.rebuild_load_balancer(
                                    cluster,
                                    self._vim_name(spec, vnf_instance)))
-            driver.remove_vanished(cluster)
-            missing = driver.not_in_kubernetes(cluster)
+            missing = driver.reconcile(cluster)
             if master_names.intersection(missing):
                 driver.add_masters(cluster)
             driver.scale_out(cluster, [n for n in missing

@@ -31,6 +31,7 @@ import ipaddress
 import os
 import stat
 
+from mgmt_driver import conf as kconf
 from mgmt_driver import exceptions
 from mgmt_driver import params
 from mgmt_driver import ssh
@@ -77,13 +78,12 @@ class Policy:
 
 
 def _networks(entries):
-    for entry in entries:
-        try:
-            yield ipaddress.ip_network(entry.strip(), strict=False)
-        except ValueError:
-            raise exceptions.MgmtDriverOtherError(
-                error_message='[kubespray_mgmt] default_key_ansible_servers: '
-                              '%r is not an address or CIDR' % entry)
+    networks, problems = kconf.parse_networks(entries)
+    if problems:
+        raise exceptions.MgmtDriverOtherError(
+            error_message='[kubespray_mgmt] default_key_ansible_servers: '
+                          '%s' % '; '.join(problems))
+    return networks
 
 
 _SECTIONS = (('ansible', lambda s: s.ansible),

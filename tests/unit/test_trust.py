@@ -222,3 +222,12 @@ def test_hooks_refuse_a_foreign_key_file_before_any_connection(dirs):
         hooks.instantiate_end(None, instance, request, None, None)
     assert 'master_node.ssh_key_file' in str(info.value)
     assert pool.connections == {}
+
+
+def test_a_bad_ansible_server_entry_is_an_operator_error():
+    # Inside Tacker no command checks the config first: the hook says it.
+    with pytest.raises(exceptions.MgmtDriverOtherError) as info:
+        trust.Policy.from_conf(_conf(default_key_ansible_servers=[
+            '10.0.0.0/8', 'nothost']))
+    message = str(info.value)
+    assert 'default_key_ansible_servers' in message and 'nothost' in message
