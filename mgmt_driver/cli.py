@@ -448,6 +448,9 @@ def _run(args):
         return _print_problems(exc)
     name = spec.vim_name or args.instance_id
     with drv.pool, _warnings_shown(progress, args.debug):
+        if args.operation != 'terminate':
+            # Terminate stops whatever runs: it deletes the workspace.
+            drv.claim(args.operation.replace('-', '_'))
         summary = OPERATIONS[args.operation](drv, cluster, names, name)
     if args.output == 'json':
         _print_json({'operation': args.operation, 'summary': summary,

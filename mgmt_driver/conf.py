@@ -78,6 +78,16 @@ kubespray_opts = [
     cfg.IntOpt('playbook_timeout_per_node', default=600, min=0, max=86400,
                help='Seconds added to the playbook timeout for each node '
                     'the playbook targets.'),
+    cfg.IntOpt('playbook_logs_keep', default=30, min=1, max=10000,
+               help='Logs of playbook runs kept in each instance\'s '
+                    'workspace on the Ansible server (logs/); older ones '
+                    'are deleted when a run starts.'),
+    cfg.IntOpt('playbook_lock_wait', default=0, min=0, max=86400,
+               help='Seconds an operation waits for another playbook run '
+                    'of the same cluster (another operation, or one left '
+                    'running by a conductor that died) to end before it '
+                    'is refused. A hook run again for the same operation '
+                    'follows its own running playbook instead.'),
     cfg.IntOpt('ansible_forks', default=10, min=1, max=500,
                help='ansible-playbook --forks; a request\'s '
                     'kubespray.forks overrides it.'),

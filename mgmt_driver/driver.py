@@ -29,6 +29,7 @@ from oslo_log import log as logging
 
 from mgmt_driver import DRIVER_NAME  # noqa: F401 (the shim reads it)
 from mgmt_driver import conf as kconf
+from mgmt_driver import detached
 from mgmt_driver import exceptions
 from mgmt_driver import heat
 from mgmt_driver import inventory
@@ -128,6 +129,9 @@ class ClusterDriver:
         self._progress = progress
         self._runner_obj = None
         self._past_timings = []
+        #: The hook or command running (names the playbook logs).
+        self.operation = 'operation'
+        self._workspace_ready = False
         self.records = records or records_mod.RecordStore.from_conf(
             self.conf)
         self.records.path(instance_id)  # refuses an unsafe id early
@@ -179,11 +183,33 @@ class ClusterDriver:
     def _workspace(self):
         return kubespray.Workspace(self._ansible(), self.workspace_path)
 
+    def claim(self, operation):
+        """Begin *operation*: ready the workspace and check the lock.
+
+        One command.  A playbook run of another operation holding the
+        cluster's lock (see :mod:`mgmt_driver.detached`) makes this wait
+        up to ``playbook_lock_wait`` and then refuse, before anything is
+        changed; one of the same operation (a hook run again after its
+        conductor died) is followed when its playbook comes.
+
+        :param operation: the hook or command (``scale_end``); names the
+            playbook logs.
+        :raises ClusterBusy: the other run did not end in time.
+        """
+        self.operation = operation
+        workspace = self._workspace()
+        detached.wait_while_busy(
+            workspace.ensure, lambda holder: holder.operation == operation,
+            self.conf.kubespray_mgmt.playbook_lock_wait, workspace.conn.host,
+            workspace.path, progress=self.step)
+        self._workspace_ready = True
+
     def _runner(self):
         if self._runner_obj is None:
             conn = self._ansible()
             workspace = self._workspace()
-            workspace.ensure()
+            if not self._workspace_ready:
+                workspace.ensure()
             root = self.spec.ansible.kubespray_root_path
             layout = kubespray.detect_layout(conn, root)
             self.step('kubespray at %s: %s', root,
@@ -197,7 +223,8 @@ class ClusterDriver:
                 inventory=inventory.HOSTS_FILE,
                 extra_vars_files=(inventory.CLUSTER_VARS_FILE,
                                   inventory.SECRET_VARS_FILE),
-                settings=settings, on_progress=self._playbook_line)
+                settings=settings, on_progress=self._playbook_line,
+                operation=self.operation)
         return self._runner_obj
 
     def _drop_runner(self):
@@ -205,6 +232,7 @@ class ClusterDriver:
         if self._runner_obj is not None:
             self._past_timings += self._runner_obj.timings
         self._runner_obj = None
+        self._workspace_ready = False
 
     @property
     def playbook_timings(self):
@@ -680,7 +708,8 @@ class LcmHooks:
             self._noop('terminate_start', vnf_instance)
             return
         with self._pool_factory() as pool:
-            self._driver(context, vnf_instance, spec, pool).reset()
+            self._driver(context, vnf_instance, spec, pool,
+                         'terminate_start').reset()
 
     def change_external_connectivity_start(self, context, vnf_instance,
                                            request, grant, grant_request,
@@ -748,10 +777,15 @@ class LcmHooks:
     def _store(self):
         return self._records or records_mod.RecordStore.from_conf(self.conf)
 
-    def _driver(self, context, vnf_instance, spec, pool):
-        return ClusterDriver(spec, vnf_instance.id, pool, self.conf,
-                             self._package_dir_of(context, vnf_instance),
-                             records=self._store())
+    def _driver(self, context, vnf_instance, spec, pool, operation=None):
+        """The :class:`ClusterDriver`; with *operation*, claimed for it
+        (:meth:`ClusterDriver.claim`)."""
+        drv = ClusterDriver(spec, vnf_instance.id, pool, self.conf,
+                            self._package_dir_of(context, vnf_instance),
+                            records=self._store())
+        if operation is not None:
+            drv.claim(operation)
+        return drv
 
     def _unregister(self, context, vnf_instance):
         return lambda vim_id: self._registry.unregister(
@@ -768,7 +802,8 @@ class LcmHooks:
         spec = self._spec(context, vnf_instance, request, 'instantiate')
         self._instantiate(context, vnf_instance, request, spec)
 
-    def _instantiate(self, context, vnf_instance, request, spec):
+    def _instantiate(self, context, vnf_instance, request, spec,
+                     operation='instantiate_end'):
         store, name = self._store(), self._vim_name(spec, vnf_instance)
         owned = store.load(vnf_instance.id).vim_id(records_mod.TACKER_VIM)
         # Before any remote work: a name taken by a VIM this instance
@@ -776,8 +811,8 @@ class LcmHooks:
         self._registry.check_free(context, name, owned)
         cluster, _ = self._vms(context, vnf_instance, request, spec)
         with self._pool_factory() as pool:
-            access = self._driver(context, vnf_instance, spec, pool) \
-                .instantiate(cluster, name)
+            access = self._driver(context, vnf_instance, spec, pool,
+                                  operation).instantiate(cluster, name)
         self._register(context, vnf_instance, access)
 
     def _register(self, context, vnf_instance, access):
@@ -815,7 +850,8 @@ class LcmHooks:
         spec = self._spec(context, vnf_instance, request, 'scale')
         cluster, _ = self._vms(context, vnf_instance, request, spec)
         with self._pool_factory() as pool:
-            driver = self._driver(context, vnf_instance, spec, pool)
+            driver = self._driver(context, vnf_instance, spec, pool,
+                                  'scale_end')
             new = [name for name in driver.reconcile(cluster)
                    if name not in {n.name for n in cluster.masters}]
             driver.scale_out(cluster, new, advice=SCALE_OUT_ADVICE)
@@ -835,7 +871,8 @@ class LcmHooks:
                 if r is not None and getattr(r, match) in chosen
                 and r.address.role == params.ROLE_WORKER]
         with self._pool_factory() as pool:
-            driver = self._driver(context, vnf_instance, spec, pool)
+            driver = self._driver(context, vnf_instance, spec, pool,
+                                  'scale_start')
             driver.reconcile(cluster)
             driver.remove_workers(cluster, sorted(gone))
 
@@ -869,7 +906,8 @@ class LcmHooks:
         workers = [n.name for n in cluster.workers if n.name in healed]
         # A healed LB needs nothing here: heal_end sets the new VM up.
         with self._pool_factory() as pool:
-            driver = self._driver(context, vnf_instance, spec, pool)
+            driver = self._driver(context, vnf_instance, spec, pool,
+                                  'heal_start')
             driver.reconcile(cluster, exclude=masters)
             if workers:
                 cluster = driver.remove_workers(cluster, workers)
@@ -880,13 +918,15 @@ class LcmHooks:
                  grant_request, **kwargs):
         spec = self._spec(context, vnf_instance, request, 'heal')
         if not getattr(request, 'vnfc_instance_id', None):
-            self._instantiate(context, vnf_instance, request, spec)
+            self._instantiate(context, vnf_instance, request, spec,
+                              'heal_end')
             return
         cluster, records = self._vms(context, vnf_instance, request, spec)
         master_names = {n.name for n in cluster.masters}
         lb = cluster.external_lb
         with self._pool_factory() as pool:
-            driver = self._driver(context, vnf_instance, spec, pool)
+            driver = self._driver(context, vnf_instance, spec, pool,
+                                  'heal_end')
             if lb is not None and lb.name in self._healed(
                     vnf_instance, request, records):
                 # First: the LB's old host key must go before any step

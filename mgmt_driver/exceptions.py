@@ -192,12 +192,13 @@ class PlaybookFailed(MgmtDriverRemoteCommandError):
     message = ('ansible-playbook %(playbook)s on %(host)s failed with exit '
                'code %(exit_code)s; failed hosts: %(failed)s; unreachable '
                'hosts: %(unreachable)s; errors: %(errors)s; output tail: '
-               '%(tail)s')
+               '%(tail)s%(log_text)s')
 
-    def __init__(self, playbook, result, recap, errors, tail):
+    def __init__(self, playbook, result, recap, errors, tail, log=None):
         self.playbook = playbook
         self.result = result
         self.recap = recap
+        self.log = log
         self.failed_hosts = sorted(
             h for h, c in recap.items() if c.get('failed'))
         self.unreachable_hosts = sorted(
@@ -206,7 +207,37 @@ class PlaybookFailed(MgmtDriverRemoteCommandError):
             playbook=playbook, host=result.host, exit_code=result.exit_code,
             failed=', '.join(self.failed_hosts) or 'none',
             unreachable=', '.join(self.unreachable_hosts) or 'none',
-            errors=' | '.join(errors) or 'none', tail=tail or '(no output)')
+            errors=' | '.join(errors) or 'none', tail=tail or '(no output)',
+            log_text='; its whole log on %s: %s' % (result.host, log)
+            if log else '')
+
+
+class PlaybookVanished(MgmtDriverRemoteCommandError):
+    """A detached playbook run ended without an exit status (its process
+    was killed, or the Ansible server restarted)."""
+
+    message = ('ansible-playbook %(playbook)s on %(host)s ended without an '
+               'exit status (its process was killed or the server '
+               'restarted); run the operation again; its log: %(log)s; '
+               'output tail: %(tail)s')
+
+
+class PlaybookTimedOut(MgmtDriverRemoteCommandTimeOut):
+    """A detached playbook run outlived its timeout and was stopped."""
+
+    message = ('ansible-playbook %(playbook)s on %(host)s ran longer than '
+               'its timeout of %(timeout)s s and was stopped there; its '
+               'log: %(log)s')
+
+
+class ClusterBusy(MgmtDriverOtherError):
+    """Another playbook run holds the cluster's lock on the Ansible
+    server."""
+
+    message = ('Another playbook run holds this cluster\'s lock on the '
+               'Ansible server %(host)s: %(holder)s; its log: %(log)s. '
+               'Wait for it to end (kubespray-mgmt logs --follow shows '
+               'it) and run the operation again')
 
 
 class KubesprayCheckoutUnsupported(MgmtDriverOtherError):

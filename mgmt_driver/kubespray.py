@@ -10,10 +10,13 @@
 * :class:`Runner`: ``ansible-playbook`` with the checkout as working
   directory, ``-i <inventory file>``, ``-e @<file>`` only (``-e k=v``
   turns booleans into strings), ``--become``, forks and a timeout that
-  grows with the node count; progress lines go to the log, PLAY RECAP is
-  parsed, and a failure raises :class:`~mgmt_driver.exceptions.PlaybookFailed`
-  naming the failed hosts.  No PTY is ever requested and no prompt is
-  answered: confirmations are switched off through vars files.
+  grows with the node count.  Each run is detached on the Ansible server
+  (:mod:`mgmt_driver.detached`: it survives a lost connection, one run
+  per cluster at a time, its whole log kept there); progress lines go to
+  the log, PLAY RECAP is parsed, and a failure raises
+  :class:`~mgmt_driver.exceptions.PlaybookFailed` naming the failed hosts
+  and the log.  No PTY is ever requested and no prompt is answered:
+  confirmations are switched off through vars files.
 
 Inputs are plain values (paths, host names, rendered documents), so the
 module does not depend on the request model.
@@ -28,7 +31,9 @@ import yaml
 from oslo_log import log as logging
 
 from mgmt_driver import conf as kconf
+from mgmt_driver import detached
 from mgmt_driver import exceptions
+from mgmt_driver import ssh
 
 LOG = logging.getLogger(__name__)
 
@@ -46,9 +51,6 @@ RESET_VARS_FILE = 'reset-vars.yaml'
 _HOST_NAME = re.compile(r'^[A-Za-z0-9][A-Za-z0-9._-]{0,252}$')
 # Patterns that are valid names but would match every host.
 _WIDE_PATTERNS = frozenset({'all', 'localhost', 'ungrouped'})
-
-
-_ENSURE_DIR = 'mkdir -p -m 0700 -- "$1" && chmod 0700 -- "$1"'
 
 
 def _unsafe(path, reason):
@@ -114,11 +116,17 @@ class Workspace:
         """Create the directory (mode 0700) or reuse it: one command.
 
         A directory that already exists is kept with its files, so a
-        retried instantiate converges instead of failing.
+        retried instantiate converges instead of failing.  The same
+        command peeks at the run lock (:mod:`mgmt_driver.detached`).
+
+        :returns: the ``detached.RunInfo`` of the playbook run holding
+            the cluster's lock, or None.
         """
         # chmod as well: a directory that already existed may be wider.
-        self.conn.run(['sh', '-c', _ENSURE_DIR, 'sh', self.path])
+        result = self.conn.run(['sh', '-c', detached.ENSURE_SCRIPT, 'sh',
+                                self.path])
         LOG.debug('Workspace %s ready on %s', self.path, self.conn.host)
+        return detached.busy_holder(result.stdout)
 
     def upload(self, documents, mode=0o600):
         """Write each document atomically into the workspace.
@@ -152,11 +160,16 @@ class Workspace:
             self._made_dirs |= missing
 
     def remove(self):
-        """Delete the workspace and everything in it: one command.
+        """Stop the playbook run holding the lock, if any, and delete the
+        workspace and everything in it: one command.
 
         Deleting a workspace that is already gone succeeds.
         """
-        self.conn.run(['rm', '-rf', '--', self.path])
+        result = self.conn.run(['sh', '-c', detached.REMOVE_SCRIPT, 'sh',
+                                self.path])
+        if 'KR:STOPPED:' in result.stdout:
+            LOG.warning('Stopped the playbook run still running in %s on '
+                        '%s', self.path, self.conn.host)
         self._made_dirs.clear()
         LOG.info('Removed workspace %s on %s', self.path, self.conn.host)
 
@@ -378,12 +391,14 @@ def _error_lines(result, keep=5, width=300):
 
 
 def _output_tail(result, lines=15):
-    # The recap is reported on its own; the lines before it say why.
+    # The recap is reported on its own; the lines before it say why, and
+    # what follows it is stderr (a detached run's log has both).
     # Lines are cut: the output comes from a host we do not trust.
-    stdout = result.stdout.split('\nPLAY RECAP', 1)[0]
-    kept = [line for line in stdout.splitlines() if line.strip()][-lines:]
-    kept += [line for line in result.stderr.splitlines()
-             if line.strip()][-5:]
+    before, _, after = result.stdout.partition('\nPLAY RECAP')
+    kept = [line for line in before.splitlines() if line.strip()][-lines:]
+    after = after.splitlines()[1:]
+    kept += [line for line in after + result.stderr.splitlines()
+             if line.strip() and not recap_entry(line)][-5:]
     return '\n'.join(exceptions.clip(line) for line in kept)
 
 
@@ -422,12 +437,16 @@ class PlaybookSettings:
     :param forks: ``--forks``.
     :param ansible_playbook: the command on the Ansible server (a path
         into a virtualenv works).
+    :param keep_logs: run logs kept in the workspace.
+    :param lock_wait: seconds to wait for another run of the cluster.
     """
 
     timeout_base: int = 1800
     timeout_per_node: int = 600
     forks: int = 10
     ansible_playbook: str = 'ansible-playbook'
+    keep_logs: int = 30
+    lock_wait: int = 0
 
     @classmethod
     def from_conf(cls, conf=None, forks=None, ansible_playbook=None):
@@ -442,7 +461,9 @@ class PlaybookSettings:
                    timeout_per_node=group.playbook_timeout_per_node,
                    forks=forks or group.ansible_forks,
                    ansible_playbook=ansible_playbook or
-                   group.ansible_playbook_command)
+                   group.ansible_playbook_command,
+                   keep_logs=group.playbook_logs_keep,
+                   lock_wait=group.playbook_lock_wait)
 
     def timeout_for(self, node_count):
         """``timeout_base + timeout_per_node * node_count`` seconds."""
@@ -458,19 +479,18 @@ class PlaybookRun:
     :param recap: see :func:`parse_recap`.
     :param result: the ``CommandResult``.
     :param seconds: wall time of the ``ansible-playbook`` command.
+    :param log: its whole log on the Ansible server.
     """
 
     playbook: str
     recap: dict
     result: object = dataclasses.field(repr=False)
     seconds: float = 0.0
+    log: str | None = None
 
 
-#: Environment of every run: plain lines, streamed as they come.
+#: Environment of every run: plain lines, written as they come.
 PLAYBOOK_ENV = {'ANSIBLE_NOCOLOR': '1', 'PYTHONUNBUFFERED': '1'}
-
-# Run "$@" in the directory "$1", so kubespray's ansible.cfg applies.
-_IN_DIR = 'cd -- "$1" && shift && exec "$@"'
 
 
 def _host_names(names, what):
@@ -499,12 +519,14 @@ class Runner:
         passed as ``-e @file`` to every run, in this order.
     :param settings: :class:`PlaybookSettings` (default: from conf).
     :param on_progress: called with every output line, or None.
+    :param operation: what runs the playbooks (a hook or command name:
+        lower-case letters, digits, ``_``); names their logs.
     """
 
     def __init__(self, conn, kubespray_root, layout, workspace,
                  inventory='hosts.yaml',
                  extra_vars_files=('cluster-vars.yaml',), settings=None,
-                 on_progress=None):
+                 on_progress=None, operation='operation'):
         self.conn = conn
         self.root = kubespray_root
         self.layout = layout
@@ -514,6 +536,7 @@ class Runner:
                                  for f in extra_vars_files]
         self.settings = settings or PlaybookSettings.from_conf()
         self.on_progress = on_progress
+        self.operation = operation
         #: Every finished run, failed ones included (``(playbook,
         #: seconds)``), so callers can tell playbook time from their own.
         self.timings = []
@@ -540,7 +563,11 @@ class Runner:
 
     def run_playbook(self, playbook, inventory_path, extra_vars_files=(),
                      limit=None, forks=None, timeout=None, become=True):
-        """Run *playbook* and return its :class:`PlaybookRun`.
+        """Run *playbook*, detached, and return its :class:`PlaybookRun`.
+
+        The run outlives a lost connection (see :mod:`mgmt_driver.detached`):
+        its output is followed as it comes and its whole log stays on the
+        Ansible server.
 
         :param playbook: path relative to the checkout.
         :param inventory_path: absolute inventory file path.
@@ -550,34 +577,44 @@ class Runner:
         :param timeout: seconds (default: ``timeout_for(0)``).
         :param become: add ``--become --become-user=root``.
         :raises PlaybookFailed: ansible-playbook exited non-zero.
-        :raises RemoteCommandTimedOut: the run took longer than
-            *timeout*; it was stopped on the Ansible server too.
+        :raises PlaybookVanished: its process ended without an exit status.
+        :raises PlaybookTimedOut: the run took longer than *timeout*; it
+            was stopped on the Ansible server too.
+        :raises ClusterBusy: another run holds the cluster's lock.
         """
-        argv = self.argv(playbook, inventory_path, extra_vars_files,
-                         limit, forks, become)
+        argv = ['env'] + ['%s=%s' % item for item in PLAYBOOK_ENV.items()] \
+            + self.argv(playbook, inventory_path, extra_vars_files, limit,
+                        forks, become)
         timeout = timeout or self.timeout_for(0)
         LOG.info('Running %s on %s (timeout %d s)', playbook,
                  self.conn.host, timeout)
+        runs = detached.DetachedRuns(
+            self.conn, self.workspace.path, self.settings.keep_logs,
+            self.settings.lock_wait)
         started = time.monotonic()
         try:
-            # Playbook logs are legitimately long: keep their end (the
-            # recap and the last errors) rather than fail a good run.
-            result = self.conn.run(
-                ['sh', '-c', _IN_DIR, 'sh', self.root] + argv,
-                timeout=timeout, check=False, env=PLAYBOOK_ENV,
-                on_line=_Progress(self.conn.host, playbook,
-                                  self.on_progress), keep_tail=True)
+            outcome = runs.run(self.root, argv, self.operation, playbook,
+                               timeout, _Progress(self.conn.host, playbook,
+                                                  self.on_progress))
         finally:
             seconds = time.monotonic() - started
             self.timings.append((playbook, seconds))
+        result = ssh.CommandResult(self.conn.host, ssh.display_command(argv),
+                                   outcome.tail, '',
+                                   -1 if outcome.exit_code is None
+                                   else outcome.exit_code)
         recap = parse_recap(result.stdout)
+        if outcome.exit_code is None:
+            raise exceptions.PlaybookVanished(
+                playbook=playbook, host=self.conn.host, log=outcome.log,
+                tail=_output_tail(result) or '(no output)')
         if result.failed:
             raise exceptions.PlaybookFailed(
                 playbook, result, recap, _error_lines(result),
-                _output_tail(result))
-        LOG.info('%s finished on %s for %d host(s)', playbook,
-                 self.conn.host, len(recap))
-        return PlaybookRun(playbook, recap, result, seconds)
+                _output_tail(result), log=outcome.log)
+        LOG.info('%s finished on %s for %d host(s); its log: %s', playbook,
+                 self.conn.host, len(recap), outcome.log)
+        return PlaybookRun(playbook, recap, result, seconds, outcome.log)
 
     def _run(self, playbook, node_count, limit=None, vars_files=()):
         return self.run_playbook(

@@ -14,6 +14,7 @@ import contextlib
 import dataclasses
 import json
 
+from mgmt_driver import detached
 from mgmt_driver import records
 from mgmt_driver import ssh
 
@@ -32,6 +33,11 @@ _PLACEHOLDER_SECRET = json.dumps({'data': {
 def _answer(command):
     if 'KS:MISSING' in command:
         return _LAYOUT
+    if 'start a detached ansible-playbook run' in command:
+        return 'KR:STARTED:20000101T000000Z-dry_run-playbook:1\n'
+    if 'the exit status and the end of a detached run' in command:
+        return 'KR:RC:0\nKR:TAIL\n'
+
     if ' get secret ' in command:
         return _PLACEHOLDER_SECRET
     if ' get node ' in command:
@@ -64,6 +70,13 @@ class PlanConnection:
     def run(self, command, timeout=None, check=True, env=None, stdin=None,
             on_line=None, keep_tail=False):
         text = ssh.display_command(command, env)
+        shown = detached.plan_text(command)
+        if shown is not False:
+            # A detached playbook run: its start, in words; following it
+            # and reading its end are not shown.
+            if shown is not None:
+                self._steps.append(Step(self.host, 'run', shown))
+            return ssh.CommandResult(self.host, text, _answer(text), '', 0)
         self._steps.append(Step(self.host, 'run', text))
         return ssh.CommandResult(self.host, text, _answer(text), '', 0)
 

@@ -17,6 +17,23 @@ from mgmt_driver import registry
 from mgmt_driver import ssh
 
 
+_DETACHED_SCRIPTS = (('start a detached ansible-playbook run', 'start'),
+                     ('follow a detached playbook run', 'follow'),
+                     ('the exit status and the end of a detached', 'end'),
+                     ('stop a detached playbook run', 'stop'))
+
+
+def detached_call(command):
+    """'start', 'follow', 'end' or 'stop' for the scripts of
+    ``mgmt_driver.detached``, else None."""
+    if not isinstance(command, list) or command[:2] != ['sh', '-c']:
+        return None
+    for marker, kind in _DETACHED_SCRIPTS:
+        if marker in command[2].split('\n', 1)[0]:
+            return kind
+    return None
+
+
 class FakeConnection:
     def __init__(self, host, port=22, username='user'):
         self.host = host
@@ -27,6 +44,8 @@ class FakeConnection:
         self.modes = {}
         self._rules = []
         self.closed = False
+        #: ``{stem: answer}`` of each detached playbook run started.
+        self.detached_runs = {}
 
     def script(self, pattern, stdout='', stderr='', exit_code=0,
                timeout=False, times=None, first=False):
@@ -56,6 +75,9 @@ class FakeConnection:
 
     def run(self, command, timeout=None, check=True, env=None, stdin=None,
             on_line=None, keep_tail=False):
+        kind = detached_call(command)
+        if kind:
+            return self._detached(kind, command, on_line)
         text = ssh.display_command(command, env)
         self.calls.append(('run', text))
         rule = self._match(text) or {'stdout': '', 'stderr': '',
@@ -72,6 +94,47 @@ class FakeConnection:
         if check and not result.ok:
             raise exceptions.RemoteCommandFailed(result)
         return result
+
+    def _detached(self, kind, command, on_line):
+        """A detached playbook run (``mgmt_driver.detached``) that ends
+        as the first rule matching ``detached in <root>: <argv>`` says.
+
+        Only the start is in :attr:`commands`; following the log, reading
+        its end and stopping the run are in :attr:`calls` as
+        ``('follow'|'end'|'stop', stem)``.
+        """
+        args = command[4:]
+        if kind != 'start':
+            self.calls.append((kind, args[1]))
+            run = self.detached_runs[args[1]]
+            if kind == 'follow':
+                if run['timeout']:
+                    raise exceptions.RemoteCommandTimedOut(
+                        ssh.CommandResult(self.host, 'tail', '', '', -1), 1)
+                for line in run['stdout'].splitlines():
+                    if on_line:
+                        on_line(line)
+                return ssh.CommandResult(self.host, 'tail', '', '', 0)
+            if kind == 'end':
+                head = 'KR:RUNNING' if run['timeout'] else \
+                    'KR:RC:%d' % run['exit_code']
+                return ssh.CommandResult(
+                    self.host, 'end', '%s\nKR:TAIL\n%s' % (
+                        head, run['stdout']), '', 0)
+            return ssh.CommandResult(self.host, 'stop', '', '', 0)
+        root, operation, book, argv = args[1], args[2], args[3], args[8:]
+        text = 'detached in %s: %s' % (root, ssh.display_command(argv))
+        self.calls.append(('run', text))
+        rule = self._match(text) or {'stdout': '', 'stderr': '',
+                                     'exit_code': 0, 'timeout': False}
+        stem = '20260101T%06dZ-%s-%s' % (len(self.detached_runs), operation,
+                                         book)
+        # The run's stderr goes to its log too.
+        self.detached_runs[stem] = dict(
+            rule, text=text, limit=int(args[5]),
+            stdout=rule['stdout'] + rule['stderr'])
+        return ssh.CommandResult(self.host, 'start',
+                                 'KR:STARTED:%s:4242\n' % stem, '', 0)
 
     def write_file(self, path, content, mode=0o600):
         self.calls.append(('write_file', path))

@@ -245,8 +245,9 @@ def test_terminate_end_unregisters_and_removes_workspace(conf):
     h.hooks.terminate_end(None, h.instance(extra), None, None, None)
     assert h.registry.calls == [('register', 'kubernetes_vim_simple'),
                                 ('unregister', 'kubernetes_vim_simple')]
-    assert any(c.startswith('rm -rf -- /home/ubuntu/kubespray/inventory/'
-                            'mycluster/inst-1') for c in h.ansible.commands)
+    assert any('rm -rf -- "$1"' in c and c.endswith(
+        ' sh /home/ubuntu/kubespray/inventory/mycluster/inst-1')
+        for c in h.ansible.commands)
     assert h.playbooks() == ['cluster.yml']
 
 

@@ -8,16 +8,18 @@ import yaml
 from oslo_config import cfg
 
 from mgmt_driver import conf as kconf
+from mgmt_driver import detached
 from mgmt_driver import exceptions
 from mgmt_driver import kubespray
 from mgmt_driver import ssh
+from tests import fakes
 from tests.fakes import FakeConnection
 from tests.fakes import joined
 
 ROOT = '/opt/kubespray'
 WS = '/var/lib/kubespray-mgmt/vnf-1'
 ENV = 'env ANSIBLE_NOCOLOR=1 PYTHONUNBUFFERED=1 '
-IN_ROOT = ENV + "sh -c 'cd -- \"$1\" && shift && exec \"$@\"' sh " + ROOT
+IN_ROOT = 'detached in %s: %s' % (ROOT, ENV.rstrip())
 NEW = kubespray.Layout('playbooks/facts.yml', True, 'v2.24.0')
 OLD = kubespray.Layout('facts.yml', False, None)
 SETTINGS = kubespray.PlaybookSettings(timeout_base=1000,
@@ -33,7 +35,11 @@ class RecordingConnection(FakeConnection):
 
     def run(self, command, timeout=None, check=True, env=None, stdin=None,
             on_line=None, keep_tail=False):
-        self.timeouts.append(timeout)
+        kind = fakes.detached_call(command)
+        if kind is None:
+            self.timeouts.append(timeout)
+        elif kind == 'start':
+            self.timeouts.append(int(command[9]))  # the run's own limit
         return super().run(command, timeout, check, env, stdin, on_line,
                            keep_tail)
 
@@ -53,10 +59,11 @@ def playbook_command(tail):
 
 def test_ensure_creates_or_reuses_with_mode_0700_in_one_command():
     conn = FakeConnection('ansible')
-    kubespray.Workspace(conn, WS).ensure()
+    assert kubespray.Workspace(conn, WS).ensure() is None  # no run
     assert conn.commands == [
-        joined(['sh', '-c', 'mkdir -p -m 0700 -- "$1" && chmod 0700 -- "$1"',
-                'sh', WS])]
+        joined(['sh', '-c', detached.ENSURE_SCRIPT, 'sh', WS])]
+    assert 'mkdir -p -m 0700 -- "$1" && chmod 0700 -- "$1"' in \
+        detached.ENSURE_SCRIPT
 
 
 def test_workspace_path_is_normalised():
@@ -123,16 +130,17 @@ def test_unsafe_document_names_are_refused_before_any_write(name):
     assert conn.calls == [] and conn.files == {}
 
 
-def test_remove_deletes_the_workspace_in_one_command():
+def test_remove_stops_a_run_and_deletes_the_workspace_in_one_command():
     conn = FakeConnection('ansible')
     kubespray.Workspace(conn, WS).remove()
-    assert conn.commands == ['rm -rf -- ' + WS]
+    assert conn.commands == [
+        joined(['sh', '-c', detached.REMOVE_SCRIPT, 'sh', WS])]
 
 
 def test_workspace_path_with_spaces_is_quoted():
     conn = FakeConnection('ansible')
     kubespray.Workspace(conn, '/srv/k m/vnf 1').remove()
-    assert conn.commands == ["rm -rf -- '/srv/k m/vnf 1'"]
+    assert conn.commands[0].endswith(" sh '/srv/k m/vnf 1'")
 
 
 # -------------------------------------------------------------- layout --
@@ -329,8 +337,8 @@ def test_paths_with_spaces_stay_single_arguments():
                               settings=SETTINGS)
     runner.facts(1)
     assert conn.commands == [
-        ENV + "sh -c 'cd -- \"$1\" && shift && exec \"$@\"' sh "
-        "'/opt/kube spray' ansible-playbook -i '/srv/my ws/vnf/hosts.yaml' "
+        "detached in /opt/kube spray: " + ENV +
+        "ansible-playbook -i '/srv/my ws/vnf/hosts.yaml' "
         "-e '@/srv/my ws/vnf/cluster-vars.yaml' --become --become-user=root "
         "--forks 10 playbooks/facts.yml"]
 
@@ -384,7 +392,9 @@ def test_remove_reachable_nodes_new_layout():
         ('run', playbook_command(
             '-e @{ws}/cluster-vars.yaml -e @{ws}/remove-node-vars.yaml '
             '--become --become-user=root --forks 10 remove-node.yml'
-            .format(ws=WS)))]
+            .format(ws=WS))),
+        ('follow', '20260101T000000Z-operation-remove-node'),
+        ('end', '20260101T000000Z-operation-remove-node')]
     assert runner.conn.timeouts == [1200]
 
 
@@ -553,8 +563,11 @@ def test_timeout_propagates():
     runner = make_runner()
     runner.conn.script(r'cluster\.yml$', stdout='PLAY [x] ***\n',
                        timeout=True)
-    with pytest.raises(exceptions.RemoteCommandTimedOut):
+    with pytest.raises(exceptions.PlaybookTimedOut) as info:
         runner.cluster(1)
+    stem = '20260101T000000Z-operation-cluster'
+    assert ('stop', stem) in runner.conn.calls  # stopped there too
+    assert '%s/logs/%s.log' % (WS, stem) in str(info.value)
 
 
 def test_progress_gets_every_line_log_gets_plays_tasks_and_recap(caplog):

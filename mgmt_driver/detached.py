@@ -1,0 +1,550 @@
+"""Playbook runs that outlive the SSH connection that started them.
+
+A module of its own (not in DESIGN's list; it is the part of "runs
+playbooks on the Ansible server" that keeps a run alive): on real clouds
+``cluster.yml`` runs for up to an hour, longer than a conductor can be
+trusted to keep one SSH session open.  So each run is started on the
+Ansible server in a session of its own (``setsid``), writes its output to
+a log file in the instance's workspace and its exit status to a file
+beside it, and the driver follows the log.  A lost connection is then no
+longer a failure: the driver reconnects with backoff and reads on from
+the last line it had, until the run's deadline.
+
+Files in the workspace (mode 0600, directory ``logs/`` 0700)::
+
+    run.lock                     flock(1)ed by the running run, and only
+                                 by it: the kernel drops the lock when
+                                 its process ends, so a lock is never
+                                 stale, only its description may be
+    run.info                     the last run: id, stem, operation,
+                                 playbook, owner, started, pid
+    logs/<stem>.log              its whole output
+    logs/<stem>.rc               its exit status, once it ended
+    logs/<stem>.seen             a driver collected that exit status
+
+``<stem>`` is ``<UTC time>-<operation>-<playbook>``, e.g.
+``20261123T230501Z-instantiate_end-cluster``.  A run's *id* is a hash of
+its operation, its argv and every input file in the workspace, so a hook
+run again after its conductor died recognises its own playbook: still
+running, it is followed (not started twice); finished successfully and
+never collected, it is not run again.  Any other run holding the lock
+makes the new one wait (``playbook_lock_wait``) and then refuse.  Older
+logs are pruned (``playbook_logs_keep``).
+
+Every byte read back (markers, ``run.info``) is untrusted: lines are
+parsed strictly and cut, fields are checked before they are used in a
+command.
+"""
+
+import dataclasses
+import hashlib
+import math
+import re
+import os
+import socket
+import time
+
+from oslo_log import log as logging
+
+from mgmt_driver import exceptions
+from mgmt_driver import ssh
+
+LOG = logging.getLogger(__name__)
+
+LOG_DIR = 'logs'
+RUN_INFO = 'run.info'
+RUN_LOCK = 'run.lock'
+
+#: Bytes of a run's log read back to parse its recap and errors.
+TAIL_BYTES = 256 * 1024
+
+# Markers: "KR:<KIND>[:<value>]" lines.
+_MARKER = 'KR:'
+_INFO_KEYS = ('id', 'stem', 'operation', 'playbook', 'owner', 'started',
+              'pid')
+_STEM = re.compile(r'^[0-9]{8}T[0-9]{6}Z-[a-z0-9_]{1,40}-[A-Za-z0-9_.-]'
+                   r'{1,60}$')
+_TOKEN = re.compile(r'^[a-z0-9_]{1,40}$')
+_MAX_VALUE = 200
+
+# The run lock, peeked at while the workspace is made ready: one command.
+ENSURE_SCRIPT = '''\
+umask 077
+mkdir -p -m 0700 -- "$1" && chmod 0700 -- "$1" && cd -- "$1" || exit 1
+[ -f run.info ] || exit 0
+command -v flock >/dev/null 2>&1 || exit 0
+( flock -n 9 ) 9>>run.lock && exit 0
+echo KR:BUSY
+head -c 4096 run.info | sed 's/^/KR:INFO:/'
+exit 0
+'''
+
+_START_SCRIPT = '''\
+# kubespray-mgmt: start a detached ansible-playbook run
+ws=$1 root=$2 op=$3 book=$4 key=$5 limit=$6 owner=$7 keep=$8
+shift 8
+umask 077
+cd -- "$ws" || exit 90
+for tool in flock setsid timeout tail sha256sum; do
+  command -v "$tool" >/dev/null 2>&1 || { echo "KR:MISSING:$tool"; exit 0; }
+done
+mkdir -p logs && chmod 0700 logs || exit 91
+inputs=$(find . -path ./logs -prune -o -type f ! -name 'run.*' -print |
+  LC_ALL=C sort | xargs -r -d '\\n' sha256sum -- | sha256sum | cut -c1-64)
+id="$key.$inputs"
+info_id() { sed -n 's/^id=//p' run.info 2>/dev/null | head -n 1; }
+exec 9>>run.lock
+if ! flock -w 5 9; then
+  if [ "$(info_id)" = "$id" ]; then echo KR:ATTACH; else echo KR:BUSY; fi
+  head -c 4096 run.info 2>/dev/null | sed 's/^/KR:INFO:/'
+  exit 0
+fi
+if [ -f run.info ]; then
+  head -c 4096 run.info | sed 's/^/KR:PREV:/'
+  prev=$(sed -n 's/^stem=//p' run.info | head -n 1)
+  case $prev in ''|*[!A-Za-z0-9_.-]*) prev= ;; esac
+  if [ -n "$prev" ] && [ -f "logs/$prev.rc" ]; then
+    rc=$(head -c 8 "logs/$prev.rc")
+    echo "KR:PREVRC:$rc"
+    if [ "$rc" = 0 ] && [ ! -e "logs/$prev.seen" ] &&
+       [ "$(info_id)" = "$id" ]; then
+      : > "logs/$prev.seen"
+      echo KR:DONE
+      exit 0
+    fi
+  elif [ -n "$prev" ] && [ ! -e "logs/$prev.seen" ]; then
+    echo KR:STALE
+  fi
+fi
+stem=$(date -u +%Y%m%dT%H%M%SZ)-$op-$book
+while [ -e "logs/$stem.log" ]; do
+  sleep 1; stem=$(date -u +%Y%m%dT%H%M%SZ)-$op-$book
+done
+: > "logs/$stem.log"
+printf 'id=%s\\nstem=%s\\noperation=%s\\nplaybook=%s\\nowner=%s\\n' \\
+  "$id" "$stem" "$op" "$book" "$owner" > run.info.tmp
+printf 'started=%s\\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" >> run.info.tmp
+setsid sh -c '
+rc=$1 root=$2 limit=$3; shift 3
+cd -- "$root" && timeout -k 30 "$limit" "$@" 9>&-
+echo "$?" > "$rc.tmp" && mv -f -- "$rc.tmp" "$rc"
+' sh "$ws/logs/$stem.rc" "$root" "$limit" "$@" \\
+  < /dev/null >> "logs/$stem.log" 2>&1 &
+echo "pid=$!" >> run.info.tmp && mv -f run.info.tmp run.info
+echo "KR:STARTED:$stem:$!"
+ls -1 logs | sed -n 's/[.]log$//p' | LC_ALL=C sort -r |
+  tail -n "+$((keep + 1))" | while IFS= read -r old; do
+    rm -f -- "logs/$old.log" "logs/$old.rc" "logs/$old.seen"
+  done
+exit 0
+'''
+
+_FOLLOW_SCRIPT = '''\
+# kubespray-mgmt: follow a detached playbook run from line $3
+cd -- "$1" && [ -f "logs/$2.log" ] || exit 93
+if [ -f "logs/$2.rc" ] || ! kill -0 "$4" 2>/dev/null; then
+  exec tail -n "+$3" -- "logs/$2.log"
+fi
+exec tail -n "+$3" -s 1 -f --pid="$4" -- "logs/$2.log"
+'''
+
+_END_SCRIPT = '''\
+# kubespray-mgmt: the exit status and the end of a detached run
+cd -- "$1" || exit 90
+if [ -f "logs/$2.rc" ]; then
+  echo "KR:RC:$(head -c 8 "logs/$2.rc")"
+  : > "logs/$2.seen"
+elif kill -0 "$3" 2>/dev/null; then
+  echo KR:RUNNING
+else
+  echo KR:GONE
+fi
+echo KR:TAIL
+tail -c "$4" -- "logs/$2.log" 2>/dev/null
+exit 0
+'''
+
+_STOP_SCRIPT = '''\
+# kubespray-mgmt: stop a detached playbook run (its whole session)
+cd -- "$1" || exit 0
+[ -f "logs/$2.rc" ] && exit 0
+grep -qx "pid=$3" run.info || exit 0
+pkill -TERM -s "$3" || kill -TERM -- "-$3"
+sleep 5
+pkill -KILL -s "$3" || kill -KILL -- "-$3"
+exit 0
+'''
+
+#: Delete a workspace, first stopping the run that holds its lock.
+REMOVE_SCRIPT = '''\
+# kubespray-mgmt: stop the run holding the lock, delete the workspace
+if [ -f "$1/run.info" ] && command -v flock >/dev/null 2>&1 &&
+   ! ( flock -n 9 ) 9>>"$1/run.lock"; then
+  pid=$(sed -n 's/^pid=\\([0-9][0-9]*\\)$/\\1/p' "$1/run.info" | head -n 1)
+  if [ -n "$pid" ]; then
+    pkill -KILL -s "$pid" || kill -KILL -- "-$pid"
+    echo "KR:STOPPED:$pid"
+  fi
+fi 2>/dev/null
+rm -rf -- "$1"
+'''
+
+
+@dataclasses.dataclass(frozen=True)
+class RunInfo:
+    """What ``run.info`` says of a run (untrusted: checked fields).
+
+    :param stem: ``<time>-<operation>-<playbook>``, or None.
+    :param pid: the run's process (session) id on the Ansible server.
+    """
+
+    id: str = ''
+    stem: str | None = None
+    operation: str = '?'
+    playbook: str = '?'
+    owner: str = '?'
+    started: str = '?'
+    pid: int | None = None
+
+    @classmethod
+    def parse(cls, lines):
+        """The info from ``key=value`` lines; malformed values dropped."""
+        values = {}
+        for line in lines:
+            key, sep, value = line.partition('=')
+            if sep and key in _INFO_KEYS and key not in values:
+                values[key] = ''.join(
+                    ch for ch in value[:_MAX_VALUE] if ch.isprintable())
+        pid = values.pop('pid', '')
+        stem = values.pop('stem', '')
+        return cls(pid=int(pid) if pid.isdigit() and len(pid) < 10
+                   else None,
+                   stem=stem if _STEM.match(stem) else None,
+                   **values)
+
+    def describe(self):
+        return '%s of %s, started %s by %s (pid %s)' % (
+            self.playbook, self.operation, self.started, self.owner,
+            self.pid if self.pid is not None else 'unknown')
+
+
+def log_path(workspace_path, stem):
+    """The log file of run *stem* in the workspace."""
+    return '%s/%s/%s.log' % (workspace_path, LOG_DIR, stem)
+
+
+def _markers(stdout):
+    """``[(kind, value)]`` of the marker lines of *stdout*."""
+    found = []
+    for line in stdout.splitlines():
+        if line.startswith(_MARKER):
+            kind, _, value = line[len(_MARKER):].partition(':')
+            found.append((kind, value.rstrip('\r')))
+    return found
+
+
+def busy_holder(stdout):
+    """The :class:`RunInfo` of the run holding the lock, or None, from
+    the output of :data:`ENSURE_SCRIPT`."""
+    found = _markers(stdout)
+    if ('BUSY', '') not in found:
+        return None
+    return RunInfo.parse(v for k, v in found if k == 'INFO')
+
+
+def wait_while_busy(peek, accept, lock_wait, host, workspace_path,
+                    progress=None, sleep=time.sleep, clock=time.monotonic,
+                    poll=5.0):
+    """Call *peek* until no other run holds the cluster's lock.
+
+    :param peek: returns the :class:`RunInfo` of the run holding the
+        lock, or None when it is free (it may act when free).
+    :param accept: ``(RunInfo)`` -> True when that run is no obstacle
+        (e.g. the same operation's).
+    :param lock_wait: seconds to wait at most.
+    :param progress: called with a line each time it waits.
+    :returns: what *peek* returned last.
+    :raises ClusterBusy: still held after *lock_wait* seconds.
+    """
+    began = clock()
+    while True:
+        holder = peek()
+        if holder is None or accept(holder):
+            return holder
+        log = log_path(workspace_path, holder.stem) if holder.stem \
+            else '(unknown)'
+        if clock() - began >= lock_wait:
+            raise exceptions.ClusterBusy(host=host, holder=holder.describe(),
+                                         log=log)
+        (progress or LOG.info)('waiting for the run holding the cluster\'s '
+                               'lock on %s to end: %s; its log: %s'
+                               % (host, holder.describe(), log))
+        sleep(poll)
+
+
+def plan_text(command):
+    """How a dry run shows *command* if it is one of this module's:
+    the start as ``(detached, log in WS/logs/) cd ROOT && ARGV`` (ending
+    with the playbook), the workspace's removal as ``rm -rf -- WS``,
+    following and ending a run as None (not shown); other commands as
+    False."""
+    if not (isinstance(command, list) and command[:2] == ['sh', '-c']):
+        return False
+    first = command[2].split('\n', 1)[0]
+    if first.startswith('# kubespray-mgmt: start a detached'):
+        ws, root, argv = command[4], command[5], command[12:]
+        return '(detached, log in %s/%s/) cd %s && %s' % (
+            ws, LOG_DIR, ssh.quote(root), ssh.display_command(argv))
+    if first.startswith('# kubespray-mgmt: stop the run holding'):
+        return 'rm -rf -- %s  # after stopping its playbook run, if any' % (
+            ssh.quote(command[4]))
+    if first.startswith('# kubespray-mgmt: '):
+        return None
+    return False
+
+
+def owner():
+    """Who starts a run: this host and process, for the lock's record."""
+    text = '%s:%d' % (socket.gethostname(), os.getpid())
+    return re.sub(r'[^A-Za-z0-9_.:-]', '_', text)[:64]
+
+
+def _token(value, what):
+    if not _TOKEN.match(value):
+        raise exceptions.MgmtDriverParamInvalid(
+            param='%s %r (lower-case letters, digits and "_")' % (what,
+                                                                   value))
+    return value
+
+
+@dataclasses.dataclass
+class Outcome:
+    """How a detached run ended.
+
+    :param exit_code: its exit status, or None when its process ended
+        without one (killed, server restarted).
+    :param tail: the end of its log (``TAIL_BYTES`` at most).
+    :param log: the log file on the Ansible server.
+    :param reused: it had already finished successfully (a hook run
+        again after its conductor died): not run again.
+    """
+
+    exit_code: int | None
+    tail: str
+    log: str
+    reused: bool = False
+
+
+class DetachedRuns:
+    """Starts and follows playbook runs in one workspace.
+
+    :param conn: an ``ssh.Connection`` to the Ansible server.
+    :param workspace_path: the instance's workspace (absolute, checked).
+    :param keep_logs: how many run logs to keep.
+    :param lock_wait: seconds to wait for another run to end.
+    :param sleep: the sleep function (tests).
+    :param clock: a monotonic clock (tests).
+    """
+
+    #: Longest pause between two reconnection attempts.
+    max_backoff = 30.0
+    #: Seconds between two looks at a run holding the lock.
+    poll_interval = 5.0
+
+    def __init__(self, conn, workspace_path, keep_logs=30, lock_wait=0,
+                 sleep=time.sleep, clock=time.monotonic):
+        self.conn = conn
+        self.workspace = workspace_path
+        self.keep_logs = int(keep_logs)
+        self.lock_wait = lock_wait
+        self._sleep = sleep
+        self._clock = clock
+
+    def run(self, root, argv, operation, playbook, timeout, on_line=None):
+        """Run *argv* in *root*, detached, and follow it to its end.
+
+        :param operation: the hook or command (``scale_end``): names the
+            log and is part of the run's id.
+        :param playbook: the playbook, for the log's name and messages.
+        :param timeout: seconds; the run is stopped on the Ansible server
+            when it takes longer.
+        :param on_line: called with each output line as it comes.
+        :returns: an :class:`Outcome`.
+        :raises ClusterBusy: another run held the lock past
+            ``lock_wait``.
+        :raises PlaybookTimedOut: the run outlived *timeout*.
+        """
+        deadline = self._clock() + timeout
+        started = self._start(root, argv, _token(operation, 'operation'),
+                              playbook, timeout, deadline)
+        if isinstance(started, Outcome):
+            return started
+        stem, pid = started
+        lines = 0
+        while True:
+            lines, timed_out = self._follow(stem, pid, deadline, on_line,
+                                            lines + 1)
+            outcome = self._end(stem, pid, deadline)
+            if outcome is not None:
+                return outcome
+            if timed_out or self._clock() >= deadline:
+                self._stop(stem, pid)
+                raise exceptions.PlaybookTimedOut(
+                    playbook=playbook, host=self.conn.host, timeout=timeout,
+                    log=log_path(self.workspace, stem))
+
+    # Starting.
+
+    def _start(self, root, argv, operation, playbook, timeout, deadline):
+        book = re.sub(r'[^A-Za-z0-9_.-]', '_',
+                      playbook.rsplit('/', 1)[-1])
+        book = book[:-4] if book.endswith('.yml') else book
+        key = hashlib.sha256('\0'.join(
+            [operation] + list(argv)).encode('utf-8')).hexdigest()[:32]
+        command = ['sh', '-c', _START_SCRIPT, 'sh', self.workspace, root,
+                   operation, book[:60], key,
+                   str(math.ceil(timeout)), owner(), str(self.keep_logs)]
+        answers = []
+
+        def attempt():
+            found = _markers(self._retrying(
+                lambda: self.conn.run(command + list(argv)).stdout,
+                deadline, 'start ' + playbook))
+            if ('BUSY', '') in found:
+                return RunInfo.parse(v for k, v in found if k == 'INFO')
+            answers.append(found)
+            return None
+
+        wait_while_busy(attempt, lambda holder: False, self.lock_wait,
+                        self.conn.host, self.workspace, sleep=self._sleep,
+                        clock=self._clock, poll=self.poll_interval)
+        found = answers[-1]
+        kinds = dict(found)
+        info = RunInfo.parse(v for k, v in found if k == 'INFO')
+        prev = RunInfo.parse(v for k, v in found if k == 'PREV')
+        if 'MISSING' in kinds:
+            raise exceptions.RemoteFileError(
+                action='start a detached run in', path=self.workspace,
+                host=self.conn.host,
+                reason='%s is not installed on the Ansible server '
+                       '(coreutils and util-linux are needed)'
+                       % kinds['MISSING'][:40])
+        if 'DONE' in kinds and prev.stem:
+            return self._reuse(prev, playbook)
+        if 'ATTACH' in kinds and info.stem and info.pid:
+            LOG.warning('%s is already running on %s for the same '
+                        'operation and inputs (%s): following it instead '
+                        'of starting it again; its log: %s', playbook,
+                        self.conn.host, info.describe(),
+                        log_path(self.workspace, info.stem))
+            return info.stem, info.pid
+        return self._started(kinds, prev, playbook)
+
+    def _started(self, kinds, prev, playbook):
+        stem, _, pid = kinds.get('STARTED', '').partition(':')
+        if not (_STEM.match(stem) and pid.isdigit() and len(pid) < 10):
+            raise exceptions.RemoteDataInvalid(
+                what='answer to starting %s' % playbook,
+                host=self.conn.host,
+                problem='it names no valid run and pid (%r)'
+                        % kinds.get('STARTED', '')[:80])
+        if 'STALE' in kinds:
+            LOG.warning('Recovered the lock of an earlier run on %s whose '
+                        'process is gone without an exit status (%s); its '
+                        'log: %s', self.conn.host, prev.describe(),
+                        log_path(self.workspace, prev.stem))
+        elif 'PREVRC' in kinds and kinds['PREVRC'] != '0' and prev.stem:
+            LOG.info('The previous run on %s (%s) had ended with exit '
+                     'status %s', self.conn.host, prev.describe(),
+                     kinds['PREVRC'][:8])
+        LOG.info('%s started on %s, detached (pid %s); its log: %s',
+                 playbook, self.conn.host, pid,
+                 log_path(self.workspace, stem))
+        return stem, int(pid)
+
+    def _reuse(self, prev, playbook):
+        log = log_path(self.workspace, prev.stem)
+        LOG.warning('%s already ran to its end on %s with these inputs '
+                    'while no driver was following it (%s): not running '
+                    'it again; its log: %s', playbook, self.conn.host,
+                    prev.describe(), log)
+        tail = self.conn.run(['tail', '-c', str(TAIL_BYTES), '--', log],
+                             check=False, keep_tail=True).stdout
+        return Outcome(0, tail, log, reused=True)
+
+    # Following.
+
+    def _retrying(self, call, deadline, what):
+        """*call*, again after a lost connection, until *deadline*."""
+        attempt = 0
+        while True:
+            try:
+                return call()
+            except exceptions.SSHConnectError as exc:
+                attempt += 1
+                pause = min(self.max_backoff, 2.0 ** (attempt - 1))
+                if self._clock() + pause >= deadline:
+                    raise
+                LOG.warning('Lost the connection to %s (%s) during "%s"; '
+                            'the playbook goes on there. Reconnecting in '
+                            '%.0f s (attempt %d)', self.conn.host, exc,
+                            what, pause, attempt)
+                self.conn.close()
+                self._sleep(pause)
+
+    def _follow(self, stem, pid, deadline, on_line, first_line):
+        """Stream the log from *first_line* until the run's process ends.
+
+        :returns: ``(lines read in all, whether the deadline came)``.
+        """
+        seen = [first_line - 1]
+
+        def count(line):
+            seen[0] += 1
+            if on_line is not None:
+                on_line(line)
+
+        def once():
+            remaining = deadline - self._clock()
+            if remaining <= 0:
+                return True
+            self.conn.run(['sh', '-c', _FOLLOW_SCRIPT, 'sh',
+                           self.workspace, stem, str(seen[0] + 1),
+                           str(pid)], timeout=remaining, check=False,
+                          on_line=count, keep_tail=True)
+            return False
+
+        try:
+            return seen[0], self._retrying(once, deadline, 'follow ' + stem)
+        except exceptions.RemoteCommandTimedOut:
+            return seen[0], True
+
+    def _end(self, stem, pid, deadline):
+        """The :class:`Outcome`, or None while the run goes on."""
+        stdout = self._retrying(
+            lambda: self.conn.run(
+                ['sh', '-c', _END_SCRIPT, 'sh', self.workspace, stem,
+                 str(pid), str(TAIL_BYTES)], keep_tail=True).stdout,
+            deadline + 60, 'read the end of ' + stem)
+        head, _, tail = stdout.partition('\n%sTAIL\n' % _MARKER)
+        kinds = dict(_markers(head))
+        log = log_path(self.workspace, stem)
+        if 'RC' in kinds:
+            code = kinds['RC'].strip()
+            return Outcome(int(code) if code.isdigit() and len(code) < 6
+                           else 255, tail, log)
+        if 'GONE' in kinds:
+            return Outcome(None, tail, log)
+        return None
+
+    def _stop(self, stem, pid):
+        LOG.warning('Stopping the playbook run %s on %s (pid %s): past its '
+                    'deadline', stem, self.conn.host, pid)
+        try:
+            self.conn.run(['sh', '-c', _STOP_SCRIPT, 'sh', self.workspace,
+                           stem, str(pid)], check=False)
+        except (exceptions.MgmtDriverOtherError,
+                exceptions.MgmtDriverRemoteCommandError,
+                exceptions.MgmtDriverRemoteCommandTimeOut) as exc:
+            LOG.warning('Could not stop %s on %s: %s (its own timeout '
+                        'stops it)', stem, self.conn.host, exc)
