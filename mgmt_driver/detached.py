@@ -39,8 +39,8 @@ command.
 import dataclasses
 import hashlib
 import math
-import re
 import os
+import re
 import socket
 import time
 

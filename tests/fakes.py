@@ -16,7 +16,6 @@ from mgmt_driver import exceptions
 from mgmt_driver import registry
 from mgmt_driver import ssh
 
-
 _DETACHED_SCRIPTS = (('start a detached ansible-playbook run', 'start'),
                      ('follow a detached playbook run', 'follow'),
                      ('the exit status and the end of a detached', 'end'),
