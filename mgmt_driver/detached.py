@@ -55,6 +55,9 @@ LOG_DIR = 'logs'
 RUN_INFO = 'run.info'
 RUN_LOCK = 'run.lock'
 
+#: Exit statuses of timeout(1) when it stopped the command.
+_TIMEOUT_CODES = (124, 137)
+
 #: Bytes of a run's log read back to parse its recap and errors.
 TAIL_BYTES = 256 * 1024
 
@@ -84,7 +87,7 @@ _START_SCRIPT = '''\
 ws=$1 root=$2 op=$3 book=$4 key=$5 limit=$6 owner=$7 keep=$8
 shift 8
 umask 077
-cd -- "$ws" || exit 90
+mkdir -p -m 0700 -- "$ws" && cd -- "$ws" || exit 90
 for tool in flock setsid timeout tail sha256sum; do
   command -v "$tool" >/dev/null 2>&1 || { echo "KR:MISSING:$tool"; exit 0; }
 done
@@ -94,7 +97,7 @@ inputs=$(find . -path ./logs -prune -o -type f ! -name 'run.*' -print |
 id="$key.$inputs"
 info_id() { sed -n 's/^id=//p' run.info 2>/dev/null | head -n 1; }
 exec 9>>run.lock
-if ! flock -w 5 9; then
+if ! flock -w 1 9; then
   if [ "$(info_id)" = "$id" ]; then echo KR:ATTACH; else echo KR:BUSY; fi
   head -c 4096 run.info 2>/dev/null | sed 's/^/KR:INFO:/'
   exit 0
@@ -346,6 +349,8 @@ class DetachedRuns:
     :param clock: a monotonic clock (tests).
     """
 
+    #: Seconds past a run's timeout before the driver stops it itself.
+    grace = 15.0
     #: Longest pause between two reconnection attempts.
     max_backoff = 30.0
     #: Seconds between two looks at a run holding the lock.
@@ -374,7 +379,10 @@ class DetachedRuns:
             ``lock_wait``.
         :raises PlaybookTimedOut: the run outlived *timeout*.
         """
-        deadline = self._clock() + timeout
+        began = self._clock()
+        # The run's own timeout(1) normally stops it first, and its exit
+        # status says so; the grace covers a run that outlives even that.
+        deadline = began + timeout + self.grace
         started = self._start(root, argv, _token(operation, 'operation'),
                               playbook, timeout, deadline)
         if isinstance(started, Outcome):
@@ -385,9 +393,12 @@ class DetachedRuns:
             lines, timed_out = self._follow(stem, pid, deadline, on_line,
                                             lines + 1)
             outcome = self._end(stem, pid, deadline)
-            if outcome is not None:
+            if outcome is not None and not (
+                    outcome.exit_code in _TIMEOUT_CODES and
+                    self._clock() - began >= timeout - 1):
                 return outcome
-            if timed_out or self._clock() >= deadline:
+            if outcome is not None or timed_out or \
+                    self._clock() >= deadline:
                 self._stop(stem, pid)
                 raise exceptions.PlaybookTimedOut(
                     playbook=playbook, host=self.conn.host, timeout=timeout,

@@ -1,0 +1,325 @@
+"""Detached playbook runs (mgmt_driver.detached) against a real sshd.
+
+The playbook is a stand-in ``ansible-playbook`` that records each start,
+prints a play and then waits while a gate file exists, so a test decides
+when a run ends.  The runs really are detached on the "Ansible server"
+(the loopback sshd): the tests cut the connection, kill the run's
+processes there and read its log and lock files.
+"""
+
+import os
+import pathlib
+import signal
+import stat
+import threading
+import time
+import uuid
+
+import pytest
+
+from mgmt_driver import detached
+from mgmt_driver import exceptions
+from mgmt_driver import kubespray
+from mgmt_driver import ssh
+
+STAND_IN = '''#!/bin/sh
+# ansible-playbook stand-in: waits while %(gate)s exists (2 min at most).
+echo "$$ $*" >> %(runs)s
+echo "PLAY [stand-in] ***"
+echo "TASK [stand-in : wait for the gate] ***"
+n=0
+while [ -e %(gate)s ] && [ $n -lt 1200 ]; do sleep 0.1; n=$((n + 1)); done
+echo "ok: [node-1]"
+echo "PLAY RECAP ***"
+echo "node-1 : ok=2 changed=1 unreachable=0 failed=0 skipped=0"
+exit 0
+'''
+
+LAYOUT = kubespray.Layout('playbooks/facts.yml', True, 'v2.31.0')
+
+
+def _mode(path):
+    return stat.S_IMODE(os.stat(path).st_mode)
+
+
+class Server:
+    """The stand-in, its gate and the workspace on the loopback sshd."""
+
+    def __init__(self, sshd, tmp_path):
+        self.sshd = sshd
+        self.base = pathlib.Path(sshd.scratch) / ('dr-' + uuid.uuid4().hex[:8])
+        self.base.mkdir()
+        self.base.chmod(0o777)
+        self.gate = self.base / 'gate'
+        self.runs_file = self.base / 'runs'
+        self.tool = self.base / 'ansible-playbook'
+        self.tool.write_text(STAND_IN % {
+            'gate': ssh.quote(str(self.gate)),
+            'runs': ssh.quote(str(self.runs_file))})
+        self.tool.chmod(0o755)
+        self.root = self.base / 'kubespray'
+        self.root.mkdir()
+        self.root.chmod(0o777)
+        self.workspace = str(self.base / 'ws')
+        self.known_hosts = str(tmp_path / 'known_hosts')
+        self.connections = []
+
+    def connection(self):
+        settings = ssh.SSHSettings(connect_timeout=5, connect_retries=0,
+                                   command_timeout=30,
+                                   known_hosts_file=self.known_hosts)
+        conn = ssh.Connection('127.0.0.2', ssh.Credentials(
+            self.sshd.user, key_file=self.sshd.client_key), self.sshd.port,
+            settings)
+        self.connections.append(conn)
+        return conn
+
+    def runner(self, operation='scale_end', timeout_base=600, keep=30,
+               lock_wait=0, lines=None):
+        conn = self.connection()
+        settings = kubespray.PlaybookSettings(
+            timeout_base=timeout_base, timeout_per_node=0,
+            ansible_playbook=str(self.tool), keep_logs=keep,
+            lock_wait=lock_wait)
+        return kubespray.Runner(
+            conn, str(self.root), LAYOUT,
+            kubespray.Workspace(conn, self.workspace), settings=settings,
+            operation=operation,
+            on_progress=lines.append if lines is not None else None)
+
+    def runs(self):
+        """``[(pid, argv text)]`` of every start of the stand-in."""
+        if not self.runs_file.exists():
+            return []
+        return [tuple(line.split(' ', 1))
+                for line in self.runs_file.read_text().splitlines()]
+
+    def wait_for_runs(self, count, timeout=20):
+        deadline = time.monotonic() + timeout
+        while len(self.runs()) < count:
+            assert time.monotonic() < deadline, 'the stand-in did not start'
+            time.sleep(0.05)
+
+    def info(self):
+        return detached.RunInfo.parse(
+            (pathlib.Path(self.workspace) / detached.RUN_INFO)
+            .read_text().splitlines())
+
+    def logs(self):
+        return sorted(p.name for p in
+                      (pathlib.Path(self.workspace) / 'logs').iterdir())
+
+    def close(self):
+        self.gate.unlink(missing_ok=True)
+        for conn in self.connections:
+            conn.close()
+
+
+@pytest.fixture
+def server(sshd, tmp_path):
+    site = Server(sshd, tmp_path)
+    try:
+        yield site
+    finally:
+        site.close()
+
+
+class Background:
+    """Runs ``runner.scale([...])`` in a thread; keeps its outcome."""
+
+    def __init__(self, runner, nodes=('node-1',)):
+        self.outcome = []
+        self.thread = threading.Thread(
+            target=self._run, args=(runner, list(nodes)), daemon=True)
+        self.thread.start()
+
+    def _run(self, runner, nodes):
+        try:
+            self.outcome.append(runner.scale(nodes))
+        except Exception as exc:  # noqa: BLE001 - checked by the test
+            self.outcome.append(exc)
+
+    def result(self, timeout=60):
+        self.thread.join(timeout)
+        assert not self.thread.is_alive(), 'the run did not end'
+        return self.outcome[0]
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return _state(pid) != 'Z'
+
+
+def _state(pid):
+    try:
+        with open('/proc/%d/stat' % pid) as f:
+            return f.read().rsplit(')', 1)[1].split()[0]
+    except OSError:
+        return None
+
+
+def _gone(pid, timeout=15):
+    deadline = time.monotonic() + timeout
+    while _alive(pid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
+# ------------------------------------------------------------------ tests --
+
+def test_a_run_keeps_its_log_and_exit_status(server):
+    lines = []
+    run = server.runner(lines=lines).scale(['node-1'])
+    assert run.recap['node-1']['changed'] == 1
+    assert 'TASK [stand-in : wait for the gate] ***' in lines  # live
+    info = server.info()
+    assert info.operation == 'scale_end' and info.playbook == 'scale'
+    assert run.log == detached.log_path(server.workspace, info.stem)
+    assert info.stem.endswith('-scale_end-scale')
+    log = pathlib.Path(run.log)
+    assert 'PLAY RECAP' in log.read_text()
+    assert log.with_suffix('.rc').read_text().strip() == '0'
+    assert _mode(log) == 0o600
+    assert _mode(log.parent) == 0o700
+    assert _mode(pathlib.Path(server.workspace) / detached.RUN_INFO) == \
+        0o600
+    assert len(server.runs()) == 1
+
+
+def test_a_lost_connection_is_not_a_failure(server, caplog):
+    """The connection drops while the playbook runs: the driver
+    reconnects and reads on; the run is neither repeated nor lost."""
+    server.gate.touch()
+    lines = []
+    runner = server.runner(lines=lines)
+    job = Background(runner)
+    server.wait_for_runs(1)
+    time.sleep(0.5)  # the driver follows the log by now
+    runner.conn.close()  # the transport dies under the follower
+    time.sleep(1)
+    server.gate.unlink()
+    run = job.result()
+    assert isinstance(run, kubespray.PlaybookRun), run
+    assert len(server.runs()) == 1
+    assert 'Lost the connection to 127.0.0.2' in caplog.text
+    # Each line once, none lost: the reconnect reads on from the last.
+    assert lines.count('PLAY [stand-in] ***') == 1
+    assert lines.count('PLAY RECAP ***') == 1
+
+
+def test_another_operation_is_refused_or_waits(server):
+    server.gate.touch()
+    job = Background(server.runner('scale_end'))
+    server.wait_for_runs(1)
+    with pytest.raises(exceptions.ClusterBusy) as info:
+        server.runner('heal_end').scale(['node-2'])
+    message = str(info.value)
+    assert 'scale of scale_end' in message
+    assert detached.log_path(server.workspace, server.info().stem) in \
+        message
+    assert len(server.runs()) == 1  # refused before it started
+
+    waiting = Background(server.runner('heal_end', lock_wait=60),
+                         ['node-2'])
+    time.sleep(1)
+    assert len(server.runs()) == 1  # still waiting
+    server.gate.unlink()
+    assert isinstance(job.result(), kubespray.PlaybookRun)
+    assert isinstance(waiting.result(), kubespray.PlaybookRun)
+    assert len(server.runs()) == 2
+
+
+def test_the_same_run_started_again_is_followed(server, caplog):
+    """A hook run again (new process, same operation and inputs) while
+    its playbook still runs follows that run."""
+    server.gate.touch()
+    first = Background(server.runner())
+    server.wait_for_runs(1)
+    again = Background(server.runner())
+    time.sleep(3)  # the second one is following the first by now
+    server.gate.unlink()
+    one, two = first.result(), again.result()
+    assert one.log == two.log
+    assert len(server.runs()) == 1
+    assert 'already running on 127.0.0.2 for the same operation' in \
+        caplog.text
+
+
+def test_a_finished_run_nobody_collected_is_not_run_again(server, caplog):
+    """The conductor died; the playbook ended well meanwhile: the hook
+    run again takes that result.  A later run of the same inputs (its
+    result was collected) runs again."""
+    runs = detached.DetachedRuns(server.connection(), server.workspace)
+    argv = server.runner().argv('scale.yml', server.workspace + '/h.yaml',
+                                limit=['node-1'])
+    stem, pid = runs._start(str(server.root), argv, 'scale_end',
+                            'scale.yml', 60, time.monotonic() + 60)
+    assert _gone(pid)  # it ended while nobody followed it
+    outcome = runs.run(str(server.root), argv, 'scale_end', 'scale.yml', 60)
+    assert outcome.reused and outcome.exit_code == 0
+    assert 'PLAY RECAP' in outcome.tail
+    assert len(server.runs()) == 1
+    assert 'not running it again' in caplog.text
+    again = runs.run(str(server.root), argv, 'scale_end', 'scale.yml', 60)
+    assert not again.reused and len(server.runs()) == 2
+
+
+def test_a_run_killed_on_the_server_names_its_log(server, caplog):
+    server.gate.touch()
+    job = Background(server.runner())
+    server.wait_for_runs(1)
+    info = server.info()
+    os.killpg(info.pid, signal.SIGKILL)  # its whole session
+    error = job.result()
+    assert isinstance(error, exceptions.PlaybookVanished), error
+    log = detached.log_path(server.workspace, info.stem)
+    assert 'ended without an exit status' in str(error)
+    assert log in str(error)
+    assert not os.path.exists(log[:-4] + '.rc')
+
+    server.gate.unlink()
+    run = server.runner().scale(['node-1'])  # the lock is recovered
+    assert run.log != log
+    assert 'Recovered the lock of an earlier run on 127.0.0.2' in \
+        caplog.text
+    assert len(server.runs()) == 2
+
+
+def test_the_deadline_stops_the_run_on_the_server(server):
+    server.gate.touch()
+    started = time.monotonic()
+    with pytest.raises(exceptions.PlaybookTimedOut) as info:
+        server.runner(timeout_base=3).scale(['node-1'])
+    assert time.monotonic() - started < 60
+    pid = int(server.runs()[0][0])
+    assert _gone(pid), 'the stand-in still runs on the server'
+    assert 'timeout of 3 s' in str(info.value)
+    assert detached.log_path(server.workspace, server.info().stem) in \
+        str(info.value)
+
+
+def test_old_logs_are_pruned(server):
+    for _ in range(3):
+        server.runner(keep=2).scale(['node-1'])
+        time.sleep(1)  # one stem per second
+    logs = [n for n in server.logs() if n.endswith('.log')]
+    assert len(logs) == 2
+    assert len(server.runs()) == 3
+
+
+def test_removing_the_workspace_stops_its_run(server):
+    server.gate.touch()
+    job = Background(server.runner())
+    server.wait_for_runs(1)
+    pid = int(server.runs()[0][0])
+    kubespray.Workspace(server.connection(), server.workspace).remove()
+    assert _gone(pid)
+    assert not os.path.exists(server.workspace)
+    assert isinstance(job.result(), exceptions.MgmtDriverRemoteCommandError)
