@@ -212,6 +212,14 @@ class Site:
             _copy_owner(self.state_dir, path)
 
 
+    def slow_down(self, playbook, seconds):
+        """Make the next run of *playbook* pause *seconds* once, when its
+        first host joins or creates the cluster (before any change)."""
+        path = self.state_dir / (clusterstate.SLOW_PREFIX + playbook)
+        path.write_text('%g' % seconds)
+        self._fix_owner()
+        return path
+
     def inject_failure(self, playbook, host=''):
         """Make the next run of *playbook* fail mid-run.
 

@@ -32,6 +32,8 @@ STATE_FILE = 'cluster.json'
 LOCK_FILE = 'cluster.lock'
 CA_FILE = 'ca.crt'
 FAIL_PREFIX = 'fail-next-'
+#: ``slow-next-<playbook>`` holds seconds the next run of it pauses.
+SLOW_PREFIX = 'slow-next-'
 DEFAULT_KUBE_VERSION = 'v1.31.4'
 
 #: Tunables a test may change in ``state['settings']``.

@@ -257,6 +257,21 @@ def check_fail(state_dir, playbook, host):
                 % (os.path.basename(path), host))
 
 
+def pause_if_asked(state_dir, playbook):
+    """Consume ``slow-next-<playbook>`` and sleep the seconds it holds:
+    the run lasts long enough for a test to cut or kill something."""
+    path = os.path.join(state_dir, cs.SLOW_PREFIX + playbook)
+    with cs.locked(state_dir):  # parallel hosts: only one consumes it
+        try:
+            with open(path) as f:
+                text = f.read().strip()
+        except FileNotFoundError:
+            return
+        os.unlink(path)
+    seconds = float(text) if text.replace('.', '', 1).isdigit() else 0.0
+    time.sleep(min(seconds, 600.0))
+
+
 def _parser():
     parser = argparse.ArgumentParser(prog='kube-double')
     sub = parser.add_subparsers(dest='command', required=True)
@@ -302,6 +317,7 @@ def main(argv=None):
     try:
         playbook = getattr(args, 'playbook', None)
         if playbook:
+            pause_if_asked(state_dir, playbook)
             message = check_fail(state_dir, playbook, args.host or args.node)
             if message:
                 raise cs.StateError(message)

@@ -7,12 +7,14 @@ when a run ends.  The runs really are detached on the "Ansible server"
 processes there and read its log and lock files.
 """
 
+import multiprocessing
 import os
 import pathlib
 import signal
 import stat
 import threading
 import time
+import types
 import uuid
 
 import pytest
@@ -21,6 +23,9 @@ from mgmt_driver import detached
 from mgmt_driver import exceptions
 from mgmt_driver import kubespray
 from mgmt_driver import ssh
+from mgmt_driver.localsite import lab as lab_mod
+from tests.functional import tacker_fakes
+from tests.functional import test_faults
 
 STAND_IN = '''#!/bin/sh
 # ansible-playbook stand-in: waits while %(gate)s exists (2 min at most).
@@ -323,3 +328,116 @@ def test_removing_the_workspace_stops_its_run(server):
     assert _gone(pid)
     assert not os.path.exists(server.workspace)
     assert isinstance(job.result(), exceptions.MgmtDriverRemoteCommandError)
+
+
+# ------------------------------------------------------------ the hooks --
+# Tacker's hooks on a whole local site (127.0.11.x) whose Ansible server
+# has an sshd of its own, so that it can stop while the others go on.
+
+ANSIBLE = '127.0.11.1'
+LB = '127.0.11.2'
+MASTERS = ['127.0.11.10']
+WORKERS = ['127.0.11.20', '127.0.11.21']
+CONTEXT = types.SimpleNamespace(project_id='durable-project')
+#: Reconnects fail fast: each attempt is one refused TCP connect.
+OPTIONS = {'ssh_connect_retries': 0, 'ssh_connect_timeout': 5}
+#: How long the Ansible server is unreachable.
+CUT_SECONDS = 30
+
+
+@pytest.fixture(scope='module')
+def site():
+    lab = test_faults.FaultLab(ANSIBLE, LB, MASTERS, WORKERS,
+                               options=OPTIONS, aside=[ANSIBLE])
+    try:
+        lab.start()
+    except lab_mod.LabError as exc:
+        pytest.skip(str(exc))
+    try:
+        vnf, _, hooks = tacker_fakes.vnf_on_lab(lab, MASTERS, WORKERS, LB)
+        yield types.SimpleNamespace(lab=lab, vnf=vnf, hooks=hooks)
+    finally:
+        lab.stop()
+
+
+def _instantiate(site):
+    site.hooks.instantiate_end(
+        CONTEXT, site.vnf.instance,
+        tacker_fakes.instantiate_request(site.vnf.additional_params),
+        None, None)
+
+
+def _cluster_runs(site, since):
+    return [r for r in site.lab.runs_since(since)
+            if r['playbook'] == 'cluster.yml']
+
+
+def test_instantiate_survives_the_ansible_server_gone_for_30_s(site, caplog):
+    """The conductor's connection to the Ansible server is cut (its sshd
+    and sessions killed, new connections refused) for 30 s in the middle
+    of cluster.yml: the playbook goes on there, the hook reconnects and
+    succeeds, and cluster.yml ran once."""
+    lab = site.lab
+    sshd = lab.aside[ANSIBLE]
+    before = len(lab.site.runs())
+    lab.site.slow_down('cluster.yml', CUT_SECONDS + 15)
+    back = threading.Timer(CUT_SECONDS, sshd.start)
+
+    def cut():
+        test_faults.kill_vm_sshd(sshd)
+        back.start()
+
+    try:
+        with test_faults.at_first_play('cluster.yml', cut) as fired:
+            _instantiate(site)
+    finally:
+        back.join(CUT_SECONDS + 5)
+    assert fired
+    assert 'Lost the connection to %s' % ANSIBLE in caplog.text
+    assert len(_cluster_runs(site, before)) == 1
+    assert _cluster_runs(site, before)[0]['ok']
+    assert lab.check(MASTERS, WORKERS) == []
+
+
+def _hook_in_child():
+    # A forked process runs the hook and is killed in the middle.
+    try:
+        _instantiate(_CHILD_SITE[0])
+    finally:
+        os._exit(0)
+
+
+_CHILD_SITE = []
+
+
+def test_a_hook_killed_mid_playbook_is_followed_when_run_again(site,
+                                                              caplog):
+    """The process running instantiate_end dies (SIGKILL) while
+    cluster.yml runs; the same hook in a new process follows that run
+    instead of starting another, and succeeds."""
+    lab = site.lab
+    logs = lab.workspace(site.vnf.id) / 'logs'
+    before_runs = len(lab.site.runs())
+    before_logs = set(logs.iterdir())
+    lab.site.slow_down('cluster.yml', 20)
+    _CHILD_SITE[:] = [site]
+    child = multiprocessing.get_context('fork').Process(
+        target=_hook_in_child)
+    child.start()
+    deadline = time.monotonic() + 30
+    while not [p for p in set(logs.iterdir()) - before_logs
+               if p.suffix == '.log' and 'PLAY [' in p.read_text()]:
+        assert time.monotonic() < deadline, 'cluster.yml did not start'
+        time.sleep(0.2)
+    os.kill(child.pid, signal.SIGKILL)
+    child.join(10)
+
+    _instantiate(site)
+    assert 'already running on %s for the same operation' % ANSIBLE in \
+        caplog.text
+    runs = _cluster_runs(site, before_runs)
+    assert len(runs) == 1 and runs[0]['ok']
+    new_logs = [p for p in set(logs.iterdir()) - before_logs
+                if p.suffix == '.log']
+    assert len(new_logs) == 1
+    assert lab.check(MASTERS, WORKERS) == []
