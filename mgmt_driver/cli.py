@@ -536,6 +536,24 @@ def _add_status_command(subparsers):
 
 # --- completion --------------------------------------------------------------
 
+#: Arguments whose value is a local file or directory, by metavar.
+_FILE_METAVARS = ('FILE', 'PARAMS', 'TOPOLOGY', 'PATH', 'OUT.zip')
+_DIR_METAVARS = ('DIR', 'SRC_DIR')
+
+
+def _mark_paths(parser, shtab):
+    """Tell shtab which arguments complete as files or directories."""
+    for action in parser._actions:
+        if action.metavar in _FILE_METAVARS:
+            action.complete = shtab.FILE
+        elif action.metavar in _DIR_METAVARS:
+            action.complete = shtab.DIRECTORY
+        if isinstance(action, argparse._SubParsersAction):
+            for subparser in set(action.choices.values()):
+                _mark_paths(subparser, shtab)
+    return parser
+
+
 def _completion(args):
     try:
         import shtab  # only here: nothing else needs it
@@ -543,7 +561,8 @@ def _completion(args):
         print('kubespray-mgmt: completion needs the shtab package (pip '
               'install shtab)', file=sys.stderr)
         return EXIT_BAD_INPUT
-    sys.stdout.write(shtab.complete(build_parser(), shell=args.shell))
+    parser = _mark_paths(build_parser(), shtab)
+    sys.stdout.write(shtab.complete(parser, shell=args.shell))
     return EXIT_OK
 
 

@@ -244,7 +244,9 @@ class LbHaproxy:
 
     Runs as the LB's SSH user (who rewrites and reloads it) in
     master-worker mode; starts from a placeholder configuration, as a
-    fresh VM would.
+    fresh VM would.  The driver's configuration opens a read-only
+    runtime socket, ``stats.sock`` in *directory*, for ``kubespray-mgmt
+    status``.
 
     :param directory: where the configuration, the reload script and the
         log live (created).

@@ -26,7 +26,7 @@ def script(tmp_path_factory):
     return path
 
 
-def complete(script, line):
+def complete(script, line, cwd=None):
     """What bash offers for the last word of *line* (may be empty)."""
     words = line.split(' ')
     program = '''
@@ -45,7 +45,8 @@ printf '%%s\\n' "${COMPREPLY[@]}"
        'current': shlex.quote(words[-1]),
        'previous': shlex.quote(words[-2])}
     result = subprocess.run([BASH, '--norc', '--noprofile', '-c', program],
-                            capture_output=True, text=True, timeout=60)
+                            capture_output=True, text=True, timeout=60,
+                            cwd=cwd)
     assert result.returncode == 0, result.stderr
     return [w.strip() for w in result.stdout.splitlines() if w.strip()]
 
@@ -75,6 +76,20 @@ def test_options_of_a_subcommand_complete(script):
     assert complete(script, 'kubespray-mgmt status --output ') == [
         'text', 'json']
     assert 'scale-out' in complete(script, 'kubespray-mgmt run sc')
+
+
+def test_paths_complete_as_files_or_directories(script, tmp_path):
+    (tmp_path / 'params.json').write_text('{}')
+    (tmp_path / 'package').mkdir()
+    # Files, and directories to walk into.
+    assert sorted(complete(script, 'kubespray-mgmt status --params p',
+                           tmp_path)) == ['package', 'params.json']
+    assert complete(script, 'kubespray-mgmt run heal --package-dir p',
+                    tmp_path) == ['package']
+    assert 'params.json' in complete(
+        script, 'kubespray-mgmt --config-file p', tmp_path)
+    assert complete(script, 'kubespray-mgmt status --instance-id p',
+                    tmp_path) == []
 
 
 def test_without_shtab_a_clear_error(monkeypatch, capsys):
