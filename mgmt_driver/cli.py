@@ -3,7 +3,8 @@
 Each subcommand is a function ``(args) -> int`` registered in
 :func:`build_parser`.  Errors go to stderr: exit code 1 for bad input
 (Tacker's ParamInvalid/NotFound), 2 for a remote failure or any other
-driver error.
+driver error; ``status`` exits 3 when it read everything and the
+cluster differs from its inventory.
 """
 
 import argparse
@@ -31,10 +32,14 @@ from mgmt_driver import plan
 from mgmt_driver import records
 from mgmt_driver import registry
 from mgmt_driver import ssh
+from mgmt_driver import status
 
 EXIT_OK = 0
 EXIT_BAD_INPUT = 1
 EXIT_REMOTE_FAILURE = 2
+#: ``status``: every part was read, and the cluster differs from its
+#: inventory (or a backend is down).
+EXIT_DIFFERENCES = 3
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports Ctrl-C
 
 
@@ -463,6 +468,12 @@ def _run(args):
     return EXIT_OK
 
 
+def _add_instance_id(parser):
+    parser.add_argument('--instance-id', default='kubespray-mgmt',
+                        help='names the workspace on the Ansible server '
+                             '(default: %(default)s)')
+
+
 def _add_run_commands(subparsers):
     run = subparsers.add_parser(
         'run', help='run an LCM operation on VMs listed in a topology')
@@ -475,9 +486,7 @@ def _add_run_commands(subparsers):
                           'or healed (heal; default: the whole VNF, as '
                           "Tacker's heal without vnfcInstanceId: terminate "
                           'then instantiate again on the same VMs)')
-    run.add_argument('--instance-id', default='kubespray-mgmt',
-                     help='names the workspace on the Ansible server '
-                          '(default: %(default)s)')
+    _add_instance_id(run)
     run.add_argument('--package-dir', metavar='DIR',
                      help='VNF package holding the LB install script named '
                           'by external_lb_param.script_path: a package '
@@ -490,6 +499,83 @@ def _add_run_commands(subparsers):
                           '(secrets hidden) without connecting')
     _add_output(run, 'operation, summary, steps; with --dry-run')
     run.set_defaults(func=_run)
+
+
+# --- status ------------------------------------------------------------------
+
+def _status(args):
+    try:
+        spec = _read_spec(args.params, need_cp_names=False)
+        cluster = _read_nodes(spec, args.topology)
+        pool = ssh.ConnectionPool(status.read_only_settings())
+        # Trusted paths: whoever runs this wrote the parameter file.
+        reader = status.StatusReader(spec, args.instance_id, pool,
+                                     trusted_paths=True)
+    except (exceptions.ParamsInvalid, exceptions.ParamsNotFound) as exc:
+        return _print_problems(exc)
+    with pool:
+        report = reader.collect(cluster)
+    if args.output == 'json':
+        print(status.to_json(report))
+    else:
+        sys.stdout.write(status.format_text(report))
+    if any(report[name]['error'] for name in status.SECTIONS):
+        return EXIT_REMOTE_FAILURE
+    return EXIT_OK if report['ok'] else EXIT_DIFFERENCES
+
+
+def _add_status_command(subparsers):
+    command = subparsers.add_parser(
+        'status', help="show the cluster as it is (read only): nodes, "
+                       "etcd, HAProxy backends, last playbook runs, "
+                       "differences from the inventory")
+    _add_inputs(command)
+    _add_instance_id(command)
+    _add_output(command, 'instance_id, workspace, ok, nodes, etcd, '
+                         'load_balancer, playbook_runs, differences; exit '
+                         '0 all well, 2 a part unreadable, 3 differences')
+    command.set_defaults(func=_status)
+
+
+# --- completion --------------------------------------------------------------
+
+#: Arguments whose value is a local file or directory, by metavar.
+_FILE_METAVARS = ('FILE', 'PARAMS', 'TOPOLOGY', 'PATH', 'OUT.zip')
+_DIR_METAVARS = ('DIR', 'SRC_DIR')
+
+
+def _mark_paths(parser, shtab):
+    """Tell shtab which arguments complete as files or directories."""
+    for action in parser._actions:
+        if action.metavar in _FILE_METAVARS:
+            action.complete = shtab.FILE
+        elif action.metavar in _DIR_METAVARS:
+            action.complete = shtab.DIRECTORY
+        if isinstance(action, argparse._SubParsersAction):
+            for subparser in set(action.choices.values()):
+                _mark_paths(subparser, shtab)
+    return parser
+
+
+def _completion(args):
+    try:
+        import shtab  # only here: nothing else needs it
+    except ImportError:
+        print('kubespray-mgmt: completion needs the shtab package (pip '
+              'install shtab)', file=sys.stderr)
+        return EXIT_BAD_INPUT
+    parser = _mark_paths(build_parser(), shtab)
+    sys.stdout.write(shtab.complete(parser, shell=args.shell))
+    return EXIT_OK
+
+
+def _add_completion_command(subparsers):
+    command = subparsers.add_parser(
+        'completion', help='print a shell completion script (e.g. '
+                           'source <(kubespray-mgmt completion bash))')
+    command.add_argument('shell', choices=('bash',),
+                         help='the shell to complete in')
+    command.set_defaults(func=_completion)
 
 
 # --- demo --------------------------------------------------------------------
@@ -534,7 +620,8 @@ def _demo_workers(text):
 
 
 _COMMAND_GROUPS += [_add_params_commands, _add_render_commands,
-                    _add_run_commands, _add_demo_command]
+                    _add_run_commands, _add_status_command,
+                    _add_demo_command, _add_completion_command]
 
 
 def build_parser():

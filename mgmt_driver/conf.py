@@ -158,7 +158,15 @@ lb_opts = [
                help='HAProxy\'s global and per-frontend connection limit. '
                     'HAProxy needs about two file descriptors per '
                     'connection and refuses to start when it cannot get '
-                    'them.'),
+                    'them.'),    cfg.StrOpt('haproxy_stats_socket', default='',
+               help='Path of a read-only HAProxy runtime socket ("stats '
+                    'socket ... level user", mode 0600) the driver adds '
+                    'to the configuration, from which "kubespray-mgmt '
+                    'status" reads the health of every backend ("show '
+                    'stat", sent with python3 on the LB VM). Its directory '
+                    'must exist on the LB VM. Empty: no socket; status '
+                    'lists the configured backends without their '
+                    'health.'),
 ]
 
 kubectl_opts = [
@@ -176,6 +184,11 @@ kubectl_opts = [
                         ('never', 'never use sudo')],
                help='Whether kubectl runs under sudo on the control-plane '
                     'nodes (admin.conf is readable by root only).'),
+    cfg.StrOpt('etcdctl_command', default='/usr/local/bin/etcdctl.sh',
+               help='etcdctl on the control-plane nodes, for "kubespray-mgmt '
+                    'status" (etcd members); kubespray installs this '
+                    'wrapper, which passes the endpoints and client '
+                    'certificates. Runs under sudo as kubectl_sudo says.'),
     cfg.StrOpt('admin_service_account', default='tacker-admin',
                help='ServiceAccount (in kube-system) whose token the '
                     'driver registers as the Kubernetes VIM\'s credential.'),

@@ -201,6 +201,72 @@ def _name_of(item, where):
     return _field(meta, 'name', str, where + '.metadata')
 
 
+_ROLE_PREFIX = 'node-role.kubernetes.io/'
+
+
+@dataclasses.dataclass(frozen=True)
+class NodeInfo:
+    """One Kubernetes node as ``kubectl get nodes`` shows it.
+
+    :param name: the node name.
+    :param roles: the ``node-role.kubernetes.io/<role>`` label suffixes.
+    :param ready: the Ready condition: ``True``, ``False`` or
+        ``Unknown`` (``Unknown`` too when the node reports none).
+    :param kubelet_version: ``status.nodeInfo.kubeletVersion`` or ''.
+    :param internal_ip: the ``InternalIP`` address or ''.
+    :param labels: every label, ``{key: value}``.
+    :param schedulable: False when cordoned.
+    """
+
+    name: str
+    roles: tuple
+    ready: str
+    kubelet_version: str
+    internal_ip: str
+    labels: dict
+    schedulable: bool
+
+
+def _node_info(item, where):
+    """A :class:`NodeInfo` of one listed node (types checked)."""
+    meta = _field(item, 'metadata', dict, where)
+    labels = _field(meta, 'labels', dict, where + '.metadata', {})
+    for value in labels.values():
+        if not isinstance(value, str):
+            raise _BadShape('%s.metadata.labels values must be strings'
+                            % where)
+    spec = _field(item, 'spec', dict, where, {})
+    name = _name_of(item, where)
+    status = _field(item, 'status', dict, where, {})
+    where += '.status'
+    info = _field(status, 'nodeInfo', dict, where, {})
+    return NodeInfo(
+        name=name,
+        roles=tuple(sorted(k[len(_ROLE_PREFIX):] for k in labels
+                           if k.startswith(_ROLE_PREFIX))),
+        ready=_condition(status, 'Ready', where),
+        kubelet_version=_field(info, 'kubeletVersion', str,
+                               where + '.nodeInfo', ''),
+        internal_ip=_address(status, 'InternalIP', where),
+        labels=dict(labels), schedulable=not spec.get('unschedulable'))
+
+
+def _condition(status, kind, where):
+    for entry in _field(status, 'conditions', list, where, []):
+        if _field(entry, 'type', str, where + '.conditions[]', '') == kind:
+            value = _field(entry, 'status', str, where + '.conditions[]',
+                           'Unknown')
+            return value if value in ('True', 'False') else 'Unknown'
+    return 'Unknown'
+
+
+def _address(status, kind, where):
+    for entry in _field(status, 'addresses', list, where, []):
+        if _field(entry, 'type', str, where + '.addresses[]', '') == kind:
+            return _field(entry, 'address', str, where + '.addresses[]', '')
+    return ''
+
+
 def _pod_entry(pod, where):
     """``('namespace/name', evacuated)`` of one listed pod."""
     meta = _field(pod, 'metadata', dict, where)
@@ -316,6 +382,15 @@ class KubectlClient:
         :raises RemoteDataInvalid: kubectl printed no node list.
         """
         return self._items(_name_of, 'get', 'nodes')
+
+    def nodes(self):
+        """Every node with its roles, readiness, version and labels.
+
+        :returns: a list of :class:`NodeInfo`; one command.
+        :raises RemoteDataInvalid: kubectl printed no node list, or a
+            field has another type.
+        """
+        return self._items(_node_info, 'get', 'nodes')
 
     def node_exists(self, name):
         """Whether node *name* is registered: one command."""

@@ -152,6 +152,8 @@ class LbLayout:
     :param user: system user HAProxy drops to, or None to stay as started.
     :param group: system group HAProxy drops to, or None.
     :param chroot: directory HAProxy chroots into, or None.
+    :param stats_socket: path of a read-only runtime socket (``level
+        user``: ``show stat`` and the like, no changes), or None.
     :raises LoadBalancerLayoutInvalid: naming the wrong field.
     """
 
@@ -169,6 +171,7 @@ class LbLayout:
     user: str | None = 'haproxy'
     group: str | None = 'haproxy'
     chroot: str | None = '/var/lib/haproxy'
+    stats_socket: str | None = None
 
     def __post_init__(self):
         set_ = functools.partial(object.__setattr__, self)
@@ -183,7 +186,7 @@ class LbLayout:
         for field in ('maxconn', 'connect_timeout', 'idle_timeout',
                       'hard_stop_after'):
             _check_seconds(field, getattr(self, field))
-        for field in ('user', 'group', 'chroot'):
+        for field in ('user', 'group', 'chroot', 'stats_socket'):
             value = getattr(self, field)
             if value is not None and not _WORD_RE.fullmatch(str(value)):
                 raise _invalid('%s: %r is not a plain name or path',
@@ -254,7 +257,8 @@ def layout_options(conf):
             'user': group.haproxy_user or None,
             'group': group.haproxy_group or None,
             'chroot': group.haproxy_chroot or None,
-            'maxconn': group.haproxy_maxconn}
+            'maxconn': group.haproxy_maxconn,
+            'stats_socket': group.haproxy_stats_socket or None}
 
 
 def hostport(address, port):

@@ -5,6 +5,7 @@
     <root>/kubespray/    fake kubespray checkout (ansible-playbook's cwd)
     <root>/bin/kubectl   fake kubectl          (stdlib Python 3 scripts;
     <root>/bin/kube-double  node-side tool      they import the modules
+    <root>/bin/etcdctl   fake etcdctl           (member list only)
     <root>/*.py          their modules          next to bin/)
     <root>/state/        cluster.json, fail-next-* files
 
@@ -33,7 +34,8 @@ from mgmt_driver.localsite import clusterstate
 
 SOURCE = pathlib.Path(__file__).resolve().parent
 CHECKOUT_SOURCE = SOURCE / 'kubespray'
-TOOL_MODULES = ('clusterstate.py', 'fake_kubectl.py', 'kube_double.py')
+TOOL_MODULES = ('clusterstate.py', 'fake_kubectl.py', 'kube_double.py',
+                'fake_etcdctl.py')
 
 #: Layouts: 'current' is kubespray v2.22+ (root playbooks import
 #: playbooks/*.yml, facts only as playbooks/facts.yml); 'v2.21' has the
@@ -118,6 +120,7 @@ class Site:
         self.bin_dir = self.root / 'bin'
         self.kubectl = self.bin_dir / 'kubectl'
         self.kube_double = self.bin_dir / 'kube-double'
+        self.etcdctl = self.bin_dir / 'etcdctl'
         self.state_dir = self.root / 'state'
         self.fact_cache = self.checkout / '.double' / 'facts'
         self.runs_log = self.checkout / '.double' / 'runs.jsonl'

@@ -53,6 +53,8 @@ ANSIBLE_PLAYBOOK = os.environ.get('KMGMT_ANSIBLE_PLAYBOOK') or str(
 #: driver's HAProxy backend port).
 APISERVER_PORT = 6443
 DEADLINE = 20.0
+#: Bytes of a UNIX socket path Linux takes (sun_path is 108, NUL ended).
+_MAX_SOCKET_PATH = 107
 
 _SFTP_SERVERS = ('/usr/lib/openssh/sftp-server',
                  '/usr/libexec/openssh/sftp-server',
@@ -242,7 +244,9 @@ class LbHaproxy:
 
     Runs as the LB's SSH user (who rewrites and reloads it) in
     master-worker mode; starts from a placeholder configuration, as a
-    fresh VM would.
+    fresh VM would.  The driver's configuration opens a read-only
+    runtime socket, ``stats.sock`` in *directory*, for ``kubespray-mgmt
+    status``.
 
     :param directory: where the configuration, the reload script and the
         log live (created).
@@ -259,6 +263,7 @@ class LbHaproxy:
         self.config = self.dir / 'haproxy.cfg'
         self.reload_script = self.dir / 'reload-haproxy'
         self.log = self.dir / 'haproxy.log'
+        self.stats_socket = self.dir / 'stats.sock'
         self.proc = None
         self.dir.mkdir(parents=True, mode=0o755)
         chown(self.dir, user)
@@ -273,7 +278,11 @@ class LbHaproxy:
                 # HAProxy does not start as root: no user, group, chroot,
                 # and a connection limit that fits 1024 descriptors.
                 'haproxy_user': '', 'haproxy_group': '',
-                'haproxy_chroot': '', 'haproxy_maxconn': 200}
+                'haproxy_chroot': '', 'haproxy_maxconn': 200,
+                # the read-only runtime socket kubespray-mgmt status reads
+                # (none where the path is too long for a UNIX socket)
+                'haproxy_stats_socket': str(self.stats_socket) if len(
+                    str(self.stats_socket)) < _MAX_SOCKET_PATH else ''}
 
     def start(self):
         """A fresh LB: the placeholder configuration, a new process."""
@@ -371,6 +380,7 @@ def driver_options(site, haproxy, known_hosts, key_dirs=()):
         'ansible_playbook_command': ANSIBLE_PLAYBOOK,
         'kubectl_command': str(site.kubectl), 'kubectl_kubeconfig': '',
         'kubectl_sudo': 'never', 'kubectl_timeout': 30,
+        'etcdctl_command': str(site.etcdctl),
         'drain_timeout': 60,
         'poll_initial_delay': 0.1, 'poll_max_delay': 0.5,
     }

@@ -36,6 +36,7 @@ from tests.functional.tacker_fakes import scale_request
 
 ANSIBLE = '127.0.0.140'
 LB = '127.0.0.160'
+LB_DOWN = '127.0.0.161'  # no sshd there
 MASTERS = ['127.0.0.%d' % i for i in range(141, 146)]
 WORKERS = ['127.0.0.%d' % i for i in range(151, 159)]
 MASTER, WORKER = params.ROLE_MASTER, params.ROLE_WORKER
@@ -443,6 +444,13 @@ def test_kubespray_mgmt_run(world, tmp_path, capsys, global_conf):
         assert out.splitlines()[-1] == 'healed %s' % sick
         check_cluster(site, workspace, world, masters, workers)
 
+        check_status(world, site, workspace, config, params_file,
+                     tmp_path, masters, workers, capsys)
+        # status found a worker Kubernetes lost: scale-out joins it again.
+        out = run('scale-out', masters, workers)
+        assert out.splitlines()[-1] == 'added 1 worker(s)'
+        check_cluster(site, workspace, world, masters, workers)
+
         # Heal the whole VNF: reset, workspace removed, cluster.yml again.
         out = run('heal', masters, workers)
         assert out.splitlines()[-1].startswith('healed the whole VNF: '
@@ -455,6 +463,107 @@ def test_kubespray_mgmt_run(world, tmp_path, capsys, global_conf):
         assert not kubeconfig.exists()
     finally:
         haproxy.stop()
+
+
+# Run logs as issue 14's durable runs leave them (the contract status
+# reads), plus names it must skip.
+RUN_LOGS = {'20261123T220000Z-instantiate-cluster.log': '0',
+            '20261123T221500Z-scale-in-remove-node.log': '1',
+            '20261123T223000Z-scale-out-scale.log': None,
+            '20261399T000000Z-instantiate-cluster.log': '0',
+            'notes.txt': None}
+
+
+def _snapshot(site, workspace, tmp_path):
+    """Everything status could change: state, workspace, LB, keys."""
+    files = {str(p): p.read_bytes() for root in (
+        workspace, site.root / 'lb', tmp_path) for p in sorted(
+        root.rglob('*')) if p.is_file() and p.suffix != '.sock'}
+    return site.state(), len(site.runs()), files
+
+
+def check_status(world, site, workspace, config, params_file, tmp_path,
+                 masters, workers, capsys):
+    """``kubespray-mgmt status``: text and JSON on the built cluster,
+    read only; a node Kubernetes lost; an LB that does not answer.
+    Leaves the cluster without the first worker."""
+    logs = workspace / 'logs'
+    logs.mkdir()
+    for name, rc in RUN_LOGS.items():
+        (logs / name).write_text('PLAY [x]\n')
+        if rc is not None:
+            (logs / name).with_suffix('.rc').write_text(rc + '\n')
+    e2e.chown(logs, world.sshd.ansible_user)
+
+    topologies = {lb: tmp_path / ('status-%s.yaml' % lb)
+                  for lb in (LB, LB_DOWN)}
+    for lb, path in topologies.items():
+        path.write_text(yaml.safe_dump({
+            'masters': [{'ssh_ip': a} for a in masters],
+            'workers': [{'ssh_ip': a} for a in workers],
+            'external_lb': {'ssh_ip': lb}}))
+
+    def status(*extra, lb=LB):
+        code = cli.main(['--config-file', str(config), 'status', '--params',
+                         str(params_file), '--topology',
+                         str(topologies[lb]), '--instance-id', 'cli-e2e',
+                         *extra])
+        return code, capsys.readouterr().out
+
+    master_names = [e2e.name_of(MASTER, a) for a in masters]
+    worker_names = sorted(e2e.name_of(WORKER, a) for a in workers)
+    before = _snapshot(site, workspace, tmp_path)
+    code, text = status()
+    assert code == cli.EXIT_OK, text
+    for name in master_names + worker_names:
+        assert '\n  %s  ' % name in text
+    assert 'health: ok' in text
+    assert '\n  2026-11-23T22:30:00Z  scale-out    scale        running' \
+        in text
+    assert text.endswith('Differences from the inventory\n  none\n')
+
+    code, out = status('--output', 'json')
+    assert code == cli.EXIT_OK, out
+    report = json.loads(out)
+    assert _snapshot(site, workspace, tmp_path) == before  # read only
+    assert report['ok'] is True
+    assert {n['name']: (n['roles'], n['ready'])
+            for n in report['nodes']['items']} == dict(
+        [(n, (['control-plane'], 'True')) for n in master_names] +
+        [(n, ([], 'True')) for n in worker_names])
+    assert [m['name'] for m in report['etcd']['members']] == master_names
+    backends = report['load_balancer']['backends']
+    assert {(b['backend'], b['server']) for b in backends} == {
+        ('kube_apiserver', n) for n in master_names} | {
+        ('kube_nodeports', n) for n in worker_names}
+    assert all(b['status'] == 'UP' for b in backends
+               if b['backend'] == 'kube_apiserver')
+    assert [(r['operation'], r['playbook'], r['status'], r['exit_code'])
+            for r in report['playbook_runs']['runs']] == [
+        ('scale-out', 'scale', 'running', None),
+        ('scale-in', 'remove-node', 'failed', 1),
+        ('instantiate', 'cluster', 'succeeded', 0)]
+    assert report['differences']['items'] == []
+
+    # Kubernetes loses a worker the inventory still lists.
+    lost = worker_names[0]
+    site.tool('kubectl', 'delete', 'node', lost)
+    code, out = status('--output', 'json')
+    assert code == cli.EXIT_DIFFERENCES, out
+    assert json.loads(out)['differences']['items'] == [{
+        'kind': 'missing_from_kubernetes', 'name': lost,
+        'detail': 'in the inventory, not a Kubernetes node'}]
+
+    # The LB does not answer: said in its section, the rest still shown.
+    code, text = status(lb=LB_DOWN)
+    assert code == cli.EXIT_REMOTE_FAILURE, text
+    assert 'haproxy.cfg)\n  UNAVAILABLE: SSH connection to %s:' % (
+        LB_DOWN) in text
+    assert '\n  %s  ' % master_names[0] in text
+    assert 'missing_from_kubernetes %s' % lost in text
+    code, out = status('--output', 'json', lb=LB_DOWN)
+    assert code == cli.EXIT_REMOTE_FAILURE
+    assert json.loads(out)['load_balancer']['ok'] is False
 
 
 def _new_host_key(known_hosts, address, tmp_path):

@@ -20,6 +20,7 @@ import yaml
 
 from mgmt_driver import localsite
 from mgmt_driver import ssh
+from mgmt_driver import status
 from mgmt_driver.localsite import sshd as sshd_site
 
 ADDRESSES = ('127.0.0.20', '127.0.0.21', '127.0.0.22', '127.0.0.23')
@@ -439,3 +440,36 @@ def test_kubectl_over_ssh_as_the_site_user(server, site, tmp_path):
                   '--delete-emptydir-data', '--timeout=10s'])
     assert result.stdout.split() == ['node/cp1', 'node/w1']
     assert site.nodes()['w1']['schedulable'] is False
+
+
+# --- fake etcdctl ----------------------------------------------------------
+
+def test_etcdctl_member_list(seeded):
+    """etcdctl's shape, read by mgmt_driver.status as from real etcd."""
+    result = seeded.tool('etcdctl', '--endpoints=https://127.0.0.20:2379',
+                         '--cacert', '/etc/ssl/etcd/ssl/ca.pem', 'member',
+                         'list', '-w', 'json')
+    members = status.parse_etcd_members(result.stdout, 'cp1')
+    assert [(m['name'], m['peer_urls'], m['client_urls'])
+            for m in members] == [('etcd1', ['https://127.0.0.20:2380'],
+                                   ['https://127.0.0.20:2379'])]
+    again = seeded.tool('etcdctl', 'member', 'list', '--write-out=json')
+    assert json.loads(again.stdout) == json.loads(result.stdout)
+    simple = seeded.tool('etcdctl', 'member', 'list').stdout
+    assert simple.strip() == '%s, started, etcd1, https://127.0.0.20:2380, ' \
+        'https://127.0.0.20:2379, false' % members[0]['id']
+
+
+@pytest.mark.parametrize('argv', [('member', 'add', 'x'), ('get', 'k'),
+                                  ('member', 'list', '-w', 'yaml'),
+                                  ('member', 'list', '--bogus')])
+def test_etcdctl_refuses_what_it_does_not_do(seeded, argv):
+    result = seeded.tool('etcdctl', *argv, check=False)
+    assert result.returncode == 1 and result.stderr.startswith('Error: ')
+
+
+def test_etcdctl_without_etcd(tmp_path):
+    site = localsite.materialise(tmp_path / 'site')
+    result = site.tool('etcdctl', 'member', 'list', check=False)
+    assert result.returncode == 1
+    assert 'context deadline exceeded' in result.stderr
