@@ -12,6 +12,7 @@ import contextlib
 import json
 import logging
 import os
+import posixpath
 import sys
 import tempfile
 import time
@@ -20,6 +21,7 @@ from oslo_config import cfg
 
 from mgmt_driver import conf as kconf
 from mgmt_driver import csar
+from mgmt_driver import detached
 from mgmt_driver import driver
 from mgmt_driver import exceptions
 from mgmt_driver import inventory
@@ -537,6 +539,43 @@ def _add_status_command(subparsers):
     command.set_defaults(func=_status)
 
 
+# --- logs --------------------------------------------------------------------
+
+def _logs(args):
+    try:
+        spec = _read_spec(args.params, need_cp_names=False)
+    except (exceptions.ParamsInvalid, exceptions.ParamsNotFound) as exc:
+        return _print_problems(exc)
+    login = spec.ansible.login
+    workspace = posixpath.join(spec.ansible.transferring_inventory_path,
+                               args.instance_id)
+    with ssh.ConnectionPool(status.read_only_settings()) as pool:
+        conn = pool.connection(spec.ansible.ip_address, login.credentials(),
+                               login.port)
+        path = detached.show_log(conn, workspace, print, stem=args.run,
+                                 follow=args.follow)
+    print('# log: %s on %s' % (path, spec.ansible.ip_address),
+          file=sys.stderr)
+    return EXIT_OK
+
+
+def _add_logs_command(subparsers):
+    command = subparsers.add_parser(
+        'logs', help="print the log of the cluster's last playbook run (or "
+                     "of --run NAME), kept on the Ansible server")
+    command.add_argument('--params', required=True, metavar='PARAMS',
+                         help='the parameters the cluster was built with '
+                              '(they name the Ansible server and the '
+                              'workspace); - reads standard input')
+    _add_instance_id(command)
+    command.add_argument('--run', metavar='NAME',
+                         help='a run listed by "status" (its log name '
+                              'without .log); default: the last run')
+    command.add_argument('-f', '--follow', action='store_true',
+                         help='go on printing until the run ends')
+    command.set_defaults(func=_logs)
+
+
 # --- completion --------------------------------------------------------------
 
 #: Arguments whose value is a local file or directory, by metavar.
@@ -621,6 +660,7 @@ def _demo_workers(text):
 
 _COMMAND_GROUPS += [_add_params_commands, _add_render_commands,
                     _add_run_commands, _add_status_command,
+                    _add_logs_command,
                     _add_demo_command, _add_completion_command]
 
 

@@ -285,6 +285,47 @@ def wait_while_busy(peek, accept, lock_wait, host, workspace_path,
         sleep(poll)
 
 
+_SHOW_SCRIPT = '''\
+# kubespray-mgmt: which run to show
+cd -- "$1" 2>/dev/null || { echo KR:NOWS; exit 0; }
+if [ -n "$2" ]; then echo "KR:STEM:$2"
+elif [ -f run.info ]; then head -c 4096 run.info | sed 's/^/KR:INFO:/'
+else echo KR:NORUN; fi
+'''
+
+
+def show_log(conn, workspace_path, on_line, stem=None, follow=False,
+             timeout=86400):
+    """Send the log of the last run (or of run *stem*) to *on_line*.
+
+    :param follow: go on until the run ends, as ``tail -f``.
+    :returns: the log's path.
+    :raises RemoteFileError: no workspace, no run, or no such run.
+    """
+    if stem is not None and not _STEM.match(stem):
+        raise exceptions.MgmtDriverParamInvalid(
+            param='run %r (a log name such as 20261123T230501Z-'
+                  'scale_end-scale)' % stem)
+    found = _markers(conn.run(['sh', '-c', _SHOW_SCRIPT, 'sh',
+                               workspace_path, stem or '']).stdout)
+    info = RunInfo.parse(v for k, v in found if k == 'INFO')
+    stem = stem or info.stem
+    if stem is None:
+        raise exceptions.RemoteFileError(
+            action='show the playbook log in', path=workspace_path,
+            host=conn.host, reason='no workspace there' if ('NOWS', '')
+            in found else 'no playbook run recorded yet')
+    pid = info.pid if follow and info.stem == stem and info.pid else 0
+    result = conn.run(['sh', '-c', _FOLLOW_SCRIPT, 'sh', workspace_path,
+                       stem, '1', str(pid)], timeout=timeout, check=False,
+                      on_line=on_line, keep_tail=True)
+    if result.exit_code == 93:
+        raise exceptions.RemoteFileError(
+            action='show the playbook log', path=log_path(
+                workspace_path, stem), host=conn.host, reason='no such run')
+    return log_path(workspace_path, stem)
+
+
 def plan_text(command):
     """How a dry run shows *command* if it is one of this module's:
     the start as ``(detached, log in WS/logs/) cd ROOT && ARGV`` (ending

@@ -45,6 +45,8 @@ SECTIONS = ('nodes', 'etcd', 'load_balancer', 'playbook_runs',
 #: are shown (newest first).
 LOGS_DIR = 'logs'
 RUNS_SHOWN = 5
+#: Names listed, so that odd names among the newest do not hide runs.
+RUNS_LISTED = 4 * RUNS_SHOWN
 #: HAProxy backends of the rendered configuration.
 API_BACKEND = 'kube_apiserver'
 NODEPORT_BACKEND = 'kube_nodeports'
@@ -149,10 +151,11 @@ def _split_run(rest):
 def parse_runs(output, logs_dir):
     """The run entries of ``_RUNS_SCRIPT``'s output, newest first.
 
-    Lines that are not ``<rc>/<valid name>`` are skipped (logged).
+    Lines that are not ``<rc>/<valid name>`` are skipped (logged), so
+    the script lists more names than are shown.
     """
     runs = []
-    for line in output.splitlines()[-RUNS_SHOWN:]:
+    for line in output.splitlines()[-RUNS_LISTED:]:
         match = _RUN_LINE.fullmatch(line)
         parsed = match and parse_run_name(match.group(2))
         if not parsed:
@@ -161,7 +164,7 @@ def parse_runs(output, logs_dir):
             continue
         runs.append(_run_entry(parsed, match.group(1),
                                posixpath.join(logs_dir, match.group(2))))
-    return runs[::-1]
+    return runs[::-1][:RUNS_SHOWN]
 
 
 def _run_entry(parsed, rc, path):
@@ -481,7 +484,7 @@ class StatusReader:
                            directory=logs, runs=[])
         try:
             result = self._ansible().run(['sh', '-c', _RUNS_SCRIPT, 'sh',
-                                          logs, str(RUNS_SHOWN)])
+                                          logs, str(RUNS_LISTED)])
         except _READ_ERRORS as exc:
             return _failed(section, exc)
         section['runs'] = parse_runs(result.stdout, logs)

@@ -91,8 +91,10 @@ def test_runs_skip_garbage_and_keep_five():
     lines[6] = '0/../20261126T220000Z-heal-cluster.log'
     lines.insert(3, '\x1b[31m/evil')
     runs = status.parse_runs('\n'.join(lines), '/w/logs')
+    # Five valid ones: the odd names do not take their places.
     assert [r['time'][:10] for r in runs] == [
-        '2026-11-27', '2026-11-25', '2026-11-24', '2026-11-23']
+        '2026-11-27', '2026-11-25', '2026-11-24', '2026-11-23',
+        '2026-11-22']
 
 
 # -------------------------------------------------------------- HAProxy --
