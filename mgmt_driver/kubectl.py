@@ -430,7 +430,8 @@ class KubectlClient:
         signatures, which it renews) are left to the cluster.
 
         :param server: ``https://host:port``.
-        :returns: the server it named before.
+        :returns: the server it named before (a placeholder when that
+            is not a short printable line).
         :raises RemoteDataInvalid: the ConfigMap is not a kubeconfig with
             a cluster (the message names the field, never the text).
         """
@@ -438,7 +439,7 @@ class KubectlClient:
                            'kube-public', '-o', 'json')
         with _parsing(self.conn.host, 'ConfigMap kube-public/cluster-info'):
             config, clusters = _cluster_info(result.stdout)
-            old = clusters[0]['server']
+            old = _printable(clusters[0]['server'])
             if old == server:
                 return old
             for cluster in clusters:
@@ -519,6 +520,14 @@ class KubectlClient:
         with _parsing(self.conn.host, 'Secret %s/%s' % (namespace,
                                                         secret_name)):
             return _credentials(result.stdout)
+
+
+def _printable(text, limit=200):
+    """*text* if it is a short printable line, else a placeholder (it
+    came from a remote host and goes into logs)."""
+    if len(text) <= limit and text.isprintable():
+        return text
+    return '(%d characters, not shown)' % len(text)
 
 
 def _cluster_info(stdout):

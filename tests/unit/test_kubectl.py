@@ -491,3 +491,14 @@ def test_malformed_cluster_info_is_refused_naming_the_field(stdout,
         client.point_cluster_info('https://10.0.0.5:8383')
     assert problem in str(info.value) and '10.0.0.11' in str(info.value)
     assert len(client.conn.commands) == 1
+
+
+def test_an_unprintable_cluster_info_server_is_not_echoed():
+    client = make_client()
+    client.conn.script(r'get configmap cluster-info', stdout=cluster_info(
+        '"https://evil\\n[INFO] forged line"'))
+    old = client.point_cluster_info('https://10.0.0.5:8383')
+    assert old == '(31 characters, not shown)'
+    assert json.loads(json.loads(client.conn.stdins[1])['data'][
+        'kubeconfig'])['clusters'][0]['cluster']['server'] == \
+        'https://10.0.0.5:8383'
