@@ -136,6 +136,7 @@ class ClusterDriver:
             self.conf)
         self.records.path(instance_id)  # refuses an unsafe id early
         self._remembered = set()
+        self._reachability = {}
 
     # Plumbing.
 
@@ -405,6 +406,8 @@ class ClusterDriver:
         self.pool.forget_host(lb.ssh_address, lb.ssh_port)
         self.prepare_load_balancer(cluster)
         self.update_load_balancer(cluster)
+        # A new address must reach the joins of later operations.
+        self.point_cluster_info(cluster)
         access = self.cluster_access(cluster, vim_name)
         self.place_lb_kubeconfig(cluster, access)
         return access
@@ -459,6 +462,7 @@ class ClusterDriver:
         self.upload_inventory(cluster)
         runner = self._runner()
         if new_names:
+            self.point_cluster_info(cluster)
             runner.facts(len(cluster.k8s_nodes))
             try:
                 runner.scale(new_names)
@@ -542,15 +546,17 @@ class ClusterDriver:
         runner.remove_nodes(unreachable, reachable=False)
 
     def _reachable(self, node):
+        # Asked once per hook: a dead host costs the connect retries.
         if node is None:
             return False
-        login = self.spec.login_for(node.role)
-        if self.pool.reachable(node.ssh_address, login.credentials(),
-                               node.ssh_port):
-            return True
-        LOG.warning('%s is not reachable: removing it without draining',
-                    node.name)
-        return False
+        if node.name not in self._reachability:
+            login = self.spec.login_for(node.role)
+            self._reachability[node.name] = self.pool.reachable(
+                node.ssh_address, login.credentials(), node.ssh_port)
+            if not self._reachability[node.name]:
+                LOG.warning('%s is not reachable: removing it without '
+                            'draining', node.name)
+        return self._reachability[node.name]
 
     def _forget_host_keys(self, cluster, names):
         gone = {_host_of(n).endpoint for n in map(cluster.get, names) if n}
@@ -563,9 +569,18 @@ class ClusterDriver:
     def remove_masters(self, cluster, names):
         """Remove control-plane nodes (for a heal), first one included.
 
-        kubespray cannot remove the first control-plane node, so when it
-        is among *names* the healthy masters are moved to the front and
-        ``cluster.yml`` re-run before the removal.
+        kubespray cannot remove the first control-plane node (its
+        remove-node.yml delegates to the first host of
+        ``kube_control_plane`` and of ``etcd``), so when it is among
+        *names* the healthy masters are moved to the front first.  With
+        every node to remove still answering, ``cluster.yml`` is re-run
+        over the control plane in the new order, as kubespray's
+        node-operations guide says; a dead one would make that run fail
+        (Ansible cannot reach it), so then the new order goes straight
+        to the ungraceful removal, which only needs the new first host,
+        and heal_end's ``cluster.yml`` applies it to every node.  At the
+        end ``kube-public/cluster-info`` names a live endpoint
+        (:meth:`point_cluster_info`).
 
         :returns: the cluster without them.
         """
@@ -585,19 +600,58 @@ class ClusterDriver:
             self.step('moving %s to the front of the control plane',
                       healthy[0].name)
             self.upload_inventory(cluster)
-            self._runner().cluster(len(cluster.k8s_nodes),
-                                   limit=['etcd', 'kube_control_plane'])
+            dead = [n.name for n in sick if not self._reachable(n)]
+            if dead:
+                self.step('not re-running cluster.yml over %s (unreachable)',
+                          ', '.join(dead))
+            else:
+                self._runner().cluster(len(cluster.k8s_nodes),
+                                       limit=['etcd', 'kube_control_plane'])
         remaining = cluster.remove(*names)
         self.update_load_balancer(remaining)
         self._remove_from_kubernetes(cluster, names, exclude=names)
         self.upload_inventory(remaining)
         self._forget_host_keys(cluster, names)
+        self.point_cluster_info(remaining)
         return remaining
 
+    def discovery_server(self, cluster):
+        """The API endpoint ``kube-public/cluster-info`` must name.
+
+        kubeadm's ``controlPlaneEndpoint`` as the inventory sets it: the
+        load balancer's cluster address and API port
+        (``loadbalancer_apiserver``), or without a load balancer the
+        first control-plane node's API server.
+        """
+        lb = cluster.external_lb
+        if lb is not None:
+            return registry.server_url(lb.cluster_address,
+                                       self.spec.external_lb.api_port)
+        return registry.server_url(cluster.masters[0].cluster_address,
+                                   loadbalancer.DEFAULT_APISERVER_PORT)
+
+    def point_cluster_info(self, cluster):
+        """Make ``kube-public/cluster-info`` name :meth:`discovery_server`.
+
+        Every ``kubeadm join`` kubespray runs discovers the cluster
+        there; it was written once by ``kubeadm init`` on the first
+        control-plane node and names a removed node or an old load
+        balancer address after those were replaced.
+        """
+        server = self.discovery_server(cluster)
+        old = self.kubectl_client(cluster).point_cluster_info(server)
+        if old != server:
+            self.step('cluster-info names %s (was %s)', server, old)
+
     def add_masters(self, cluster):
-        """Re-run ``cluster.yml`` so new control-plane nodes join last."""
+        """Re-run ``cluster.yml`` so new control-plane nodes join last.
+
+        cluster-info is checked first: the joins discover the cluster
+        through it.
+        """
         cluster = self.in_recorded_order(cluster)
         self.upload_inventory(cluster)
+        self.point_cluster_info(cluster)
         self._runner().cluster(len(cluster.k8s_nodes))
         self.update_load_balancer(cluster)
 

@@ -24,10 +24,12 @@ import json
 import re
 import time
 
+import yaml
 from oslo_log import log as logging
 
 from mgmt_driver import conf as kconf
 from mgmt_driver import exceptions
+from mgmt_driver import safeyaml
 
 LOG = logging.getLogger(__name__)
 
@@ -46,6 +48,8 @@ DRAIN_MARGIN = 60
 MAX_JSON_DEPTH = 64
 MAX_TOKEN_CHARS = 16 * 1024
 MAX_CA_CHARS = 256 * 1024
+#: Longest kubeconfig accepted from the cluster-info ConfigMap.
+MAX_CLUSTER_INFO_CHARS = 512 * 1024
 _PEM_BEGIN = '-----BEGIN CERTIFICATE-----'
 _PEM_END = '-----END CERTIFICATE-----'
 
@@ -487,6 +491,44 @@ class KubectlClient:
                   '--ignore-not-found')
         LOG.info('Node %s deleted (or already absent)', name)
 
+    # Join discovery.
+
+    def point_cluster_info(self, server):
+        """Make ``kube-public/cluster-info`` name *server*.
+
+        kubeadm init writes its control-plane endpoint there and every
+        later ``kubeadm join`` of kubespray discovers the cluster through
+        it, so it must name an endpoint that answers (kubespray's
+        node-operations guide: edit it after the first control-plane
+        node is replaced).  One ``get``, and one ``apply`` only when the
+        server differs; the other keys (the bootstrap signer's
+        signatures, which it renews) are left to the cluster.
+
+        :param server: ``https://host:port``.
+        :returns: the server it named before (a placeholder when that
+            is not a short printable line).
+        :raises RemoteDataInvalid: the ConfigMap is not a kubeconfig with
+            a cluster (the message names the field, never the text).
+        """
+        result = self._run('get', 'configmap', 'cluster-info', '-n',
+                           'kube-public', '-o', 'json')
+        with _parsing(self.conn.host, 'ConfigMap kube-public/cluster-info'):
+            config, clusters = _cluster_info(result.stdout)
+            old = _printable(clusters[0]['server'])
+            if old == server:
+                return old
+            for cluster in clusters:
+                cluster['server'] = server
+        self._run('apply', '-f', '-', stdin=json.dumps({
+            'apiVersion': 'v1', 'kind': 'ConfigMap',
+            'metadata': {'name': 'cluster-info',
+                         'namespace': 'kube-public'},
+            'data': {'kubeconfig': json.dumps(config, indent=2,
+                                              default=str)}}))
+        LOG.info('cluster-info on %s now names %s (was %s)', self.conn.host,
+                 server, old)
+        return old
+
     # Admin credentials for the VIM.
 
     def ensure_admin_account(self, name='tacker-admin',
@@ -553,6 +595,41 @@ class KubectlClient:
         with _parsing(self.conn.host, 'Secret %s/%s' % (namespace,
                                                         secret_name)):
             return _credentials(result.stdout)
+
+
+def _printable(text, limit=200):
+    """*text* if it is a short printable line, else a placeholder (it
+    came from a remote host and goes into logs)."""
+    if len(text) <= limit and text.isprintable():
+        return text
+    return '(%d characters, not shown)' % len(text)
+
+
+def _cluster_info(stdout):
+    """``(kubeconfig, [its cluster entries])`` of ``get configmap -o json``.
+
+    :raises _BadShape: malformed.
+    """
+    data = _field(_load_json(stdout), 'data', dict, 'the ConfigMap')
+    text = _field(data, 'kubeconfig', str, 'data')
+    if len(text) > MAX_CLUSTER_INFO_CHARS:
+        raise _BadShape('data.kubeconfig is longer than %d characters'
+                        % MAX_CLUSTER_INFO_CHARS)
+    try:
+        config = safeyaml.load(text)
+    except yaml.YAMLError as exc:
+        raise _BadShape('data.kubeconfig is not YAML' +
+                        safeyaml.describe(exc)) from None
+    entries = _field(config, 'clusters', list, 'data.kubeconfig')
+    if not entries:
+        raise _BadShape('data.kubeconfig.clusters is empty')
+    clusters = []
+    for index, entry in enumerate(entries):
+        where = 'data.kubeconfig.clusters[%d]' % index
+        cluster = _field(entry, 'cluster', dict, where)
+        _field(cluster, 'server', str, where + '.cluster')
+        clusters.append(cluster)
+    return config, clusters
 
 
 def _credentials(stdout):

@@ -29,6 +29,10 @@ _PLACEHOLDER_SECRET = json.dumps({'data': {
     'token': 'ZHJ5LXJ1bg==',
     'ca.crt': base64.b64encode(_PLACEHOLDER_CA.encode()).decode()}})
 
+#: A cluster-info that names no usable server: the plan shows the apply.
+_PLACEHOLDER_CLUSTER_INFO = json.dumps({'data': {'kubeconfig': json.dumps(
+    {'clusters': [{'cluster': {'server': '(dry run)'}}]})}})
+
 
 def _answer(command):
     if 'KS:MISSING' in command:
@@ -44,6 +48,8 @@ def _answer(command):
         return 'node/%s\n' % command.split(' get node ', 1)[1].split()[0]
     if ' get nodes ' in command or ' get pods ' in command:
         return json.dumps({'items': []})
+    if ' get configmap cluster-info ' in command:
+        return _PLACEHOLDER_CLUSTER_INFO
     return ''
 
 

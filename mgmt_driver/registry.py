@@ -199,19 +199,26 @@ class TackerVimRegistry:
     def register(self, context, vnf_instance, access, owned_id=None):
         """Create (or reuse the owned) VIM and attach it to *vnf_instance*.
 
+        The owned VIM pointing at another API endpoint (the load
+        balancer was re-created with a new address) is replaced: Tacker
+        cannot change a VIM's ``auth_url``, so it is detached and
+        deleted, by its id, and registered again.  Only the VIM whose id
+        the instance recorded is ever replaced; a run that fails between
+        the delete and the create registers it on the next run.
+
         :param owned_id: the VIM id this instance recorded, or None.
         :returns: the VIM id (to record).
         :raises VimNameInUse: a VIM this instance does not own has the
             name.
-        :raises MgmtDriverOtherError: the owned VIM points at another API
-            endpoint, or Tacker refused the VIM.
+        :raises MgmtDriverOtherError: Tacker refused the VIM.
         """
         vim = self.check_free(context, access.name, owned_id)
         if vim is not None and vim.get('auth_url') != access.server:
-            raise exceptions.MgmtDriverOtherError(
-                error_message='the VIM %s of this instance points at %s, '
-                              'not %s' % (access.name, vim.get('auth_url'),
-                                          access.server))
+            LOG.info('The VIM %s (%s) points at %s, not %s: replacing it',
+                     access.name, vim['id'], vim.get('auth_url'),
+                     access.server)
+            self.unregister(context, vnf_instance, vim['id'])
+            vim = None
         if vim is None:
             vim = self._create(context, access, vnf_instance.id)
         self._attach(vnf_instance, vim['id'])

@@ -136,6 +136,22 @@ class Site:
         """The whole state document, or None when no cluster exists."""
         return clusterstate.read(self.state_dir)
 
+    def cluster_info_server(self):
+        """The server ``kube-public/cluster-info`` names (joins discover
+        the cluster there), or None."""
+        state = self.state()
+        return clusterstate.cluster_info_server(state) if state else None
+
+    def set_cluster_info_server(self, server):
+        """Make cluster-info name *server*, as ``kubectl edit`` would."""
+        kubeconfig = {'apiVersion': 'v1', 'kind': 'Config', 'clusters': [
+            {'name': '', 'cluster': {'server': server}}]}
+        self.tool('kubectl', 'apply', '-f', '-', input=json.dumps({
+            'apiVersion': 'v1', 'kind': 'ConfigMap',
+            'metadata': {'name': 'cluster-info',
+                         'namespace': 'kube-public'},
+            'data': {'kubeconfig': json.dumps(kubeconfig)}}))
+
     def nodes(self):
         """Node records by name ({} without a cluster)."""
         state = self.state()

@@ -150,6 +150,57 @@ def init_cluster(state, name, kube_version, ca_pem):
     return state
 
 
+#: Where kubeadm publishes the discovery kubeconfig for joining nodes.
+CLUSTER_INFO_KEY = 'ConfigMap/kube-public/cluster-info'
+#: The API server port of a control-plane node (kube_apiserver_port).
+APISERVER_PORT = 6443
+
+
+def split_endpoint(text):
+    """``(host, port)`` of ``https://host:port``, ``host:port`` or
+    ``[v6]:port`` (port None when absent)."""
+    text = text.split('://', 1)[-1].split('/', 1)[0]
+    if text.startswith('['):
+        host, _, rest = text[1:].partition(']')
+        return host, int(rest[1:]) if rest.startswith(':') else None
+    host, sep, port = text.rpartition(':')
+    if not sep or ':' in host:
+        return text, None
+    return host, int(port)
+
+
+def set_cluster_info(state, endpoint):
+    """Publish ``kube-public/cluster-info`` as ``kubeadm init`` does: a
+    kubeconfig (JSON, which is YAML too) naming the CA and *endpoint*,
+    the control-plane endpoint (``host:port``)."""
+    host, port = split_endpoint(endpoint)
+    shown = '[%s]' % host if ':' in host else host
+    kubeconfig = {
+        'apiVersion': 'v1', 'kind': 'Config',
+        'clusters': [{'name': '', 'cluster': {
+            'certificate-authority-data': b64(state['cluster']['ca_crt']),
+            'server': 'https://%s:%d' % (shown, port or APISERVER_PORT)}}],
+        'contexts': None, 'current-context': '', 'preferences': {},
+        'users': None}
+    now = time.time()
+    state['objects'][CLUSTER_INFO_KEY] = {
+        'apiVersion': 'v1', 'kind': 'ConfigMap',
+        'metadata': {'name': 'cluster-info', 'namespace': 'kube-public',
+                     'creationTimestamp': iso(now), 'uid': suffix(24),
+                     '_applied': now, '_manifest': ''},
+        'data': {'kubeconfig': json.dumps(kubeconfig, indent=2)}}
+
+
+def cluster_info_server(state):
+    """The ``server`` of the cluster-info kubeconfig, or None."""
+    obj = state['objects'].get(CLUSTER_INFO_KEY)
+    try:
+        config = json.loads(obj['data']['kubeconfig'])
+        return config['clusters'][0]['cluster']['server']
+    except (TypeError, KeyError, IndexError, ValueError):
+        return None
+
+
 def setting(state, key):
     return state.get('settings', {}).get(key, DEFAULT_SETTINGS[key])
 

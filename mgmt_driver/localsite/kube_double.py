@@ -7,8 +7,14 @@ add/remove``.  It changes the shared state in :mod:`clusterstate`.  It is
 a test tool, not a fake of any real command: subcommand names say what
 they stand for.
 
-  init         kubeadm init on the first control-plane node
-  join         kubeadm join (``--control-plane`` for control-plane nodes)
+  init         kubeadm init on the first control-plane node (publishes
+               ``kube-public/cluster-info`` naming the control-plane
+               endpoint)
+  join         kubeadm join (``--control-plane`` for control-plane nodes);
+               with ``--discovery-server`` (the server of cluster-info)
+               it fails, as kubeadm's discovery does, unless that
+               endpoint is a live control-plane node or the cluster's
+               load balancer
   reset        kubeadm reset on one node (kubelet stops: node NotReady;
                once no control-plane node is left running, the cluster
                is gone)
@@ -24,6 +30,7 @@ import argparse
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -85,7 +92,7 @@ def _node(args, roles):
             'address': args.address, 'roles': roles,
             'labels': labels, 'taints': taints, 'schedulable': True,
             'ready': True, 'created': time.time(),
-            'kubelet_version': args.kube_version}
+            'kubelet_version': args.kube_version, 'ssh': args.ssh}
 
 
 def _system_pods(state, node):
@@ -138,6 +145,8 @@ def cmd_init(args, txn):
     state = txn.state = cs.init_cluster(
         state or cs.empty_state(), args.cluster_name, args.kube_version,
         _ca_pem())
+    cs.set_cluster_info(state, args.control_plane_endpoint or '%s:%d' % (
+        args.address, cs.APISERVER_PORT))
     message = _add_node(state, args, _roles(args))
     for name, replicas in cs.DEPLOYMENTS:
         for _ in range(replicas):
@@ -161,7 +170,50 @@ def cmd_join(args, txn):
             'cluster.yml' % args.node)
     if args.existing_control_plane:
         return 'control-plane node %s already joined' % args.node
+    if node is None and args.discovery_server:
+        _check_discovery(txn.state, args.discovery_server,
+                         args.load_balancer)
     return _add_node(txn.state, args, _roles(args))
+
+
+def _answers(endpoint, timeout=3.0):
+    """Whether something accepts TCP connections at ``host:port``."""
+    host, port = cs.split_endpoint(endpoint)
+    try:
+        socket.create_connection((host, port), timeout).close()
+        return True
+    except (OSError, TypeError, ValueError):
+        return False
+
+
+def _check_discovery(state, server, load_balancer):
+    """kubeadm join's discovery: the cluster-info server must answer.
+
+    The server is the load balancer (``loadbalancer_apiserver`` of this
+    run, which must accept connections) or a control-plane node, whose
+    VM must be alive (its sshd answers: every host of the site is the
+    same machine, so the VM's sshd is what dies with it).  Anything else
+    (a removed node, an old load balancer address) answers nothing.
+    """
+    host, port = cs.split_endpoint(server)
+    port = port or 443
+    refused = cs.StateError(
+        'couldn\'t validate the identity of the API Server: Get "%s/api/v1/'
+        'namespaces/kube-public/configmaps/cluster-info?timeout=10s": dial '
+        'tcp %s: connect: connection refused (the server of the '
+        'kube-public/cluster-info ConfigMap)' % (server, server.split(
+            '://', 1)[-1]))
+    if load_balancer and (host, port) == cs.split_endpoint(load_balancer):
+        if not _answers(load_balancer):
+            raise refused
+        return
+    for node in state['nodes'].values():
+        if 'control-plane' in node['roles'] and node['address'] == host \
+                and port == cs.APISERVER_PORT:
+            if node.get('ssh') and not _answers(node['ssh']):
+                raise refused
+            return
+    raise refused
 
 
 def cmd_reset(args, txn):
@@ -284,9 +336,16 @@ def _parser():
         p.add_argument('--labels', help='node labels, a JSON object')
         p.add_argument('--kube-version', default=cs.DEFAULT_KUBE_VERSION)
         p.add_argument('--playbook', help='consult the failure hook')
+        p.add_argument('--ssh', help='host:port of the VM\'s sshd')
         if name == 'init':
             p.add_argument('--cluster-name', default='cluster.local')
+            p.add_argument('--control-plane-endpoint',
+                           help='host:port (default: --address:6443)')
         else:
+            p.add_argument('--discovery-server',
+                           help='server of kube-public/cluster-info')
+            p.add_argument('--load-balancer',
+                           help='host:port of loadbalancer_apiserver')
             p.add_argument('--control-plane', action='store_true')
             p.add_argument('--existing-control-plane', action='store_true',
                            help='only check that it is one already')

@@ -300,18 +300,24 @@ class Cluster:
             site_mod.wait_served(LB, port, {(a, port) for a in workers})
 
 
-@pytest.fixture(scope='module')
-def faults():
-    lab = FaultLab(ANSIBLE, LB, MASTERS, WORKERS, options=OPTIONS,
-                   aside=[ANSIBLE, LB, DEAD])
+@contextlib.contextmanager
+def running(lab):
+    """*lab* started (the test skips when it cannot start), then stopped."""
     try:
         lab.start()
     except lab_mod.LabError as exc:
         pytest.skip(str(exc))
     try:
-        yield Cluster(lab)
+        yield lab
     finally:
         lab.stop()
+
+
+@pytest.fixture(scope='module')
+def faults():
+    with running(FaultLab(ANSIBLE, LB, MASTERS, WORKERS, options=OPTIONS,
+                          aside=[ANSIBLE, LB, DEAD])) as lab:
+        yield Cluster(lab)
 
 
 @pytest.fixture

@@ -18,11 +18,11 @@ import yaml
 
 from mgmt_driver import records
 from mgmt_driver import ssh
-from mgmt_driver.localsite import lab as lab_mod
 from mgmt_driver.localsite import site as site_mod
 from tests.functional import tacker_fakes
 from tests.functional.test_faults import FaultLab
 from tests.functional.test_faults import kill_vm_sshd
+from tests.functional.test_faults import running
 
 ANSIBLE, LB = '127.0.13.1', '127.0.13.2'
 MASTERS = ['127.0.13.10']
@@ -39,16 +39,9 @@ pytestmark = pytest.mark.skipif(site_mod.unavailable() is not None,
 
 @pytest.fixture(scope='module')
 def lab():
-    lab = FaultLab(ANSIBLE, LB, MASTERS, WORKERS, options=OPTIONS,
-                   backends=False, aside=[ANSIBLE])
-    try:
-        lab.start()
-    except lab_mod.LabError as exc:
-        pytest.skip(str(exc))
-    try:
+    with running(FaultLab(ANSIBLE, LB, MASTERS, WORKERS, options=OPTIONS,
+                          backends=False, aside=[ANSIBLE])) as lab:
         yield lab
-    finally:
-        lab.stop()
 
 
 class Instance:

@@ -188,6 +188,10 @@ class FakeInfra:
                 self.vnf.recreate_vm(vm)
                 if vm.role == LB:
                     self.empty_lb()
+                # A VM whose sshd died answers again once re-created.
+                sshd = getattr(self.lab, 'aside', {}).get(vm.address)
+                if sshd is not None:
+                    sshd.start()
 
     def empty_lb(self):
         """The LB VM comes back from its image: nothing configured."""

@@ -27,9 +27,10 @@ from tacker.conductor import conductor_server  # noqa: E402,F401
 
 from mgmt_driver import conf as kconf  # noqa: E402
 from mgmt_driver import registry  # noqa: E402
-from mgmt_driver.localsite import lab as lab_mod  # noqa: E402
 from mgmt_driver.localsite import site as site_mod  # noqa: E402
 from tests import packages  # noqa: E402
+from tests.functional.test_faults import FaultLab  # noqa: E402
+from tests.functional.test_faults import kill_vm_sshd  # noqa: E402
 from tests.integration import conductor_site as cs  # noqa: E402
 
 ANSIBLE = '127.0.7.10'
@@ -216,7 +217,8 @@ def world(tacker_conf, onboarded, objects, admin_context,
     from tacker.common import driver_manager
 
     patch = pytest.MonkeyPatch()
-    lab = lab_mod.Lab(ANSIBLE, LB_ADDRESS, MASTERS, WORKERS)
+    # Each master has an sshd of its own, so that its VM can die.
+    lab = FaultLab(ANSIBLE, LB_ADDRESS, MASTERS, WORKERS, aside=MASTERS)
     hook_log = cs.HookLog()
     try:
         lab.start()
@@ -442,7 +444,8 @@ def test_tampered_package_runs_no_hook(scenario, tmp_path):
 
 
 def test_heal_master_ha(scenario):
-    """HA package, three masters: heal one of them."""
+    """HA package, three masters: heal one of them, then the first one
+    (kubespray's first control-plane node) after its VM died."""
     w = scenario
     w.new_instance(HA, 'ha')
     w.log.scenario = 'instantiate_ha'
@@ -455,6 +458,22 @@ def test_heal_master_ha(scenario):
     assert w.log.hooks('heal_master_ha') == [(OURS, 'heal_start', 'ok'),
                                              (OURS, 'heal_end', 'ok')]
     w.check()
+
+    w.log.scenario = 'heal_dead_first_master_ha'
+    inventory = site_mod.read_inventory(w.lab.workspace(w.instance.id))
+    first = inventory['hosts'][inventory['kube_control_plane'][0]][
+        'ansible_host']
+    kill_vm_sshd(w.lab.aside[first])
+    report = w.heal([w.infra.vnf.vm(first)])
+    assert report['state'] == 'COMPLETED', report
+    assert w.log.hooks('heal_dead_first_master_ha') == [
+        (OURS, 'heal_start', 'ok'), (OURS, 'heal_end', 'ok')]
+    w.check()
+    inventory = site_mod.read_inventory(w.lab.workspace(w.instance.id))
+    assert inventory['kube_control_plane'][-1] == site_mod.name_of(
+        cs.MASTER, first)
+    assert w.lab.site.cluster_info_server() == 'https://%s:%d' % (
+        LB_ADDRESS, w.lab.api_port)
     w.log.scenario = 'terminate_ha'
     assert w.terminate()['state'] == 'COMPLETED'
     w.check_gone()

@@ -75,6 +75,9 @@ class Harness:
         self.master.script(r'get secret', stdout=_secret())
         self.master.script(r'get nodes -o json',
                            stdout=_nodes_json(k8s_nodes))
+        self.master.script(r'get configmap cluster-info', stdout=json.dumps(
+            {'data': {'kubeconfig': json.dumps({'clusters': [{'cluster': {
+                'server': 'https://%s:8383' % LB}}]})}}))
         self.lb = self.pool.connection(LB)
 
     def instance(self, extra):

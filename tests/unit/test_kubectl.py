@@ -427,3 +427,78 @@ def test_client_on_first_reachable_probes_with_its_own_argv():
     assert client.conn is good
     assert good.commands == ['sudo -n kubectl --kubeconfig '
                              '/etc/kubernetes/admin.conf version --client']
+
+
+# -------------------------------------------------------- cluster-info --
+
+def cluster_info(*servers, extra=None):
+    kubeconfig = 'apiVersion: v1\nkind: Config\nclusters:\n' + ''.join(
+        '- name: ""\n  cluster:\n    certificate-authority-data: Q0E=\n'
+        '    server: %s\n' % server for server in servers)
+    data = {'kubeconfig': kubeconfig}
+    data.update(extra or {})
+    return json.dumps({'apiVersion': 'v1', 'kind': 'ConfigMap',
+                       'metadata': {'name': 'cluster-info'}, 'data': data})
+
+
+def test_cluster_info_already_right_is_one_command():
+    client = make_client()
+    client.conn.script(r'get configmap cluster-info',
+                       stdout=cluster_info('https://10.0.0.5:8383'))
+    assert client.point_cluster_info('https://10.0.0.5:8383') == \
+        'https://10.0.0.5:8383'
+    assert client.conn.commands == [
+        'kubectl get configmap cluster-info -n kube-public -o json']
+
+
+def test_cluster_info_naming_a_removed_master_is_rewritten():
+    client = make_client()
+    client.conn.script(r'get configmap cluster-info', stdout=cluster_info(
+        'https://10.0.0.11:6443', extra={'jws-kubeconfig-abcdef': 'sig'}))
+    client.conn.script(r'apply -f -', stdout='configmap/cluster-info '
+                                             'configured')
+    old = client.point_cluster_info('https://10.0.0.5:8383')
+    assert old == 'https://10.0.0.11:6443'
+    assert client.conn.commands[1] == 'kubectl apply -f -'
+    applied = json.loads(client.conn.stdins[1])
+    assert applied['metadata'] == {'name': 'cluster-info',
+                                   'namespace': 'kube-public'}
+    # Only the kubeconfig: the bootstrap signer's keys stay the cluster's.
+    assert list(applied['data']) == ['kubeconfig']
+    config = json.loads(applied['data']['kubeconfig'])
+    assert config['clusters'][0]['cluster'] == {
+        'certificate-authority-data': 'Q0E=',
+        'server': 'https://10.0.0.5:8383'}
+
+
+@pytest.mark.parametrize('stdout, problem', [
+    ('not json', 'no valid JSON'),
+    (json.dumps({'data': {}}), 'data.kubeconfig must be a string'),
+    (json.dumps({'data': {'kubeconfig': 'clusters: []'}}),
+     'clusters is empty'),
+    (json.dumps({'data': {'kubeconfig': 'clusters: [{cluster: {}}]'}}),
+     'clusters[0].cluster.server must be a string'),
+    (json.dumps({'data': {'kubeconfig': 'a: &x 1\nb: *x'}}),
+     'not YAML'),
+    (json.dumps({'data': {'kubeconfig': 'x' * (
+        kubectl.MAX_CLUSTER_INFO_CHARS + 1)}}), 'longer than'),
+])
+def test_malformed_cluster_info_is_refused_naming_the_field(stdout,
+                                                            problem):
+    client = make_client()
+    client.conn.script(r'get configmap cluster-info', stdout=stdout)
+    with pytest.raises(exceptions.RemoteDataInvalid) as info:
+        client.point_cluster_info('https://10.0.0.5:8383')
+    assert problem in str(info.value) and '10.0.0.11' in str(info.value)
+    assert len(client.conn.commands) == 1
+
+
+def test_an_unprintable_cluster_info_server_is_not_echoed():
+    client = make_client()
+    client.conn.script(r'get configmap cluster-info', stdout=cluster_info(
+        '"https://evil\\n[INFO] forged line"'))
+    old = client.point_cluster_info('https://10.0.0.5:8383')
+    assert old == '(31 characters, not shown)'
+    assert json.loads(json.loads(client.conn.stdins[1])['data'][
+        'kubeconfig'])['clusters'][0]['cluster']['server'] == \
+        'https://10.0.0.5:8383'

@@ -20,6 +20,7 @@ class FakePlugin:
         self.vims = {}
         self.calls = []
         self.fail = fail
+        self.created = 0
 
     def get_vims(self, context, filters=None):
         [(field, values)] = filters.items()
@@ -29,7 +30,8 @@ class FakePlugin:
         self.calls.append(('create', body))
         if self.fail:
             raise self.fail
-        vim = dict(body['vim'], id='vim-%d' % (len(self.vims) + 1))
+        self.created += 1
+        vim = dict(body['vim'], id='vim-%d' % self.created)
         self.vims[vim['id']] = vim
         return vim
 
@@ -85,13 +87,52 @@ def test_register_again_reuses_vim_and_info():
     assert instance.saves == 1
 
 
-def test_owned_vim_at_another_url_is_refused():
-    plugin = FakePlugin()
-    owned = _registry(plugin).register(Context(), Instance(), ACCESS)
-    other = registry.ClusterAccess(ACCESS.name, 'https://10.9.9.9:8383',
+def test_owned_vim_at_another_url_is_replaced():
+    """The LB came back with a new address: Tacker cannot change a VIM's
+    auth_url, so the owned VIM is detached, deleted by id and created
+    again; the connection info names the new one only."""
+    plugin, instance = FakePlugin(), Instance()
+    reg = _registry(plugin)
+    owned = reg.register(Context(), instance, ACCESS)
+    instance.vim_connection_info.append(Info(vim_id='openstack-vim'))
+    moved = registry.ClusterAccess(ACCESS.name, 'https://10.9.9.9:8383',
                                    TOKEN, 'ca')
-    with pytest.raises(exceptions.MgmtDriverOtherError, match='10.0.0.5'):
-        _registry(plugin).register(Context(), Instance(), other, owned)
+    plugin.calls.clear()
+    new = reg.register(Context(), instance, moved, owned)
+    assert [call[0] for call in plugin.calls] == ['delete', 'create']
+    assert plugin.calls[0][1] == owned
+    assert [v['auth_url'] for v in plugin.vims.values()] == [
+        'https://10.9.9.9:8383']
+    assert list(plugin.vims) == [new] and new != owned
+    assert sorted(i.vim_id for i in instance.vim_connection_info) == sorted(
+        ['openstack-vim', new])
+
+
+def test_replacement_that_fails_to_create_completes_on_the_next_run():
+    plugin, instance = FakePlugin(), Instance()
+    reg = _registry(plugin)
+    owned = reg.register(Context(), instance, ACCESS)
+    moved = registry.ClusterAccess(ACCESS.name, 'https://10.9.9.9:8383',
+                                   TOKEN, 'ca')
+    plugin.fail = RuntimeError('Tacker is down')
+    with pytest.raises(exceptions.MgmtDriverOtherError):
+        reg.register(Context(), instance, moved, owned)
+    assert not plugin.vims and not instance.vim_connection_info
+    plugin.fail = None
+    new = reg.register(Context(), instance, moved, owned)
+    assert plugin.vims[new]['auth_url'] == 'https://10.9.9.9:8383'
+    assert [i.vim_id for i in instance.vim_connection_info] == [new]
+
+
+def test_vim_of_that_name_not_owned_is_never_replaced():
+    plugin = FakePlugin()
+    theirs = _registry(plugin).register(Context(), Instance(), ACCESS)
+    moved = registry.ClusterAccess(ACCESS.name, 'https://10.9.9.9:8383',
+                                   TOKEN, 'ca')
+    for owned in (None, 'vim-of-an-earlier-life'):
+        with pytest.raises(exceptions.VimNameInUse):
+            _registry(plugin).register(Context(), Instance(), moved, owned)
+    assert plugin.vims[theirs]['auth_url'] == ACCESS.server
 
 
 def test_failed_registration_hides_the_token():

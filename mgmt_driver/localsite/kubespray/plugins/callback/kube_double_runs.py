@@ -69,8 +69,10 @@ class CallbackModule(CallbackBase):
     def v2_playbook_on_play_start(self, play):
         # Callbacks see a delegated task's address, not its inventory
         # name (ansible-core 2.19 strips it), so keep a way back.
+        # Every host: a task may be delegated to one outside --limit.
         inventory = play.get_variable_manager()._inventory
-        for host in inventory.get_hosts():
+        for host in inventory.get_hosts('all', ignore_limits=True,
+                                        ignore_restrictions=True):
             address = host.vars.get('ansible_host', host.name)
             self._names.setdefault(address, set()).add(host.name)
 

@@ -1,0 +1,155 @@
+"""Healing control-plane nodes whose VM is dead, the first one included.
+
+Three masters, each served by an sshd of its own (a twin of the lab's,
+see test_faults), so that one VM can die: its sshd and every session are
+killed and Ansible cannot reach it any more, as with a crashed VM.  One
+cluster serves the whole chain, as Tacker would run it: heal a dead
+master that is not kubespray's first control-plane node, then the dead
+first one (its heal_start failing once mid-way and retried), then scale
+out a worker.  After each step: every master Ready, etcd has exactly the
+masters, the inventory has them in kubespray's order, HAProxy serves
+exactly them, and ``kube-public/cluster-info`` names the load balancer
+(the double's joins discover the cluster there and fail when it names a
+dead or removed master).
+"""
+
+import types
+
+import pytest
+
+from mgmt_driver import exceptions
+from mgmt_driver import params
+from mgmt_driver.localsite import site as site_mod
+from tests.functional import tacker_fakes
+from tests.functional.tacker_fakes import heal_request
+from tests.functional.tacker_fakes import instantiate_request
+from tests.functional.tacker_fakes import scale_request
+from tests.functional.test_faults import OPTIONS
+from tests.functional.test_faults import FaultLab
+from tests.functional.test_faults import kill_vm_sshd
+from tests.functional.test_faults import running
+
+ANSIBLE = '127.0.11.1'
+LB = '127.0.11.2'
+MASTERS = ['127.0.11.10', '127.0.11.11', '127.0.11.12']
+WORKERS = ['127.0.11.20', '127.0.11.21']
+MASTER, WORKER = params.ROLE_MASTER, params.ROLE_WORKER
+CONTEXT = types.SimpleNamespace(project_id='dead-masters-project')
+
+pytestmark = pytest.mark.skipif(site_mod.unavailable() is not None,
+                                reason=str(site_mod.unavailable()))
+
+
+@pytest.fixture(scope='module')
+def lab():
+    with running(FaultLab(ANSIBLE, LB, MASTERS, WORKERS, options=OPTIONS,
+                          aside=MASTERS)) as lab:
+        yield lab
+
+
+def name(address):
+    return site_mod.name_of(MASTER if address in MASTERS else WORKER,
+                            address)
+
+
+class Chain:
+    """The VNF instance on the lab and what a step must leave."""
+
+    def __init__(self, lab):
+        self.lab = lab
+        self.vnf, self.registry, self.hooks = tacker_fakes.vnf_on_lab(
+            lab, MASTERS, WORKERS[:1], LB)
+        self.workers = WORKERS[:1]
+
+    def call(self, hook, request, **kwargs):
+        getattr(self.hooks, hook)(CONTEXT, self.vnf.instance, request, None,
+                                  None, **kwargs)
+
+    def order(self):
+        """Master addresses in the inventory's control-plane order."""
+        inventory = site_mod.read_inventory(
+            self.lab.workspace(self.vnf.id))
+        return [inventory['hosts'][n]['ansible_host']
+                for n in inventory['kube_control_plane']]
+
+    def check(self, masters):
+        """*masters* (in kubespray's order) and the workers, everywhere."""
+        assert self.lab.check(masters, self.workers) == []
+        assert self.order() == masters
+        assert self.lab.site.cluster_info_server() == 'https://%s:%d' % (
+            LB, self.lab.api_port)
+
+    def die(self, address):
+        """The VM stops answering (sshd and sessions gone)."""
+        kill_vm_sshd(self.lab.aside[address])
+
+    def heal(self, address, fail_once=None):
+        """Tacker's VNFC heal of a dead master: heal_start, a new VM at
+        the same address, heal_end.  With *fail_once*, heal_start fails
+        at that playbook first and Tacker's retry runs it again."""
+        vm = self.vnf.vm(address)
+        request = heal_request([vm], 'dead')
+        if fail_once:
+            self.lab.site.inject_failure(fail_once)
+            with pytest.raises(exceptions.MgmtDriverRemoteCommandError):
+                self.call('heal_start', request)
+            failed = self.lab.site.runs()[-1]
+            assert failed['playbook'] == fail_once and not failed['ok']
+        self.call('heal_start', request)
+        self.vnf.recreate_vm(vm)
+        self.lab.aside[address].start()
+        return request
+
+    def remove_runs(self):
+        return [r for r in self.lab.site.runs()
+                if r['playbook'] == 'remove-node.yml']
+
+
+def test_dead_masters_are_healed_first_one_included(lab):
+    c = Chain(lab)
+    c.call('instantiate_end', instantiate_request(c.vnf.additional_params))
+    order = c.order()
+    assert sorted(order) == MASTERS
+    c.check(order)
+
+    # 1. A dead master that is not the first: removed ungracefully
+    #    (nothing connects to it), re-added at the end.
+    sick = order[1]
+    c.die(sick)
+    request = c.heal(sick)
+    run = c.remove_runs()[-1]
+    assert run['ok'] and name(sick) not in run['touched']
+    masters = [order[0], order[2]]
+    assert lab.check(masters, c.workers) == []
+    c.call('heal_end', request)
+    masters.append(sick)
+    c.check(masters)
+
+    # 2. The dead first master, while cluster-info names it (what
+    #    kubeadm init writes without a load balancer): the others move to
+    #    the front, the removal is delegated to them, cluster-info is
+    #    pointed at the load balancer, and the new VM joins last.
+    first = masters[0]
+    lab.site.set_cluster_info_server('https://%s:6443' % first)
+    assert lab.site.cluster_info_server() == 'https://%s:6443' % first
+    c.die(first)
+    runs = len(lab.site.runs())
+    request = c.heal(first, fail_once='remove-node.yml')
+    cluster_runs = [r for r in lab.site.runs()[runs:]
+                    if r['playbook'] == 'cluster.yml']
+    assert cluster_runs == []  # cluster.yml cannot run over a dead host
+    assert lab.check(masters[1:], c.workers) == []
+    assert c.order() == masters[1:]
+    assert lab.site.cluster_info_server() == 'https://%s:%d' % (
+        LB, lab.api_port)
+    c.call('heal_end', request)
+    masters = masters[1:] + [first]
+    c.check(masters)
+
+    # 3. A later join discovers the cluster through cluster-info.
+    new = c.vnf.add_vm(WORKER, WORKERS[1])
+    c.call('scale_end', scale_request('SCALE_OUT'),
+           scale_out_id_list=[new.stack_id])
+    c.workers = WORKERS
+    c.check(masters)
+
