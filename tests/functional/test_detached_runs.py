@@ -331,13 +331,13 @@ def test_removing_the_workspace_stops_its_run(server):
 
 
 # ------------------------------------------------------------ the hooks --
-# Tacker's hooks on a whole local site (127.0.11.x) whose Ansible server
+# Tacker's hooks on a whole local site (127.0.12.x) whose Ansible server
 # has an sshd of its own, so that it can stop while the others go on.
 
-ANSIBLE = '127.0.11.1'
-LB = '127.0.11.2'
-MASTERS = ['127.0.11.10']
-WORKERS = ['127.0.11.20', '127.0.11.21']
+ANSIBLE = '127.0.12.1'
+LB = '127.0.12.2'
+MASTERS = ['127.0.12.10']
+WORKERS = ['127.0.12.20', '127.0.12.21']
 CONTEXT = types.SimpleNamespace(project_id='durable-project')
 #: Reconnects fail fast: each attempt is one refused TCP connect.
 OPTIONS = {'ssh_connect_retries': 0, 'ssh_connect_timeout': 5}
