@@ -148,7 +148,7 @@ cd -- "$1" && [ -f "logs/$2.log" ] || exit 93
 if [ -f "logs/$2.rc" ] || ! kill -0 "$4" 2>/dev/null; then
   exec tail -n "+$3" -- "logs/$2.log"
 fi
-exec tail -n "+$3" -s 1 -f --pid="$4" -- "logs/$2.log"
+exec tail -n "+$3" -s 0.2 -f --pid="$4" -- "logs/$2.log"
 '''
 
 _END_SCRIPT = '''\
