@@ -143,9 +143,10 @@ exit 0
 '''
 
 _FOLLOW_SCRIPT = '''\
-# kubespray-mgmt: follow a detached playbook run from line $3
+# kubespray-mgmt: follow a detached playbook run from line $3 (pid 0:
+# print what is there and stop)
 cd -- "$1" && [ -f "logs/$2.log" ] || exit 93
-if [ -f "logs/$2.rc" ] || ! kill -0 "$4" 2>/dev/null; then
+if [ "$4" = 0 ] || [ -f "logs/$2.rc" ] || ! kill -0 "$4" 2>/dev/null; then
   exec tail -n "+$3" -- "logs/$2.log"
 fi
 exec tail -n "+$3" -s 0.2 -f --pid="$4" -- "logs/$2.log"

@@ -1,0 +1,133 @@
+"""mgmt_driver.detached: what it reads back from the Ansible server
+(untrusted), its waiting, and how a dry run shows its commands."""
+
+import pytest
+
+from mgmt_driver import detached
+from mgmt_driver import exceptions
+from tests.fakes import FakeConnection
+
+WS = '/srv/ws/vnf-1'
+STEM = '20261123T230501Z-scale_end-scale'
+
+
+def test_run_info_keeps_checked_fields_only():
+    info = detached.RunInfo.parse([
+        'id=abc', 'stem=' + STEM, 'operation=scale_end', 'pid=4242',
+        'owner=conductor-1:77', 'started=2026-11-23T23:05:01Z',
+        'stem=20990101T000000Z-other-x', 'junk', 'pid2=1'])
+    assert info == detached.RunInfo(
+        id='abc', stem=STEM, operation='scale_end', playbook='?',
+        owner='conductor-1:77', started='2026-11-23T23:05:01Z', pid=4242)
+    assert info.describe() == ('? of scale_end, started '
+                               '2026-11-23T23:05:01Z by conductor-1:77 '
+                               '(pid 4242)')
+
+
+@pytest.mark.parametrize('line', [
+    'stem=../../etc/passwd', 'stem=20261123T230501Z-x-$(reboot)',
+    'stem=' + STEM + '\x1b[31m', 'pid=-1', 'pid=12345678901', 'pid=1 2'])
+def test_run_info_drops_what_could_reach_a_command(line):
+    info = detached.RunInfo.parse([line])
+    assert info.stem is None and info.pid is None
+
+
+def test_run_info_values_are_cut_and_printable():
+    info = detached.RunInfo.parse(['owner=' + 'a\x07' * 500])
+    assert info.owner == 'a' * 100
+
+
+def test_busy_holder_only_when_the_lock_is_held():
+    assert detached.busy_holder('') is None
+    assert detached.busy_holder('KR:INFO:operation=x\n') is None
+    holder = detached.busy_holder('KR:BUSY\nKR:INFO:operation=heal_end\n'
+                                  'KR:INFO:stem=%s\n' % STEM)
+    assert (holder.operation, holder.stem) == ('heal_end', STEM)
+
+
+class Clock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.now += seconds
+
+
+def test_wait_while_busy_refuses_after_lock_wait():
+    clock, peeks = Clock(), []
+    holder = detached.RunInfo(operation='scale_end', stem=STEM, pid=9)
+
+    def peek():
+        peeks.append(clock.now)
+        return holder
+
+    with pytest.raises(exceptions.ClusterBusy) as info:
+        detached.wait_while_busy(peek, lambda h: False, 12, 'ansible', WS,
+                                 sleep=clock.sleep, clock=clock)
+    assert peeks == [0.0, 5.0, 10.0, 15.0]
+    assert '%s/logs/%s.log' % (WS, STEM) in str(info.value)
+    assert 'scale_end' in str(info.value)
+
+
+def test_wait_while_busy_returns_when_free_or_accepted():
+    clock = Clock()
+    answers = [detached.RunInfo(operation='a'), None]
+    assert detached.wait_while_busy(lambda: answers.pop(0), lambda h: False,
+                                    60, 'h', WS, sleep=clock.sleep,
+                                    clock=clock) is None
+    assert clock.now == 5.0
+    same = detached.RunInfo(operation='heal_end')
+    assert detached.wait_while_busy(
+        lambda: same, lambda h: h.operation == 'heal_end', 0, 'h', WS) \
+        is same
+
+
+def test_operation_names_are_tokens():
+    runs = detached.DetachedRuns(FakeConnection('ansible'), WS)
+    with pytest.raises(exceptions.MgmtDriverParamInvalid):
+        runs.run('/ks', ['ansible-playbook'], 'scale-out; rm', 'x.yml', 60)
+
+
+@pytest.mark.parametrize('stem', ['../x', 'latest', STEM + '/..'])
+def test_show_log_refuses_odd_run_names_before_connecting(stem):
+    conn = FakeConnection('ansible')
+    with pytest.raises(exceptions.MgmtDriverParamInvalid):
+        detached.show_log(conn, WS, print, stem=stem)
+    assert conn.calls == []
+
+
+def test_show_log_without_any_run():
+    conn = FakeConnection('ansible')
+    conn.script(r'which run to show', stdout='KR:NORUN\n')
+    with pytest.raises(exceptions.RemoteFileError) as info:
+        detached.show_log(conn, WS, print)
+    assert 'no playbook run recorded yet' in str(info.value)
+
+
+@pytest.mark.parametrize('answer', [
+    'KR:STARTED:../x:1', 'KR:STARTED:%s:' % STEM, 'KR:STARTED:%s:1;2' % STEM,
+    'KR:WHATEVER'])
+def test_a_start_answer_without_a_valid_run_is_refused(answer):
+    runs = detached.DetachedRuns(FakeConnection('ansible'), WS)
+    with pytest.raises(exceptions.RemoteDataInvalid):
+        runs._started(dict(detached._markers(answer + '\n')),
+                      detached.RunInfo(), 'cluster.yml')
+
+
+def test_the_plan_shows_the_start_and_the_removal_only():
+    start = ['sh', '-c', detached._START_SCRIPT, 'sh', WS, '/ks', 'op',
+             'cluster', 'key', '60', 'me', '30', 'ansible-playbook', '-i',
+             WS + '/hosts.yaml', 'cluster.yml']
+    assert detached.plan_text(start) == (
+        '(detached, log in %s/logs/) cd /ks && ansible-playbook -i '
+        '%s/hosts.yaml cluster.yml' % (WS, WS))
+    assert detached.plan_text(['sh', '-c', detached.REMOVE_SCRIPT, 'sh',
+                               WS]) == ('rm -rf -- %s  # after stopping '
+                                        'its playbook run, if any' % WS)
+    assert detached.plan_text(['sh', '-c', detached._END_SCRIPT, 'sh', WS,
+                               STEM, '1', '9']) is None
+    assert detached.plan_text(['sh', '-c', 'true']) is False
+    assert detached.plan_text(['ls']) is False
