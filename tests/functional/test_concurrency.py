@@ -103,8 +103,9 @@ class Vnf:
         workspace = pathlib.Path(self.inventories) / self.tacker.id
         files = {}
         for path in sorted(workspace.rglob('*')):
-            if path.is_file():
-                name = str(path.relative_to(workspace))
+            name = str(path.relative_to(workspace))
+            # Run logs and the run lock are records of when things ran.
+            if path.is_file() and not name.startswith(('logs/', 'run.')):
                 # Each lab has its own client key: compare it by length.
                 text = path.read_text()
                 files[name] = (path.stat().st_mode & 0o777, 'key of %d bytes'
