@@ -78,6 +78,12 @@ kubespray_opts = [
     cfg.IntOpt('playbook_timeout_per_node', default=600, min=0, max=86400,
                help='Seconds added to the playbook timeout for each node '
                     'the playbook targets.'),
+    cfg.IntOpt('fact_cache_margin', default=3600, min=0, max=86400,
+               help='Before a kubespray run limited to some nodes, the '
+                    'facts of the hosts it leaves out are gathered again '
+                    'only when their entry in Ansible\'s fact cache is '
+                    'missing or expires within this many seconds (at most '
+                    'half the cache\'s timeout); fresh entries are kept.'),
     cfg.IntOpt('ansible_forks', default=10, min=1, max=500,
                help='ansible-playbook --forks; a request\'s '
                     'kubespray.forks overrides it.'),
