@@ -40,8 +40,10 @@ MIN_VERSION = (2, 16)
 #: The vars file :meth:`Runner.remove_nodes` writes into the workspace.
 REMOVE_VARS_FILE = 'remove-node-vars.yaml'
 #: Groups added to the ``--limit`` of ``remove-node.yml`` besides the
-#: removed nodes (see :meth:`Runner.remove_nodes`).
-REMOVAL_GROUPS = ('kube_control_plane', 'etcd')
+#: removed nodes (see :meth:`Runner.remove_nodes`); ``localhost`` keeps
+#: kubespray's own check that ``node`` is set (v2.28+), which a limit
+#: without it would skip.  Checked with ``--list-hosts`` on v2.31.0.
+REMOVAL_GROUPS = ('kube_control_plane', 'etcd', 'localhost')
 #: The vars file :meth:`Runner.reset` writes into the workspace.
 RESET_VARS_FILE = 'reset-vars.yaml'
 

@@ -444,7 +444,7 @@ def test_remove_reachable_nodes_new_layout():
             '-e @{ws}/cluster-vars.yaml -e @{ws}/remove-node-vars.yaml '
             '--become --become-user=root --forks 10 '
             '--limit=worker-10-0-0-21,worker-10-0-0-22,kube_control_plane,'
-            'etcd remove-node.yml'.format(ws=WS)))]
+            'etcd,localhost remove-node.yml'.format(ws=WS)))]
     assert runner.conn.timeouts == [1200]
 
 
