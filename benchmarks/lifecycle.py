@@ -20,6 +20,10 @@ and ansible-core installed)::
 
     python benchmarks/lifecycle.py --workers 3 10 30 100 --rst
 
+To compare with another commit, run it there without ``--rst`` (JSON
+lines) and pass that file here: ``--before OLD.jsonl --rst`` prints
+before and after side by side.
+
 Only 127.0.0.0/8 is used.
 """
 
@@ -192,13 +196,57 @@ def rst_table(results):
     return '\n'.join(lines) + '\n'
 
 
+def rst_comparison(results, before):
+    """An RST table of *results* beside *before* (JSON rows of another
+    commit, same sizes and hooks)."""
+    old = {(r['workers'], r['hook']): r for r in before}
+    header = ('workers', 'hook', 'wall s', 'driver s', 'commands',
+              'SSH conn. (max/host)', 'playbooks (hosts touched)')
+    rows = [header, ('', '', 'before/after', 'before/after',
+                     'before/after', 'after', 'before -> after')]
+    for count, hook_rows in results:
+        for row in hook_rows:
+            was = old.get((count, row['hook']))
+            if was is None:
+                continue
+            rows.append((
+                str(count), row['hook'],
+                '%.2f/%.2f' % (was['wall'], row['wall']),
+                '%.2f/%.2f' % (was['driver'], row['driver']),
+                '%d/%d' % (was['commands'], row['commands']),
+                '%d (%d)' % (row['connections'], row['max_per_host']),
+                '%s -> %s' % (_playbooks_text(was), _playbooks_text(row))))
+    return _rst(rows)
+
+
+def _rst(rows):
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    rule = '  '.join('=' * w for w in widths)
+    lines = [rule]
+    for i, row in enumerate(rows):
+        lines.append('  '.join(c.ljust(w) for c, w in
+                               zip(row, widths, strict=True)).rstrip())
+        if i == 1 or (i == 0 and rows[1][0]):
+            lines.append(rule)
+    lines.append(rule)
+    return '\n'.join(lines) + '\n'
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--workers', type=int, nargs='+',
                         default=[3, 10, 30, 100])
     parser.add_argument('--rst', action='store_true',
                         help='print an RST table (default: JSON lines)')
+    parser.add_argument('--before', type=argparse.FileType('r'),
+                        help='JSON lines of a run on another commit: '
+                             'the RST table shows both')
+    parser.add_argument('--from-json', type=argparse.FileType('r'),
+                        help='make the table from these JSON lines '
+                             'instead of running')
     args = parser.parse_args(argv)
+    if args.from_json:
+        return _print_table(_load(args.from_json), args.before)
     lab_mod.stop_on_sigterm()
     results = []
     for count in args.workers:
@@ -211,6 +259,25 @@ def main(argv=None):
             for row in rows:
                 print(json.dumps(dict(row, workers=count)), flush=True)
     if args.rst:
+        return _print_table(results, args.before)
+    return 0
+
+
+def _load(lines):
+    """``[(workers, rows)]`` from JSON lines."""
+    results = {}
+    for line in lines:
+        if line.strip():
+            row = json.loads(line)
+            results.setdefault(row['workers'], []).append(row)
+    return sorted(results.items())
+
+
+def _print_table(results, before):
+    if before:
+        rows = [row for _, rows in _load(before) for row in rows]
+        sys.stdout.write(rst_comparison(results, rows))
+    else:
         sys.stdout.write(rst_table(results))
     return 0
 

@@ -88,6 +88,12 @@ kubespray_opts = [
                     'running by a conductor that died) to end before it '
                     'is refused. A hook run again for the same operation '
                     'follows its own running playbook instead.'),
+    cfg.IntOpt('fact_cache_margin', default=3600, min=0, max=86400,
+               help='Before a kubespray run limited to some nodes, the '
+                    'facts of the hosts it leaves out are gathered again '
+                    'only when their entry in Ansible\'s fact cache is '
+                    'missing or expires within this many seconds (at most '
+                    'half the cache\'s timeout); fresh entries are kept.'),
     cfg.IntOpt('ansible_forks', default=10, min=1, max=500,
                help='ansible-playbook --forks; a request\'s '
                     'kubespray.forks overrides it.'),

@@ -31,6 +31,7 @@ from mgmt_driver import DRIVER_NAME  # noqa: F401 (the shim reads it)
 from mgmt_driver import conf as kconf
 from mgmt_driver import detached
 from mgmt_driver import exceptions
+from mgmt_driver import factcache
 from mgmt_driver import heat
 from mgmt_driver import inventory
 from mgmt_driver import kubectl
@@ -81,6 +82,7 @@ class Settings:
     kubectl_sudo: str = 'auto'
     admin_service_account: str = 'tacker-admin'
     drain_timeout: int = 600
+    fact_cache_margin: int = 3600
 
     @classmethod
     def from_conf(cls, conf=None):
@@ -89,7 +91,8 @@ class Settings:
                    kubectl_kubeconfig=group.kubectl_kubeconfig or None,
                    kubectl_sudo=group.kubectl_sudo,
                    admin_service_account=group.admin_service_account,
-                   drain_timeout=group.drain_timeout)
+                   drain_timeout=group.drain_timeout,
+                   fact_cache_margin=group.fact_cache_margin)
 
 
 class ClusterDriver:
@@ -252,7 +255,8 @@ class ClusterDriver:
         """Write the inventory of *cluster* into the workspace.
 
         Private keys named in the request are uploaded too (0600), and
-        host_vars of nodes no longer in the cluster are deleted.
+        host_vars of nodes no longer in the cluster are deleted; all in
+        one transfer (:meth:`~mgmt_driver.kubespray.Workspace.replace`).
         """
         lb = (cluster.external_lb,) if cluster.external_lb else ()
         self._remember([_host_of(n) for n in cluster.k8s_nodes + lb])
@@ -260,26 +264,16 @@ class ClusterDriver:
         key_paths = inventory.remote_key_paths(
             self.spec, cluster, runner.workspace.file(KEY_DIR))
         files = inventory.render_files(self.spec, cluster, key_paths)
-        by_mode = {}
-        for name, rendered in files.items():
-            by_mode.setdefault(rendered.mode, {})[name] = rendered.content
+        documents = {name: (rendered.content, rendered.mode)
+                     for name, rendered in files.items()}
         key_texts = {login.key_file: login.key_text for login in (
             self.spec.master.login, self.spec.worker.login)}
         for local, remote in sorted(key_paths.items()):
-            by_mode.setdefault(0o600, {})[
-                posixpath.relpath(remote, runner.workspace.path)] = \
-                key_texts[local]
-        for mode, documents in sorted(by_mode.items()):
-            runner.workspace.upload(documents, mode=mode)
-        self._delete_stale_host_vars(runner, cluster)
-
-    def _delete_stale_host_vars(self, runner, cluster):
-        keep = {'%s.yaml' % name for name in cluster.names}
-        directory = runner.workspace.file(inventory.HOST_VARS_DIR)
-        runner.conn.run(['find', directory, '-maxdepth', '1', '-type', 'f',
-                         '-name', '*.yaml'] +
-                        [arg for name in sorted(keep)
-                         for arg in ('!', '-name', name)] + ['-delete'])
+            documents[posixpath.relpath(remote, runner.workspace.path)] = (
+                key_texts[local], 0o600)
+        # One transfer and one command whatever the node count; host_vars/
+        # is replaced as a whole, so a removed node's file is gone.
+        runner.workspace.replace(documents)
 
     def recorded_inventory(self):
         """The inventory last uploaded to the workspace, checked.
@@ -463,13 +457,22 @@ class ClusterDriver:
         runner = self._runner()
         if new_names:
             self.point_cluster_info(cluster)
-            runner.facts(len(cluster.k8s_nodes))
+            self.refresh_facts(cluster, new_names)
             try:
                 runner.scale(new_names)
             except _PLAYBOOK_ERRORS as exc:
                 self._undo_join(cluster, new_names)
                 raise exceptions.with_advice(exc, advice)
         self.update_load_balancer(cluster)
+
+    def refresh_facts(self, cluster, limited):
+        """Cached facts for every host a run limited to *limited* leaves
+        out, gathered only where missing or about to expire
+        (:func:`~mgmt_driver.factcache.refresh_facts`)."""
+        limited = set(limited)
+        factcache.refresh_facts(
+            self._runner(), [n for n in cluster.names if n not in limited],
+            self.settings.fact_cache_margin)
 
     def _undo_join(self, cluster, names):
         """Best effort: *names* out of Kubernetes and the inventory."""
@@ -605,6 +608,8 @@ class ClusterDriver:
                 self.step('not re-running cluster.yml over %s (unreachable)',
                           ', '.join(dead))
             else:
+                self.refresh_facts(cluster,
+                                   [n.name for n in cluster.masters])
                 self._runner().cluster(len(cluster.k8s_nodes),
                                        limit=['etcd', 'kube_control_plane'])
         remaining = cluster.remove(*names)

@@ -247,6 +247,20 @@ class KubesprayCheckoutUnsupported(MgmtDriverOtherError):
                '%(reason)s')
 
 
+class FactsUnavailable(MgmtDriverOtherError):
+    """Unreachable hosts have no valid entry in Ansible's fact cache.
+
+    kubespray's ``--limit`` runs need the cached facts of every host they
+    leave out, and facts cannot be gathered from a host that is down.
+    """
+
+    message = ('Cannot run a limited kubespray playbook: %(hosts)s '
+               'unreachable and without valid cached facts on the Ansible '
+               'server %(host)s (kubespray needs them for every host a '
+               '--limit run leaves out). Bring the node(s) back, or heal '
+               'or scale them in first, then retry.')
+
+
 class UnsafeRemotePath(MgmtDriverParamInvalid):
     """A remote path the driver would create, write or delete is unsafe."""
 

@@ -8,8 +8,8 @@
     ``kube_node`` (the workers), empty ``calico_rr``, and ``k8s_cluster``
     declared with its children; host vars ``ansible_host``,
     ``ansible_port``, ``ip``/``access_ip`` (``ip6``/``access_ip6`` for an
-    IPv6 cluster address), ``etcd_member_name`` and ``node_labels``.  No
-    credential.
+    IPv6 cluster address), ``main_ip``/``main_access_ip``,
+    ``etcd_member_name`` and ``node_labels``.  No credential.
 ``host_vars/<node name>.yaml`` (mode 0600)
     ``ansible_user`` and ``ansible_ssh_private_key_file`` or
     ``ansible_password``.  Ansible loads ``host_vars/`` next to the
@@ -116,6 +116,12 @@ def _host_vars(spec, node, etcd):
         host.update(ip6=node.cluster_address, access_ip6=node.cluster_address)
     else:
         host.update(ip=node.cluster_address, access_ip=node.cluster_address)
+    # What kubespray's network_facts computes and caches (v2.29+).  Its
+    # cached or freshly set fact wins over these; they matter when a dead
+    # node's cache entry has expired: removing its etcd member reads the
+    # peer URL from main_access_ip (v2.30+).
+    host.update(main_ip=node.cluster_address,
+                main_access_ip=node.cluster_address)
     if etcd:
         # The node name, not "etcd<index>": an index would rename the
         # surviving members when a master is removed or healed.

@@ -23,8 +23,10 @@ module does not depend on the request model.
 """
 
 import dataclasses
+import io
 import posixpath
 import re
+import tarfile
 import time
 
 import yaml
@@ -42,6 +44,11 @@ MIN_VERSION = (2, 16)
 
 #: The vars file :meth:`Runner.remove_nodes` writes into the workspace.
 REMOVE_VARS_FILE = 'remove-node-vars.yaml'
+#: Groups added to the ``--limit`` of ``remove-node.yml`` besides the
+#: removed nodes (see :meth:`Runner.remove_nodes`); ``localhost`` keeps
+#: kubespray's own check that ``node`` is set (v2.28+), which a limit
+#: without it would skip.  Checked with ``--list-hosts`` on v2.31.0.
+REMOVAL_GROUPS = ('kube_control_plane', 'etcd', 'localhost')
 #: The vars file :meth:`Runner.reset` writes into the workspace.
 RESET_VARS_FILE = 'reset-vars.yaml'
 
@@ -51,6 +58,54 @@ RESET_VARS_FILE = 'reset-vars.yaml'
 _HOST_NAME = re.compile(r'^[A-Za-z0-9][A-Za-z0-9._-]{0,252}$')
 # Patterns that are valid names but would match every host.
 _WIDE_PATTERNS = frozenset({'all', 'localhost', 'ungrouped'})
+
+
+# "$1": the workspace; the tar stream on stdin (see Workspace.replace).
+# Entries of the set never start with ".", so "$tmp"/* lists them all.
+_REPLACE_SCRIPT = r'''
+set -e
+umask 077
+cd -- "$1"
+tmp=$(mktemp -d .upload.XXXXXXXX)
+trap 'rm -rf -- "$tmp"' EXIT
+tar -x -p -f - -C "$tmp" --no-same-owner
+for entry in "$tmp"/*; do
+  name=${entry##*/}
+  if [ -d "$entry" ]; then
+    rm -rf -- ".old.$name"
+    if [ -e "$name" ]; then mv -- "$name" ".old.$name"; fi
+    mv -- "$entry" "$name"
+    rm -rf -- ".old.$name"
+  else
+    mv -f -- "$entry" "$name"
+  fi
+done
+'''
+
+
+def _tar(documents):
+    """A tar stream of ``{relative path: (text or bytes, mode)}``, with
+    an entry (mode 0700) for every directory."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode='w') as archive:
+        directories = sorted({parent for name in documents
+                              for parent in _parents(name)})
+        for directory in directories:
+            info = tarfile.TarInfo(directory)
+            info.type, info.mode = tarfile.DIRTYPE, 0o700
+            archive.addfile(info)
+        for name, (body, mode) in documents.items():
+            data = body.encode('utf-8') if isinstance(body, str) else body
+            info = tarfile.TarInfo(name)
+            info.size, info.mode = len(data), mode
+            archive.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+def _parents(name):
+    """The parent directories of *name* (``a/b/c`` -> ``a``, ``a/b``)."""
+    parts = name.split('/')[:-1]
+    return ['/'.join(parts[:i]) for i in range(1, len(parts) + 1)]
 
 
 def _unsafe(path, reason):
@@ -144,6 +199,30 @@ class Workspace:
         for path, text in targets:
             self.conn.write_file(path, text, mode=mode)
         return [path for path, _ in targets]
+
+    def replace(self, documents):
+        """Write a whole document set: one transfer, one command.
+
+        The set travels as a tar stream on the command's standard input
+        and is unpacked into a fresh 0700 directory inside the workspace
+        (never on a command line); then each top-level file is renamed
+        into place (atomic), and each top-level directory replaces its
+        old copy as a whole (two renames), so files of the old set that
+        the new one lacks, such as a removed node's ``host_vars``, are
+        gone.  The cost is the same for 3 nodes or 300.
+
+        :param documents: ``{relative path: (text or bytes, mode)}``;
+            directories get mode 0700.
+        :returns: the absolute paths written.
+        :raises UnsafeRemotePath: a name is absolute or has ``..``.
+        """
+        names = {_check_relative(name): body
+                 for name, body in documents.items()}
+        self.conn.run(['sh', '-c', _REPLACE_SCRIPT, 'sh', self.path],
+                      stdin=_tar(names))
+        LOG.debug('Wrote %d file(s) into %s on %s', len(names), self.path,
+                  self.conn.host)
+        return [posixpath.join(self.path, name) for name in names]
 
     def _make_dirs(self, directories):
         missing = set()
@@ -630,11 +709,13 @@ class Runner:
         """
         return self._run('cluster.yml', node_count, limit)
 
-    def facts(self, node_count):
-        """The layout's facts playbook over all hosts (no ``--limit``),
-        which ``scale.yml --limit`` needs for the hosts it leaves out.
+    def facts(self, node_count, limit=None):
+        """The layout's facts playbook: fills Ansible's fact cache, which
+        ``--limit`` runs read for the hosts they leave out.
+
+        :param limit: host names for ``--limit``, or None for all hosts.
         """
-        return self._run(self.layout.facts_playbook, node_count)
+        return self._run(self.layout.facts_playbook, node_count, limit)
 
     def scale(self, new_nodes):
         """``scale.yml --limit=<new_nodes>``: join new workers only.
@@ -650,6 +731,13 @@ class Runner:
 
     def remove_nodes(self, names, reachable=True, extra_vars=None):
         """``remove-node.yml`` for *names*, never prompting.
+
+        Limited to *names* and :data:`REMOVAL_GROUPS`, the hosts removal
+        delegates to (drain and ``kubectl delete node`` on the first
+        control-plane node, ``etcdctl member remove`` on the first etcd
+        host; kubespray v2.16-v2.21 also run a play on
+        ``kube_control_plane[0]``): without the limit every release
+        bootstraps and gathers facts on every cluster host.
 
         Writes ``remove-node-vars.yaml`` (0600) into the workspace with
         ``node``, ``skip_confirmation: true`` (plus
@@ -675,7 +763,9 @@ class Runner:
         path = self._write_vars(REMOVE_VARS_FILE,
                                 self._remove_vars(names, reachable,
                                                   extra_vars))
-        return self._run('remove-node.yml', len(names), vars_files=[path])
+        return self._run('remove-node.yml', len(names),
+                         limit=names + list(REMOVAL_GROUPS),
+                         vars_files=[path])
 
     def _remove_vars(self, names, reachable, extra_vars):
         values = dict(extra_vars or {})

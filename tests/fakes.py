@@ -9,8 +9,10 @@ match no rule succeed with empty output.  Remote files live in ``files``.
 ``registry.TackerVimRegistry``.
 """
 
+import io
 import re
 import shlex
+import tarfile
 
 from mgmt_driver import exceptions
 from mgmt_driver import registry
@@ -79,6 +81,8 @@ class FakeConnection:
             return self._detached(kind, command, on_line)
         text = ssh.display_command(command, env)
         self.calls.append(('run', text))
+        if isinstance(stdin, bytes) and 'tar -x' in text:
+            self._unpack(command[-1], stdin)
         rule = self._match(text) or {'stdout': '', 'stderr': '',
                                      'exit_code': 0, 'timeout': False}
         result = ssh.CommandResult(host=self.host, command=text,
@@ -134,6 +138,22 @@ class FakeConnection:
             stdout=rule['stdout'] + rule['stderr'])
         return ssh.CommandResult(self.host, 'start',
                                  'KR:STARTED:%s:4242\n' % stem, '', 0)
+
+    def _unpack(self, directory, data):
+        """What ``Workspace.replace`` does on a real host: top-level
+        directories of the tar stream replace their old copies."""
+        with tarfile.open(fileobj=io.BytesIO(data)) as archive:
+            members = [m for m in archive.getmembers() if m.isfile()]
+            for top in {m.name.split('/')[0] for m in members
+                        if '/' in m.name}:
+                prefix = '%s/%s/' % (directory, top)
+                for path in [p for p in self.files if p.startswith(prefix)]:
+                    del self.files[path]
+                    del self.modes[path]
+            for member in members:
+                path = '%s/%s' % (directory, member.name)
+                self.files[path] = archive.extractfile(member).read().decode()
+                self.modes[path] = member.mode
 
     def write_file(self, path, content, mode=0o600):
         self.calls.append(('write_file', path))

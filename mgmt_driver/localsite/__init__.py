@@ -29,6 +29,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 
 from mgmt_driver.localsite import clusterstate
 
@@ -175,17 +176,47 @@ class Site:
         return [json.loads(line) for line in lines if line.strip()]
 
     def cached_hosts(self):
-        """Hosts with a fact-cache entry."""
-        if not self.fact_cache.is_dir():
-            return []
+        """Hosts with a fact-cache entry (expired ones included)."""
         # ansible-core 2.19 prefixes cache keys with a schema id: "s1_".
         return sorted(re.sub(r'^s\d+_', '', p.name)
-                      for p in self.fact_cache.iterdir()
-                      if not p.name.startswith('.'))
+                      for p in self._cache_entries())
 
     def clear_fact_cache(self):
         """Forget every cached fact (as after kubespray's 24 h timeout)."""
         shutil.rmtree(self.fact_cache, ignore_errors=True)
+
+    def fact_cache_timeout(self):
+        """``fact_caching_timeout`` of the checkout's ansible.cfg (s)."""
+        text = (self.checkout / 'ansible.cfg').read_text()
+        return int(re.search(r'^fact_caching_timeout\s*=\s*(\d+)', text,
+                             re.M).group(1))
+
+    def age_fact_cache(self, seconds, hosts=None):
+        """Make cache entries *seconds* old (Ansible goes by mtime).
+
+        :param hosts: inventory names (default: every entry).
+        :returns: the names of the entries aged.
+        """
+        aged = []
+        when = time.time() - seconds
+        for path in self._cache_entries():
+            name = re.sub(r'^s\d+_', '', path.name)
+            if hosts is None or name in hosts:
+                os.utime(path, (when, when))
+                aged.append(name)
+        return sorted(aged)
+
+    def fact_cache_ages(self):
+        """``{host: age in seconds}`` of the cache entries."""
+        now = time.time()
+        return {re.sub(r'^s\d+_', '', p.name): now - p.stat().st_mtime
+                for p in self._cache_entries()}
+
+    def _cache_entries(self):
+        if not self.fact_cache.is_dir():
+            return []
+        return [p for p in self.fact_cache.iterdir()
+                if not p.name.startswith('.')]
 
     # --- changing -----------------------------------------------------
 

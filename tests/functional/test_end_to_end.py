@@ -282,14 +282,21 @@ def test_lifecycle_one_master(cluster_factory):
     c.check(masters, workers)
     assert c.playbook_runs('remove-node.yml')[-1]['ok']
 
-    # Heal one worker: removed, its VM re-created, joined again.
+    # Heal one worker: removed, its VM re-created, joined again.  The
+    # master's cache entry has expired meanwhile: only it is gathered.
     sick = vnf.vm(WORKERS[2])
     c.call('heal_start', heal_request([sick], 'e2e'))
     c.check(masters, [a for a in workers if a != sick.address])
+    assert c.playbook_runs('remove-node.yml')[-1]['touched'] == sorted(
+        [sick.name, e2e.name_of(MASTER, masters[0])])
     vnf.recreate_vm(sick)
+    c.site.age_fact_cache(c.site.fact_cache_timeout() + 60,
+                          hosts=[e2e.name_of(MASTER, masters[0])])
     c.call('heal_end', heal_request([sick], 'e2e'))
     c.check(masters, workers)
     assert c.playbook_runs('scale.yml')[-1]['limit'] == sick.name
+    assert c.playbook_runs('playbooks/facts.yml')[-1]['limit'] == \
+        e2e.name_of(MASTER, masters[0])
 
     # Heal the whole VNF: every VM re-created with new addresses.
     c.call('heal_start', heal_request(cause='e2e'))
@@ -335,7 +342,19 @@ def test_heal_masters_including_the_first(cluster_factory):
 
     for sick_address in (masters[1], masters[0]):
         sick = vnf.vm(sick_address)
+        # A day later: every fact cache entry has expired.  Healing the
+        # first master runs cluster.yml --limit=etcd,kube_control_plane,
+        # which needs the workers' facts: gathered again, for them only.
+        c.site.age_fact_cache(c.site.fact_cache_timeout() + 60)
+        runs = len(c.site.runs())
         c.call('heal_start', heal_request([sick], 'e2e'))
+        facts = [r for r in c.site.runs()[runs:]
+                 if r['playbook'] == 'playbooks/facts.yml']
+        if sick_address == masters[0]:
+            assert [r['limit'] for r in facts] == [
+                ','.join(e2e.name_of(WORKER, a) for a in workers)]
+        else:
+            assert facts == []  # removal needs no cached facts
         others = [a for a in masters if a != sick_address]
         c.check(others, workers)
         vnf.recreate_vm(sick)

@@ -47,6 +47,8 @@ MASTERS = ['127.0.6.10']
 WORKERS = ['127.0.6.%d' % i for i in range(20, 26)]
 #: The worker whose VM dies before it is scaled in (its own sshd).
 DEAD = WORKERS[-1]
+#: A VM address served but not in the VNF until a test scales out to it.
+SPARE = '127.0.6.30'
 MASTER, WORKER = params.ROLE_MASTER, params.ROLE_WORKER
 CONTEXT = types.SimpleNamespace(project_id='faults-project')
 GROUP = 'kubespray_mgmt'
@@ -315,7 +317,8 @@ def running(lab):
 
 @pytest.fixture(scope='module')
 def faults():
-    with running(FaultLab(ANSIBLE, LB, MASTERS, WORKERS, options=OPTIONS,
+    with running(FaultLab(ANSIBLE, LB, MASTERS, WORKERS + [SPARE],
+                          options=OPTIONS,
                           aside=[ANSIBLE, LB, DEAD])) as lab:
         yield Cluster(lab)
 
@@ -501,6 +504,45 @@ def test_sshd_stopped_mid_playbook_at_scale_in(cluster):
     c.scaled_in(gone)
     c.check()
     assert c.lab.site.runs()[-1]['ok']
+
+
+def test_scale_out_while_a_worker_is_down(cluster):
+    """Case 5: a worker's VM (DEAD) is down while another joins.  When
+    its fact cache entry has expired, the scale-out stops before any
+    change with FactsUnavailable naming it; while its entry is still
+    valid (even inside the refresh margin), it is kept, only the other
+    stale hosts are gathered again and the new worker joins."""
+    c = cluster
+    site = c.lab.site
+    kill_vm_sshd(c.lab.aside[DEAD])
+    timeout = site.fact_cache_timeout()
+    site.age_fact_cache(timeout + 60)  # every entry expired
+    new = c.vnf.add_vm(WORKER, SPARE)
+    request, kwargs = scale_request('SCALE_OUT'), {
+        'scale_out_id_list': [new.stack_id]}
+    nodes = c.snapshot()['nodes']
+
+    error = c.fails(exceptions.FactsUnavailable, 'scale_end', request,
+                    **kwargs)
+    assert '%s unreachable' % name(DEAD) in str(error)
+    assert ANSIBLE in str(error)
+    assert c.snapshot()['nodes'] == nodes
+
+    # 30 minutes left on DEAD's entry: kept; the others are gathered.
+    site.age_fact_cache(timeout - 1800, hosts=[name(DEAD)])
+    runs = len(site.runs())
+    c.call('scale_end', request, **kwargs)
+    c.workers.append(SPARE)
+    failed, facts, scale = c.lab.runs_since(runs)
+    stale = sorted([site_mod.name_of(MASTER, a) for a in c.masters] +
+                   [name(a) for a in c.workers if a != SPARE])
+    assert sorted(failed['limit'].split(',')) == stale
+    assert not failed['ok']
+    assert failed['unreachable'] == [name(DEAD)]
+    assert facts['ok'] and name(DEAD) not in facts['limit'].split(',')
+    assert sorted(facts['touched']) == [h for h in stale if h != name(DEAD)]
+    assert scale['playbook'] == 'scale.yml' and scale['limit'] == name(SPARE)
+    assert name(SPARE) in site.nodes()
 
 
 def test_dead_worker_is_removed_ungracefully(cluster, caplog):

@@ -228,6 +228,76 @@ def test_scale_limit_needs_facts_and_converges_after_a_failure(
     assert 'cp2' not in site.nodes()
 
 
+def test_fact_cache_entries_expire_with_the_checkouts_timeout(
+        server, site):
+    site.seed([('cp1', ADDRESSES[0])], [('w1', ADDRESSES[1])])
+    cluster = Cluster(server, site, {'cp1': ADDRESSES[0], 'w1': ADDRESSES[1],
+                                     'w2': ADDRESSES[2]}, ['cp1'],
+                      ['w1', 'w2'])
+    ok(cluster.play('playbooks/facts.yml', '--limit=cp1,w1'))
+    assert site.cached_hosts() == ['cp1', 'w1']
+    timeout = site.fact_cache_timeout()
+    assert timeout == 86400  # kubespray's since v2.20
+
+    # Old but within the timeout: still a valid entry.
+    site.age_fact_cache(timeout - 600)
+    ok(cluster.play('scale.yml', '--limit=w2'))
+    assert set(site.nodes()) == {'cp1', 'w1', 'w2'}
+
+    # Past the timeout: Ansible treats the entry as missing, and the
+    # limited run stops before it changes anything, naming the host.
+    site.age_fact_cache(timeout + 60, hosts=['w1'])
+    result = failed(cluster.play('scale.yml', '--limit=w2'), LIMIT_REFUSED)
+    assert 'not cached: w1' in result.stdout
+    assert cluster.last_run()['touched'] == ['w2']  # facts of the limit
+    ok(cluster.play('playbooks/facts.yml', '--limit=w1'))
+    assert site.fact_cache_ages()['w1'] < 600
+    ok(cluster.play('scale.yml', '--limit=w2'))
+
+
+def test_an_unreachable_host_stops_facts_for_every_host(server, site):
+    cluster = Cluster(server, site, {'cp1': ADDRESSES[0], 'w1': DEAD,
+                                     'w2': ADDRESSES[2]}, ['cp1'],
+                      ['w1', 'w2'])
+    ok(cluster.play('playbooks/facts.yml', '--limit=cp1'))
+    failed(cluster.play('cluster.yml'), 'UNREACHABLE')
+    run = cluster.last_run()
+    assert run['unreachable'] == ['w1']
+    # any_errors_fatal: nothing was installed anywhere.
+    assert site.state() is None
+    assert set(run['touched']) == {'cp1', 'w1', 'w2'}
+
+
+def test_removed_etcd_members_peer_url_comes_from_cached_facts(
+        server, site):
+    hosts = {'cp1': ADDRESSES[0], 'cp2': ADDRESSES[1], 'cp3': ADDRESSES[2]}
+    host_vars = {'cp%d' % i: {'etcd_member_name': 'etcd%d' % i}
+                 for i in (1, 2, 3)}
+    cluster = Cluster(server, site, hosts, ['cp1', 'cp2', 'cp3'], [],
+                      host_vars=host_vars)
+    ok(cluster.play('cluster.yml'))
+    cluster.hosts['cp3'] = DEAD  # its VM is gone; its facts are cached
+    cluster.write_inventory()
+    removal = {'node': 'cp3', 'skip_confirmation': True,
+               'reset_nodes': False, 'allow_ungraceful_removal': True}
+
+    # kubespray (v2.30+) takes the peer URL from main_access_ip, a cached
+    # fact: after the cache expired the removal cannot find it.
+    site.age_fact_cache(site.fact_cache_timeout() + 60, hosts=['cp3'])
+    failed(cluster.play('remove-node.yml', extra=removal),
+           "'main_access_ip' is undefined")
+    assert sorted(site.etcd_members()) == ['etcd1', 'etcd2', 'etcd3']
+
+    # Given in the inventory (below cached facts in precedence), it is
+    # found again.
+    cluster.host_vars['cp3'].update(main_access_ip=ADDRESSES[2],
+                                    main_ip=ADDRESSES[2])
+    cluster.write_inventory()
+    ok(cluster.play('remove-node.yml', extra=removal))
+    assert sorted(site.etcd_members()) == ['etcd1', 'etcd2']
+    assert 'cp3' not in site.nodes()
+
+
 def test_remove_node_refusals(server, site):
     site.seed([('cp1', ADDRESSES[0])], [('w1', ADDRESSES[1])])
     cluster = Cluster(server, site, {'cp1': ADDRESSES[0],

@@ -128,7 +128,9 @@ def test_detect_and_run_over_ssh(conn, base):
         '-i', ws.path + '/hosts.yaml', '-e', '@' + ws.path +
         '/cluster-vars.yaml', '-e', '@' + ws.path + '/remove-node-vars.yaml',
         '--become', '--become-user=root', '--forks', '7')]
-    assert lines[11:13] == ['ARG[remove-node.yml]', 'NOCOLOR=1']
+    assert lines[11:14] == [
+        'ARG[--limit=node-1,kube_control_plane,etcd,localhost]',
+        'ARG[remove-node.yml]', 'NOCOLOR=1']
     assert _mode(ws.file('remove-node-vars.yaml')) == 0o600
 
 

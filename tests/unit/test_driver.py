@@ -172,6 +172,44 @@ def test_scale_end_adds_only_missing_workers(conf):
     assert h.playbooks() == ['playbooks/facts.yml', 'scale.yml']
 
 
+def _scale_out_by_two(conf, workers, probe=None):
+    names = ['master-10-10-0-11'] + ['worker-10-10-0-%d' % (21 + i)
+                                     for i in range(workers)]
+    h = Harness(conf, k8s_nodes=names)
+    if probe is not None:
+        h.ansible.script(r'FC:PLUGIN', stdout=probe(names))
+    extra = _instantiate_params(workers + 2)
+    instance = h.instance(extra)
+    h.hooks.scale_end(None, instance, _request({}, type='SCALE_OUT'),
+                      None, None, scale_out_id_list=['s1', 's2'])
+    return h
+
+
+def _fresh_cache(names):
+    return ('FC:PLUGIN:jsonfile\nFC:DIR:/tmp\nFC:TIMEOUT:86400\n'
+            'FC:NOW:1000000\n' + ''.join('FC:ENTRY:%s:999000\n' % n
+                                        for n in names[:-1]))
+
+
+def test_scale_end_refreshes_only_stale_facts(conf):
+    h = _scale_out_by_two(conf, 3, probe=_fresh_cache)
+    facts = [c for c in h.ansible.commands
+             if 'ansible-playbook' in c and 'facts.yml' in c]
+    # The last old worker has no entry: only it is gathered.
+    assert len(facts) == 1 and '--limit=worker-10-10-0-23 ' in facts[0]
+    probe = [c for c in h.ansible.commands if 'FC:PLUGIN' in c]
+    assert len(probe) == 1 and 'worker-10-10-0-25' not in probe[0]
+
+
+def test_scale_end_commands_do_not_grow_with_the_node_count(conf):
+    small = _scale_out_by_two(conf, 3, probe=_fresh_cache)
+    large = _scale_out_by_two(conf, 60, probe=_fresh_cache)
+    assert len(small.ansible.calls) == len(large.ansible.calls)
+    assert [c for c in large.ansible.calls if c[0] == 'write_file'] == []
+    host_vars = [k for k in large.workspace_files() if 'host_vars/' in k]
+    assert len(host_vars) == 63
+
+
 def test_scale_start_drains_and_removes(conf):
     h = Harness(conf, k8s_nodes=['master-10-10-0-11', 'worker-10-10-0-21',
                                  'worker-10-10-0-22'])

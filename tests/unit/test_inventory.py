@@ -60,10 +60,12 @@ def test_hosts_groups_and_host_vars():
     assert hosts['master-10-10-0-11'] == {
         'access_ip': '10.10.0.11', 'ansible_host': '10.10.0.11',
         'ansible_port': 22, 'etcd_member_name': 'master-10-10-0-11',
-        'ip': '10.10.0.11'}
+        'ip': '10.10.0.11', 'main_access_ip': '10.10.0.11',
+        'main_ip': '10.10.0.11'}
     assert hosts['worker-10-10-0-21'] == {
         'access_ip': '10.10.0.21', 'ansible_host': '10.10.0.21',
-        'ansible_port': 22, 'ip': '10.10.0.21'}
+        'ansible_port': 22, 'ip': '10.10.0.21',
+        'main_access_ip': '10.10.0.21', 'main_ip': '10.10.0.21'}
     assert set(hosts) == {'master-10-10-0-11', 'worker-10-10-0-21',
                           'worker-10-10-0-22'}  # the LB is no k8s node
 
@@ -89,6 +91,7 @@ def test_ipv6_cluster_address_goes_to_ip6():
     host = inventory.render_hosts(spec, cluster)['all']['hosts'][
         'master-fd00-0-0-0-0-0-0-11']
     assert host['ip6'] == host['access_ip6'] == 'fd00::11'
+    assert host['main_ip'] == host['main_access_ip'] == 'fd00::11'
     assert 'ip' not in host and 'access_ip' not in host
 
 

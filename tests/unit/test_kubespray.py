@@ -1,7 +1,9 @@
 """Unit tests of mgmt_driver.kubespray with the recording SSH fake."""
 
+import io
 import logging
 import subprocess
+import tarfile
 
 import pytest
 import yaml
@@ -27,19 +29,23 @@ SETTINGS = kubespray.PlaybookSettings(timeout_base=1000,
 
 
 class RecordingConnection(FakeConnection):
-    """FakeConnection that also records each command's timeout."""
+    """FakeConnection that also records each command's timeout and
+    standard input."""
 
     def __init__(self, host='10.0.0.5'):
         super().__init__(host)
         self.timeouts = []
+        self.stdins = []
 
     def run(self, command, timeout=None, check=True, env=None, stdin=None,
             on_line=None, keep_tail=False):
         kind = fakes.detached_call(command)
         if kind is None:
             self.timeouts.append(timeout)
+            self.stdins.append(stdin)
         elif kind == 'start':
             self.timeouts.append(int(command[9]))  # the run's own limit
+            self.stdins.append(stdin)
         return super().run(command, timeout, check, env, stdin, on_line,
                            keep_tail)
 
@@ -117,6 +123,60 @@ def test_upload_makes_a_subdirectory_once_per_workspace():
     assert conn.commands == [
         joined(['mkdir', '-p', '-m', '0700', '--', WS + '/host_vars']),
         joined(['mkdir', '-p', '-m', '0700', '--', WS + '/host_vars/c'])]
+
+
+def _replace_set(nodes):
+    docs = {'hosts.yaml': ('all: {}\n', 0o644),
+            'secret-vars.yaml': ('{}\n', 0o600)}
+    docs.update({'host_vars/n%d.yaml' % i: ('ansible_user: u\n', 0o600)
+                 for i in range(nodes)})
+    return docs
+
+
+@pytest.mark.parametrize('nodes', [3, 300])
+def test_replace_is_one_command_whatever_the_node_count(nodes):
+    conn = RecordingConnection()
+    paths = kubespray.Workspace(conn, WS).replace(_replace_set(nodes))
+    assert len(conn.calls) == 1 and len(conn.commands) == 1
+    assert len(paths) == nodes + 2
+    with tarfile.open(fileobj=io.BytesIO(conn.stdins[0])) as archive:
+        members = {m.name: m for m in archive.getmembers()}
+    assert members['host_vars'].isdir() and \
+        members['host_vars'].mode == 0o700
+    assert members['hosts.yaml'].mode == 0o644
+    assert members['host_vars/n1.yaml'].mode == 0o600
+    # Nothing of the documents is on the command line.
+    assert 'ansible_user' not in conn.commands[0]
+
+
+def test_replace_script_on_a_real_shell(tmp_path):
+    """The script unpacks, replaces host_vars/ whole, keeps modes."""
+    ws = tmp_path / 'ws'
+    (ws / 'host_vars').mkdir(parents=True)
+    (ws / 'host_vars' / 'gone.yaml').write_text('old')
+    (ws / 'hosts.yaml').write_text('old')
+    (ws / 'remove-node-vars.yaml').write_text('kept')
+    docs = _replace_set(2)
+    subprocess.run(['sh', '-c', kubespray._REPLACE_SCRIPT, 'sh', str(ws)],
+                   input=kubespray._tar(docs), check=True)
+    assert sorted(p.name for p in (ws / 'host_vars').iterdir()) == [
+        'n0.yaml', 'n1.yaml']
+    assert (ws / 'hosts.yaml').read_text() == 'all: {}\n'
+    assert (ws / 'remove-node-vars.yaml').read_text() == 'kept'
+    assert sorted(p.name for p in ws.iterdir()) == [
+        'host_vars', 'hosts.yaml', 'remove-node-vars.yaml',
+        'secret-vars.yaml']  # no temporary directory left
+    mode = {p: (ws / p).stat().st_mode & 0o777 for p in (
+        'host_vars', 'host_vars/n0.yaml', 'hosts.yaml', 'secret-vars.yaml')}
+    assert mode == {'host_vars': 0o700, 'host_vars/n0.yaml': 0o600,
+                    'hosts.yaml': 0o644, 'secret-vars.yaml': 0o600}
+
+
+def test_replace_refuses_unsafe_names_before_any_command():
+    conn = FakeConnection('ansible')
+    with pytest.raises(exceptions.UnsafeRemotePath):
+        kubespray.Workspace(conn, WS).replace({'../x': ('bad', 0o600)})
+    assert conn.calls == []
 
 
 @pytest.mark.parametrize('name', [
@@ -391,8 +451,9 @@ def test_remove_reachable_nodes_new_layout():
         ('write_file', WS + '/remove-node-vars.yaml'),
         ('run', playbook_command(
             '-e @{ws}/cluster-vars.yaml -e @{ws}/remove-node-vars.yaml '
-            '--become --become-user=root --forks 10 remove-node.yml'
-            .format(ws=WS))),
+            '--become --become-user=root --forks 10 '
+            '--limit=worker-10-0-0-21,worker-10-0-0-22,kube_control_plane,'
+            'etcd,localhost remove-node.yml'.format(ws=WS))),
         ('follow', '20260101T000000Z-operation-remove-node'),
         ('end', '20260101T000000Z-operation-remove-node')]
     assert runner.conn.timeouts == [1200]
