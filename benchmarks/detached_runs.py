@@ -15,12 +15,13 @@ benchmark, not a test: it asserts nothing.
 import argparse
 import os
 import pathlib
-import statistics
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+
+from ssh_costs import _ms  # noqa: E402
 
 from mgmt_driver import kubespray  # noqa: E402
 from mgmt_driver import ssh  # noqa: E402
@@ -34,12 +35,6 @@ echo "PLAY RECAP ***"
 echo "node-1 : ok=1 changed=0 unreachable=0 failed=0"
 '''
 LAYOUT = kubespray.Layout('playbooks/facts.yml', True, 'v2.31.0')
-
-
-def _ms(values):
-    return 'median %.1f ms, p90 %.1f ms' % (
-        statistics.median(values) * 1000,
-        sorted(values)[int(len(values) * 0.9) - 1] * 1000)
 
 
 def main():

@@ -290,36 +290,38 @@ def cmd_status(args, txn):
         'etcd': state['etcd']})
 
 
-def check_fail(state_dir, playbook, host):
-    """Consume ``fail-next-<playbook>`` if it targets *host*.
-
-    :returns: the failure message, or None.
-    """
-    path = os.path.join(state_dir, cs.FAIL_PREFIX + playbook)
-    with cs.locked(state_dir):  # parallel hosts: only one consumes it
-        try:
-            with open(path) as f:
-                target = f.read().strip()
-        except FileNotFoundError:
-            return None
-        if target and target != host:
-            return None
-        os.unlink(path)
-        return ('injected failure (kubespray test double): %s on %s'
-                % (os.path.basename(path), host))
-
-
-def pause_if_asked(state_dir, playbook):
-    """Consume ``slow-next-<playbook>`` and sleep the seconds it holds:
-    the run lasts long enough for a test to cut or kill something."""
-    path = os.path.join(state_dir, cs.SLOW_PREFIX + playbook)
+def _take(state_dir, prefix, playbook, wanted=lambda text: True):
+    """The text of ``<prefix><playbook>``, consumed if *wanted* accepts
+    it; None when there is none (or it is left for another host)."""
+    path = os.path.join(state_dir, prefix + playbook)
     with cs.locked(state_dir):  # parallel hosts: only one consumes it
         try:
             with open(path) as f:
                 text = f.read().strip()
         except FileNotFoundError:
-            return
+            return None
+        if not wanted(text):
+            return None
         os.unlink(path)
+        return text
+
+
+def check_fail(state_dir, playbook, host):
+    """Consume ``fail-next-<playbook>`` if it targets *host*.
+
+    :returns: the failure message, or None.
+    """
+    if _take(state_dir, cs.FAIL_PREFIX, playbook,
+             lambda target: not target or target == host) is None:
+        return None
+    return ('injected failure (kubespray test double): %s%s on %s'
+            % (cs.FAIL_PREFIX, playbook, host))
+
+
+def pause_if_asked(state_dir, playbook):
+    """Consume ``slow-next-<playbook>`` and sleep the seconds it holds:
+    the run lasts long enough for a test to cut or kill something."""
+    text = _take(state_dir, cs.SLOW_PREFIX, playbook) or ''
     seconds = float(text) if text.replace('.', '', 1).isdigit() else 0.0
     time.sleep(min(seconds, 600.0))
 

@@ -150,31 +150,8 @@ class Background:
         return self.outcome[0]
 
 
-def _alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return _state(pid) != 'Z'
-
-
-def _state(pid):
-    try:
-        with open('/proc/%d/stat' % pid) as f:
-            return f.read().rsplit(')', 1)[1].split()[0]
-    except OSError:
-        return None
-
-
 def _gone(pid, timeout=15):
-    deadline = time.monotonic() + timeout
-    while _alive(pid):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.1)
-    return True
+    return test_faults.process_gone(pid, timeout)
 
 
 # ------------------------------------------------------------------ tests --
