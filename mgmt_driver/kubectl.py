@@ -681,9 +681,11 @@ def first_reachable(connections, command=('kubectl', 'version', '--client'),
     :param timeout: seconds for the command on each host.
     :returns: the first connection that ran *command* successfully;
         one command per host tried.
+    :raises HostKeyChanged: none did, and a host presented a changed key
+        (the operator must act on that, as the error says).
     :raises NoReachableHost: none did; names every host and why.
     """
-    tried = []
+    tried, changed = [], []
     for conn in connections:
         try:
             conn.run(list(command), timeout=timeout)
@@ -691,6 +693,10 @@ def first_reachable(connections, command=('kubectl', 'version', '--client'),
         except _HOST_ERRORS as exc:
             LOG.warning('%s cannot run %s: %s', conn.host, command[0], exc)
             tried.append('%s (%s)' % (conn.host, exc))
+            if isinstance(exc, exceptions.HostKeyChanged):
+                changed.append(exc)
+    if changed:
+        raise changed[0]
     raise exceptions.NoReachableHost(
         what=' '.join(command), tried='; '.join(tried) or 'no host')
 

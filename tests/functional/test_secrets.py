@@ -239,6 +239,13 @@ def _parent(pid):
     return int(data.rsplit(b')', 1)[1].split()[1])
 
 
+def _session(pid):
+    data = _read('/proc/%d/stat' % pid)
+    if not data:
+        return None
+    return int(data.rsplit(b')', 1)[1].split()[3])
+
+
 def _descends_from(pid, ancestor):
     for _ in range(64):
         if pid == ancestor:
@@ -256,13 +263,17 @@ class Watch(threading.Thread):
     files of /dev/shm, until :meth:`stop`.
 
     Each distinct (pid, command line) is kept once, with its environment
-    and whether it descends from this test process (sshd, its sessions,
-    Ansible, kubectl and HAProxy all do).
+    and whether it is this test's: it descends from this test process
+    (sshd, its sessions, kubectl and HAProxy do), or it runs in a session
+    whose leader's command line names *marker* (a playbook run detached
+    on the Ansible server is reparented away from the sshd session that
+    started it; its session leader names the run's workspace).
     """
 
-    def __init__(self, files, interval=POLL_INTERVAL):
+    def __init__(self, files, marker, interval=POLL_INTERVAL):
         super().__init__(name='secrets-watch', daemon=True)
         self.files = files
+        self.marker = os.fsencode(marker)
         self.interval = interval
         self.me = os.getpid()
         self.processes = {}
@@ -296,7 +307,17 @@ class Watch(threading.Thread):
         if key not in self.processes:
             environ = _read('/proc/%d/environ' % pid) or b''
             self.processes[key] = Process(pid, cmdline, environ,
-                                          _descends_from(pid, self.me))
+                                          self._mine(pid))
+
+    def _mine(self, pid):
+        mine = _descends_from(pid, self.me)
+        if mine:
+            return True
+        session = _session(pid)
+        leader = _read('/proc/%d/cmdline' % session) if session else None
+        if leader is not None and self.marker in leader:
+            return True
+        return mine
 
 
 # -------------------------------------------------------------- files --
@@ -397,7 +418,7 @@ class Run:
         self._add_login_secrets()
         self.files = Files()
         self.handler = RecordingHandler()
-        self.watch = Watch(self.files)
+        self.watch = Watch(self.files, str(lab.site.root))
         self.cli_output = ''
         self.tmp_canary = None
         self.started = None

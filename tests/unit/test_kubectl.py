@@ -502,3 +502,17 @@ def test_an_unprintable_cluster_info_server_is_not_echoed():
     assert json.loads(json.loads(client.conn.stdins[1])['data'][
         'kubeconfig'])['clusters'][0]['cluster']['server'] == \
         'https://10.0.0.5:8383'
+
+
+def test_first_reachable_raises_a_changed_host_key_when_no_host_works():
+    changed = exceptions.HostKeyChanged(
+        host='10.0.0.11', port=22, fingerprint='new', expected='old',
+        known_hosts='kh', entry='10.0.0.11')
+    down = FakeConnection('10.0.0.11')
+    down.run = lambda *a, **k: (_ for _ in ()).throw(changed)
+    other = FakeConnection('10.0.0.12')
+    other.script(r'version', exit_code=1)
+    with pytest.raises(exceptions.HostKeyChanged):
+        kubectl.first_reachable([down, other])
+    ok = FakeConnection('10.0.0.13')
+    assert kubectl.first_reachable([down, ok]) is ok
