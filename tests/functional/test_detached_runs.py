@@ -287,6 +287,34 @@ def test_the_deadline_stops_the_run_on_the_server(server):
         str(info.value)
 
 
+def test_logs_follow_a_running_run_to_its_end(server):
+    """What ``kubespray-mgmt logs --follow`` does: the last run's log,
+    printed as it grows, until the run ends; without --follow, what is
+    there now."""
+    server.gate.touch()
+    job = Background(server.runner())
+    server.wait_for_runs(1)
+    conn = server.connection()
+    now = []
+    path = detached.show_log(conn, server.workspace, now.append)
+    assert 'PLAY [stand-in] ***' in now and 'PLAY RECAP ***' not in now
+    followed, done = [], []
+    follower = threading.Thread(target=lambda: done.append(
+        detached.show_log(conn, server.workspace, followed.append,
+                          follow=True)), daemon=True)
+    follower.start()
+    time.sleep(1)
+    assert follower.is_alive()  # the run goes on: so does --follow
+    server.gate.unlink()
+    follower.join(30)
+    assert done == [path] and followed[-1].startswith('node-1 : ok=2')
+    assert isinstance(job.result(), kubespray.PlaybookRun)
+    with pytest.raises(exceptions.RemoteFileError) as info:
+        detached.show_log(conn, server.workspace, print,
+                          stem='20200101T000000Z-none-scale')
+    assert 'no such run' in str(info.value)
+
+
 def test_old_logs_are_pruned(server):
     for _ in range(3):
         server.runner(keep=2).scale(['node-1'])
