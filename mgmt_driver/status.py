@@ -29,6 +29,7 @@ import re
 from oslo_log import log as logging
 
 from mgmt_driver import conf as kconf
+from mgmt_driver import detached
 from mgmt_driver import exceptions
 from mgmt_driver import inventory
 from mgmt_driver import kubectl
@@ -43,7 +44,7 @@ SECTIONS = ('nodes', 'etcd', 'load_balancer', 'playbook_runs',
             'differences')
 #: Directory of the playbook logs in the workspace, and how many runs
 #: are shown (newest first).
-LOGS_DIR = 'logs'
+LOGS_DIR = detached.LOG_DIR
 RUNS_SHOWN = 5
 #: Names listed, so that odd names among the newest do not hide runs.
 RUNS_LISTED = 4 * RUNS_SHOWN

@@ -23,7 +23,6 @@ from mgmt_driver import detached
 from mgmt_driver import exceptions
 from mgmt_driver import kubespray
 from mgmt_driver import ssh
-from mgmt_driver.localsite import lab as lab_mod
 from tests.functional import tacker_fakes
 from tests.functional import test_faults
 
@@ -352,17 +351,11 @@ CUT_SECONDS = 30
 
 @pytest.fixture(scope='module')
 def site():
-    lab = test_faults.FaultLab(ANSIBLE, LB, MASTERS, WORKERS,
-                               options=OPTIONS, aside=[ANSIBLE])
-    try:
-        lab.start()
-    except lab_mod.LabError as exc:
-        pytest.skip(str(exc))
-    try:
+    with test_faults.running(test_faults.FaultLab(
+            ANSIBLE, LB, MASTERS, WORKERS, options=OPTIONS,
+            aside=[ANSIBLE])) as lab:
         vnf, _, hooks = tacker_fakes.vnf_on_lab(lab, MASTERS, WORKERS, LB)
         yield types.SimpleNamespace(lab=lab, vnf=vnf, hooks=hooks)
-    finally:
-        lab.stop()
 
 
 def _instantiate(site):
