@@ -35,6 +35,7 @@ from mgmt_driver import records
 from mgmt_driver import registry
 from mgmt_driver import ssh
 from mgmt_driver import status
+from mgmt_driver import upgrade
 
 EXIT_OK = 0
 EXIT_BAD_INPUT = 1
@@ -405,9 +406,38 @@ def _op_heal_vnf(drv, cluster, name):
                                                       name)
 
 
+def _op_upgrade(drv, cluster, names, name, kube_version=None, serial=None):
+    done = drv.upgrade(cluster, kube_version, serial, '--kube-version',
+                       every_node=isinstance(drv.pool, plan.PlanPool))
+    return 'upgraded %s to %s: %d node(s) upgraded' % (
+        name, upgrade.version_text(done.target),
+        len(done.masters) + len(done.workers))
+
+
 OPERATIONS = {'instantiate': _op_instantiate,
               'scale-out': _op_scale_out, 'scale-in': _op_scale_in,
-              'heal': _op_heal, 'terminate': _op_terminate}
+              'heal': _op_heal, 'terminate': _op_terminate,
+              'upgrade': _op_upgrade}
+
+
+def _upgrade_args(args):
+    """``{kube_version, serial}`` for upgrade, checked; {} otherwise.
+
+    :raises ParamsInvalid, ParamsNotFound: a bad or missing option.
+    """
+    if args.operation != 'upgrade':
+        for option, value in (('--kube-version', args.kube_version),
+                              ('--serial', args.serial)):
+            if value is not None:
+                raise exceptions.ParamsInvalid(
+                    ['%s: only for run upgrade' % option])
+        return {}
+    if args.kube_version is None:
+        raise exceptions.ParamsNotFound(
+            ['--kube-version: missing (the version to upgrade to)'])
+    upgrade.parse_version(args.kube_version, '--kube-version')
+    return {'kube_version': args.kube_version,
+            'serial': upgrade.parse_serial(args.serial, '--serial')}
 
 
 def _lb_script(spec, args):
@@ -449,6 +479,7 @@ def _run(args):
         spec = _read_spec(args.params, need_cp_names=False)
         cluster = _read_nodes(spec, args.topology)
         names = _node_list(args.nodes, cluster, args.operation)
+        extra = _upgrade_args(args)
         progress = None if args.dry_run else _progress_printer()
         drv = _cluster_driver(args, spec, _lb_script(spec, args), progress)
     except (exceptions.ParamsInvalid, exceptions.ParamsNotFound) as exc:
@@ -458,7 +489,8 @@ def _run(args):
         if args.operation != 'terminate':
             # Terminate stops whatever runs: it deletes the workspace.
             drv.claim(args.operation.replace('-', '_'))
-        summary = OPERATIONS[args.operation](drv, cluster, names, name)
+        summary = OPERATIONS[args.operation](drv, cluster, names, name,
+                                             **extra)
     if args.output == 'json':
         _print_json({'operation': args.operation, 'summary': summary,
                      'steps': plan.plan_records(drv.pool.steps)})
@@ -496,6 +528,13 @@ def _add_run_commands(subparsers):
                           'Without it, and for a source that lacks it, %s '
                           'is the script csar build packages; any other '
                           'script_path needs DIR' % csar.LB_SCRIPT_ARTIFACT)
+    run.add_argument('--kube-version', metavar='X.Y.Z',
+                     help='upgrade: the Kubernetes version to upgrade to '
+                          '(one minor release at most, listed by the '
+                          'kubespray checkout)')
+    run.add_argument('--serial', metavar='N|N%',
+                     help='upgrade: workers upgraded at once (kubespray\'s '
+                          'serial; default: its 20%%)')
     run.add_argument('--dry-run', action='store_true',
                      help='print every remote command and document '
                           '(secrets hidden) without connecting')

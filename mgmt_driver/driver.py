@@ -24,6 +24,7 @@ warning.
 import dataclasses
 import os
 import posixpath
+import types
 
 from oslo_log import log as logging
 
@@ -43,6 +44,7 @@ from mgmt_driver import records as records_mod
 from mgmt_driver import registry
 from mgmt_driver import ssh
 from mgmt_driver import trust
+from mgmt_driver import upgrade as upgrade_mod
 
 LOG = logging.getLogger(__name__)
 
@@ -220,6 +222,7 @@ class ClusterDriver:
                       layout.version or 'version unknown')
             kubespray.check_version(layout, self.spec.kubespray.version,
                                     conn.host, root)
+            self._follow_recorded_version(conn, workspace)
             settings = kubespray.PlaybookSettings.from_conf(
                 self.conf, forks=self.spec.kubespray.forks)
             self._runner_obj = kubespray.Runner(
@@ -230,6 +233,28 @@ class ClusterDriver:
                 settings=settings, on_progress=self._playbook_line,
                 operation=self.operation)
         return self._runner_obj
+
+    def _follow_recorded_version(self, conn, workspace):
+        # The version of the last upgrade wins over the request's: the
+        # instantiate parameters Tacker keeps name the original one.
+        path = workspace.file(upgrade_mod.RECORD_FILE)
+        try:
+            recorded = upgrade_mod.parse_record(
+                conn.read_file(path, missing_ok=True))
+        except ValueError as exc:
+            raise exceptions.RemoteDataInvalid(
+                host=conn.host, what=path, problem=str(exc))
+        if recorded is not None:
+            self._set_kube_version(recorded)
+
+    def _set_kube_version(self, version):
+        kubespray_opts = self.spec.kubespray
+        extra_vars = dict(kubespray_opts.extra_vars)
+        extra_vars['kube_version'] = upgrade_mod.version_text(version)
+        self.spec = dataclasses.replace(
+            self.spec, kubespray=dataclasses.replace(
+                kubespray_opts,
+                extra_vars=types.MappingProxyType(extra_vars)))
 
     def _drop_runner(self):
         # Its workspace is gone: a later operation starts afresh.
@@ -660,6 +685,81 @@ class ClusterDriver:
         self._runner().cluster(len(cluster.k8s_nodes))
         self.update_load_balancer(cluster)
 
+    def upgrade(self, cluster, target, serial=None, field='kube_version',
+                every_node=False):
+        """Upgrade Kubernetes to *target*, node by node.
+
+        The version is checked against the nodes' kubelet versions and
+        the checkout first (:func:`mgmt_driver.upgrade.plan`); a refused
+        one changes nothing.  Then it is recorded in the workspace, so
+        every later operation renders it, and ``upgrade-cluster.yml``
+        runs once per control-plane node, in the inventory's order, with
+        that node out of HAProxy's API backends meanwhile (a lone
+        control-plane node stays: there is no other), then once over the
+        workers, in batches of *serial*.  Nodes already at *target* are
+        skipped, so the same request run again after a failure
+        completes the upgrade.
+
+        :param target: the version, ``'1.32.5'`` or ``'v1.32.5'``.
+        :param serial: workers upgraded at once (``3`` or ``'25%'``), or
+            None for kubespray's default.
+        :param field: where *target* came from, for messages.
+        :param every_node: plan every node without asking Kubernetes for
+            their versions (a dry run: there is no cluster to ask).
+        :returns: the :class:`mgmt_driver.upgrade.Plan` that was run.
+        :raises ParamsInvalid: *target* or *serial* is refused.
+        """
+        wanted = upgrade_mod.parse_version(target, field)
+        cluster = self.in_recorded_order(cluster)
+        todo = self._upgrade_plan(cluster, wanted, field, every_node)
+        self.step('upgrade to %s: control plane %s; workers %s',
+                  upgrade_mod.version_text(wanted),
+                  ', '.join(todo.masters) or 'done',
+                  ', '.join(todo.workers) or 'done')
+        self._record_version(wanted)
+        self.upload_inventory(cluster)
+        if not todo.done:
+            self.refresh_facts(cluster, ())
+        for name in todo.masters:
+            self._upgrade_master(cluster, name)
+        self._runner().upgrade(list(todo.workers), serial)
+        self.update_load_balancer(cluster)
+        return todo
+
+    def _upgrade_plan(self, cluster, wanted, field, every_node):
+        runner = self._runner()
+        supported = upgrade_mod.parse_supported(
+            kubespray.supported_kube_versions(runner.conn, runner.root))
+        if supported is None:
+            self.warn('the kubespray checkout lists no kubelet_checksums: '
+                      'kubespray itself checks the version')
+        nodes = None if every_node else self.kubectl_client(cluster).nodes()
+        return upgrade_mod.plan(
+            wanted, nodes,
+            [n.name for n in cluster.masters],
+            [n.name for n in cluster.workers], supported, field)
+
+    def _record_version(self, version):
+        self._set_kube_version(version)
+        self._workspace().upload(
+            {upgrade_mod.RECORD_FILE: upgrade_mod.render_record(version)},
+            mode=inventory.PUBLIC_MODE)
+
+    def _upgrade_master(self, cluster, name):
+        """One control-plane node, out of the API backends meanwhile.
+
+        After a failure it stays out until the upgrade is run again (or
+        any operation rewrites the configuration).
+        """
+        if len(cluster.masters) > 1:
+            self.update_load_balancer(cluster.remove(name))
+        else:
+            self.warn('%s is the only control-plane node: the API is down '
+                      'while it restarts', name)
+        self.step('upgrading control-plane node %s', name)
+        self._runner().upgrade([name])
+        self.update_load_balancer(cluster)
+
     def reset(self):
         """Run ``reset.yml`` over the recorded inventory, if there is one.
 
@@ -786,7 +886,30 @@ class LcmHooks:
 
     def modify_information_end(self, context, vnf_instance, request,
                                grant, grant_request, **kwargs):
-        self._noop('modify_information_end', vnf_instance)
+        """A PATCH with ``vnf_metadata.kube_version`` upgrades the cluster.
+
+        Tacker v1 passes no request here and has already stored the new
+        metadata: the version is read from the instance, and a version
+        the cluster already runs on every node is nothing to do, so any
+        other PATCH leaves the cluster alone.  ``kube_upgrade_serial``
+        sets the worker batch size.
+        """
+        metadata = dict(getattr(vnf_instance, 'vnf_metadata', None) or {})
+        target = metadata.get(upgrade_mod.METADATA_VERSION)
+        if target is None:
+            self._noop('modify_information_end', vnf_instance)
+            return
+        field = 'vnf_metadata.%s' % upgrade_mod.METADATA_VERSION
+        upgrade_mod.parse_version(target, field)
+        serial = upgrade_mod.parse_serial(
+            metadata.get(upgrade_mod.METADATA_SERIAL),
+            'vnf_metadata.%s' % upgrade_mod.METADATA_SERIAL)
+        spec = self._spec(context, vnf_instance, None, 'upgrade')
+        cluster, _ = self._vms(context, vnf_instance, None, spec)
+        with self._pool_factory() as pool:
+            self._driver(context, vnf_instance, spec, pool,
+                         'modify_information_end').upgrade(
+                cluster, target, serial, field)
 
     # Inputs.
 

@@ -51,6 +51,8 @@ REMOVE_VARS_FILE = 'remove-node-vars.yaml'
 REMOVAL_GROUPS = ('kube_control_plane', 'etcd', 'localhost')
 #: The vars file :meth:`Runner.reset` writes into the workspace.
 RESET_VARS_FILE = 'reset-vars.yaml'
+#: The vars file :meth:`Runner.upgrade` writes into the workspace.
+UPGRADE_VARS_FILE = 'upgrade-vars.yaml'
 
 # Kubernetes node names are DNS subdomains; an inventory name must also be
 # a plain Ansible host pattern (no ',', ':', '!', '&', '*' or '~' that
@@ -405,6 +407,46 @@ def _version_parts(version):
 def _version_tuple(version):
     match = re.match(r'^v?(\d+)\.(\d+)', version or '')
     return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+# Where checkouts list the Kubernetes versions they support (the keys
+# of kubelet_checksums), newest layout first: v2.28+, v2.24-v2.27,
+# v2.23, v2.16-v2.22 (checked on those tags).
+_CHECKSUM_FILES = (
+    'roles/kubespray_defaults/vars/main/checksums.yml',
+    'roles/kubespray-defaults/defaults/main/checksums.yml',
+    'roles/download/defaults/main/checksums.yml',
+    'roles/download/defaults/main.yml')
+# "$1": the checkout.  Prints the amd64 keys of kubelet_checksums of the
+# first file that exists (kubespray's default kube_version is the first
+# of them), at most 400 lines.
+_SUPPORTED_SCRIPT = r'''
+cd -- "$1" 2>/dev/null || exit 0
+shift
+for f in "$@"; do
+  if [ -f "$f" ]; then
+    awk '/^kubelet_checksums:/ {k = 1; next}
+         k && /^[^ #]/ {exit}
+         k && /^  [^ ]/ {a = ($1 == "amd64:"); next}
+         k && a && /^    [^ #]/ {sub(":.*", "", $1); print "KS:KUBE:" $1}' \
+      "$f" | head -n 400
+    exit 0
+  fi
+done
+'''
+
+
+def supported_kube_versions(conn, kubespray_root):
+    """The Kubernetes versions the checkout supports: one command.
+
+    :returns: the version strings its ``kubelet_checksums`` list for
+        amd64 (as written there, ``1.35.4`` or ``v1.26.5``); empty when
+        no checksum file was found.
+    """
+    result = conn.run(['sh', '-c', _SUPPORTED_SCRIPT, 'sh', kubespray_root,
+                       *_CHECKSUM_FILES])
+    return [line[len('KS:KUBE:'):] for line in result.stdout.splitlines()
+            if line.startswith('KS:KUBE:')]
 
 
 # ------------------------------------------------------------- recap --
@@ -786,6 +828,27 @@ class Runner:
         path = self._write_vars(RESET_VARS_FILE, {
             'reset_confirmation': 'yes', 'skip_confirmation': True})
         return self._run('reset.yml', node_count, vars_files=[path])
+
+    def upgrade(self, names, serial=None):
+        """``upgrade-cluster.yml --limit=<names>``: upgrade those nodes.
+
+        ``kube_version`` comes from the cluster vars; kubespray upgrades
+        the control-plane nodes of the limit one at a time and the
+        workers in batches of ``serial`` (its default: 20 %).  The hosts
+        the limit leaves out need cached facts.
+
+        :param names: inventory (= Kubernetes node) names.
+        :param serial: the batch size (``3`` or ``'25%'``), or None.
+        :returns: the :class:`PlaybookRun`, or None for no names.
+        """
+        names = _host_names(names, 'node')
+        if not names:
+            LOG.info('No node to upgrade with upgrade-cluster.yml')
+            return None
+        values = {} if serial is None else {'serial': serial}
+        path = self._write_vars(UPGRADE_VARS_FILE, values)
+        return self._run('upgrade-cluster.yml', len(names), limit=names,
+                         vars_files=[path])
 
     def _write_vars(self, name, values):
         text = yaml.safe_dump(values, default_flow_style=False,

@@ -47,7 +47,8 @@ LAYOUTS = ('current', 'v2.21')
 _OLD_ROOT = {'cluster.yml': 'cluster.yml', 'scale.yml': 'scale.yml',
              'remove-node.yml': 'remove_node.yml', 'reset.yml': 'reset.yml',
              'facts.yml': 'facts.yml', 'boilerplate.yml': 'boilerplate.yml',
-             'internal_facts.yml': 'internal_facts.yml'}
+             'internal_facts.yml': 'internal_facts.yml',
+             'upgrade-cluster.yml': 'upgrade_cluster.yml'}
 
 
 def materialise(root, layout='current', owner=None):
@@ -85,7 +86,8 @@ def _make_old_layout(checkout):
     """Turn a current-layout copy into kubespray <= v2.21's layout."""
     playbooks = checkout / 'playbooks'
     for wrapper in ('cluster.yml', 'scale.yml', 'remove-node.yml',
-                    'remove_node.yml', 'reset.yml', 'galaxy.yml'):
+                    'remove_node.yml', 'reset.yml', 'upgrade-cluster.yml',
+                    'galaxy.yml'):
         (checkout / wrapper).unlink()
     for target, source in _OLD_ROOT.items():
         (playbooks / source).rename(checkout / target)
@@ -273,8 +275,8 @@ class Site:
     def inject_failure(self, playbook, host=''):
         """Make the next run of *playbook* fail mid-run.
 
-        :param playbook: 'cluster.yml', 'scale.yml', 'remove-node.yml'
-            or 'reset.yml'.
+        :param playbook: 'cluster.yml', 'scale.yml', 'remove-node.yml',
+            'reset.yml' or 'upgrade-cluster.yml'.
         :param host: fail on this inventory host; default: the first host
             to reach the hook.
         """

@@ -45,6 +45,8 @@ DEFAULT_SETTINGS = {
     'max_wait': 120.0,
     # How often drain retries a refused eviction, in seconds.
     'eviction_retry': 0.5,
+    # Seconds one node's upgrade (kube-double upgrade) takes.
+    'upgrade_delay': 0.0,
 }
 
 #: DaemonSets kubespray deploys on every node (Calico, kube-proxy,

@@ -18,6 +18,12 @@ they stand for.
   reset        kubeadm reset on one node (kubelet stops: node NotReady;
                once no control-plane node is left running, the cluster
                is gone)
+  upgrade      kubeadm upgrade apply (``--apply``, the first control-plane
+               node: the cluster's version) or kubeadm upgrade node,
+               then the kubelet: the node's version; refuses a skipped
+               minor release and a kubelet newer than the control plane,
+               and logs the step in ``state['upgrades']`` (version,
+               whether the node was cordoned and emptied, its batch)
   etcd-add     etcdctl member add (idempotent, checks names and URLs)
   etcd-remove  etcdctl member remove, by peer URL (no-op if absent)
   status       what exists (JSON), for the playbooks' checks
@@ -230,6 +236,50 @@ def cmd_reset(args, txn):
     return 'node %s reset' % args.node
 
 
+def _minor(version):
+    return tuple(int(p) for p in version.lstrip('v').split('.')[:2])
+
+
+def cmd_upgrade(args, txn):
+    state = txn.state
+    node = state['nodes'].get(args.node) if cs.running(state) else None
+    if node is None:
+        raise cs.StateError('kubeadm upgrade: node %s is not part of the '
+                            'cluster' % args.node)
+    cluster, new = state['cluster'], args.kube_version
+    if args.apply:
+        if _minor(new) > (_minor(cluster['kube_version'])[0],
+                          _minor(cluster['kube_version'])[1] + 1):
+            raise cs.StateError(
+                'kubeadm upgrade apply: specified version to upgrade to %s '
+                'is too high; kubeadm can upgrade only 1 minor version at a '
+                'time (cluster at %s)' % (new, cluster['kube_version']))
+        cluster['kube_version'] = new
+    elif _minor(new) > _minor(cluster['kube_version']):
+        raise cs.StateError(
+            'kubeadm upgrade node: the kubelet of %s (%s) would be newer '
+            'than the control plane (%s): upgrade the first control-plane '
+            'node first' % (args.node, new, cluster['kube_version']))
+    old = node['kubelet_version']
+    state.setdefault('upgrades', []).append({
+        'node': args.node, 'from': old, 'to': new,
+        'started': getattr(args, 'started', None), 'time': time.time(),
+        'cordoned': not node['schedulable'],
+        'workload_pods': [p['name'] for p in cs.pods_on(state, args.node)
+                          if p['owner_kind'] not in ('DaemonSet', 'Node')],
+        'batch': json.loads(args.batch or '[]')})
+    node['kubelet_version'] = new
+    return 'node %s upgraded from %s to %s' % (args.node, old, new)
+
+
+def _upgrade_pause(state_dir):
+    """``settings.upgrade_delay``: how long one node's upgrade takes,
+    outside the state's lock (kubectl keeps working meanwhile)."""
+    state = cs.read(state_dir)
+    if cs.running(state):
+        time.sleep(min(float(cs.setting(state, 'upgrade_delay')), 60.0))
+
+
 def cmd_etcd_add(args, txn):
     if txn.state is None:
         txn.state = cs.empty_state()
@@ -351,6 +401,14 @@ def _parser():
             p.add_argument('--control-plane', action='store_true')
             p.add_argument('--existing-control-plane', action='store_true',
                            help='only check that it is one already')
+    p = sub.add_parser('upgrade')
+    p.add_argument('--node', required=True)
+    p.add_argument('--host')
+    p.add_argument('--kube-version', required=True)
+    p.add_argument('--apply', action='store_true',
+                   help='kubeadm upgrade apply (first control-plane node)')
+    p.add_argument('--batch', help='the hosts of the play batch, JSON')
+    p.add_argument('--playbook', help='consult the failure hook')
     p = sub.add_parser('reset')
     p.add_argument('--node', required=True)
     p.add_argument('--host')
@@ -368,6 +426,7 @@ def _parser():
 
 
 COMMANDS = {'init': cmd_init, 'join': cmd_join, 'reset': cmd_reset,
+            'upgrade': cmd_upgrade,
             'etcd-add': cmd_etcd_add, 'etcd-remove': cmd_etcd_remove,
             'status': cmd_status}
 
@@ -382,6 +441,9 @@ def main(argv=None):
             message = check_fail(state_dir, playbook, args.host or args.node)
             if message:
                 raise cs.StateError(message)
+        if args.command == 'upgrade':
+            args.started = time.time()
+            _upgrade_pause(state_dir)
         if args.command != 'check-fail':
             with cs.transaction(state_dir) as txn:
                 print(COMMANDS[args.command](args, txn))

@@ -87,6 +87,8 @@ class TackerVnf:
         self.id = str(uuid.uuid4())
         self.additional_params = additional_params
         self.heat = FakeHeat()
+        #: ``vnf_metadata`` (a v1 PATCH stores it before the hook runs).
+        self.metadata = {}
         self.vms = []
         self.build(masters, workers, lb)
 
@@ -161,6 +163,7 @@ class TackerVnf:
             for vm in self.vms]
         return types.SimpleNamespace(
             id=self.id, vnfd_id='vnfd-e2e', vim_connection_info=[],
+            vnf_metadata=dict(self.metadata),
             instantiated_vnf_info=types.SimpleNamespace(
                 instance_id=self.top, flavour_id='simple',
                 additional_params=self.additional_params,

@@ -1,0 +1,225 @@
+"""Rolling Kubernetes upgrades: the version rules, the plan, the record.
+
+Not in the design's layout: a day-2 capability gets its own module
+beside the others (STYLE), and :meth:`ClusterDriver.upgrade
+<mgmt_driver.driver.ClusterDriver.upgrade>` only orchestrates what this
+module decides.  Pure functions, no I/O.
+
+The rules are kubespray's (``docs/operations/upgrades.md``) and
+kubeadm's: no downgrade, no skipped minor release (patch releases may be
+skipped), and a version the checkout lists in its ``kubelet_checksums``
+(kubespray asserts that in ``validate_inventory``).  The versions a
+cluster runs are the nodes' kubelet versions, so an upgrade that failed
+half-way (some nodes new, some old) is completed by the same request run
+again.
+
+The version the cluster was upgraded to is recorded in the workspace
+(:data:`RECORD_FILE`), because the parameters Tacker keeps are those of
+the instantiation, which a v1 PATCH cannot change: every later
+operation of the driver reads it back and renders ``kube_version`` from
+it, so scale-outs and heals join nodes at the new version.
+"""
+
+import dataclasses
+import re
+
+from mgmt_driver import exceptions
+
+#: The workspace file holding the version of the last upgrade.
+RECORD_FILE = 'kube-version.yaml'
+#: ``vnf_metadata`` keys of a Tacker v1 PATCH (modify_information).
+METADATA_VERSION = 'kube_version'
+METADATA_SERIAL = 'kube_upgrade_serial'
+
+# A requested version: full x.y.z, optional "v".  Bounded digit runs.
+_VERSION_RE = re.compile(r'v?([0-9]{1,3})\.([0-9]{1,3})\.([0-9]{1,4})')
+# A kubelet version may carry a suffix (v1.31.4+rke2r1, -eks-...).
+_KUBELET_RE = re.compile(r'v?([0-9]{1,3})\.([0-9]{1,3})\.([0-9]{1,4})'
+                         r'(?:[-+.][A-Za-z0-9.+-]{0,60})?')
+_SERIAL_RE = re.compile(r'([0-9]{1,4})(%?)')
+_RECORD_RE = re.compile(
+    r'kube_version: "([0-9]{1,3})\.([0-9]{1,3})\.([0-9]{1,4})"')
+#: How many supported versions an error message lists.
+_SHOWN = 8
+
+
+def parse_version(text, field):
+    """``(major, minor, patch)`` of a requested version.
+
+    :param text: ``'1.32.5'`` or ``'v1.32.5'``.
+    :param field: where the value came from, for the message.
+    :raises ParamsInvalid: naming *field*.
+    """
+    match = _VERSION_RE.fullmatch(text) if isinstance(text, str) else None
+    if match is None:
+        raise exceptions.ParamsInvalid([
+            '%s: must be a Kubernetes version such as 1.32.5, not %s'
+            % (field, _shown(text))])
+    return tuple(int(part) for part in match.groups())
+
+
+def version_text(version):
+    """``'1.32.5'``: how kubespray wants ``kube_version`` (no "v")."""
+    return '%d.%d.%d' % version
+
+
+def parse_serial(value, field):
+    """kubespray's ``serial`` (worker batch size): ``3`` or ``'25%'``.
+
+    :returns: an int, a percentage string, or None when *value* is None.
+    :raises ParamsInvalid: naming *field*.
+    """
+    if value is None:
+        return None
+    match = _SERIAL_RE.fullmatch(str(value)) if isinstance(
+        value, (int, str)) and not isinstance(value, bool) else None
+    number = int(match.group(1)) if match else 0
+    if not match or number < 1 or (match.group(2) and number > 100):
+        raise exceptions.ParamsInvalid([
+            '%s: must be a number of workers upgraded at once (1 or more) '
+            'or a percentage such as 20%%, not %s' % (field, _shown(value))])
+    return '%d%%' % number if match.group(2) else number
+
+
+def _shown(value):
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + '...'
+
+
+def kubelet_version(node):
+    """``(major, minor, patch)`` of a ``kubectl.NodeInfo``.
+
+    :raises RemoteDataInvalid: the node reports no usable version.
+    """
+    match = _KUBELET_RE.fullmatch(node.kubelet_version)
+    if match is None:
+        raise exceptions.RemoteDataInvalid(
+            host='the cluster', what='kubectl get nodes output',
+            problem='node %s reports kubelet version %s' % (
+                node.name, _shown(node.kubelet_version)))
+    return tuple(int(part) for part in match.groups()[:3])
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """What an upgrade to *target* still has to do.
+
+    :param target: ``(major, minor, patch)``.
+    :param masters: control-plane node names to upgrade, in the
+        inventory's order (the first one runs ``kubeadm upgrade apply``).
+    :param workers: worker node names to upgrade.
+    """
+
+    target: tuple
+    masters: tuple
+    workers: tuple
+
+    @property
+    def done(self):
+        return not self.masters and not self.workers
+
+
+def plan(target, nodes, masters, workers, supported, field):
+    """Check *target* against the cluster and list the nodes to upgrade.
+
+    :param target: ``(major, minor, patch)``.
+    :param nodes: ``kubectl.NodeInfo`` of the cluster, or None to plan
+        every node without the version rules (a dry run, with no
+        cluster to ask).
+    :param masters: the control-plane names, in the inventory's order.
+    :param workers: the worker names.
+    :param supported: versions the checkout supports (tuples), or None
+        when it does not say.
+    :param field: the field that asked for *target*, for messages.
+    :returns: a :class:`Plan`; nodes at *target* and schedulable are done
+        (a re-run after a failure skips them).
+    :raises ParamsInvalid: a downgrade, a skipped minor release or a
+        version the checkout lacks; every problem, naming *field*.
+    """
+    if nodes is None:
+        problems = _problems(target, {}, supported, field)
+        if problems:
+            raise exceptions.ParamsInvalid(problems)
+        return Plan(target, tuple(masters), tuple(workers))
+    wanted = set(masters) | set(workers)
+    versions = {n.name: kubelet_version(n) for n in nodes if n.name in wanted}
+    if not versions:
+        raise exceptions.MgmtDriverOtherError(
+            error_message='no node of the cluster is registered in '
+                          'Kubernetes: nothing to upgrade')
+    problems = _problems(target, versions, supported, field)
+    if problems:
+        raise exceptions.ParamsInvalid(problems)
+    ready = {n.name for n in nodes if n.schedulable}
+    todo = [name for name, v in versions.items()
+            if v != target or name not in ready]
+    return Plan(target, tuple(n for n in masters if n in todo),
+                tuple(n for n in workers if n in todo))
+
+
+def _problems(target, versions, supported, field):
+    problems = _order_problems(target, versions, field) if versions else []
+    if supported is not None and target not in supported:
+        listed = sorted(supported, reverse=True)
+        problems.append('%s: %s is not supported by the kubespray checkout '
+                        '(its kubelet_checksums list %s%s)' % (
+                            field, version_text(target), ', '.join(
+                                version_text(v) for v in listed[:_SHOWN]),
+                            ', ...' if len(listed) > _SHOWN else ''))
+    return problems
+
+
+def _order_problems(target, versions, field):
+    shown = version_text(target)
+    newest_name, newest = max(versions.items(), key=lambda item: item[1])
+    oldest = min(versions.values())
+    if target < newest:
+        return ['%s: %s is older than %s, the version of %s (downgrades '
+                'are not supported)' % (field, shown, version_text(newest),
+                                        newest_name)]
+    if target[0] != oldest[0] or target[1] > oldest[1] + 1:
+        return ['%s: %s skips a minor release: the cluster runs %s '
+                '(upgrade to %d.%d first; patch releases may be skipped)'
+                % (field, shown, version_text(oldest), oldest[0],
+                   oldest[1] + 1)]
+    return []
+
+
+def parse_supported(lines):
+    """The versions of ``kubespray.supported_kube_versions``'s output.
+
+    :param lines: version strings (``1.35.4`` or ``v1.26.5``); others
+        are skipped.
+    :returns: a set of tuples, or None when no line was a version (the
+        checkout does not say).
+    """
+    found = set()
+    for line in lines:
+        match = _VERSION_RE.fullmatch(line.strip())
+        if match:
+            found.add(tuple(int(part) for part in match.groups()))
+    return found or None
+
+
+def render_record(target):
+    """The text of :data:`RECORD_FILE` for *target*."""
+    return 'kube_version: "%s"\n' % version_text(target)
+
+
+def parse_record(text):
+    """The version recorded in :data:`RECORD_FILE`, or None.
+
+    The file lives on the Ansible server: only one exact line shape is
+    accepted; anything else is refused rather than guessed.
+
+    :param text: the file's text, or None when it is absent.
+    :raises ValueError: the text is not a record.
+    """
+    if text is None:
+        return None
+    lines = [line for line in text.splitlines()[:3] if line.strip()]
+    match = _RECORD_RE.fullmatch(lines[0].strip()) if len(lines) == 1 \
+        else None
+    if match is None:
+        raise ValueError('not a single "kube_version: X.Y.Z" line')
+    return tuple(int(part) for part in match.groups())

@@ -1,0 +1,229 @@
+"""Rolling Kubernetes upgrades on the local site (Tacker v1's PATCH).
+
+One 3-master HA cluster serves the whole chain, in order, as an
+operator would run it: refused versions change nothing; an upgrade
+across one minor release goes node by node (control plane in the
+inventory's order, each out of HAProxy's API backends while the double
+upgrades it, then the workers in batches of ``kube_upgrade_serial``),
+each node drained first, while a prober keeps connecting to the LB's
+API port; a worker added afterwards joins at the new version; an upgrade
+failing on the second control-plane node, then the same PATCH run
+again, converges.
+"""
+
+import threading
+import time
+import types
+
+import pytest
+
+from mgmt_driver import exceptions
+from mgmt_driver import params
+from mgmt_driver import upgrade
+from mgmt_driver.localsite import haproxy as haproxy_site
+from mgmt_driver.localsite import lab as lab_mod
+from mgmt_driver.localsite import site as site_mod
+from tests.functional import tacker_fakes
+from tests.functional.tacker_fakes import instantiate_request
+from tests.functional.tacker_fakes import scale_request
+
+ANSIBLE = '127.0.15.1'
+LB = '127.0.15.2'
+MASTERS = ['127.0.15.10', '127.0.15.11', '127.0.15.12']
+WORKERS = ['127.0.15.20', '127.0.15.21', '127.0.15.22']
+CONTEXT = types.SimpleNamespace(project_id='upgrade-project')
+FIELD = 'vnf_metadata.kube_version'
+#: Seconds each node's upgrade takes in the double: long enough for the
+#: prober to connect several times while a master is out.
+UPGRADE_DELAY = 0.6
+
+pytestmark = pytest.mark.skipif(site_mod.unavailable() is not None,
+                                reason=str(site_mod.unavailable()))
+
+
+def name(address):
+    role = params.ROLE_MASTER if address in MASTERS else params.ROLE_WORKER
+    return site_mod.name_of(role, address)
+
+
+class Chain:
+    """The VNF instance on the lab, built once for the module."""
+
+    def __init__(self, lab):
+        self.lab = lab
+        self.vnf, _, self.hooks = tacker_fakes.vnf_on_lab(
+            lab, MASTERS, WORKERS[:2], LB)
+        self.workers = WORKERS[:2]
+
+    def call(self, hook, request=None, **kwargs):
+        getattr(self.hooks, hook)(CONTEXT, self.vnf.instance, request, None,
+                                  None, **kwargs)
+
+    def patch(self, **metadata):
+        """Tacker v1's PATCH: the DB first, then modify_information_end
+        without the request."""
+        self.vnf.metadata.update(metadata)
+        self.call('modify_information_end')
+
+    def versions(self):
+        return {n: node['kubelet_version']
+                for n, node in self.lab.site.nodes().items()}
+
+    def upgrades(self):
+        return self.lab.site.state().get('upgrades', [])
+
+    def workspace_file(self, relative):
+        path = self.lab.workspace(self.vnf.id) / relative
+        return path.read_text() if path.exists() else None
+
+    def masters(self):
+        """Master names in the inventory's control-plane order."""
+        inventory = site_mod.read_inventory(
+            self.lab.workspace(self.vnf.id))
+        return list(inventory['kube_control_plane'])
+
+    def workers_order(self):
+        inventory = site_mod.read_inventory(
+            self.lab.workspace(self.vnf.id))
+        return list(inventory['kube_node'])
+
+    def upgrade_runs(self, since):
+        return [r for r in self.lab.runs_since(since)
+                if r['playbook'] == 'upgrade-cluster.yml']
+
+
+@pytest.fixture(scope='module')
+def chain():
+    try:
+        lab = lab_mod.Lab(ANSIBLE, LB, MASTERS, WORKERS).start()
+    except lab_mod.LabError as exc:
+        pytest.skip(str(exc))
+    try:
+        c = Chain(lab)
+        c.call('instantiate_end',
+               instantiate_request(c.vnf.additional_params))
+        assert lab.check(MASTERS, c.workers) == []
+        yield c
+    finally:
+        lab.stop()
+
+
+class Prober:
+    """Connects to the LB's API port over and over from a thread:
+    ``(time, backend)`` of each attempt, ``None`` for a failed one."""
+
+    def __init__(self, address, port):
+        self.address, self.port = address, port
+        self.seen = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._probe, daemon=True)
+
+    def _probe(self):
+        while not self._stop.is_set():
+            try:
+                backend = haproxy_site.ask(self.address, self.port,
+                                           timeout=2.0)
+            except OSError:
+                backend = None
+            self.seen.append((time.time(), backend))
+            time.sleep(0.02)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info):
+        self._stop.set()
+        self._thread.join(10)
+
+
+def test_refused_versions_change_nothing(chain):
+    before = (chain.versions(), chain.workspace_file('cluster-vars.yaml'),
+              len(chain.lab.site.runs()))
+    for version, why in (('1.30.8', 'downgrades are not supported'),
+                         ('1.33.0', 'skips a minor release'),
+                         ('1.32.9', 'not supported by the kubespray '
+                                    'checkout'),
+                         ('latest', 'must be a Kubernetes version')):
+        with pytest.raises(exceptions.ParamsInvalid) as caught:
+            chain.patch(kube_version=version)
+        assert caught.value.problems[0].startswith(FIELD + ': ')
+        assert why in str(caught.value)
+    with pytest.raises(exceptions.ParamsInvalid, match='kube_upgrade_serial'):
+        chain.patch(kube_version='1.32.5', kube_upgrade_serial='0')
+    chain.vnf.metadata.clear()
+    assert (chain.versions(), chain.workspace_file('cluster-vars.yaml'),
+            len(chain.lab.site.runs())) == before
+    assert chain.workspace_file(upgrade.RECORD_FILE) is None
+    assert set(chain.versions().values()) == {'v1.31.4'}
+
+
+def test_rolling_upgrade_keeps_the_api_served(chain):
+    lab = chain.lab
+    for address in MASTERS[:1] + chain.workers:
+        lab.site.add_pod('app-%s-x' % address.rsplit('.', 1)[1], name(address))
+    lab.site.settings(upgrade_delay=UPGRADE_DELAY)
+    runs = len(lab.site.runs())
+    with Prober(LB, lab.api_port) as prober:
+        chain.patch(kube_version='1.32.5', kube_upgrade_serial='1')
+    lab.site.settings(upgrade_delay=0.0)
+
+    steps = chain.upgrades()
+    order = chain.masters() + chain.workers_order()
+    assert [s['node'] for s in steps] == order
+    assert all(s['cordoned'] and s['workload_pods'] == [] for s in steps)
+    assert [s['batch'] for s in steps] == [[n] for n in order]
+    assert [r['limit'] for r in chain.upgrade_runs(runs)] == (
+        chain.masters() + [','.join(chain.workers_order())])
+    assert set(chain.versions().values()) == {'v1.32.5'}
+    assert lab.site.state()['cluster']['kube_version'] == 'v1.32.5'
+    assert lab.check(MASTERS, chain.workers) == []
+
+    # The API frontend answered every attempt, never from a master
+    # while the double upgraded it.
+    assert len(prober.seen) > 20
+    assert [t for t, backend in prober.seen if backend is None] == []
+    for step in steps[:len(MASTERS)]:
+        address = next(a for a in MASTERS if name(a) == step['node'])
+        during = {backend[0] for t, backend in prober.seen
+                  if step['started'] <= t <= step['time']}
+        assert during and address not in during, step
+
+
+def test_a_worker_added_later_joins_at_the_new_version(chain):
+    assert 'kube_version: 1.32.5' in chain.workspace_file(
+        'cluster-vars.yaml')
+    chain.vnf.add_vm(params.ROLE_WORKER, WORKERS[2])
+    chain.workers = WORKERS[:3]
+    chain.call('scale_end', scale_request('SCALE_OUT'),
+               scale_out_id_list=[])
+    assert chain.versions()[name(WORKERS[2])] == 'v1.32.5'
+    assert chain.lab.check(MASTERS, chain.workers) == []
+
+
+def test_a_failed_upgrade_run_again_converges(chain):
+    lab = chain.lab
+    first, second, third = chain.masters()
+    lab.site.inject_failure('upgrade-cluster.yml', host=second)
+    runs = len(lab.site.runs())
+    with pytest.raises(exceptions.MgmtDriverRemoteCommandError):
+        chain.patch(kube_version='1.33.0')
+    versions = chain.versions()
+    assert versions.pop(first) == 'v1.33.0'
+    assert set(versions.values()) == {'v1.32.5'}
+    assert lab.site.nodes()[second]['schedulable'] is False  # drained
+
+    # The same PATCH again (Tacker cannot retry it): the first master is
+    # done and skipped, the rest follow.
+    runs = len(lab.site.runs())
+    chain.call('modify_information_end')
+    assert [r['limit'] for r in chain.upgrade_runs(runs)] == [
+        second, third, ','.join(chain.workers_order())]
+    assert set(chain.versions().values()) == {'v1.33.0'}
+    assert all(n['schedulable'] for n in lab.site.nodes().values())
+    assert lab.check(MASTERS, chain.workers) == []
+
+    # Nothing left to do: a PATCH of other metadata runs no playbook.
+    runs = len(lab.site.runs())
+    chain.patch(owner='team-a')
+    assert lab.runs_since(runs) == []

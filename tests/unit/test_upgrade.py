@@ -1,0 +1,343 @@
+"""Rolling upgrades: the version rules (mgmt_driver.upgrade) and how the
+driver, its v1 hook and the CLI use them, with the recording SSH fake."""
+
+import json
+import types
+
+import pytest
+import yaml
+
+from mgmt_driver import cli
+from mgmt_driver import exceptions
+from mgmt_driver import upgrade
+from tests.unit import test_cli_run
+from tests.unit.test_driver import Harness
+from tests.unit.test_driver import _instantiate_params
+from tests.unit.test_driver import conf  # noqa: F401 (fixture)
+
+SUPPORTED = {(1, 30, 8), (1, 31, 4), (1, 32, 0), (1, 32, 5), (1, 33, 0)}
+MASTERS = ['m1', 'm2', 'm3']
+WORKERS = ['w1', 'w2']
+
+
+def _nodes(version='v1.31.4', **special):
+    """NodeInfo-like nodes; *special*: ``{name: (version, schedulable)}``."""
+    return [types.SimpleNamespace(
+        name=n, kubelet_version=special.get(n, (version, True))[0],
+        schedulable=special.get(n, (version, True))[1])
+        for n in MASTERS + WORKERS]
+
+
+def _plan(target, nodes=None, supported=SUPPORTED):
+    return upgrade.plan(upgrade.parse_version(target, 'f'),
+                        _nodes() if nodes is None else nodes, MASTERS,
+                        WORKERS, supported, 'f')
+
+
+@pytest.mark.parametrize('text, expected', [
+    ('1.32.5', (1, 32, 5)), ('v1.32.5', (1, 32, 5)),
+    ('1.33.10', (1, 33, 10))])
+def test_parse_version(text, expected):
+    assert upgrade.parse_version(text, 'f') == expected
+
+
+@pytest.mark.parametrize('text', [
+    '1.32', '1.32.5.1', ' 1.32.5', '1.32.5\n', 'latest', '', None, 1.32,
+    '1.32.5; rm -rf /', '{{ lookup("pipe", "id") }}', '9' * 60])
+def test_parse_version_refuses_and_names_the_field(text):
+    with pytest.raises(exceptions.ParamsInvalid) as caught:
+        upgrade.parse_version(text, 'vnf_metadata.kube_version')
+    assert caught.value.problems[0].startswith('vnf_metadata.kube_version: ')
+    assert len(str(caught.value)) < 200
+
+
+@pytest.mark.parametrize('value, expected', [
+    (None, None), (3, 3), ('3', 3), ('25%', '25%'), ('100%', '100%')])
+def test_parse_serial(value, expected):
+    assert upgrade.parse_serial(value, 's') == expected
+
+
+@pytest.mark.parametrize('value', [0, '0', '101%', '-1', '1.5', 'all',
+                                   True, 2.0, '', '%'])
+def test_parse_serial_refuses(value):
+    with pytest.raises(exceptions.ParamsInvalid, match='^1 problem.*s: '):
+        upgrade.parse_serial(value, 's')
+
+
+def test_one_minor_up_upgrades_every_node_masters_in_order():
+    got = _plan('1.32.5')
+    assert (got.masters, got.workers) == (tuple(MASTERS), tuple(WORKERS))
+    assert not got.done
+
+
+@pytest.mark.parametrize('target, problem', [
+    ('1.30.8', 'f: 1.30.8 is older than 1.31.4, the version of m1 '
+               '(downgrades are not supported)'),
+    ('1.33.0', 'f: 1.33.0 skips a minor release: the cluster runs 1.31.4 '
+               '(upgrade to 1.32 first; patch releases may be skipped)'),
+    ('1.32.9', 'f: 1.32.9 is not supported by the kubespray checkout (its '
+               'kubelet_checksums list 1.33.0, 1.32.5, 1.32.0, 1.31.4, '
+               '1.30.8)'),
+])
+def test_refused_targets(target, problem):
+    with pytest.raises(exceptions.ParamsInvalid) as caught:
+        _plan(target)
+    assert caught.value.problems == [problem]
+
+
+def test_a_major_release_and_an_unknown_one_are_both_reported():
+    with pytest.raises(exceptions.ParamsInvalid) as caught:
+        _plan('2.0.0')
+    assert [p.split(':')[0] for p in caught.value.problems] == ['f', 'f']
+    assert 'skips a minor release' in caught.value.problems[0]
+
+
+def test_patch_releases_may_be_skipped_and_an_unknown_list_is_not_checked():
+    assert _plan('1.31.9', supported=None).masters == tuple(MASTERS)
+
+
+def test_a_half_done_upgrade_continues_where_it_stopped():
+    # m1 and w1 are done; m2 was drained and upgraded but not uncordoned.
+    nodes = _nodes(m1=('v1.32.5', True), w1=('v1.32.5', True),
+                   m2=('v1.32.5', False))
+    got = _plan('1.32.5', nodes)
+    assert (got.masters, got.workers) == (('m2', 'm3'), ('w2',))
+    # Back to the old version is a downgrade of m1; two minors up from
+    # the oldest node is a skip.
+    for target in ('1.31.4', '1.33.0'):
+        with pytest.raises(exceptions.ParamsInvalid):
+            _plan(target, nodes)
+
+
+def test_every_node_at_the_target_is_nothing_to_do():
+    assert _plan('1.31.4').done
+
+
+def test_nodes_outside_the_cluster_do_not_count():
+    nodes = _nodes() + [types.SimpleNamespace(
+        name='stray', kubelet_version='v1.33.0', schedulable=True)]
+    assert _plan('1.32.5', nodes).masters == tuple(MASTERS)
+
+
+def test_no_registered_node_is_an_error_but_a_dry_run_plans_every_node():
+    with pytest.raises(exceptions.MgmtDriverOtherError):
+        _plan('1.32.5', [])
+    got = upgrade.plan((1, 32, 5), None, MASTERS, WORKERS, SUPPORTED, 'f')
+    assert got.masters == tuple(MASTERS)
+    with pytest.raises(exceptions.ParamsInvalid):
+        upgrade.plan((1, 32, 9), None, MASTERS, WORKERS, SUPPORTED, 'f')
+
+
+@pytest.mark.parametrize('text, expected', [
+    ('v1.31.4', (1, 31, 4)), ('v1.31.4+rke2r1', (1, 31, 4)),
+    ('1.30.2-eks-1234', (1, 30, 2))])
+def test_kubelet_versions_with_suffixes(text, expected):
+    node = types.SimpleNamespace(name='n', kubelet_version=text)
+    assert upgrade.kubelet_version(node) == expected
+
+
+def test_a_bad_kubelet_version_names_the_node_and_is_cut():
+    node = types.SimpleNamespace(name='n1', kubelet_version='x' * 5000)
+    with pytest.raises(exceptions.RemoteDataInvalid) as caught:
+        upgrade.kubelet_version(node)
+    assert 'node n1' in str(caught.value) and len(str(caught.value)) < 300
+
+
+def test_record_round_trip_and_tampering():
+    text = upgrade.render_record((1, 32, 5))
+    assert text == 'kube_version: "1.32.5"\n'
+    assert upgrade.parse_record(text) == (1, 32, 5)
+    assert upgrade.parse_record(None) is None
+    for bad in ('', 'kube_version: "{{ x }}"\n', 'kube_version: 1.32.5\n',
+                text + text, 'kube_version: "1.32.5"\nother: 1\n'):
+        with pytest.raises(ValueError):
+            upgrade.parse_record(bad)
+
+
+def test_parse_supported_keeps_versions_only():
+    assert upgrade.parse_supported(['1.35.4', 'v1.26.5', 'junk', '']) == {
+        (1, 35, 4), (1, 26, 5)}
+    assert upgrade.parse_supported([]) is None
+
+
+# --------------------------------------------------------------- driver --
+
+def _k8s_nodes(version):
+    return json.dumps({'items': [
+        {'metadata': {'name': n},
+         'status': {'nodeInfo': {'kubeletVersion': version}}}
+        for n in ('master-10-10-0-11', 'worker-10-10-0-21',
+                  'worker-10-10-0-22')]})
+
+
+def _upgrade_harness(conf, version='v1.31.4'):  # noqa: F811
+    h = Harness(conf)
+    h.master.script(r'get nodes -o json', stdout=_k8s_nodes(version),
+                    first=True)
+    h.ansible.script(r'KS:KUBE:', stdout='KS:KUBE:1.32.5\nKS:KUBE:1.31.4\n')
+    return h
+
+
+def _patch(h, metadata):
+    instance = h.instance(_instantiate_params())
+    instance.vnf_metadata = metadata
+    h.hooks.modify_information_end(None, instance, None, None, None)
+
+
+def _playbook_limits(h):
+    return [(c.rsplit(' ', 1)[-1], c.split('--limit=')[1].split()[0]
+             if '--limit=' in c else None)
+            for c in h.ansible.commands if 'ansible-playbook' in c]
+
+
+def test_modify_information_without_a_version_does_nothing(conf):  # noqa
+    h = _upgrade_harness(conf)
+    _patch(h, {'owner': 'team-a'})
+    assert not any(c.calls for c in (h.ansible, h.master, h.lb))
+
+
+@pytest.mark.parametrize('metadata, field', [
+    ({'kube_version': '1.32'}, 'vnf_metadata.kube_version'),
+    ({'kube_version': '1.32.5', 'kube_upgrade_serial': 'all'},
+     'vnf_metadata.kube_upgrade_serial')])
+def test_a_bad_patch_is_refused_before_any_connection(conf, metadata,  # noqa
+                                                      field):
+    h = _upgrade_harness(conf)
+    with pytest.raises(exceptions.ParamsInvalid) as caught:
+        _patch(h, metadata)
+    assert caught.value.problems[0].startswith(field + ': ')
+    assert not any(c.calls for c in (h.ansible, h.master, h.lb))
+
+
+def test_a_refused_version_writes_nothing_and_runs_no_playbook(conf):  # noqa
+    h = _upgrade_harness(conf)
+    with pytest.raises(exceptions.ParamsInvalid, match='skips a minor'):
+        _patch(h, {'kube_version': '1.33.0'})
+    assert h.playbooks() == []
+    assert h.workspace_files() == {}
+    assert h.lb.calls == []
+
+
+def test_upgrade_records_the_version_and_runs_node_by_node(conf):  # noqa
+    h = _upgrade_harness(conf)
+    _patch(h, {'kube_version': 'v1.32.5', 'kube_upgrade_serial': '50%'})
+    assert _playbook_limits(h) == [
+        ('playbooks/facts.yml', None),
+        ('upgrade-cluster.yml', 'master-10-10-0-11'),
+        ('upgrade-cluster.yml', 'worker-10-10-0-21,worker-10-10-0-22')]
+    files = h.workspace_files()
+    assert files[upgrade.RECORD_FILE] == 'kube_version: "1.32.5"\n'
+    assert yaml.safe_load(files['cluster-vars.yaml'])['kube_version'] == \
+        '1.32.5'
+    assert yaml.safe_load(files['upgrade-vars.yaml']) == {'serial': '50%'}
+
+
+def test_a_later_operation_renders_the_recorded_version(conf):  # noqa
+    h = _upgrade_harness(conf, 'v1.32.5')
+    prefix = '/home/ubuntu/kubespray/inventory/mycluster/inst-1/'
+    h.ansible.files[prefix + upgrade.RECORD_FILE] = \
+        'kube_version: "1.32.5"\n'
+    extra = _instantiate_params(3)
+    extra['k8s_cluster_installation_param']['kubespray'] = {
+        'extra_vars': {'kube_version': '1.31.4'}}
+    instance = h.instance(extra)
+    h.hooks.scale_end(None, instance, types.SimpleNamespace(
+        additional_params={}, type='SCALE_OUT'), None, None)
+    assert yaml.safe_load(h.workspace_files()['cluster-vars.yaml'])[
+        'kube_version'] == '1.32.5'
+    assert 'scale.yml' in h.playbooks()
+
+
+def test_a_tampered_record_is_refused(conf):  # noqa
+    h = _upgrade_harness(conf)
+    prefix = '/home/ubuntu/kubespray/inventory/mycluster/inst-1/'
+    h.ansible.files[prefix + upgrade.RECORD_FILE] = 'kube_version: "{{x}}"'
+    with pytest.raises(exceptions.RemoteDataInvalid,
+                       match=upgrade.RECORD_FILE):
+        _patch(h, {'kube_version': '1.32.5'})
+    assert h.playbooks() == []
+
+
+# ------------------------------------------------------------------ cli --
+
+def test_cli_dry_run_plans_the_upgrade(capsys):
+    code, out, err = test_cli_run._run(
+        capsys, 'upgrade', '--dry-run', '--kube-version', '1.32.5',
+        '--serial', '2')
+    assert code == cli.EXIT_OK, err
+    assert out.rstrip().splitlines()[-1] == (
+        'dry run, nothing done: upgraded %s to 1.32.5: 3 node(s) upgraded'
+        % 'kubernetes_vim_simple')
+    ran = [line.split('--limit=')[-1] for line in out.splitlines()
+           if line.startswith('$ ') and 'upgrade-cluster.yml' in line]
+    assert ran == ['master-10-10-0-11 upgrade-cluster.yml',
+                   'worker-10-10-0-21,worker-10-10-0-22 upgrade-cluster.yml']
+    assert 'kube_version: "1.32.5"' in out
+
+
+@pytest.mark.parametrize('extra, text', [
+    ([], '--kube-version: missing'),
+    (['--kube-version', '1.32'], '--kube-version: must be a Kubernetes'),
+    (['--kube-version', '1.32.5', '--serial', '0'], '--serial: must be'),
+])
+def test_cli_upgrade_arguments(capsys, extra, text):
+    code, out, err = test_cli_run._run(capsys, 'upgrade', '--dry-run',
+                                       *extra)
+    assert code == cli.EXIT_BAD_INPUT and text in err and out == ''
+
+
+def test_cli_upgrade_options_only_for_upgrade(capsys):
+    code, _, err = test_cli_run._run(capsys, 'scale-out', '--dry-run',
+                                     '--kube-version', '1.32.5')
+    assert code == cli.EXIT_BAD_INPUT
+    assert '--kube-version: only for run upgrade' in err
+
+
+# ------------------------------------------------------- the checkout --
+
+_CHECKSUMS = '''---
+crictl_checksums:
+  amd64:
+    1.99.0: sha256:0
+kubelet_checksums:
+  arm:
+    %(prefix)s1.30.9: 0
+  amd64:
+    %(prefix)s1.31.4: sha256:0
+    # a comment
+    %(prefix)s1.30.8: sha256:0
+  ppc64le:
+    %(prefix)s1.29.0: sha256:0
+kubectl_checksums:
+  amd64:
+    1.98.0: sha256:0
+'''
+
+
+@pytest.mark.parametrize('path, prefix', [
+    ('roles/kubespray_defaults/vars/main/checksums.yml', ''),
+    ('roles/kubespray-defaults/defaults/main/checksums.yml', 'v'),
+    ('roles/download/defaults/main/checksums.yml', 'v'),
+    ('roles/download/defaults/main.yml', 'v')])
+def test_supported_versions_are_the_amd64_kubelet_keys(tmp_path, path,
+                                                       prefix):
+    import subprocess
+
+    from mgmt_driver import kubespray
+
+    class Local:
+        host = 'localhost'
+
+        def run(self, argv):
+            out = subprocess.run(argv, capture_output=True, text=True,
+                                 check=True, timeout=30).stdout
+            return types.SimpleNamespace(stdout=out)
+
+    target = tmp_path / path
+    target.parent.mkdir(parents=True)
+    target.write_text(_CHECKSUMS % {'prefix': prefix})
+    found = kubespray.supported_kube_versions(Local(), str(tmp_path))
+    assert found == [prefix + '1.31.4', prefix + '1.30.8']
+    assert upgrade.parse_supported(found) == {(1, 31, 4), (1, 30, 8)}
+    target.unlink()
+    assert kubespray.supported_kube_versions(Local(), str(tmp_path)) == []
