@@ -9,7 +9,8 @@
     declared with its children; host vars ``ansible_host``,
     ``ansible_port``, ``ip``/``access_ip`` (``ip6``/``access_ip6`` for an
     IPv6 cluster address), ``main_ip``/``main_access_ip``,
-    ``etcd_member_name`` and ``node_labels``.  No credential.
+    ``etcd_member_name``, ``node_labels`` and ``node_taints``.  No
+    credential.
 ``host_vars/<node name>.yaml`` (mode 0600)
     ``ansible_user`` and ``ansible_ssh_private_key_file`` or
     ``ansible_password``.  Ansible loads ``host_vars/`` next to the
@@ -129,6 +130,9 @@ def _host_vars(spec, node, etcd):
     labels = spec.labels_for(node.role)
     if labels:
         host['node_labels'] = labels
+    taints = spec.taints_for(node.role)
+    if taints:
+        host['node_taints'] = taints
     return _sorted(host)
 
 

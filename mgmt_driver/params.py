@@ -58,7 +58,7 @@ MAX_REQUEST_DEPTH = 24
 OVERRIDABLE_SECTIONS = ('worker_node', 'external_lb_param', 'ansible')
 
 _ROLE_KEYS = ('aspect_id', 'ssh_cp_name', 'nic_cp_name', 'username',
-              'password', 'ssh_key_file', 'port', 'labels')
+              'password', 'ssh_key_file', 'port', 'labels', 'taints')
 _SECTION_KEYS = {
     ROOT: ('vim_name', 'master_node', 'worker_node', 'proxy', 'ansible',
            'external_lb_param', 'script_path', 'kubespray', 'nodes'),
@@ -119,6 +119,7 @@ _KUBELET_LABELS = frozenset((
     'failure-domain.beta.kubernetes.io/region',
     'topology.kubernetes.io/zone', 'topology.kubernetes.io/region'))
 _KUBELET_PREFIXES = ('kubelet.kubernetes.io', 'node.kubernetes.io')
+_TAINT_EFFECTS = ('NoSchedule', 'PreferNoSchedule', 'NoExecute')
 
 
 # ---------------------------------------------------------------- the spec
@@ -163,6 +164,8 @@ class NodeGroupSpec:
     :param role: :data:`ROLE_MASTER` or :data:`ROLE_WORKER`.
     :param labels: sorted ``(key, value)`` pairs for kubespray's
         ``node_labels``; :attr:`label_map` gives them as a dict.
+    :param taints: ``key=value:Effect`` strings for kubespray's
+        ``node_taints``, in the given order.
     """
 
     role: str
@@ -171,6 +174,7 @@ class NodeGroupSpec:
     nic_cp_name: str | None
     login: Login
     labels: tuple = ()
+    taints: tuple = ()
 
     @property
     def label_map(self):
@@ -292,6 +296,11 @@ class ClusterSpec:
         """:returns: the node labels of *role* as a dict (LB: none)."""
         group = {ROLE_MASTER: self.master, ROLE_WORKER: self.worker}
         return group[role].label_map if role in group else {}
+
+    def taints_for(self, role):
+        """:returns: the node taints of *role*, a list (LB: none)."""
+        group = {ROLE_MASTER: self.master, ROLE_WORKER: self.worker}
+        return list(group[role].taints) if role in group else []
 
 
 # ---------------------------------------------------------------- problems
@@ -637,6 +646,34 @@ def _labels(sec, key):
     return tuple(sorted(labels))
 
 
+def _taint_problem(text):
+    """What is wrong with one ``key=value:Effect`` taint, or None."""
+    if not isinstance(text, str):
+        return 'must be a string "key=value:Effect", not %s' % _type_name(
+            text)
+    pair, colon, effect = text.rpartition(':')
+    key, _, value = pair.partition('=')
+    if not colon or effect not in _TAINT_EFFECTS:
+        return '%s: the effect after ":" must be one of %s' % (
+            _show(text), ', '.join(_TAINT_EFFECTS))
+    problem = _label_problem(key, value)
+    if problem and not problem.startswith('the kubelet'):
+        return '%s: %s' % (_show(text), problem.replace('label', 'taint'))
+    return None
+
+
+def _taints(sec, key):
+    data = sec.value(key, list)
+    taints = []
+    for i, text in enumerate(data or ()):
+        problem = _taint_problem(text)
+        if problem:
+            sec.problems.invalid(sec.at('%s[%d]' % (key, i)), problem)
+        elif text not in taints:
+            taints.append(text)
+    return tuple(taints)
+
+
 # --------------------------------------------------------------- sections
 
 def _login(sec, user_key, password_key, port_key, default_key_file):
@@ -666,7 +703,7 @@ def _node_group(sec, role, options):
         role=role, aspect_id=_text(sec, 'aspect_id'),
         ssh_cp_name=_cp_name(sec, 'ssh_cp_name', options['need_cp_names']),
         nic_cp_name=_text(sec, 'nic_cp_name'), login=login,
-        labels=_labels(sec, 'labels'))
+        labels=_labels(sec, 'labels'), taints=_taints(sec, 'taints'))
 
 
 def _master_networks(sec, kubespray):

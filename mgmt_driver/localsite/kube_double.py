@@ -52,14 +52,36 @@ def _state_dir():
     return os.environ.get('KUBE_DOUBLE_STATE_DIR', default)
 
 
-def _labels(text):
+def _json_arg(option, text, kind, default):
     try:
-        labels = json.loads(text or '{}')
+        value = json.loads(text or default)
     except ValueError:
-        labels = None
-    if not isinstance(labels, dict):
-        raise cs.StateError('--labels wants a JSON object, not %r' % text)
+        value = None
+    if not isinstance(value, kind):
+        raise cs.StateError('%s wants JSON %s, not %r' % (
+            option, 'an object' if kind is dict else 'a list', text))
+    return value
+
+
+def _labels(text):
+    labels = _json_arg('--labels', text, dict, '{}')
     return {str(k): str(v) for k, v in labels.items()}
+
+
+def _taints(text):
+    """kubespray's ``node_taints`` (``key=value:Effect`` strings) as
+    node taints; ``kubectl taint`` refuses anything else."""
+    result = []
+    for taint in _json_arg('--taints', text, list, '[]'):
+        pair, _, effect = str(taint).rpartition(':')
+        key, _, value = pair.partition('=')
+        if not key or effect not in ('NoSchedule', 'PreferNoSchedule',
+                                     'NoExecute'):
+            raise cs.StateError('kubectl taint: invalid taint spec: %s'
+                                % taint)
+        result.append(dict({'key': key, 'effect': effect},
+                           **({'value': value} if value else {})))
+    return result
 
 
 def _ca_pem():
@@ -94,6 +116,7 @@ def _node(args, roles):
             # in kube_node too.
             taints.append(dict(cs.CP_TAINT))
     labels.update(_labels(args.labels))
+    taints += _taints(args.taints)
     return {'name': args.node, 'host': args.host or args.node,
             'address': args.address, 'roles': roles,
             'labels': labels, 'taints': taints, 'schedulable': True,
@@ -386,6 +409,7 @@ def _parser():
         p.add_argument('--address', required=True)
         p.add_argument('--worker', action='store_true')
         p.add_argument('--labels', help='node labels, a JSON object')
+        p.add_argument('--taints', help='node_taints, a JSON list')
         p.add_argument('--kube-version', default=cs.DEFAULT_KUBE_VERSION)
         p.add_argument('--playbook', help='consult the failure hook')
         p.add_argument('--ssh', help='host:port of the VM\'s sshd')

@@ -6,7 +6,8 @@ across one minor release goes node by node (control plane in the
 inventory's order, each out of HAProxy's API backends while the double
 upgrades it, then the workers in batches of ``kube_upgrade_serial``),
 each node drained first, while a prober keeps connecting to the LB's
-API port; a worker added afterwards joins at the new version; an upgrade
+API port; a worker added afterwards joins at the new version (with the
+taints its scale request gives, through kubespray's node_taints); an upgrade
 failing on the second control-plane node, then the same PATCH run
 again, converges.
 """
@@ -198,9 +199,16 @@ def test_a_worker_added_later_joins_at_the_new_version(chain):
         'cluster-vars.yaml')
     chain.vnf.add_vm(params.ROLE_WORKER, WORKERS[2])
     chain.workers = WORKERS[:3]
-    chain.call('scale_end', scale_request('SCALE_OUT'),
-               scale_out_id_list=[])
+    chain.call('scale_end', scale_request('SCALE_OUT', {params.ROOT: {
+        'worker_node': {'taints': ['dedicated=sriov:NoSchedule']}}}),
+        scale_out_id_list=[])
     assert chain.versions()[name(WORKERS[2])] == 'v1.32.5'
+    # The request's taints reach the node it adds (kubespray's
+    # node_taints), not those that joined before.
+    nodes = chain.lab.site.nodes()
+    assert nodes[name(WORKERS[2])]['taints'] == [
+        {'key': 'dedicated', 'value': 'sriov', 'effect': 'NoSchedule'}]
+    assert nodes[name(WORKERS[0])]['taints'] == []
     assert chain.lab.check(MASTERS, chain.workers) == []
 
 
