@@ -96,10 +96,12 @@ LOCAL_PATH, REMOTE_PATH, PACKAGE_PATH, VERSION, RANGE, ROLE, BOOL = (
     'role', 'bool')
 SECTION, LABELS, EXTRA_VARS, NODES, ENTRY = (
     'section', 'labels', 'extra_vars', 'nodes', 'entry')
+TAINTS = 'taints'
 
 _ROLE_FIELDS = {'aspect_id': TEXT, 'ssh_cp_name': TEXT, 'nic_cp_name': TEXT,
                 'username': USER, 'password': TEXT,
-                'ssh_key_file': LOCAL_PATH, 'port': PORT, 'labels': LABELS}
+                'ssh_key_file': LOCAL_PATH, 'port': PORT, 'labels': LABELS,
+                'taints': TAINTS}
 #: section path -> {key: kind}: every key parse_params reads.
 FIELDS = {
     (): {'vim_name': TEXT, 'master_node': SECTION, 'worker_node': SECTION,
@@ -296,6 +298,7 @@ WRONG = {
 BASE_TYPE = dict.fromkeys(_STR_KINDS, 'str')
 BASE_TYPE.update({PORT: 'int', FORKS: 'int', BOOL: 'bool', SECTION: 'dict',
                   LABELS: 'dict', EXTRA_VARS: 'dict', NODES: 'list',
+                  TAINTS: 'list',
                   NO_PROXY: 'no_proxy', ENTRY: 'entry'})
 
 
@@ -415,6 +418,14 @@ BAD = {
         lambda s: s not in params.ROLES),
     BOOL: st.sampled_from(('true', 'false', 'yes', 'no', 'True', 1, 0, 1.0,
                            0.0)),
+    # A list with one malformed key=value:Effect taint among good ones.
+    TAINTS: st.tuples(
+        st.lists(st.just('pool=a:NoSchedule'), max_size=2),
+        st.sampled_from((
+            'a=b', 'a=b:Never', '=b:NoSchedule', 'a b=c:NoSchedule',
+            'a=b c:NoSchedule', 'a=b:NoSchedule\n', 'a\n=b:NoSchedule',
+            '/a=b:NoSchedule', '', ':NoSchedule', 5, None, [], {}))).map(
+        lambda t: t[0] + [t[1]]),
 }
 
 _BAD_LABEL_KEYS = (
