@@ -652,12 +652,25 @@ class ClusterDriver:
         """Re-run ``cluster.yml`` so new control-plane nodes join last.
 
         cluster-info is checked first: the joins discover the cluster
-        through it.
+        through it.  With an external load balancer the run is limited
+        to ``etcd,kube_control_plane``, as kubespray's node-operations
+        guide does for control-plane and etcd nodes: the workers reach
+        the API through the load balancer, so nothing on them changes,
+        and only their cached facts are needed (refreshed where stale),
+        so a worker that is down does not stop the heal.  Without one,
+        every node's localhost proxy lists the control-plane addresses:
+        the run covers every host.
         """
         cluster = self.in_recorded_order(cluster)
         self.upload_inventory(cluster)
         self.point_cluster_info(cluster)
-        self._runner().cluster(len(cluster.k8s_nodes))
+        runner = self._runner()
+        if cluster.external_lb is None:
+            runner.cluster(len(cluster.k8s_nodes))
+        else:
+            self.refresh_facts(cluster, [n.name for n in cluster.masters])
+            runner.cluster(len(cluster.masters),
+                           limit=['etcd', 'kube_control_plane'])
         self.update_load_balancer(cluster)
 
     def reset(self):
