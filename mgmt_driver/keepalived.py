@@ -357,5 +357,31 @@ def configure_gateways(connections, haproxy_text, layouts, haproxy_settings,
     return changed
 
 
+def update_gateways(connections, gateways, haproxy_text, lb_spec,
+                    haproxy_settings, keepalived_settings, check_at):
+    """The driver's gateway step: find each gateway's interface, derive
+    every layout, and :func:`configure_gateways`.
+
+    :param connections: ``{name: Connection}`` of the gateways.
+    :param gateways: ``(name, address)`` pairs (cluster addresses).
+    :param haproxy_text: the HAProxy file every gateway gets.
+    :param lb_spec: the request's ``ExternalLbSpec`` (with ``vip``).
+    :param haproxy_settings: an ``ApplySettings`` or ``{name: ...}``.
+    :param keepalived_settings: likewise (:func:`apply_settings`).
+    :param check_at: :func:`check_address` of HAProxy's binds.
+    :returns: ``{name: (haproxy changed, keepalived changed)}``.
+    :raises LoadBalancerLayoutInvalid: the gateway set is wrong.
+    :raises RemoteDataInvalid: a gateway lacks its address.
+    :raises GatewaysFailed: naming each gateway that failed.
+    """
+    interfaces = {name: discover_interface(
+        connections[name], address, _of(haproxy_settings, name))
+        for name, address in gateways}
+    layouts = gateway_layouts(gateways, interfaces, lb_spec,
+                              check_at=check_at)
+    return configure_gateways(connections, haproxy_text, layouts,
+                              haproxy_settings, keepalived_settings)
+
+
 def _of(settings, name):
     return settings[name] if isinstance(settings, dict) else settings

@@ -47,6 +47,7 @@ NODEPORT = 30080
 NODEPORT_RANGE = (30080, 30089)
 ROUTER_ID = 42
 PASSWORD = 'Lab:ha1'
+BRIDGE_MAC = '02:00:00:00:02:01'  # locally administered
 
 _CLONE_NEWNET = 0x40000000
 
@@ -183,7 +184,11 @@ class GatewayLab:
         """The LAN namespace, its bridge, addresses and backends."""
         self._add_netns(self.lan)
         in_netns(self.lan, IP, 'link', 'set', 'lo', 'up')
-        in_netns(self.lan, IP, 'link', 'add', 'br0', 'type', 'bridge')
+        # A fixed MAC: a bridge without one takes its ports' lowest, so
+        # losing a gateway's veth would change the backends' MAC under
+        # the other gateways' ARP caches.
+        in_netns(self.lan, IP, 'link', 'add', 'br0', 'address',
+                 BRIDGE_MAC, 'type', 'bridge')
         for address in (CLIENT_ADDRESS, MASTER_ADDRESS, WORKER_ADDRESS):
             in_netns(self.lan, IP, 'addr', 'add', '%s/%d' % (
                 address, NETWORK_PREFIX), 'dev', 'br0')
@@ -247,20 +252,18 @@ class GatewayLab:
 
         Each gateway's interface is found on the gateway itself, every
         gateway gets the same HAProxy file and its keepalived file, each
-        checked before its swap (:func:`keepalived.configure_gateways`).
+        checked before its swap (:func:`keepalived.update_gateways`, as
+        the driver calls it).
 
         :returns: ``{name: (haproxy changed, keepalived changed)}``.
         """
         gateways = self.gateways.values()
-        interfaces = {g.name: keepalived.discover_interface(g.conn, g.address)
-                      for g in gateways}
-        layouts = keepalived.gateway_layouts(
-            [(g.name, g.address) for g in gateways], interfaces, self.spec())
         settings = {g.name: g.settings() for g in gateways}
-        return keepalived.configure_gateways(
-            {g.name: g.conn for g in gateways}, self.haproxy_text(), layouts,
-            {n: s[0] for n, s in settings.items()},
-            {n: s[1] for n, s in settings.items()})
+        return keepalived.update_gateways(
+            {g.name: g.conn for g in gateways},
+            [(g.name, g.address) for g in gateways], self.haproxy_text(),
+            self.spec(), {n: s[0] for n, s in settings.items()},
+            {n: s[1] for n, s in settings.items()}, '127.0.0.1')
 
     def holders(self):
         """Names of the gateways that hold the VIP now."""

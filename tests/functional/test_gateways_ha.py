@@ -151,4 +151,5 @@ def test_a_refused_keepalived_file_leaves_the_gateway_serving(lab):
     with open(os.path.join(lab.gateways['gw-1'].dir,
                            'keepalived.conf')) as f:
         assert '\n    timeout 3\n' in f.read()
-    assert _served(lab)
+    site_haproxy.wait_for(lambda: _served(lab), VRRP_SETTLE,
+                          what='the VIP to serve')
