@@ -813,7 +813,8 @@ class LcmHooks:
 
     def _spec(self, context, vnf_instance, request, operation):
         """The request's spec, checked against the operator's rules
-        (:mod:`mgmt_driver.trust`) before any connection is opened."""
+        (:mod:`mgmt_driver.trust`) before any connection is opened; a
+        VIP named by its port (``vip_cp_name``) is read from Heat."""
         instantiated = _additional_params(getattr(
             vnf_instance, 'instantiated_vnf_info', None))
         max_size = self.conf.kubespray_mgmt.max_request_size
@@ -825,8 +826,16 @@ class LcmHooks:
             spec = params.parse_for_operation(
                 instantiated, _additional_params(request), operation,
                 self._default_key(), max_size=max_size)
-        return trust.apply(spec, trust.Policy.from_conf(
+        spec = trust.apply(spec, trust.Policy.from_conf(
             self.conf, self._package_dir_of(context, vnf_instance)))
+        # Terminate needs no VIP, and its VMs and ports may be gone.
+        if operation != 'terminate' and spec.external_lb.vip_cp_name and \
+                spec.external_lb.vip is None:
+            spec = heat.resolve_vip(
+                spec, heat.HeatNodeFinder(self._heat_factory(
+                    context, vnf_instance, request)),
+                vnf_instance.instantiated_vnf_info.instance_id)
+        return spec
 
     def _spec_or_none(self, context, vnf_instance, request, operation,
                       log=LOG.warning):

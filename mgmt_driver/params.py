@@ -71,7 +71,8 @@ _SECTION_KEYS = {
     'external_lb_param': ('ssh_cp_name', 'nic_cp_name', 'ssh_username',
                           'ssh_password', 'ssh_key_file', 'ssh_port',
                           'script_path', 'api_port', 'nodeport_range',
-                          'vip', 'vrrp_router_id', 'vrrp_password'),
+                          'vip', 'vip_cp_name', 'vrrp_router_id',
+                          'vrrp_password'),
     'kubespray': ('extra_vars', 'forks', 'version', 'reset_on_terminate'),
     'node': ('role', 'ssh_ip', 'nic_ip', 'ssh_port'),
 }
@@ -219,6 +220,8 @@ class ExternalLbSpec:
     :param nodeport_range: ``(first, last)`` port, both included.
     :param vip: the virtual IP the gateways share (keepalived), or None
         for a single gateway.
+    :param vip_cp_name: instead of *vip*, the Heat resource (a Neutron
+        port) whose address is the VIP; the driver fills *vip* from it.
     :param vrrp_router_id: VRRP ``virtual_router_id`` (1-255), with *vip*.
     :param vrrp_password: VRRP authentication password (1-8 characters,
         keepalived uses no more), with *vip*.  Never in ``repr``.
@@ -233,11 +236,13 @@ class ExternalLbSpec:
     vip: str | None = None
     vrrp_router_id: int | None = None
     vrrp_password: str | None = dataclasses.field(default=None, repr=False)
+    vip_cp_name: str | None = None
 
     @property
     def highly_available(self):
-        """True when gateways share :attr:`vip` through VRRP."""
-        return self.vip is not None
+        """True when gateways share a VIP through VRRP (:attr:`vip`, or
+        :attr:`vip_cp_name` until the driver resolved it)."""
+        return self.vip is not None or self.vip_cp_name is not None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -781,8 +786,15 @@ def _external_lb(sec, options):
 
 
 def _vrrp(sec):
-    """``vip``, ``vrrp_router_id`` and ``vrrp_password``: all or none."""
+    """``vip`` (or ``vip_cp_name``), ``vrrp_router_id`` and
+    ``vrrp_password``: all or none."""
     vip = _ip_field(sec, 'vip')
+    vip_cp_name = _text(sec, 'vip_cp_name')
+    if vip_cp_name is not None and sec.given('vip'):
+        sec.problems.invalid(sec.at('vip_cp_name'), 'give vip or '
+                             'vip_cp_name, not both')
+        vip_cp_name = None
+    wanted = vip is not None or vip_cp_name is not None
     router_id = _int(sec, 'vrrp_router_id', None, 1, 255)
     password = _text(sec, 'vrrp_password', secret=True)
     if password is not None and not VRRP_PASSWORD_RE.fullmatch(password):
@@ -790,19 +802,19 @@ def _vrrp(sec):
             'must be 1 to 8 characters among letters, digits and "%s" '
             '(keepalived reads no more)') % VRRP_PASSWORD_PUNCT)
         password = None
-    if vip is not None:
+    if wanted:
         for key in ('vrrp_router_id', 'vrrp_password'):
             if not sec.given(key):
                 sec.problems.missing(sec.at(key), 'missing: required '
                                      'with vip (the gateways\' VRRP group)')
-    elif not sec.given('vip'):
+    elif not sec.given('vip') and not sec.given('vip_cp_name'):
         for key, value in (('vrrp_router_id', router_id),
                            ('vrrp_password', password)):
             if value is not None:
                 sec.problems.invalid(sec.at(key), 'only used with vip '
                                      '(the virtual IP of the gateways)')
-    return {'vip': vip, 'vrrp_router_id': router_id,
-            'vrrp_password': password}
+    return {'vip': vip, 'vip_cp_name': vip_cp_name,
+            'vrrp_router_id': router_id, 'vrrp_password': password}
 
 
 def _version(sec):
@@ -1112,6 +1124,10 @@ def _build(root, options):
             'external_lb_param', keys['external_lb_param'], True), options),
         kubespray=kubespray, nodes=nodes)
     _check_nodes(root, spec)
+    if nodes is not None and spec.external_lb is not None and \
+            spec.external_lb.vip_cp_name is not None:
+        root.problems.invalid(root.at('external_lb_param.vip_cp_name'), (
+            'only with VMs found in Heat; with nodes give vip'))
     return spec
 
 
@@ -1235,7 +1251,8 @@ def describe(spec):
                               spec.ansible.ip_address),
         'LB api port %d, nodeports %d-%d%s' % ((lb.api_port,) +
                                               tuple(lb.nodeport_range) + (
-            ', VIP %s (VRRP %d)' % (lb.vip, lb.vrrp_router_id)
+            ', VIP %s (VRRP %d)' % (lb.vip or 'from ' + lb.vip_cp_name,
+                                    lb.vrrp_router_id)
             if lb.highly_available else '',)),
         'pods %s, services %s' % (spec.pod_cidr, spec.service_cidr),
         'proxy %s' % ('on' if spec.proxy.enabled else 'off'),

@@ -304,7 +304,15 @@ class GatewayLab:
         return [int(p) for p in out.split() if p.isdigit()]
 
     def _kill_namespace(self, netns, sig):
-        self._signal_and_wait(self._pids_in(netns), sig)
+        pids = self._pids_in(netns)
+        if sig == signal.SIGKILL:
+            # Freeze them all first: keepalived's VRRP process gets a
+            # SIGTERM when its parent dies (and would then say goodbye
+            # with a priority-0 advert, which a crashed VM never sends).
+            for pid in pids:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGSTOP)
+        self._signal_and_wait(pids, sig)
         self._signal_and_wait(self._pids_in(netns), signal.SIGKILL)
         ip('netns', 'del', netns, check=False)
         if netns in self._namespaces:

@@ -1,9 +1,14 @@
 """The LCM hooks with ``external_lb_param.vip``: keepalived on the gateway,
 the VIP in the inventory, the VIM and cluster-info (recording SSH fake)."""
 
+import types
+
+import pytest
 import yaml
 
 from mgmt_driver import driver
+from mgmt_driver import exceptions
+from mgmt_driver import heat
 from mgmt_driver import keepalived
 from tests.unit.test_driver import LB
 from tests.unit.test_driver import Harness
@@ -100,3 +105,74 @@ def test_the_install_script_gets_keepalived_with_a_vip(conf, tmp_path):  # noqa:
     _instantiate(h, _vip_params())
     [install] = [c for c in h.lb.commands if driver.LB_SCRIPT in c]
     assert install.endswith('sh %s --with-keepalived' % driver.LB_SCRIPT)
+
+
+# ---------------------------------------------- the VIP from a Heat port --
+
+class PortHeat:
+    """A top stack holding the VIP's port (and what tests put there)."""
+
+    def __init__(self, **ports):
+        self.ports = ports
+        self.calls = []
+
+    def resource_get(self, stack_id, name):
+        self.calls.append((stack_id, name))
+        if name not in self.ports:
+            raise RuntimeError('HTTPNotFound')
+        return types.SimpleNamespace(
+            resource_name=name, resource_type='OS::Neutron::Port',
+            attributes={'fixed_ips': [{'ip_address': self.ports[name]}]})
+
+    def resource_get_list(self, stack_id, nested_depth=0):
+        return []
+
+
+def test_the_vip_is_read_from_its_port():
+    finder = heat.HeatNodeFinder(PortHeat(externalLB_VIP_CP='10.10.0.100'))
+    assert finder.vip_address('top', 'externalLB_VIP_CP') == VIP
+    with pytest.raises(exceptions.MgmtDriverNotFound,
+                       match='external_lb_param.vip_cp_name'):
+        finder.vip_address('top', 'nothing_CP')
+    finder = heat.HeatNodeFinder(PortHeat(bad_CP='10.10.0.1; reboot'))
+    with pytest.raises(exceptions.RemoteDataInvalid,
+                       match='not an IP address'):
+        finder.vip_address('top', 'bad_CP')
+
+
+def test_the_hooks_resolve_vip_cp_name_before_anything_else(conf):  # noqa: F811,E501
+    h = Harness(conf)
+    h.lb.script(r'^ip -o addr show', stdout=ADDR)
+    fake_heat = PortHeat(externalLB_VIP_CP=VIP)
+    h.hooks._heat_factory = lambda c, i, r: fake_heat
+    extra = _heat_like(h)
+    lb_param = extra['k8s_cluster_installation_param']['external_lb_param']
+    lb_param.update(vip_cp_name='externalLB_VIP_CP', vrrp_router_id=77,
+                    vrrp_password=PASSWORD)
+    _instantiate(h, extra)
+    assert fake_heat.calls == [('stack', 'externalLB_VIP_CP')]
+    assert '\n        %s/24 dev ens3\n' % VIP in h.lb.files[KA_PATH + '.new']
+    assert h.registry.current['kubernetes_vim_simple'].server == \
+        'https://%s:8383' % VIP
+
+
+def test_terminate_needs_no_vip_port(conf):  # noqa: F811
+    h = Harness(conf)
+    h.lb.script(r'^ip -o addr show', stdout=ADDR)
+    h.hooks._heat_factory = lambda c, i, r: PortHeat(externalLB_VIP_CP=VIP)
+    extra = _heat_like(h)
+    extra['k8s_cluster_installation_param']['external_lb_param'].update(
+        vip_cp_name='externalLB_VIP_CP', vrrp_router_id=77,
+        vrrp_password=PASSWORD)
+    _instantiate(h, extra)
+    gone = PortHeat()  # the stack and its ports are deleted by now
+    h.hooks._heat_factory = lambda c, i, r: gone
+    for hook in (h.hooks.terminate_start, h.hooks.terminate_end):
+        hook(None, h.instance(extra), None, None, None)
+    assert gone.calls == []
+    assert h.registry.calls[-1] == ('unregister', 'kubernetes_vim_simple')
+
+
+def _heat_like(h):
+    from tests.unit.test_driver import _heat_like as heat_like
+    return heat_like(h, 2, {})

@@ -430,8 +430,49 @@ def test_bad_vip_keys_name_their_field(keys, expected):
     assert not any('Secret#99' in p for p in problems)
 
 
+def test_vip_cp_name_stands_for_the_vip_until_resolved():
+    spec = params.parse_params(_request(
+        vip_cp_name='externalLB_VIP_CP', vrrp_router_id=9,
+        vrrp_password='x'), need_cp_names=False)
+    lb_spec = spec.external_lb
+    assert lb_spec.highly_available and lb_spec.vip is None
+    assert lb_spec.vip_cp_name == 'externalLB_VIP_CP'
+    assert 'VIP from externalLB_VIP_CP (VRRP 9)' in params.describe(spec)
+
+
+@pytest.mark.parametrize('keys, expected', [
+    ({'vip': '192.0.2.100', 'vip_cp_name': 'vip_CP', 'vrrp_router_id': 1,
+      'vrrp_password': 'a'},
+     ['%s.external_lb_param.vip_cp_name: give vip or vip_cp_name, not '
+      'both' % P]),
+    ({'vip_cp_name': 'vip_CP'}, [
+        '%s.external_lb_param.vrrp_password: missing: required with vip'
+        % P,
+        '%s.external_lb_param.vrrp_router_id: missing: required with vip'
+        % P]),
+])
+def test_bad_vip_cp_name_keys_name_their_field(keys, expected):
+    problems = sorted(_problems(_request(**keys)))
+    assert len(problems) == len(expected), problems
+    for problem, start in zip(problems, expected, strict=True):
+        assert problem.startswith(start), problem
+
+
+def test_vip_cp_name_needs_vms_from_heat():
+    request = params_data.minimal()
+    request[P]['external_lb_param'].update(
+        vip_cp_name='vip_CP', vrrp_router_id=1, vrrp_password='a')
+    request[P]['nodes'] = [
+        {'role': 'master', 'ssh_ip': '10.0.0.11'},
+        {'role': 'worker', 'ssh_ip': '10.0.0.21'},
+        {'role': 'external_lb', 'ssh_ip': '10.0.0.40'}]
+    assert _problems(request) == [
+        '%s.external_lb_param.vip_cp_name: only with VMs found in Heat; '
+        'with nodes give vip' % P]
+
+
 def test_readme_documents_the_vip_keys():
     text = (pathlib.Path(__file__).parents[2] / 'samples' /
             'README.rst').read_text()
-    for key in ('vip', 'vrrp_router_id', 'vrrp_password'):
+    for key in ('vip', 'vip_cp_name', 'vrrp_router_id', 'vrrp_password'):
         assert '``%s``' % key in text, key
