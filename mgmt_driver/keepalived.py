@@ -158,7 +158,8 @@ class VrrpLayout:
                                peer, own)
         if own in peers:
             raise _invalid('peers: %s is the gateway\'s own address', own)
-        loadbalancer._reject_duplicates('peers', peers, 'address')
+        loadbalancer._reject_duplicates('peers', [str(p) for p in peers],
+                                        'address')
         return tuple(str(p) for p in sorted(peers))
 
     def _check_numbers(self, max_prefix):

@@ -130,7 +130,7 @@ def test_ipv6_gateways():
     ({'vip': '192.0.2.11'}, "vip: 192.0.2.11 is a gateway's own"),
     ({'peers': ['192.0.2.11']}, "peers: 192.0.2.11 is the gateway's own"),
     ({'peers': ['192.0.2.12', '192.0.2.12']},
-     "peers: address IPv4Address('192.0.2.12') appears twice"),
+     "peers: address '192.0.2.12' appears twice"),
     ({'peers': '192.0.2.12'}, 'peers: give a list'),
     ({'peers': ['x']}, "peers[0]: 'x' is not an IP address"),
     ({'interface': 'eth0 x'}, "interface: 'eth0 x' is not an interface"),
