@@ -56,9 +56,21 @@ def worker_addresses(count):
             for i in range(count)]
 
 
+def _is_playbook_time(command):
+    """Starting an ansible-playbook run, or following it to its end
+    (a detached run, :mod:`mgmt_driver.detached`: the start returns at
+    once, the time passes while its log is followed)."""
+    words = command if isinstance(command, (list, tuple)) else [command]
+    return any(str(w).endswith('ansible-playbook') or
+               str(w).startswith(_FOLLOWING) for w in words)
+
+
+_FOLLOWING = '# kubespray-mgmt: follow a detached playbook run'
+
+
 class _TimedConnection:
-    """A connection that adds the time of ansible-playbook commands to
-    its pool's ``playbook_seconds``."""
+    """A connection that adds the time of ansible-playbook runs to its
+    pool's ``playbook_seconds``."""
 
     def __init__(self, conn, pool):
         self._conn = conn
@@ -68,8 +80,7 @@ class _TimedConnection:
         return getattr(self._conn, name)
 
     def run(self, command, *args, **kwargs):
-        words = command if isinstance(command, (list, tuple)) else [command]
-        if not any(str(w).endswith('ansible-playbook') for w in words):
+        if not _is_playbook_time(command):
             return self._conn.run(command, *args, **kwargs)
         started = time.monotonic()
         try:
@@ -91,10 +102,10 @@ class TimingPool(ssh.ConnectionPool):
 class Bench:
     """One size: the site, the VNF and the measured hook calls."""
 
-    def __init__(self, lab, workers):
+    def __init__(self, lab, workers, master=MASTER, lb=LB):
         self.lab = lab
-        self.vnf = tacker_fakes.TackerVnf(lab.additional_params, [MASTER],
-                                          workers, LB)
+        self.vnf = tacker_fakes.TackerVnf(lab.additional_params, [master],
+                                          workers, lb)
         self.pools = []
         self.rows = []
         self.hooks = driver.LcmHooks(
@@ -216,17 +227,20 @@ def rst_comparison(results, before):
                 '%d/%d' % (was['commands'], row['commands']),
                 '%d (%d)' % (row['connections'], row['max_per_host']),
                 '%s -> %s' % (_playbooks_text(was), _playbooks_text(row))))
-    return _rst(rows)
+    return rst_rows(rows)
 
 
-def _rst(rows):
+def rst_rows(rows):
+    """A simple RST table of *rows* (strings); the header is the first
+    row, or the first two when the second one's first cell is empty."""
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     rule = '  '.join('=' * w for w in widths)
+    header = 2 if len(rows) > 1 and not rows[1][0] else 1
     lines = [rule]
     for i, row in enumerate(rows):
         lines.append('  '.join(c.ljust(w) for c, w in
                                zip(row, widths, strict=True)).rstrip())
-        if i == 1 or (i == 0 and rows[1][0]):
+        if i == header - 1:
             lines.append(rule)
     lines.append(rule)
     return '\n'.join(lines) + '\n'

@@ -46,6 +46,34 @@ EXIT_DIFFERENCES = 3
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports Ctrl-C
 
 
+def terminal_safe(text):
+    """*text* with every character that a terminal could obey written
+    as an escape (``\\x1b``, ``\\u202e``...); tabs and newlines stay.
+
+    Playbook logs, progress lines, error messages and status reports
+    carry bytes from the Ansible server and the nodes, which may be the
+    tenant's own hosts: they are shown, never obeyed (no cursor moves,
+    window titles or hidden text on the operator's terminal).
+    """
+    if text.isprintable():
+        return text
+    return ''.join(c if c.isprintable() or c in '\n\t' else _escape(c)
+                   for c in text)
+
+
+def _escape(char):
+    code = ord(char)
+    if code < 0x100:
+        return '\\x%02x' % code
+    return '\\u%04x' % code if code < 0x10000 else '\\U%08x' % code
+
+
+def _say(text, file=None):
+    """Print *text* (from anywhere, remote hosts included) as
+    :func:`terminal_safe` shows it."""
+    print(terminal_safe(text), file=file or sys.stdout, flush=True)
+
+
 def _version():
     try:
         from importlib import metadata
@@ -74,7 +102,7 @@ def _problems_of(exc):
 
 def _print_problems(exc):
     for problem in _problems_of(exc):
-        print('kubespray-mgmt: %s' % problem, file=sys.stderr)
+        _say('kubespray-mgmt: %s' % problem, file=sys.stderr)
     return EXIT_BAD_INPUT
 
 
@@ -314,7 +342,7 @@ def _progress_printer():
     start = time.monotonic()
 
     def progress(line):
-        print('[%7.1fs] %s' % (time.monotonic() - start, line), flush=True)
+        _say('[%7.1fs] %s' % (time.monotonic() - start, line))
     return progress
 
 
@@ -496,7 +524,7 @@ def _run(args):
                      'steps': plan.plan_records(drv.pool.steps)})
         return EXIT_OK
     if args.dry_run:
-        sys.stdout.write(plan.format_plan(drv.pool.steps))
+        sys.stdout.write(terminal_safe(plan.format_plan(drv.pool.steps)))
         summary = 'dry run, nothing done: ' + summary
     print(summary)
     return EXIT_OK
@@ -559,7 +587,7 @@ def _status(args):
     if args.output == 'json':
         print(status.to_json(report))
     else:
-        sys.stdout.write(status.format_text(report))
+        sys.stdout.write(terminal_safe(status.format_text(report)))
     if any(report[name]['error'] for name in status.SECTIONS):
         return EXIT_REMOTE_FAILURE
     return EXIT_OK if report['ok'] else EXIT_DIFFERENCES
@@ -591,10 +619,10 @@ def _logs(args):
     with ssh.ConnectionPool(status.read_only_settings()) as pool:
         conn = pool.connection(spec.ansible.ip_address, login.credentials(),
                                login.port)
-        path = detached.show_log(conn, workspace, print, stem=args.run,
+        path = detached.show_log(conn, workspace, _say, stem=args.run,
                                  follow=args.follow)
-    print('# log: %s on %s' % (path, spec.ansible.ip_address),
-          file=sys.stderr)
+    _say('# log: %s on %s' % (path, spec.ansible.ip_address),
+         file=sys.stderr)
     return EXIT_OK
 
 
@@ -782,12 +810,12 @@ def main(argv=None):
         return EXIT_INTERRUPTED
     except (exceptions.MgmtDriverParamInvalid,
             exceptions.MgmtDriverNotFound) as exc:
-        print('kubespray-mgmt: %s' % exc, file=sys.stderr)
+        _say('kubespray-mgmt: %s' % exc, file=sys.stderr)
         return EXIT_BAD_INPUT
     except (exceptions.MgmtDriverOtherError,
             exceptions.MgmtDriverRemoteCommandError,
             exceptions.MgmtDriverRemoteCommandTimeOut) as exc:
-        print('kubespray-mgmt: %s' % exc, file=sys.stderr)
+        _say('kubespray-mgmt: %s' % exc, file=sys.stderr)
         return EXIT_REMOTE_FAILURE
 
 

@@ -37,6 +37,7 @@ command.
 """
 
 import dataclasses
+import datetime
 import hashlib
 import math
 import os
@@ -65,9 +66,10 @@ TAIL_BYTES = 256 * 1024
 _MARKER = 'KR:'
 _INFO_KEYS = ('id', 'stem', 'operation', 'playbook', 'owner', 'started',
               'pid')
-_STEM = re.compile(r'^[0-9]{8}T[0-9]{6}Z-[a-z0-9_]{1,40}-[A-Za-z0-9_.-]'
-                   r'{1,60}$')
-_TOKEN = re.compile(r'^[a-z0-9_]{1,40}$')
+# A run's name: <UTC time>-<operation>-<playbook stem> (fullmatch only).
+_STEM = re.compile(r'([0-9]{8}T[0-9]{6}Z)-([a-z0-9_]{1,40})-'
+                   r'([A-Za-z0-9_.-]{1,60})')
+_TOKEN = re.compile(r'[a-z0-9_]{1,40}')
 _MAX_VALUE = 200
 
 # The run lock, peeked at while the workspace is made ready: one command.
@@ -223,7 +225,7 @@ class RunInfo:
         stem = values.pop('stem', '')
         return cls(pid=int(pid) if pid.isdigit() and len(pid) < 10
                    else None,
-                   stem=stem if _STEM.match(stem) else None,
+                   stem=stem if _STEM.fullmatch(stem) else None,
                    **values)
 
     def describe(self):
@@ -303,7 +305,7 @@ def show_log(conn, workspace_path, on_line, stem=None, follow=False,
     :returns: the log's path.
     :raises RemoteFileError: no workspace, no run, or no such run.
     """
-    if stem is not None and not _STEM.match(stem):
+    if stem is not None and not _STEM.fullmatch(stem):
         raise exceptions.MgmtDriverParamInvalid(
             param='run %r (a log name such as 20261123T230501Z-'
                   'scale_end-scale)' % stem)
@@ -348,6 +350,25 @@ def plan_text(command):
     return False
 
 
+def parse_stem(stem):
+    """``(time, operation, playbook)`` of a run's name, or None.
+
+    :param stem: a log's name without ``.log``, such as
+        ``20261123T230501Z-scale_start-remove-node`` (time as
+        ``2026-11-23T23:05:01Z``); anything else, or an impossible
+        date, gives None.
+    """
+    match = _STEM.fullmatch(stem)
+    if not match:
+        return None
+    try:
+        when = datetime.datetime.strptime(match.group(1), '%Y%m%dT%H%M%SZ')
+    except ValueError:
+        return None
+    return (when.strftime('%Y-%m-%dT%H:%M:%SZ'), match.group(2),
+            match.group(3))
+
+
 def owner():
     """Who starts a run: this host and process, for the lock's record."""
     text = '%s:%d' % (socket.gethostname(), os.getpid())
@@ -355,7 +376,7 @@ def owner():
 
 
 def _token(value, what):
-    if not _TOKEN.match(value):
+    if not _TOKEN.fullmatch(value):
         raise exceptions.MgmtDriverParamInvalid(
             param='%s %r (lower-case letters, digits and "_")' % (what,
                                                                    value))
@@ -495,7 +516,7 @@ class DetachedRuns:
 
     def _started(self, kinds, prev, playbook):
         stem, _, pid = kinds.get('STARTED', '').partition(':')
-        if not (_STEM.match(stem) and pid.isdigit() and len(pid) < 10):
+        if not (_STEM.fullmatch(stem) and pid.isdigit() and len(pid) < 10):
             raise exceptions.RemoteDataInvalid(
                 what='answer to starting %s' % playbook,
                 host=self.conn.host,

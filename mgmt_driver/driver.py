@@ -35,6 +35,7 @@ from mgmt_driver import exceptions
 from mgmt_driver import factcache
 from mgmt_driver import heat
 from mgmt_driver import inventory
+from mgmt_driver import keepalived
 from mgmt_driver import kubectl
 from mgmt_driver import kubespray
 from mgmt_driver import loadbalancer
@@ -335,18 +336,31 @@ class ClusterDriver:
         return self._connection(cluster.external_lb)
 
     def update_load_balancer(self, cluster):
-        """Render HAProxy's configuration for *cluster* and apply it."""
+        """Render HAProxy's configuration for *cluster* and apply it
+        (and keepalived's, when ``external_lb_param.vip`` is set)."""
         conn = self._lb(cluster)
         layout = loadbalancer.layout_for(
             self.spec.external_lb, cluster,
             **loadbalancer.layout_options(self.conf))
         settings = loadbalancer.ApplySettings.from_conf(
             self.conf, self.spec.external_lb.login.username)
-        changed = loadbalancer.apply_config(
-            conn, loadbalancer.render_haproxy_config(layout), settings)
+        text = loadbalancer.render_haproxy_config(layout)
+        if self.spec.external_lb.highly_available:
+            changed = any(any(both) for both in self._update_gateways(
+                cluster, conn, text, layout, settings).values())
+        else:
+            changed = loadbalancer.apply_config(conn, text, settings)
         self.step('load balancer %s: %d master(s), %d worker(s)%s',
                   conn.host, len(cluster.masters), len(cluster.workers),
                   '' if changed else ' (unchanged)')
+
+    def _update_gateways(self, cluster, conn, text, layout, settings):
+        lb = cluster.external_lb
+        return keepalived.update_gateways(
+            {lb.name: conn}, [(lb.name, lb.cluster_address)], text,
+            self.spec.external_lb, settings,
+            keepalived.apply_settings(settings),
+            keepalived.check_address(layout.bind_addresses))
 
     def prepare_load_balancer(self, cluster):
         """Run the package's LB install script on the LB VM, if given."""
@@ -372,9 +386,11 @@ class ClusterDriver:
         # (env after sudo, which would drop the variables otherwise).
         sudo = loadbalancer.ApplySettings.from_conf(
             self.conf, self.spec.external_lb.login.username).sudo
-        self.step('installing HAProxy and kubectl on %s', conn.host)
+        ha = self.spec.external_lb.highly_available
+        self.step('installing HAProxy%s and kubectl on %s',
+                  ', keepalived' if ha else '', conn.host)
         conn.run((['sudo', '-n'] if sudo else []) + ['env'] + env +
-                 ['sh', LB_SCRIPT])
+                 ['sh', LB_SCRIPT] + (['--with-keepalived'] if ha else []))
 
     def _lb_script_file(self, script):
         if not script:
@@ -407,8 +423,9 @@ class ClusterDriver:
         lb = cluster.external_lb
         return registry.ClusterAccess(
             name=name,
-            server=registry.server_url(lb.ssh_address,
-                                       self.spec.external_lb.api_port),
+            server=registry.server_url(
+                self.spec.external_lb.vip or lb.ssh_address,
+                self.spec.external_lb.api_port),
             token=creds.token, ca_cert=creds.ca_cert)
 
     def rebuild_load_balancer(self, cluster, vim_name):
@@ -649,14 +666,15 @@ class ClusterDriver:
         """The API endpoint ``kube-public/cluster-info`` must name.
 
         kubeadm's ``controlPlaneEndpoint`` as the inventory sets it: the
-        load balancer's cluster address and API port
+        load balancer's cluster address (its VIP, when set) and API port
         (``loadbalancer_apiserver``), or without a load balancer the
         first control-plane node's API server.
         """
         lb = cluster.external_lb
         if lb is not None:
-            return registry.server_url(lb.cluster_address,
-                                       self.spec.external_lb.api_port)
+            return registry.server_url(
+                inventory.lb_address(self.spec, lb),
+                self.spec.external_lb.api_port)
         return registry.server_url(cluster.masters[0].cluster_address,
                                    loadbalancer.DEFAULT_APISERVER_PORT)
 
@@ -677,12 +695,25 @@ class ClusterDriver:
         """Re-run ``cluster.yml`` so new control-plane nodes join last.
 
         cluster-info is checked first: the joins discover the cluster
-        through it.
+        through it.  With an external load balancer the run is limited
+        to ``etcd,kube_control_plane``, as kubespray's node-operations
+        guide does for control-plane and etcd nodes: the workers reach
+        the API through the load balancer, so nothing on them changes,
+        and only their cached facts are needed (refreshed where stale),
+        so a worker that is down does not stop the heal.  Without one,
+        every node's localhost proxy lists the control-plane addresses:
+        the run covers every host.
         """
         cluster = self.in_recorded_order(cluster)
         self.upload_inventory(cluster)
         self.point_cluster_info(cluster)
-        self._runner().cluster(len(cluster.k8s_nodes))
+        runner = self._runner()
+        if cluster.external_lb is None:
+            runner.cluster(len(cluster.k8s_nodes))
+        else:
+            self.refresh_facts(cluster, [n.name for n in cluster.masters])
+            runner.cluster(len(cluster.masters),
+                           limit=['etcd', 'kube_control_plane'])
         self.update_load_balancer(cluster)
 
     def upgrade(self, cluster, target, serial=None, field='kube_version',
@@ -918,7 +949,8 @@ class LcmHooks:
 
     def _spec(self, context, vnf_instance, request, operation):
         """The request's spec, checked against the operator's rules
-        (:mod:`mgmt_driver.trust`) before any connection is opened."""
+        (:mod:`mgmt_driver.trust`) before any connection is opened; a
+        VIP named by its port (``vip_cp_name``) is read from Heat."""
         instantiated = _additional_params(getattr(
             vnf_instance, 'instantiated_vnf_info', None))
         max_size = self.conf.kubespray_mgmt.max_request_size
@@ -930,8 +962,16 @@ class LcmHooks:
             spec = params.parse_for_operation(
                 instantiated, _additional_params(request), operation,
                 self._default_key(), max_size=max_size)
-        return trust.apply(spec, trust.Policy.from_conf(
+        spec = trust.apply(spec, trust.Policy.from_conf(
             self.conf, self._package_dir_of(context, vnf_instance)))
+        # Terminate needs no VIP, and its VMs and ports may be gone.
+        if operation != 'terminate' and spec.external_lb.vip_cp_name and \
+                spec.external_lb.vip is None:
+            spec = heat.resolve_vip(
+                spec, heat.HeatNodeFinder(self._heat_factory(
+                    context, vnf_instance, request)),
+                vnf_instance.instantiated_vnf_info.instance_id)
+        return spec
 
     def _spec_or_none(self, context, vnf_instance, request, operation,
                       log=LOG.warning):

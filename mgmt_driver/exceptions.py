@@ -154,20 +154,22 @@ class LoadBalancerLayoutInvalid(MgmtDriverParamInvalid):
 
 
 class LoadBalancerConfigInvalid(MgmtDriverOtherError):
-    """``haproxy -c`` refused a new configuration; nothing was applied.
+    """``haproxy -c`` (or ``keepalived -t``) refused a new configuration;
+    nothing was applied.
 
     :param result: the ``CommandResult`` of the check command.
     :param path: where the refused file was checked.
+    :param program: the program whose configuration it is.
     """
 
-    message = ('HAProxy refused the new configuration on %(host)s '
+    message = ('%(program)s refused the new configuration on %(host)s '
                '(checked as %(path)s); the running configuration is '
                'unchanged: %(detail)s')
 
-    def __init__(self, result, path):
+    def __init__(self, result, path, program='HAProxy'):
         self.result = result
         self.path = path
-        super().__init__(host=result.host, path=path,
+        super().__init__(host=result.host, path=path, program=program,
                          detail=_haproxy_detail(result))
 
 
@@ -177,6 +179,23 @@ def _haproxy_detail(result, lines=20):
     kept = [clip(line) for line in text.splitlines()
             if line.strip() and not line.startswith('[NOTICE]')]
     return '\n'.join(kept[-lines:]) or result.tail(lines) or '(no output)'
+
+
+class GatewaysFailed(MgmtDriverOtherError):
+    """Configuring some gateways of a VRRP group failed.
+
+    :param failures: ``{gateway name: exception}``.
+    :param total: how many gateways were configured.
+    """
+
+    message = ('%(count)s of %(total)s gateway(s) could not be configured '
+               '(the others were): %(errors)s')
+
+    def __init__(self, failures, total):
+        self.failures = failures
+        super().__init__(count=len(failures), total=total, errors='; '.join(
+            '%s: %s' % (name, clip(str(exc)))
+            for name, exc in sorted(failures.items())))
 
 
 class PlaybookFailed(MgmtDriverRemoteCommandError):

@@ -13,6 +13,7 @@ and floating IP in the top stack itself.
 """
 
 import dataclasses
+import ipaddress
 
 from oslo_log import log as logging
 
@@ -140,6 +141,39 @@ class HeatNodeFinder:
             vms += self.role_vms(top_stack_id, params.ROLE_EXTERNAL_LB,
                                  None, lb.ssh_cp_name, lb.nic_cp_name)
         return vms
+
+
+    def vip_address(self, top_stack_id, vip_cp_name):
+        """The address of the VIP's Neutron port (``vip_cp_name``).
+
+        :raises MgmtDriverNotFound: no such resource, or no address yet.
+        :raises RemoteDataInvalid: what Heat holds is no IP address.
+        """
+        path = '%s.external_lb_param.vip_cp_name' % params.ROOT
+        address = self._address(top_stack_id, vip_cp_name, path)
+        try:
+            return str(ipaddress.ip_address(str(address)))
+        except ValueError:
+            raise exceptions.RemoteDataInvalid(
+                host='Heat', what='address of %s (%s)' % (vip_cp_name, path),
+                problem='not an IP address')
+
+
+def resolve_vip(spec, finder, top_stack_id):
+    """*spec* with ``external_lb.vip`` read from its ``vip_cp_name``.
+
+    :param finder: a :class:`HeatNodeFinder`.
+    :returns: *spec* itself when it names no VIP port or already has the
+        address.
+    """
+    lb = spec.external_lb
+    if lb is None or lb.vip is not None or lb.vip_cp_name is None:
+        return spec
+    vip = finder.vip_address(top_stack_id, lb.vip_cp_name)
+    LOG.info('VIP of the gateways: %s (Heat resource %s)', vip,
+             lb.vip_cp_name)
+    return dataclasses.replace(spec, external_lb=dataclasses.replace(
+        lb, vip=vip))
 
 
 _SECTION = {params.ROLE_MASTER: 'master_node',

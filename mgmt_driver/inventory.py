@@ -313,24 +313,39 @@ def _no_proxy(spec, nodes, extra_vars):
         'localhost', '127.0.0.1', 'svc', 'svc.%s' % domain,
         proxy.k8s_node_cidr and str(proxy.k8s_node_cidr),
         str(spec.service_cidr), str(spec.pod_cidr),
-        lb and lb.cluster_address, lb and lb.ssh_address]
+        lb and lb.cluster_address, lb and lb.ssh_address,
+        spec.external_lb and spec.external_lb.vip]
     for node in nodes.k8s_nodes:
         entries += [node.cluster_address, node.ssh_address]
     return ','.join(_unique(entries))
+
+
+def lb_address(spec, lb):
+    """Where the nodes reach the API through the load balancer: the VIP
+    of the gateways when ``external_lb_param.vip`` is set, else the LB
+    VM's cluster address.
+
+    :param lb: the LB :class:`~mgmt_driver.nodes.Node`.
+    """
+    return spec.external_lb.vip or lb.cluster_address
 
 
 def _load_balancer_vars(spec, nodes, extra_vars):
     lb = nodes.external_lb
     if lb is None:
         return {}
-    sans = [lb.cluster_address, lb.ssh_address] + list(
+    address = lb_address(spec, lb)
+    # The certificate names every address a client may use: the VIP and
+    # the gateway's own ones (kubectl on the gateway, a gateway reached
+    # directly while the VIP moves).
+    sans = [address, lb.cluster_address, lb.ssh_address] + list(
         extra_vars.get('supplementary_addresses_in_ssl_keys', []))
     return {
-        'loadbalancer_apiserver': {'address': lb.cluster_address,
+        'loadbalancer_apiserver': {'address': address,
                                    'port': spec.external_lb.api_port},
         # An address, not kubespray's default name: since v2.29 kubespray
         # no longer writes /etc/hosts, so a name might not resolve.
-        'apiserver_loadbalancer_domain_name': lb.cluster_address,
+        'apiserver_loadbalancer_domain_name': address,
         'supplementary_addresses_in_ssl_keys': _unique(sans),
     }
 

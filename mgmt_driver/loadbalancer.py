@@ -19,6 +19,7 @@ NodePort range and forwards each connection to the same port of a worker
 
 import dataclasses
 import functools
+import hashlib
 import ipaddress
 import logging
 import os
@@ -333,6 +334,11 @@ class ApplySettings:
     :param reload_command: argv that reloads HAProxy gracefully.
     :param sudo: run the privileged commands under ``sudo -n``.
     :param timeout: seconds per remote command (None: the connection's).
+    :param program: whose configuration it is, for messages.
+    :param mode: permission bits of the file (0600 when it holds a
+        secret: then it is compared by digest, never read back).
+    :param staging: file in the login user's home the text goes through
+        under sudo.
     """
 
     config_path: str = DEFAULT_CONFIG_PATH
@@ -340,6 +346,14 @@ class ApplySettings:
     reload_command: tuple = ('systemctl', 'reload', 'haproxy')
     sudo: bool = False
     timeout: int | None = None
+    program: str = 'HAProxy'
+    mode: int = 0o644
+    staging: str = _SUDO_STAGING
+
+    @property
+    def secret(self):
+        """True when the file is readable by its owner only."""
+        return not self.mode & 0o077
 
     @property
     def temp_path(self):
@@ -385,7 +399,7 @@ def _run(conn, settings, argv, check=True):
                     check=check)
 
 
-def apply_config(conn, rendered, settings):
+def apply_config(conn, rendered, settings, secrets=()):
     """Install *rendered* as HAProxy's configuration and reload it.
 
     Does nothing when the file already holds *rendered*.  Otherwise the
@@ -396,53 +410,90 @@ def apply_config(conn, rendered, settings):
 
     :param conn: a :class:`mgmt_driver.ssh.Connection` to the LB VM.
     :param rendered: the configuration text (see :func:`render`).
-    :param settings: an :class:`ApplySettings`.
+    :param settings: an :class:`ApplySettings` (the program, file and
+        commands: HAProxy's by default).
+    :param secrets: strings of *rendered* never to show: the check's
+        output is scrubbed of them before it is logged or raised.
     :returns: True if the configuration was replaced and reloaded.
     :raises LoadBalancerConfigInvalid: the check refused the file; it was
         removed and the running configuration is untouched.
     :raises RemoteCommandFailed: a copy, rename or the reload failed.
     """
     path = settings.config_path
-    current = conn.read_file(path, missing_ok=True)
-    if current == rendered:
-        LOG.info('HAProxy configuration on %s is up to date', conn.host)
+    current = _current(conn, settings, rendered)
+    if current is _SAME:
+        LOG.info('%s configuration on %s is up to date', settings.program,
+                 conn.host)
         return False
     _stage(conn, rendered, settings)
-    _check(conn, settings)
+    _check(conn, settings, secrets)
     if current is not None:
         _run(conn, settings, ['cp', '-p', '--', path, settings.backup_path])
     _run(conn, settings, ['mv', '-f', '--', settings.temp_path, path])
     _reload(conn, settings, had_previous=current is not None)
-    LOG.info('HAProxy configuration on %s replaced and reloaded',
-             conn.host)
+    LOG.info('%s configuration on %s replaced and reloaded',
+             settings.program, conn.host)
     return True
 
 
+_SAME = object()
+_DIGEST_RE = re.compile(r'([0-9a-f]{64})\s')
+
+
+def _current(conn, settings, rendered):
+    """_SAME, None (no file) or something else (a different file).
+
+    A secret file is compared by its SHA-256: its text never travels
+    back, and under sudo the login user could not read it anyway.
+    """
+    if not settings.secret:
+        current = conn.read_file(settings.config_path, missing_ok=True)
+        return _SAME if current == rendered else current
+    result = _run(conn, settings, ['sha256sum', '--', settings.config_path],
+                  check=False)
+    if result.failed:
+        return None
+    match = _DIGEST_RE.match(result.stdout[:80])
+    wanted = hashlib.sha256(rendered.encode('utf-8')).hexdigest()
+    return _SAME if match and match.group(1) == wanted else 'different'
+
+
 def _stage(conn, rendered, settings):
-    """Put *rendered* at the temp path (no secrets in it: mode 0644)."""
+    """Put *rendered* at the temp path with the file's final mode."""
     if not settings.sudo:
-        conn.write_file(settings.temp_path, rendered, mode=0o644)
+        conn.write_file(settings.temp_path, rendered, mode=settings.mode)
         return
-    conn.write_file(_SUDO_STAGING, rendered, mode=0o644)
-    _run(conn, settings, ['install', '-m', '0644', '--', _SUDO_STAGING,
-                          settings.temp_path])
-    conn.run(['rm', '-f', '--', _SUDO_STAGING], timeout=settings.timeout,
+    conn.write_file(settings.staging, rendered, mode=settings.mode)
+    _run(conn, settings, ['install', '-m', '%04o' % settings.mode, '--',
+                          settings.staging, settings.temp_path])
+    conn.run(['rm', '-f', '--', settings.staging], timeout=settings.timeout,
              check=False)
 
 
-def _check(conn, settings):
+def _scrub(result, secrets):
+    """*result* with every one of *secrets* in its output masked."""
+    out, err = result.stdout, result.stderr
+    for secret in secrets:
+        if secret:
+            out, err = (out.replace(secret, '***'),
+                        err.replace(secret, '***'))
+    return dataclasses.replace(result, stdout=out, stderr=err)
+
+
+def _check(conn, settings, secrets=()):
     temp = settings.temp_path
-    result = _run(conn, settings, list(settings.check_command) + [temp],
-                  check=False)
+    result = _scrub(_run(conn, settings, list(settings.check_command) +
+                         [temp], check=False), secrets)
     if result.ok:
         return
-    LOG.error('HAProxy refused the new configuration on %s: %s',
-              conn.host, result.tail(20))
+    LOG.error('%s refused the new configuration on %s: %s',
+              settings.program, conn.host, result.tail(20))
     cleanup = _run(conn, settings, ['rm', '-f', '--', temp], check=False)
     if cleanup.failed:
         LOG.warning('Could not remove %s on %s: %s', temp, conn.host,
                     cleanup.tail(5))
-    raise exceptions.LoadBalancerConfigInvalid(result, temp)
+    raise exceptions.LoadBalancerConfigInvalid(result, temp,
+                                               settings.program)
 
 
 def _reload(conn, settings, had_previous):
@@ -450,8 +501,8 @@ def _reload(conn, settings, had_previous):
         _run(conn, settings, settings.reload_command)
     except (exceptions.RemoteCommandFailed,
             exceptions.RemoteCommandTimedOut):
-        LOG.error('HAProxy reload failed on %s; putting the previous '
-                  'configuration back', conn.host)
+        LOG.error('%s reload failed on %s; putting the previous '
+                  'configuration back', settings.program, conn.host)
         _restore(conn, settings, had_previous)
         raise
 

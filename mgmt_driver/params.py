@@ -70,7 +70,9 @@ _SECTION_KEYS = {
                 'kubespray_root_path', 'transferring_inventory_path'),
     'external_lb_param': ('ssh_cp_name', 'nic_cp_name', 'ssh_username',
                           'ssh_password', 'ssh_key_file', 'ssh_port',
-                          'script_path', 'api_port', 'nodeport_range'),
+                          'script_path', 'api_port', 'nodeport_range',
+                          'vip', 'vip_cp_name', 'vrrp_router_id',
+                          'vrrp_password'),
     'kubespray': ('extra_vars', 'forks', 'version', 'reset_on_terminate'),
     'node': ('role', 'ssh_ip', 'nic_ip', 'ssh_port'),
 }
@@ -109,6 +111,11 @@ _VERSION_RE = re.compile(r'v?([0-9]+)\.([0-9]+)(?:\.([0-9]+))?')
 _PACKAGE_FILE_RE = re.compile(r'[A-Za-z0-9_][A-Za-z0-9_./-]*')
 _RANGE_RE = re.compile(r'([0-9]{1,5})-([0-9]{1,5})')
 _LABEL_NAME_RE = re.compile(r'[A-Za-z0-9]([A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?')
+# keepalived's PASS authentication: 8 characters at most; no blank,
+# quote, brace or comment sign, which its configuration syntax would read.
+VRRP_PASSWORD_PUNCT = '_.:+=%@^~,-'
+VRRP_PASSWORD_RE = re.compile(r'[A-Za-z0-9%s]{1,8}' % re.escape(
+    VRRP_PASSWORD_PUNCT))
 _DNS_LABEL_RE = re.compile(r'[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?')
 # The kubelet may set only these labels in the kubernetes.io and k8s.io
 # namespaces (NodeRestriction); any other makes it refuse to start.
@@ -215,6 +222,13 @@ class ExternalLbSpec:
     :param script_path: package-relative script to run on the LB VM, or
         None.
     :param nodeport_range: ``(first, last)`` port, both included.
+    :param vip: the virtual IP the gateways share (keepalived), or None
+        for a single gateway.
+    :param vip_cp_name: instead of *vip*, the Heat resource (a Neutron
+        port) whose address is the VIP; the driver fills *vip* from it.
+    :param vrrp_router_id: VRRP ``virtual_router_id`` (1-255), with *vip*.
+    :param vrrp_password: VRRP authentication password (1-8 characters,
+        keepalived uses no more), with *vip*.  Never in ``repr``.
     """
 
     ssh_cp_name: str | None
@@ -223,6 +237,16 @@ class ExternalLbSpec:
     script_path: str | None
     api_port: int = DEFAULT_API_PORT
     nodeport_range: tuple = DEFAULT_NODEPORT_RANGE
+    vip: str | None = None
+    vrrp_router_id: int | None = None
+    vrrp_password: str | None = dataclasses.field(default=None, repr=False)
+    vip_cp_name: str | None = None
+
+    @property
+    def highly_available(self):
+        """True when gateways share a VIP through VRRP (:attr:`vip`, or
+        :attr:`vip_cp_name` until the driver resolved it)."""
+        return self.vip is not None or self.vip_cp_name is not None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -795,7 +819,39 @@ def _external_lb(sec, options):
         ssh_cp_name=_cp_name(sec, 'ssh_cp_name', options['need_cp_names']),
         nic_cp_name=_text(sec, 'nic_cp_name'), login=login,
         script_path=_package_path(sec, 'script_path'),
-        api_port=api_port, nodeport_range=ports)
+        api_port=api_port, nodeport_range=ports, **_vrrp(sec))
+
+
+def _vrrp(sec):
+    """``vip`` (or ``vip_cp_name``), ``vrrp_router_id`` and
+    ``vrrp_password``: all or none."""
+    vip = _ip_field(sec, 'vip')
+    vip_cp_name = _text(sec, 'vip_cp_name')
+    if vip_cp_name is not None and sec.given('vip'):
+        sec.problems.invalid(sec.at('vip_cp_name'), 'give vip or '
+                             'vip_cp_name, not both')
+        vip_cp_name = None
+    wanted = vip is not None or vip_cp_name is not None
+    router_id = _int(sec, 'vrrp_router_id', None, 1, 255)
+    password = _text(sec, 'vrrp_password', secret=True)
+    if password is not None and not VRRP_PASSWORD_RE.fullmatch(password):
+        sec.problems.invalid(sec.at('vrrp_password'), (
+            'must be 1 to 8 characters among letters, digits and "%s" '
+            '(keepalived reads no more)') % VRRP_PASSWORD_PUNCT)
+        password = None
+    if wanted:
+        for key in ('vrrp_router_id', 'vrrp_password'):
+            if not sec.given(key):
+                sec.problems.missing(sec.at(key), 'missing: required '
+                                     'with vip (the gateways\' VRRP group)')
+    elif not sec.given('vip') and not sec.given('vip_cp_name'):
+        for key, value in (('vrrp_router_id', router_id),
+                           ('vrrp_password', password)):
+            if value is not None:
+                sec.problems.invalid(sec.at(key), 'only used with vip '
+                                     '(the virtual IP of the gateways)')
+    return {'vip': vip, 'vip_cp_name': vip_cp_name,
+            'vrrp_router_id': router_id, 'vrrp_password': password}
 
 
 def _version(sec):
@@ -1105,6 +1161,10 @@ def _build(root, options):
             'external_lb_param', keys['external_lb_param'], True), options),
         kubespray=kubespray, nodes=nodes)
     _check_nodes(root, spec)
+    if nodes is not None and spec.external_lb is not None and \
+            spec.external_lb.vip_cp_name is not None:
+        root.problems.invalid(root.at('external_lb_param.vip_cp_name'), (
+            'only with VMs found in Heat; with nodes give vip'))
     return spec
 
 
@@ -1226,8 +1286,11 @@ def describe(spec):
         'workers %s' % _login_text(spec.worker.login),
         'ansible %s at %s' % (_login_text(spec.ansible.login),
                               spec.ansible.ip_address),
-        'LB api port %d, nodeports %d-%d' % ((lb.api_port,) +
-                                            tuple(lb.nodeport_range)),
+        'LB api port %d, nodeports %d-%d%s' % ((lb.api_port,) +
+                                              tuple(lb.nodeport_range) + (
+            ', VIP %s (VRRP %d)' % (lb.vip or 'from ' + lb.vip_cp_name,
+                                    lb.vrrp_router_id)
+            if lb.highly_available else '',)),
         'pods %s, services %s' % (spec.pod_cidr, spec.service_cidr),
         'proxy %s' % ('on' if spec.proxy.enabled else 'off'),
         '%d extra var(s)' % len(spec.kubespray.extra_vars),

@@ -21,7 +21,6 @@ line or as type-checked JSON, and names are matched by strict patterns.
 """
 
 import dataclasses
-import datetime
 import json
 import posixpath
 import re
@@ -60,16 +59,7 @@ _READ_ERRORS = (exceptions.MgmtDriverOtherError,
                 exceptions.MgmtDriverRemoteCommandTimeOut,
                 exceptions.MgmtDriverParamInvalid)
 
-# <UTC time>-<operation>-<playbook stem>.log (issue 14's run logs).
-_RUN_LOG = re.compile(r'(\d{8}T\d{6}Z)-([A-Za-z0-9_]{1,64}(?:-[A-Za-z0-9_]'
-                      r'{1,64}){1,8})\.log')
 _RUN_LINE = re.compile(r'(-?\d{1,3}|-|\?)/(\S{1,200})')
-#: kubespray's entry playbooks: a name ending in one of these has it as
-#: its playbook, whatever hyphens the operation has.
-PLAYBOOK_STEMS = ('recover-control-plane', 'recover_control_plane',
-                  'upgrade-cluster', 'upgrade_cluster', 'remove-node',
-                  'remove_node', 'cluster', 'scale', 'reset', 'facts')
-
 # Prints "<rc or - or ?>/<name>" for the newest $2 run logs in $1; a
 # missing directory prints nothing (no run yet).
 _RUNS_SCRIPT = '''\
@@ -124,29 +114,12 @@ def collect(spec, cluster, instance_id, pool, conf=None,
 # --------------------------------------------------------- parsing --
 
 def parse_run_name(name):
-    """``(time, operation, playbook)`` of a run log name, or None.
-
-    :param name: a file name such as
-        ``20261123T230501Z-instantiate-cluster.log``; anything else,
-        or an impossible date, gives None.
-    """
-    match = _RUN_LOG.fullmatch(name)
-    if not match:
+    """``(time, operation, playbook)`` of a run log's file name, or None
+    (:func:`mgmt_driver.detached.parse_stem` of the name without
+    ``.log``)."""
+    if not name.endswith('.log'):
         return None
-    try:
-        when = datetime.datetime.strptime(match.group(1), '%Y%m%dT%H%M%SZ')
-    except ValueError:
-        return None
-    operation, playbook = _split_run(match.group(2))
-    return when.strftime('%Y-%m-%dT%H:%M:%SZ'), operation, playbook
-
-
-def _split_run(rest):
-    for stem in PLAYBOOK_STEMS:
-        if rest.endswith('-' + stem) and len(rest) > len(stem) + 1:
-            return rest[:-len(stem) - 1], stem
-    operation, _, playbook = rest.partition('-')
-    return operation, playbook
+    return detached.parse_stem(name[:-len('.log')])
 
 
 def parse_runs(output, logs_dir):

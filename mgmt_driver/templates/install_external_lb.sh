@@ -1,16 +1,21 @@
 #!/usr/bin/env bash
 # Prepare the external load balancer VM of a kubespray cluster: install
-# HAProxy and kubectl on Ubuntu or Debian.  Idempotent: run it again and it
+# HAProxy and kubectl (and keepalived for highly available gateways) on
+# Ubuntu or Debian.  Idempotent: run it again and it
 # only installs what is missing.  The kubespray MgmtDriver runs it as root
 # (or under sudo) before it writes /etc/haproxy/haproxy.cfg itself.
 #
 # Usage: install_external_lb.sh [--kubectl-version 1.30.2 | --kubectl-channel v1.30]
+#                               [--with-keepalived]
 #
 #   --kubectl-version X.Y.Z  install exactly this kubectl (from the
 #                            Kubernetes apt repository of its minor release)
 #   --kubectl-channel vX.Y   minor release repository to take the newest
 #                            kubectl from when no exact version is given
 #                            (default: v1.30)
+#   --with-keepalived        install keepalived too (the gateways share a
+#                            virtual IP); the driver writes its
+#                            configuration and starts it
 #
 # Proxies: http_proxy, https_proxy and no_proxy from the environment are
 # passed to apt and curl (curl also honours no_proxy).  The driver sets
@@ -19,6 +24,7 @@ set -euo pipefail
 
 KUBECTL_VERSION="${KUBECTL_VERSION:-}"
 KUBECTL_CHANNEL="${KUBECTL_CHANNEL:-v1.30}"
+WITH_KEEPALIVED=""
 # Overridable so that tests can run the script against stub commands.
 KEYRING="${LB_APT_KEYRING:-/etc/apt/keyrings/kubernetes-apt-keyring.gpg}"
 SOURCES="${LB_APT_SOURCES:-/etc/apt/sources.list.d/kubernetes.list}"
@@ -30,7 +36,8 @@ while [ $# -gt 0 ]; do
     case "$1" in
         --kubectl-version) KUBECTL_VERSION="${2:?--kubectl-version needs a value}"; shift 2 ;;
         --kubectl-channel) KUBECTL_CHANNEL="${2:?--kubectl-channel needs a value}"; shift 2 ;;
-        -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+        --with-keepalived) WITH_KEEPALIVED=yes; shift ;;
+        -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
         *) die "unknown argument: $1" ;;
     esac
 done
@@ -128,6 +135,15 @@ install_kubectl() {
     log "kubectl: $(kubectl version --client 2>/dev/null | head -n 1)"
 }
 
+install_keepalived() {
+    install_packages keepalived
+    # Started by the driver once its configuration is in place (the
+    # package's unit does not start without one); enabled for boots.
+    systemctl enable keepalived >/dev/null
+    log "keepalived: $(keepalived --version 2>&1 | head -n 1)"
+}
+
 install_haproxy
+[ -z "$WITH_KEEPALIVED" ] || install_keepalived
 install_kubectl
 log "done"

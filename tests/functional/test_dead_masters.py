@@ -4,13 +4,15 @@ Three masters, each served by an sshd of its own (a twin of the lab's,
 see test_faults), so that one VM can die: its sshd and every session are
 killed and Ansible cannot reach it any more, as with a crashed VM.  One
 cluster serves the whole chain, as Tacker would run it: heal a dead
-master that is not kubespray's first control-plane node, then the dead
-first one (its heal_start failing once mid-way and retried), then scale
-out a worker.  After each step: every master Ready, etcd has exactly the
-masters, the inventory has them in kubespray's order, HAProxy serves
-exactly them, and ``kube-public/cluster-info`` names the load balancer
-(the double's joins discover the cluster there and fail when it names a
-dead or removed master).
+master that is not kubespray's first control-plane node after the fact
+cache expired (its entry cannot be refreshed: the VM is dead), then the
+dead first one while a worker is down too (its heal_start failing once
+mid-way and retried), then scale out a worker.  After each step:
+every master Ready, etcd has exactly the masters, the inventory has
+them in kubespray's order, HAProxy serves exactly them, and
+``kube-public/cluster-info`` names the load balancer (the double's
+joins discover the cluster there and fail when it names a dead or
+removed master).
 """
 
 import types
@@ -43,7 +45,7 @@ pytestmark = pytest.mark.skipif(site_mod.unavailable() is not None,
 @pytest.fixture(scope='module')
 def lab():
     with running(FaultLab(ANSIBLE, LB, MASTERS, WORKERS, options=OPTIONS,
-                          aside=MASTERS)) as lab:
+                          aside=MASTERS + WORKERS[:1])) as lab:
         yield lab
 
 
@@ -100,9 +102,9 @@ class Chain:
         self.lab.aside[address].start()
         return request
 
-    def remove_runs(self):
-        return [r for r in self.lab.site.runs()
-                if r['playbook'] == 'remove-node.yml']
+    def runs_of(self, playbook, since=0):
+        return [r for r in self.lab.site.runs()[since:]
+                if r['playbook'] == playbook]
 
 
 def test_dead_masters_are_healed_first_one_included(lab):
@@ -112,32 +114,41 @@ def test_dead_masters_are_healed_first_one_included(lab):
     assert sorted(order) == MASTERS
     c.check(order)
 
-    # 1. A dead master that is not the first: removed ungracefully
-    #    (nothing connects to it), re-added at the end.
+    # 1. A dead master that is not the first, a day after the last
+    #    facts run (every cache entry expired): removed ungracefully
+    #    (nothing connects to it; the inventory gives its etcd peer
+    #    address), re-added at the end by a cluster.yml limited to the
+    #    control plane, the worker's facts refreshed for it.
     sick = order[1]
     c.die(sick)
+    lab.site.age_fact_cache(lab.site.fact_cache_timeout() + 60)
     request = c.heal(sick)
-    run = c.remove_runs()[-1]
+    run = c.runs_of('remove-node.yml')[-1]
     assert run['ok'] and name(sick) not in run['touched']
     masters = [order[0], order[2]]
     assert lab.check(masters, c.workers) == []
+    runs = len(lab.site.runs())
     c.call('heal_end', request)
     masters.append(sick)
     c.check(masters)
+    joined = c.runs_of('cluster.yml', runs)
+    assert [sorted(r['touched']) for r in joined] == [
+        sorted(name(a) for a in masters)]
+    assert lab.site.fact_cache_ages()[name(WORKERS[0])] < 600
 
     # 2. The dead first master, while cluster-info names it (what
-    #    kubeadm init writes without a load balancer): the others move to
+    #    kubeadm init writes without a load balancer) and the worker is
+    #    down too (its cache entry is still valid): the others move to
     #    the front, the removal is delegated to them, cluster-info is
     #    pointed at the load balancer, and the new VM joins last.
     first = masters[0]
     lab.site.set_cluster_info_server('https://%s:6443' % first)
     assert lab.site.cluster_info_server() == 'https://%s:6443' % first
     c.die(first)
+    c.die(WORKERS[0])
     runs = len(lab.site.runs())
     request = c.heal(first, fail_once='remove-node.yml')
-    cluster_runs = [r for r in lab.site.runs()[runs:]
-                    if r['playbook'] == 'cluster.yml']
-    assert cluster_runs == []  # cluster.yml cannot run over a dead host
+    assert c.runs_of('cluster.yml', runs) == []  # not over a dead host
     assert lab.check(masters[1:], c.workers) == []
     assert c.order() == masters[1:]
     assert lab.site.cluster_info_server() == 'https://%s:%d' % (
@@ -145,6 +156,9 @@ def test_dead_masters_are_healed_first_one_included(lab):
     c.call('heal_end', request)
     masters = masters[1:] + [first]
     c.check(masters)
+    assert all(name(WORKERS[0]) not in r['touched']
+               for r in lab.site.runs()[runs:])
+    lab.aside[WORKERS[0]].start()
 
     # 3. A later join discovers the cluster through cluster-info.
     new = c.vnf.add_vm(WORKER, WORKERS[1])

@@ -54,6 +54,7 @@ esac''',
 echo "gpg $*" >> "$STUB_LOG"
 cat > "${@: -1}"''',
     'haproxy': 'echo "HAProxy version 2.6.12"',
+    'keepalived': 'echo "Keepalived v2.2.7 (01/16,2022)" >&2',
 }
 
 
@@ -119,6 +120,24 @@ def test_second_run_installs_nothing(vm):
     assert not [line for line in log if line.startswith(('apt-get', 'curl'))]
     assert 'systemctl start haproxy' not in log
     assert 'kubectl already installed' in proc.stderr
+
+
+def test_keepalived_only_with_its_option(vm):
+    proc, log = run(vm)
+    assert proc.returncode == 0, proc.stderr
+    # (the temporary directory's name holds the test's: match words)
+    assert not any(' keepalived' in line for line in log)
+    proc, log = run(vm, '--with-keepalived')
+    assert proc.returncode == 0, proc.stderr
+    assert any(line.endswith('install --no-install-recommends keepalived')
+               for line in log)
+    assert 'systemctl enable keepalived' in log
+    # The driver starts it once its configuration is there.
+    assert not any(line.startswith('systemctl start keepalived')
+                   for line in log)
+    assert 'keepalived: Keepalived v2.2.7' in proc.stderr
+    proc, log = run(vm, '--with-keepalived')
+    assert not [line for line in log if line.startswith('apt-get')]
 
 
 def test_proxies_reach_apt_and_curl(vm):

@@ -94,6 +94,7 @@ TEXT, USER, IP, CIDR4, CIDR, PORT, FORKS, URL, NO_PROXY = (
 LOCAL_PATH, REMOTE_PATH, PACKAGE_PATH, VERSION, RANGE, ROLE, BOOL = (
     'local_path', 'remote_path', 'package_path', 'version', 'range',
     'role', 'bool')
+VRID = 'vrid'
 SECTION, LABELS, EXTRA_VARS, NODES, ENTRY = (
     'section', 'labels', 'extra_vars', 'nodes', 'entry')
 TAINTS = 'taints'
@@ -120,7 +121,8 @@ FIELDS = {
         'ssh_cp_name': TEXT, 'nic_cp_name': TEXT, 'ssh_username': USER,
         'ssh_password': TEXT, 'ssh_key_file': LOCAL_PATH, 'ssh_port': PORT,
         'script_path': PACKAGE_PATH, 'api_port': PORT,
-        'nodeport_range': RANGE},
+        'nodeport_range': RANGE, 'vip': IP, 'vip_cp_name': TEXT,
+        'vrrp_router_id': VRID, 'vrrp_password': TEXT},
     ('kubespray',): {'extra_vars': EXTRA_VARS, 'forks': FORKS,
                      'version': VERSION, 'reset_on_terminate': BOOL},
 }
@@ -296,7 +298,8 @@ WRONG = {
                        st.booleans(), _LISTS),
 }
 BASE_TYPE = dict.fromkeys(_STR_KINDS, 'str')
-BASE_TYPE.update({PORT: 'int', FORKS: 'int', BOOL: 'bool', SECTION: 'dict',
+BASE_TYPE.update({PORT: 'int', FORKS: 'int', VRID: 'int', BOOL: 'bool',
+                  SECTION: 'dict',
                   LABELS: 'dict', EXTRA_VARS: 'dict', NODES: 'list',
                   TAINTS: 'list',
                   NO_PROXY: 'no_proxy', ENTRY: 'entry'})
@@ -381,6 +384,8 @@ BAD = {
     st.integers(-10 ** 30, 0) | st.integers(65536, 10 ** 30),
     FORKS: st.sampled_from((0, -1, 501, 10 ** 9)) |
     st.integers(-10 ** 30, 0) | st.integers(501, 10 ** 30),
+    VRID: st.sampled_from((0, -1, 256, 10 ** 6)) |
+    st.integers(-10 ** 30, 0) | st.integers(256, 10 ** 30),
     URL: st.sampled_from((
         'ftp://proxy:21', 'socks5://proxy:1080', 'proxy:3128',
         '//proxy:3128', 'http://', 'http://:3128', 'http:/proxy',

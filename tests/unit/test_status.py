@@ -42,12 +42,12 @@ def _stat_row(proxy, server, state, check):
 @pytest.mark.parametrize('name, expected', [
     ('20261123T230501Z-instantiate-cluster.log',
      ('2026-11-23T23:05:01Z', 'instantiate', 'cluster')),
-    ('20261123T230501Z-scale-in-remove-node.log',
-     ('2026-11-23T23:05:01Z', 'scale-in', 'remove-node')),
+    ('20261123T230501Z-scale_start-remove-node.log',
+     ('2026-11-23T23:05:01Z', 'scale_start', 'remove-node')),
     ('20261124T000000Z-heal_start-remove_node.log',
      ('2026-11-24T00:00:00Z', 'heal_start', 'remove_node')),
-    ('20261124T000000Z-scale-out-facts.log',
-     ('2026-11-24T00:00:00Z', 'scale-out', 'facts')),
+    ('20261124T000000Z-scale_out-facts.log',
+     ('2026-11-24T00:00:00Z', 'scale_out', 'facts')),
     ('20261124T000000Z-custom-my-book.log',
      ('2026-11-24T00:00:00Z', 'custom', 'my-book')),
 ])
@@ -64,7 +64,8 @@ def test_run_log_names(name, expected):
     '20261123T230501Z-../../etc-passwd.log',
     '20261123T230501Z-inst ance-cluster.log',
     '20261123T230501Z-x-cluster.log\n',
-    '20261123T230501Z-' + 'a' * 65 + '-cluster.log',
+    '20261123T230501Z-' + 'a' * 41 + '-cluster.log',
+    '20261123T230501Z-Scale-cluster.log',        # operations: [a-z0-9_]
     '',
 ])
 def test_run_log_names_refused(name):
@@ -73,7 +74,7 @@ def test_run_log_names_refused(name):
 
 def test_runs_newest_first_with_their_status():
     output = ('0/20261123T220000Z-instantiate-cluster.log\n'
-              '2/20261123T221000Z-scale-out-scale.log\n'
+              '2/20261123T221000Z-scale_out-scale.log\n'
               '-/20261123T222000Z-heal-remove-node.log\n'
               '?/20261123T223000Z-heal-cluster.log\n')
     runs = status.parse_runs(output, WORKSPACE + '/logs')
@@ -316,7 +317,7 @@ class Site:
             inventory.render_hosts(spec, _cluster()[1]))
         self.ansible.script('RUNS_SCRIPT|tail -n', stdout=(
             '0/20261123T220000Z-instantiate-cluster.log\n'
-            '-/20261123T230000Z-scale-out-scale.log\n'))
+            '-/20261123T230000Z-scale_out-scale.log\n'))
         master = self.pool.connection('192.168.10.11')
         master.script('get nodes', stdout=json.dumps({'items': [
             _node(MASTER, ['control-plane']), _node(WORKER)]}))
@@ -445,7 +446,7 @@ def test_text_format_is_a_table_per_section(conf):
         '  NAME               ROLES          READY  VERSION  LABELS',
         '  %s  control-plane  True   v1.31.4  -' % MASTER,
         '  %s  -              True   v1.31.4  -' % WORKER]
-    assert '  2026-11-23T23:00:00Z  scale-out    scale     running    ' \
+    assert '  2026-11-23T23:00:00Z  scale_out    scale     running    ' \
         in text
     assert text.endswith('Differences from the inventory\n'
                          '  missing_from_kubernetes %s: in the inventory, '
