@@ -432,3 +432,17 @@ def test_script_refuses_input_that_is_not_a_pickle(tmp_path):
     assert done.returncode == 1 and done.stdout == b''
     assert done.stderr.decode().startswith(
         'kubespray-mgmt (unknown operation) failed: ')
+
+
+V2_SAMPLES = td.SAMPLES / 'v2'
+
+
+@pytest.mark.parametrize('name', sorted(
+    p.name for p in V2_SAMPLES.glob('*.json')))
+def test_v2_samples_are_valid_requests(name):
+    from mgmt_driver import lcm_requests
+    body = json.loads((V2_SAMPLES / name).read_text())
+    checked = lcm_requests.check(body)
+    # No override: the kept instantiate parameters apply.
+    assert checked.overrides == []
+
