@@ -10,6 +10,7 @@ pytest.importorskip('tacker')
 from tests import packages  # noqa: E402
 
 SCHEMAS = {'instantiate_simple.json': 'InstantiateVnfRequest_V200',
+           'instantiate_ha.json': 'InstantiateVnfRequest_V200',
            'scale_out.json': 'ScaleVnfRequest_V200',
            'scale_in.json': 'ScaleVnfRequest_V200',
            'heal_vnfc.json': 'HealVnfRequest_V200',
@@ -33,10 +34,13 @@ def test_v2_sample_passes_tackers_schema(name):
         body)
 
 
-def test_v2_instantiate_sample_names_the_packages_user_data():
-    body = json.loads((V2_SAMPLES / 'instantiate_simple.json').read_text())
+@pytest.mark.parametrize('flavour', ['simple', 'ha'])
+def test_v2_instantiate_sample_names_the_packages_user_data(flavour):
+    body = json.loads((V2_SAMPLES / ('instantiate_%s.json' % flavour))
+                      .read_text())
+    assert body['flavourId'] == flavour
     extra = body['additionalParams']
-    path = packages.PACKAGES_DIR / 'kubespray_v2_simple' / extra[
+    path = packages.PACKAGES_DIR / ('kubespray_v2_' + flavour) / extra[
         'lcm-operation-user-data']
     assert 'class %s(' % extra['lcm-operation-user-data-class'] in \
         path.read_text()

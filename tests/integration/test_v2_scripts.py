@@ -33,13 +33,13 @@ import pytest
 pytest.importorskip('tacker')
 
 from mgmt_driver import conf as kconf  # noqa: E402
-from mgmt_driver import csar  # noqa: E402
 from mgmt_driver import v2  # noqa: E402
 from mgmt_driver.localsite import lab as lab_mod  # noqa: E402
 from mgmt_driver.localsite import site as site_mod  # noqa: E402
 from tests import packages  # noqa: E402
 from tests.integration import conductor_site as cs  # noqa: E402
 from tests.integration import fake_heat  # noqa: E402
+from tests.integration import test_v2_packages  # noqa: E402
 
 ANSIBLE = '127.0.14.10'
 HEAT_ADDRESS = '127.0.14.2'
@@ -356,22 +356,6 @@ class World:
         assert list(self.kubeconfigs.iterdir()) == []
 
 
-def _onboard(tacker_conf, tmp):
-    """Build the v2 package and onboard it as Tacker does."""
-    from tacker.common import csar_utils
-
-    zip_path = csar.build(packages.PACKAGES_DIR / V2_PACKAGE,
-                          tmp / (V2_PACKAGE + '.zip'),
-                          lb_script=packages.lb_script(tmp)).path
-    package_id = str(uuid.uuid4())
-    vnf_data, flavours, _ = csar_utils.load_csar_data(
-        None, package_id, str(zip_path))
-    assert vnf_data['descriptor_id'] == VNFD_ID
-    assert [f['flavour_id'] for f in flavours] == ['simple']
-    return '%s/%s' % (tacker_conf.vnf_package.vnf_package_csar_path,
-                      package_id)
-
-
 def _script_config(lab, tmp):
     """``[kubespray_mgmt]`` of the lab as a file for the script."""
     options = {opt.name: lab.conf[kconf.GROUP][opt.name]
@@ -390,7 +374,6 @@ def world(tacker_conf, admin_context, tmp_path_factory):
     if reason:
         pytest.skip(reason)
     from tacker.sol_refactored import objects
-    from tacker.sol_refactored.common import vnfd_utils
     from tacker.sol_refactored.conductor import vnflcm_driver_v2
     from tacker.sol_refactored.infra_drivers.openstack import openstack
 
@@ -403,8 +386,7 @@ def world(tacker_conf, admin_context, tmp_path_factory):
         lab.start()
         heat.start()
         patch.setenv(v2.CONFIG_ENV, str(_script_config(lab, tmp)))
-        vnfd = vnfd_utils.Vnfd(VNFD_ID)
-        vnfd.init_from_csar_dir(_onboard(tacker_conf, tmp))
+        vnfd = test_v2_packages.onboard(tacker_conf, tmp, V2_PACKAGE)
         infra = V2Infra(lab, heat, objects)
         for name in ('instantiate', 'instantiate_rollback', 'scale',
                      'scale_rollback', 'heal', 'terminate'):

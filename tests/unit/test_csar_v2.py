@@ -16,6 +16,7 @@ from mgmt_driver import v2
 from tests import packages
 
 V2_PACKAGE = 'kubespray_v2_simple'
+V2_PACKAGES = (V2_PACKAGE, 'kubespray_v2_ha')
 DF = 'Definitions/kubespray_v2_simple_df.yaml'
 
 
@@ -35,7 +36,7 @@ def built(tmp_path_factory):
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(csar, 'lb_script_path', lambda: lb)
         return {name: _build(tmp, name)
-                for name in (V2_PACKAGE, 'kubespray_simple')}
+                for name in V2_PACKAGES + ('kubespray_simple',)}
 
 
 @pytest.fixture
@@ -43,15 +44,18 @@ def extracted(built, tmp_path):
     return packages.extract(built[V2_PACKAGE], tmp_path / 'pkg')
 
 
-def test_v2_package_carries_the_installed_script(built, extracted, capsys):
+@pytest.mark.parametrize('name', V2_PACKAGES)
+def test_v2_package_carries_the_installed_script(built, name, tmp_path,
+                                                 capsys):
+    extracted = packages.extract(built[name], tmp_path / 'pkg')
     script = extracted / v2.SCRIPT
     assert script.read_bytes() == pathlib.Path(v2.script_path()).read_bytes()
     meta = (extracted / csar.TOSCA_META).read_text()
     assert re.search(r'Name: %s\nContent-Type: text/x-python\n' % v2.SCRIPT,
                      meta)
     capsys.readouterr()
-    assert cli.main(['csar', 'check', str(built[V2_PACKAGE])]) == cli.EXIT_OK
-    assert capsys.readouterr().out.strip() == '%s: OK' % built[V2_PACKAGE]
+    assert cli.main(['csar', 'check', str(built[name])]) == cli.EXIT_OK
+    assert capsys.readouterr().out.strip() == '%s: OK' % built[name]
 
 
 def test_v1_package_does_not_carry_the_v2_script(built, tmp_path):
