@@ -46,6 +46,7 @@ What differs from v1, and where it is handled here:
 """
 
 import contextlib
+import ipaddress
 import json
 import logging as std_logging
 import os
@@ -250,11 +251,20 @@ class V2NodeFinder:
 
     @staticmethod
     def _address(resource):
-        attributes = resource.get('attributes') or {}
-        if attributes.get('floating_ip_address'):
-            return attributes['floating_ip_address']
-        fixed = attributes.get('fixed_ips') or [{}]
-        return fixed[0].get('ip_address')
+        # Heat's answer is checked like any remote data: a shape other
+        # than Neutron's, or a value that is no IP address, gives no
+        # address (the caller names the field).
+        attributes = resource.get('attributes') \
+            if isinstance(resource, dict) else None
+        if not isinstance(attributes, dict):
+            return None
+        if attributes.get('floating_ip_address') is not None:
+            return _ip_or_none(attributes['floating_ip_address'])
+        fixed = attributes.get('fixed_ips')
+        first = fixed[0] if isinstance(fixed, list) and fixed else None
+        address = first.get('ip_address') if isinstance(first, dict) \
+            else None
+        return _ip_or_none(address)
 
     def _role_of(self, stack_id, spec):
         for role in _ROLES:
@@ -270,6 +280,10 @@ class V2NodeFinder:
         stack_id = _stack_of(vnfc, instance_id)
         role, ssh_res = self._role_of(stack_id, spec)
         if role is None:
+            LOG.warning('VNF instance %s: VNFC %s left out: Heat stack %s '
+                        'has none of the ssh_cp_name resources (the VM is '
+                        'gone, or the parameters name other CPs)',
+                        instance_id, vnfc.get('id'), stack_id)
             return None
         section = '%s.%s' % (params.ROOT, _SECTION[role])
         ssh_ip = self._address(ssh_res)
@@ -278,7 +292,7 @@ class V2NodeFinder:
         nic_ip = self._address(nic_res) if nic_res else None
         if not ssh_ip or not nic_ip:
             raise exceptions.MgmtDriverNotFound(
-                param='%s.%s (no IP address in Heat stack %s yet)' % (
+                param='%s.%s (no IP address in Heat stack %s)' % (
                     section, 'ssh_cp_name' if not ssh_ip else 'nic_cp_name',
                     stack_id))
         return heat.VmRecord(
@@ -295,6 +309,14 @@ class V2NodeFinder:
             str(v.get('id'))))
         found = [self.vm(v, spec, inst.get('id')) for v in vnfcs]
         return [r for r in found if r is not None]
+
+
+def _ip_or_none(value):
+    try:
+        return str(ipaddress.ip_address(value)) if isinstance(value, str) \
+            else None
+    except ValueError:
+        return None
 
 
 def _cp_names(spec, role):

@@ -446,3 +446,28 @@ def test_v2_samples_are_valid_requests(name):
     # No override: the kept instantiate parameters apply.
     assert checked.overrides == []
 
+
+
+@pytest.mark.parametrize('attributes', [
+    None, 'text', {'floating_ip_address': 12},
+    {'floating_ip_address': '10.0.0.1; rm -rf /'},
+    {'fixed_ips': 'x'}, {'fixed_ips': [None]}, {'fixed_ips': []}])
+def test_heat_answers_of_another_shape_name_the_field(attributes):
+    vnf = Vnf()
+    stack = vnf.vnfcs[0]['metadata']['stack_id']
+    vnf.heat.stacks[stack]['masterNode_FloatingIP'] = {
+        'attributes': attributes}
+    with pytest.raises(exceptions.MgmtDriverNotFound) as info:
+        v2.V2NodeFinder(vnf.heat).cluster_vms(vnf.dict(), _spec())
+    assert 'master_node.ssh_cp_name (no IP address in Heat stack %s' \
+        % stack in str(info.value)
+
+
+def test_a_vnfc_without_any_role_cp_is_left_out_with_a_warning(caplog):
+    vnf = Vnf()
+    stack = vnf.vnfcs[-1]['metadata']['stack_id']
+    vnf.heat.stacks[stack] = {}   # the VM and its stack are gone
+    found = v2.V2NodeFinder(vnf.heat).cluster_vms(vnf.dict(), _spec())
+    assert len(found) == len(vnf.vnfcs) - 1
+    assert 'Heat stack %s has none of the ssh_cp_name resources' % stack \
+        in caplog.text
