@@ -105,10 +105,12 @@ class SpecStore:
         return cls(os.path.join(records_mod.default_directory(conf), 'v2'))
 
     def path(self, instance_id):
-        # The records' rule for safe ids applies here too.
-        name = os.path.basename(records_mod.RecordStore(
-            self.directory).path(instance_id))
-        return os.path.join(self.directory, name)
+        """``<directory>/<instance id>.json``.
+
+        :raises MgmtDriverParamInvalid: the id is not a safe file name
+            (the rule of the driver's records).
+        """
+        return records_mod.RecordStore(self.directory).path(instance_id)
 
     def save(self, instance_id, additional_params):
         """Keep *additional_params* (mode 0600, replaced atomically)."""

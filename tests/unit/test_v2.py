@@ -471,3 +471,11 @@ def test_a_vnfc_without_any_role_cp_is_left_out_with_a_warning(caplog):
     assert len(found) == len(vnf.vnfcs) - 1
     assert 'Heat stack %s has none of the ssh_cp_name resources' % stack \
         in caplog.text
+
+
+def test_an_unsafe_instance_id_is_refused_before_any_file(tmp_path):
+    store = v2.SpecStore(str(tmp_path / 'v2'))
+    with pytest.raises(exceptions.MgmtDriverParamInvalid) as info:
+        store.save('../escape', {'a': 1})
+    assert "VNF instance id '../escape'" in str(info.value)
+    assert not (tmp_path / 'v2').exists()
