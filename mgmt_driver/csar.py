@@ -10,6 +10,9 @@ without the ETSI SOL001 type files, ``BaseHOT/`` and ``UserData/``.
   differs from the file that defines the driver class it loaded
   (``MgmtDriverHashMatchFailure``);
 - ``Scripts/install_external_lb.sh`` from ``mgmt_driver/templates/``;
+- for a package whose VNFD names the Tacker v2 script's artifact
+  (:data:`mgmt_driver.v2.ARTIFACT`), ``Scripts/kubespray_mgmt_v2.py``, a
+  copy of the installed :func:`mgmt_driver.v2.script_path`;
 - the two SOL001 v2.6.1 files, from a directory or from an installed
   ``tacker`` package, which ships them with its unit-test data;
 - a SHA-256 entry in TOSCA.meta for every file under ``Scripts/`` and
@@ -40,6 +43,7 @@ from oslo_log import log as logging
 from mgmt_driver import DRIVER_NAME
 from mgmt_driver import exceptions
 from mgmt_driver import kubespray_mgmt
+from mgmt_driver import v2
 
 LOG = logging.getLogger(__name__)
 
@@ -62,6 +66,8 @@ CONTENT_TYPES = {'.py': 'text/x-python', '.sh': 'application/x-shellscript'}
 # Hash algorithms Tacker's csar_utils accepts in TOSCA.meta.
 HASH_ALGORITHMS = {'sha-224': hashlib.sha224, 'sha-256': hashlib.sha256,
                    'sha-384': hashlib.sha384, 'sha-512': hashlib.sha512}
+
+PYTHON_ARTIFACT = 'tosca.artifacts.Implementation.Python'
 
 ZIP_DATE_TIME = (1980, 1, 1, 0, 0, 0)  # the earliest a zip can record
 ZIP_FILE_MODE = 0o100644  # regular file, rw-r--r--
@@ -237,11 +243,19 @@ def package_files(src_dir, sol001_dir=None, lb_script=None):
     files = _source_files(src_dir)
     files[DRIVER_ARTIFACT] = driver_module_path().read_bytes()
     files[LB_SCRIPT_ARTIFACT] = lb_script.read_bytes()
+    if _names_v2_script(files):
+        files[v2.SCRIPT] = pathlib.Path(v2.script_path()).read_bytes()
     for name in SOL001_FILES:
         files['Definitions/' + name] = (sol001 / name).read_bytes()
     meta_text = files[TOSCA_META].decode('utf-8')
     files[TOSCA_META] = render_tosca_meta(meta_text, files).encode('utf-8')
     return files
+
+
+def _names_v2_script(files):
+    marker = v2.ARTIFACT.encode()
+    return any(name.startswith('Definitions/') and marker in data
+               for name, data in files.items())
 
 
 def zip_bytes(files):
@@ -536,8 +550,10 @@ def _check_interface(root, vnf):
                             'define' % (hook, implementation))
     for key, artifact in sorted(artifacts.items()):
         problems += _check_artifact(root, key, artifact)
-    if hooks and DRIVER_NAME not in artifacts:
-        problems.append('VNF has no artifact %s' % DRIVER_NAME)
+    if hooks and DRIVER_NAME not in artifacts and \
+            v2.ARTIFACT not in artifacts:
+        problems.append('VNF has no artifact %s (Tacker v1) or %s (v2)'
+                        % (DRIVER_NAME, v2.ARTIFACT))
     return problems
 
 
@@ -554,6 +570,8 @@ def _check_artifact(root, key, artifact):
     relative = artifact.get('file') if isinstance(artifact, dict) else None
     if not relative:
         return ['artifact %s has no file' % key]
+    if key == v2.ARTIFACT:
+        return _check_v2_artifact(root, key, artifact, relative)
     # Tacker v1 resolves artifact files against the package root.
     path = root / relative
     if _unsafe_name(relative) or not path.is_file():
@@ -567,6 +585,24 @@ def _check_artifact(root, key, artifact):
                 'Tacker would refuse every LCM operation '
                 '(MgmtDriverHashMatchFailure): rebuild the package'
                 % (key, relative, installed)]
+    return []
+
+
+def _check_v2_artifact(root, key, artifact, relative):
+    # Tacker v2 runs it from Definitions/ (vnflcm_driver_v2), and only
+    # as a Python artifact.
+    if artifact.get('type') != PYTHON_ARTIFACT:
+        return ['artifact %s: type must be %s (Tacker v2 refuses others)'
+                % (key, PYTHON_ARTIFACT)]
+    path = root / 'Definitions' / relative
+    inside = os.path.normpath(os.path.join('Definitions', relative))
+    if inside.startswith('..') or not path.is_file():
+        return ['artifact %s: file %s is not in the package (Tacker v2 '
+                'resolves it against Definitions/: ../%s)'
+                % (key, relative, v2.SCRIPT)]
+    if path.read_bytes() != pathlib.Path(v2.script_path()).read_bytes():
+        return ['artifact %s: %s differs from the installed %s: rebuild '
+                'the package' % (key, relative, v2.script_path())]
     return []
 
 

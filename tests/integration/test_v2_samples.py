@@ -1,0 +1,48 @@
+"""The request bodies in ``samples/v2`` pass Tacker's v2 API schemas, and
+the instantiate sample names the v2 package's user data."""
+
+import json
+
+import pytest
+
+pytest.importorskip('tacker')
+
+from tests import packages  # noqa: E402
+
+SCHEMAS = {'instantiate_simple.json': 'InstantiateVnfRequest_V200',
+           'instantiate_ha.json': 'InstantiateVnfRequest_V200',
+           'scale_out.json': 'ScaleVnfRequest_V200',
+           'scale_in.json': 'ScaleVnfRequest_V200',
+           'heal_vnfc.json': 'HealVnfRequest_V200',
+           'heal_vnf.json': 'HealVnfRequest_V200',
+           'terminate.json': 'TerminateVnfRequest_V200'}
+V2_SAMPLES = packages.SAMPLES_DIR / 'v2'
+
+
+def test_every_v2_sample_has_a_schema():
+    assert sorted(p.name for p in V2_SAMPLES.glob('*.json')) == \
+        sorted(SCHEMAS)
+
+
+@pytest.mark.parametrize('name', sorted(SCHEMAS))
+def test_v2_sample_passes_tackers_schema(name):
+    from tacker.sol_refactored.api import validator
+    from tacker.sol_refactored.api.schemas import vnflcm_v2
+
+    body = json.loads((V2_SAMPLES / name).read_text())
+    validator.SolSchemaValidator(getattr(vnflcm_v2, SCHEMAS[name])).validate(
+        body)
+
+
+@pytest.mark.parametrize('flavour', ['simple', 'ha'])
+def test_v2_instantiate_sample_names_the_packages_user_data(flavour):
+    body = json.loads((V2_SAMPLES / ('instantiate_%s.json' % flavour))
+                      .read_text())
+    assert body['flavourId'] == flavour
+    extra = body['additionalParams']
+    path = packages.PACKAGES_DIR / ('kubespray_v2_' + flavour) / extra[
+        'lcm-operation-user-data']
+    assert 'class %s(' % extra['lcm-operation-user-data-class'] in \
+        path.read_text()
+    [vim] = body['vimConnectionInfo'].values()
+    assert vim['vimType'] == 'ETSINFV.OPENSTACK_KEYSTONE.V_3'

@@ -1,0 +1,1 @@
+../../kubespray_v2_simple/UserData/kubespray_userdata_v2.py
