@@ -967,11 +967,15 @@ class LcmHooks:
         # Terminate needs no VIP, and its VMs and ports may be gone.
         if operation != 'terminate' and spec.external_lb.vip_cp_name and \
                 spec.external_lb.vip is None:
-            spec = heat.resolve_vip(
-                spec, heat.HeatNodeFinder(self._heat_factory(
-                    context, vnf_instance, request)),
-                vnf_instance.instantiated_vnf_info.instance_id)
+            spec = self._resolve_vip(context, vnf_instance, request, spec)
         return spec
+
+    def _resolve_vip(self, context, vnf_instance, request, spec):
+        """*spec* with the VIP read from its port in Heat."""
+        return heat.resolve_vip(
+            spec, heat.HeatNodeFinder(self._heat_factory(
+                context, vnf_instance, request)),
+            vnf_instance.instantiated_vnf_info.instance_id)
 
     def _spec_or_none(self, context, vnf_instance, request, operation,
                       log=LOG.warning):

@@ -393,6 +393,12 @@ class V2Hooks(driver.LcmHooks):
                                              r.address.nic_ip): r
                          for r in records}
 
+    def _resolve_vip(self, context, vnf_instance, request, spec):
+        # v2's stacks are laid out per VM; no VIP port is looked up there.
+        raise exceptions.ParamsInvalid([
+            '%s.external_lb_param.vip_cp_name: not supported with Tacker '
+            'v2; give the address as external_lb_param.vip' % params.ROOT])
+
     def instantiate_end(self, context, vnf_instance, request, grant,
                         grant_request, keep=None, **kwargs):
         """As v1's, calling *keep* once the parameters are valid and

@@ -180,6 +180,20 @@ def test_invalid_params_are_not_kept_and_nothing_is_contacted(conf):
     assert h.ansible.commands == []
 
 
+def test_a_vip_port_name_is_refused_naming_the_field(conf):
+    h = Harness(conf)
+    params = _params()
+    params['k8s_cluster_installation_param']['external_lb_param'].update(
+        vip_cp_name='externalLB_VIP_CP', vrrp_router_id=7,
+        vrrp_password='s3cret')
+    with pytest.raises(exceptions.ParamsInvalid) as info:
+        h.run('instantiate_end', {'additionalParams': params})
+    assert 'external_lb_param.vip_cp_name' in str(info.value)
+    assert 's3cret' not in str(info.value)
+    assert h.store.load(h.vnf.id) is None
+    assert h.ansible.commands == []
+
+
 def test_scale_out_reads_the_kept_params(conf):
     h = Harness(conf, k8s_nodes=['master-10-10-0-11', 'worker-10-10-0-21',
                                  'worker-10-10-0-22'])
