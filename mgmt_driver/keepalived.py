@@ -386,14 +386,15 @@ def update_gateways(connections, gateways, haproxy_text, lb_spec,
                               haproxy_settings, keepalived_settings)
 
 
-def stop(conn, settings):
+def stop(conn, settings, command=STOP_COMMAND):
     """Stop keepalived on a leaving gateway: its last advert (priority 0)
     hands the VIP to a peer at once.
 
     :param settings: keepalived's ``ApplySettings`` (:func:`apply_settings`:
         sudo, timeout).
+    :param command: the stop command (argv), for unusual hosts and tests.
     """
-    conn.run((['sudo', '-n'] if settings.sudo else []) + list(STOP_COMMAND),
+    conn.run((['sudo', '-n'] if settings.sudo else []) + list(command),
              timeout=settings.timeout)
 
 
