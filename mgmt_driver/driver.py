@@ -328,14 +328,14 @@ class ClusterDriver:
         text = loadbalancer.render_haproxy_config(layout)
         if self.spec.external_lb.highly_available:
             changed = any(any(both) for both in self._update_gateways(
-                cluster, conn, text, layout, settings).values())
+                cluster, text, layout, settings).values())
         else:
             changed = loadbalancer.apply_config(conn, text, settings)
         self.step('load balancer %s: %d master(s), %d worker(s)%s',
                   conn.host, len(cluster.masters), len(cluster.workers),
                   '' if changed else ' (unchanged)')
 
-    def _update_gateways(self, cluster, conn, text, layout, settings):
+    def _update_gateways(self, cluster, text, layout, settings):
         gateways = self._gateways(cluster)
         return keepalived.update_gateways(
             {g.name: c for g, c in gateways},
@@ -467,7 +467,7 @@ class ClusterDriver:
 
         The remaining gateways get the new peer list first; then
         keepalived is stopped on the leaving ones (best effort), so the
-        VIP moves at once instead of after the VM is gone.
+        VIP moves to a staying gateway before Heat deletes the VM.
 
         :returns: the cluster without them.
         :raises MgmtDriverOtherError: *names* are every gateway.

@@ -387,8 +387,8 @@ def update_gateways(connections, gateways, haproxy_text, lb_spec,
 
 
 def stop(conn, settings, command=STOP_COMMAND):
-    """Stop keepalived on a leaving gateway: its last advert (priority 0)
-    hands the VIP to a peer at once.
+    """Stop keepalived on a leaving gateway: it gives the VIP up and a
+    peer takes it over while the VM still exists.
 
     :param settings: keepalived's ``ApplySettings`` (:func:`apply_settings`:
         sudo, timeout).
