@@ -284,8 +284,8 @@ class ClusterDriver:
         host_vars of nodes no longer in the cluster are deleted; all in
         one transfer (:meth:`~mgmt_driver.kubespray.Workspace.replace`).
         """
-        lb = (cluster.external_lb,) if cluster.external_lb else ()
-        self._remember([_host_of(n) for n in cluster.k8s_nodes + lb])
+        self._remember([_host_of(n)
+                        for n in cluster.k8s_nodes + cluster.gateways])
         runner = self._runner()
         key_paths = inventory.remote_key_paths(
             self.spec, cluster, runner.workspace.file(KEY_DIR))
@@ -323,8 +323,7 @@ class ClusterDriver:
         masters = sorted(cluster.masters,
                          key=lambda n: (n.name not in order,
                                         order.get(n.name, 0)))
-        return nodes_mod.ClusterNodes(masters, cluster.workers,
-                                      cluster.external_lb)
+        return cluster.with_masters(masters)
 
     # Load balancer and kubectl.
 
@@ -334,6 +333,13 @@ class ClusterDriver:
                 param='%s.external_lb_param (no load balancer VM found)'
                       % params.ROOT)
         return self._connection(cluster.external_lb)
+
+    def _gateways(self, cluster, names=None):
+        """``[(gateway Node, Connection)]``: every gateway, or those
+        called *names*; at least one."""
+        self._lb(cluster)
+        return [(g, self._connection(g)) for g in cluster.gateways
+                if names is None or g.name in names]
 
     def update_load_balancer(self, cluster):
         """Render HAProxy's configuration for *cluster* and apply it
@@ -347,23 +353,25 @@ class ClusterDriver:
         text = loadbalancer.render_haproxy_config(layout)
         if self.spec.external_lb.highly_available:
             changed = any(any(both) for both in self._update_gateways(
-                cluster, conn, text, layout, settings).values())
+                cluster, text, layout, settings).values())
         else:
             changed = loadbalancer.apply_config(conn, text, settings)
         self.step('load balancer %s: %d master(s), %d worker(s)%s',
                   conn.host, len(cluster.masters), len(cluster.workers),
                   '' if changed else ' (unchanged)')
 
-    def _update_gateways(self, cluster, conn, text, layout, settings):
-        lb = cluster.external_lb
+    def _update_gateways(self, cluster, text, layout, settings):
+        gateways = self._gateways(cluster)
         return keepalived.update_gateways(
-            {lb.name: conn}, [(lb.name, lb.cluster_address)], text,
+            {g.name: c for g, c in gateways},
+            [(g.name, g.cluster_address) for g, _ in gateways], text,
             self.spec.external_lb, settings,
             keepalived.apply_settings(settings),
             keepalived.check_address(layout.bind_addresses))
 
-    def prepare_load_balancer(self, cluster):
-        """Run the package's LB install script on the LB VM, if given."""
+    def prepare_load_balancer(self, cluster, names=None):
+        """Run the package's LB install script on every gateway (or on
+        the gateways called *names*), if a script is given."""
         script = self.spec.external_lb.script_path
         local = self._lb_script_file(script)
         if local is None:
@@ -375,7 +383,10 @@ class ClusterDriver:
             raise exceptions.ParamsNotFound([
                 '%s.external_lb_param.script_path: cannot read %s in the '
                 'VNF package: %s' % (params.ROOT, script, exc.strerror)])
-        conn = self._lb(cluster)
+        for _, conn in self._gateways(cluster, names):
+            self._run_lb_script(conn, content)
+
+    def _run_lb_script(self, conn, content):
         conn.write_file(LB_SCRIPT, content, mode=0o700)
         # Proxy URLs holding credentials would be on the command line.
         proxy = self.spec.proxy
@@ -428,33 +439,85 @@ class ClusterDriver:
                 self.spec.external_lb.api_port),
             token=creds.token, ca_cert=creds.ca_cert)
 
-    def rebuild_load_balancer(self, cluster, vim_name):
-        """Set up a re-created LB VM (a VNFC heal) from scratch.
+    def rebuild_load_balancer(self, cluster, vim_name, names=None):
+        """Set up re-created LB VMs (a VNFC heal) from scratch.
 
-        Its old host key is forgotten first (a new VM has a new one),
-        then the install script, the HAProxy configuration and the
-        kubeconfig are put in place again.
+        Their old host keys are forgotten first (a new VM has a new one),
+        then the install script and the kubeconfig are put in place
+        again on them, and HAProxy's (and keepalived's) configuration on
+        every gateway: the other gateways keep serving meanwhile and
+        learn the new peer.
 
+        :param names: the re-created gateways (default: the LB VM of a
+            single-gateway cluster, :attr:`ClusterNodes.external_lb`).
         :returns: the cluster's :class:`~mgmt_driver.registry.ClusterAccess`.
         """
-        lb = cluster.external_lb
-        self.step('rebuilding the load balancer %s', lb.ssh_address)
-        self.pool.forget_host(lb.ssh_address, lb.ssh_port)
-        self.prepare_load_balancer(cluster)
+        if names is None:
+            self._lb(cluster)  # raises when there is no LB VM
+            names = [cluster.external_lb.name]
+        rebuilt = [g for g, _ in self._gateways(cluster, names)]
+        for lb in rebuilt:
+            self.step('rebuilding the load balancer %s', lb.ssh_address)
+            self.pool.forget_host(lb.ssh_address, lb.ssh_port)
+        self.prepare_load_balancer(cluster, names)
         self.update_load_balancer(cluster)
         # A new address must reach the joins of later operations.
         self.point_cluster_info(cluster)
         access = self.cluster_access(cluster, vim_name)
-        self.place_lb_kubeconfig(cluster, access)
+        self.place_lb_kubeconfig(cluster, access, names)
         return access
 
-    def place_lb_kubeconfig(self, cluster, access):
-        """A kubeconfig on the LB VM (0600) so kubectl works there."""
-        conn = self._lb(cluster)
-        conn.run(['mkdir', '-p', '-m', '0700', posixpath.dirname(
-            LB_KUBECONFIG)])
-        conn.write_file(LB_KUBECONFIG, registry.render_kubeconfig(access),
-                        mode=0o600)
+    def place_lb_kubeconfig(self, cluster, access, names=None):
+        """A kubeconfig (0600) on every gateway, or on those called
+        *names*, so kubectl works there."""
+        for _, conn in self._gateways(cluster, names):
+            conn.run(['mkdir', '-p', '-m', '0700', posixpath.dirname(
+                LB_KUBECONFIG)])
+            conn.write_file(LB_KUBECONFIG,
+                            registry.render_kubeconfig(access), mode=0o600)
+
+    def add_gateways(self, cluster, names, vim_name):
+        """Set up the new gateways *names* (a scale-out of the gateway
+        aspect): install script, HAProxy and keepalived on every
+        gateway (the peers change), kubeconfig on the new ones."""
+        self.step('adding gateway(s) %s', ', '.join(names))
+        self.prepare_load_balancer(cluster, names)
+        self.update_load_balancer(cluster)
+        self.place_lb_kubeconfig(
+            cluster, self.cluster_access(cluster, vim_name), names)
+
+    def remove_gateways(self, cluster, names):
+        """Take the gateways *names* out (a scale-in of the gateway
+        aspect, before their VMs are deleted).
+
+        The remaining gateways get the new peer list first; then
+        keepalived is stopped on the leaving ones (best effort), so the
+        VIP moves to a staying gateway before Heat deletes the VM.
+
+        :returns: the cluster without them.
+        :raises MgmtDriverOtherError: *names* are every gateway.
+        """
+        remaining = cluster.remove(*names)
+        if not remaining.gateways:
+            raise exceptions.MgmtDriverOtherError(
+                error_message='cannot remove every gateway (%s): the '
+                              'cluster needs one' % ', '.join(names))
+        self.step('removing gateway(s) %s', ', '.join(names))
+        self.update_load_balancer(remaining)
+        settings = keepalived.apply_settings(
+            loadbalancer.ApplySettings.from_conf(
+                self.conf, self.spec.external_lb.login.username))
+        for gateway, conn in self._gateways(cluster, names):
+            try:
+                keepalived.stop(conn, settings)
+            except _PLAYBOOK_ERRORS + (
+                    exceptions.MgmtDriverOtherError,) as exc:
+                self.warn('could not stop keepalived on the leaving '
+                          'gateway %s (the VIP moves when its VM is '
+                          'deleted): %s', gateway.name, exc)
+        self.upload_inventory(remaining)
+        self._forget_host_keys(cluster, names)
+        return remaining
 
     # Operations.
 
@@ -604,7 +667,9 @@ class ClusterDriver:
         return self._reachability[node.name]
 
     def _forget_host_keys(self, cluster, names):
-        gone = {_host_of(n).endpoint for n in map(cluster.get, names) if n}
+        gone = {_host_of(n).endpoint for n in (
+            cluster.get(name) or cluster.gateway(name) for name in names)
+            if n}
         self.records.drop_hosts(self.instance_id, gone)
         self._remembered = {h for h in self._remembered
                             if h.endpoint not in gone}
@@ -640,8 +705,7 @@ class ClusterDriver:
         if cluster.masters[0].name in names:
             healthy = [n for n in cluster.masters if n.name not in names]
             sick = [n for n in cluster.masters if n.name in names]
-            cluster = nodes_mod.ClusterNodes(healthy + sick, cluster.workers,
-                                             cluster.external_lb)
+            cluster = cluster.with_masters(healthy + sick)
             self.step('moving %s to the front of the control plane',
                       healthy[0].name)
             self.upload_inventory(cluster)
@@ -1074,12 +1138,19 @@ class LcmHooks:
     def scale_end(self, context, vnf_instance, request, grant,
                   grant_request, **kwargs):
         spec = self._spec(context, vnf_instance, request, 'scale')
-        cluster, _ = self._vms(context, vnf_instance, request, spec)
+        cluster, records = self._vms(context, vnf_instance, request, spec)
+        # New gateways (a scale-out of external_lb_param.aspect_id): the
+        # members Tacker added.
+        new_gateways = _members(records, kwargs.get('scale_out_id_list'),
+                                'stack_id', params.ROLE_EXTERNAL_LB)
         with self._pool_factory() as pool:
             driver = self._driver(context, vnf_instance, spec, pool,
                                   'scale_end')
             new = [name for name in driver.reconcile(cluster)
                    if name not in {n.name for n in cluster.masters}]
+            if new_gateways:
+                driver.add_gateways(cluster, new_gateways,
+                                    self._vim_name(spec, vnf_instance))
             driver.scale_out(cluster, new, advice=SCALE_OUT_ADVICE)
 
     def scale_start(self, context, vnf_instance, request, grant,
@@ -1093,14 +1164,16 @@ class LcmHooks:
         else:
             chosen = set(kwargs.get('scale_out_id_list') or [])
             match = 'stack_id'
-        gone = [name for name, r in records.items()
-                if r is not None and getattr(r, match) in chosen
-                and r.address.role == params.ROLE_WORKER]
+        gone = _members(records, chosen, match, params.ROLE_WORKER)
+        gateways = _members(records, chosen, match, params.ROLE_EXTERNAL_LB)
         with self._pool_factory() as pool:
             driver = self._driver(context, vnf_instance, spec, pool,
                                   'scale_start')
             driver.reconcile(cluster)
-            driver.remove_workers(cluster, sorted(gone))
+            if gateways:
+                cluster = driver.remove_gateways(cluster, gateways)
+            if gone or not gateways:
+                driver.remove_workers(cluster, gone)
 
     @staticmethod
     def _need_heat(spec, operation):
@@ -1149,23 +1222,34 @@ class LcmHooks:
             return
         cluster, records = self._vms(context, vnf_instance, request, spec)
         master_names = {n.name for n in cluster.masters}
-        lb = cluster.external_lb
+        healed = set(self._healed(vnf_instance, request, records))
+        gateways = [n.name for n in cluster.gateways if n.name in healed]
         with self._pool_factory() as pool:
             driver = self._driver(context, vnf_instance, spec, pool,
                                   'heal_end')
-            if lb is not None and lb.name in self._healed(
-                    vnf_instance, request, records):
-                # First: the LB's old host key must go before any step
-                # below connects to it.
+            if gateways:
+                # First: the gateways' old host keys must go before any
+                # step below connects to them; the other gateways keep
+                # serving the VIP meanwhile.
                 self._register(context, vnf_instance,
                                driver.rebuild_load_balancer(
                                    cluster,
-                                   self._vim_name(spec, vnf_instance)))
+                                   self._vim_name(spec, vnf_instance),
+                                   gateways))
             missing = driver.reconcile(cluster)
             if master_names.intersection(missing):
                 driver.add_masters(cluster)
             driver.scale_out(cluster, [n for n in missing
                                        if n not in master_names])
+
+
+def _members(records, chosen, match, role):
+    """Names of the VMs of *role* whose ``VmRecord`` field *match*
+    (``stack_id``, ``member_name``) is in *chosen*, sorted."""
+    chosen = set(chosen or ())
+    return sorted(name for name, r in records.items()
+                  if r is not None and getattr(r, match) in chosen
+                  and r.address.role == role)
 
 
 def _tacker_package_dir(context, vnf_instance):

@@ -127,7 +127,9 @@ class HeatNodeFinder:
                 for m in sorted(members, key=lambda m: m.resource_name)]
 
     def cluster_vms(self, top_stack_id, spec):
-        """Masters, workers and the external LB of *spec*'s cluster.
+        """Masters, workers and the gateways (external LB VMs) of
+        *spec*'s cluster; the gateways are in the scaling group
+        ``external_lb_param.aspect_id`` when it is set.
 
         :param spec: a :class:`mgmt_driver.params.ClusterSpec`.
         :returns: a list of :class:`VmRecord`.
@@ -139,7 +141,8 @@ class HeatNodeFinder:
         lb = spec.external_lb
         if lb.ssh_cp_name:
             vms += self.role_vms(top_stack_id, params.ROLE_EXTERNAL_LB,
-                                 None, lb.ssh_cp_name, lb.nic_cp_name)
+                                 lb.aspect_id, lb.ssh_cp_name,
+                                 lb.nic_cp_name)
         return vms
 
 

@@ -308,16 +308,20 @@ def _has_credentials(url):
 def _no_proxy(spec, nodes, extra_vars):
     domain = extra_vars.get('dns_domain', DEFAULT_DNS_DOMAIN)
     proxy = spec.proxy
-    lb = nodes.external_lb
     entries = list(proxy.no_proxy) + [
         'localhost', '127.0.0.1', 'svc', 'svc.%s' % domain,
         proxy.k8s_node_cidr and str(proxy.k8s_node_cidr),
-        str(spec.service_cidr), str(spec.pod_cidr),
-        lb and lb.cluster_address, lb and lb.ssh_address,
-        spec.external_lb and spec.external_lb.vip]
+        str(spec.service_cidr), str(spec.pod_cidr)] + _gateway_addresses(
+            nodes) + [spec.external_lb and spec.external_lb.vip]
     for node in nodes.k8s_nodes:
         entries += [node.cluster_address, node.ssh_address]
     return ','.join(_unique(entries))
+
+
+def _gateway_addresses(nodes):
+    """Cluster and SSH address of every gateway, in gateway order."""
+    return [address for gateway in nodes.gateways
+            for address in (gateway.cluster_address, gateway.ssh_address)]
 
 
 def lb_address(spec, lb):
@@ -336,9 +340,9 @@ def _load_balancer_vars(spec, nodes, extra_vars):
         return {}
     address = lb_address(spec, lb)
     # The certificate names every address a client may use: the VIP and
-    # the gateway's own ones (kubectl on the gateway, a gateway reached
+    # the gateways' own ones (kubectl on a gateway, a gateway reached
     # directly while the VIP moves).
-    sans = [address, lb.cluster_address, lb.ssh_address] + list(
+    sans = [address] + _gateway_addresses(nodes) + list(
         extra_vars.get('supplementary_addresses_in_ssl_keys', []))
     return {
         'loadbalancer_apiserver': {'address': address,

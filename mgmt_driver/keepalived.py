@@ -41,7 +41,9 @@ INSTANCE_NAME = 'kube_gateways'
 SCRIPT_NAME = 'chk_haproxy'
 #: Priority of the first gateway by name; the next ones count down.
 TOP_PRIORITY = 200
-MAX_GATEWAYS = 100
+#: Stops keepalived on a gateway about to be deleted.
+STOP_COMMAND = ('systemctl', 'stop', 'keepalived')
+MAX_GATEWAYS = params.MAX_GATEWAYS
 
 _TEMPLATE_NAME = 'keepalived.conf.j2'
 _SUDO_STAGING = '.kubespray-mgmt-keepalived.conf'
@@ -382,6 +384,18 @@ def update_gateways(connections, gateways, haproxy_text, lb_spec,
                               check_at=check_at)
     return configure_gateways(connections, haproxy_text, layouts,
                               haproxy_settings, keepalived_settings)
+
+
+def stop(conn, settings, command=STOP_COMMAND):
+    """Stop keepalived on a leaving gateway: it gives the VIP up and a
+    peer takes it over while the VM still exists.
+
+    :param settings: keepalived's ``ApplySettings`` (:func:`apply_settings`:
+        sudo, timeout).
+    :param command: the stop command (argv), for unusual hosts and tests.
+    """
+    conn.run((['sudo', '-n'] if settings.sudo else []) + list(command),
+             timeout=settings.timeout)
 
 
 def _of(settings, name):

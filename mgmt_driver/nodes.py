@@ -108,18 +108,33 @@ class ClusterNodes:
     appended.  Workers are kept sorted by address, so the same set always
     renders the same inventory whatever order a VIM reported it in.
 
+    The gateways (LB VMs; several share a VIP) are sorted by address
+    too; :attr:`external_lb` is the first of them, the one gateway of a
+    cluster without a VIP.  Given *external_lb* alone, it is the only
+    gateway; given both, *external_lb* is one of the gateways.
+
     :raises ParamsInvalid: if two nodes have the same name.
     """
 
     masters: tuple = ()
     workers: tuple = ()
     external_lb: Node | None = None
+    gateways: tuple = ()
 
     def __post_init__(self):
         object.__setattr__(self, 'masters', tuple(self.masters))
         object.__setattr__(self, 'workers',
                            tuple(sorted(self.workers, key=_address_key)))
-        duplicates = _duplicate_names(self.k8s_nodes)
+        gateways = list(self.gateways)
+        if self.external_lb is not None and \
+                self.external_lb not in gateways:
+            gateways.append(self.external_lb)
+        gateways.sort(key=_address_key)
+        object.__setattr__(self, 'gateways', tuple(gateways))
+        object.__setattr__(self, 'external_lb',
+                           gateways[0] if gateways else None)
+        duplicates = _duplicate_names(self.k8s_nodes) + _duplicate_names(
+            self.gateways)
         if duplicates:
             raise exceptions.ParamsInvalid(
                 ['nodes: %s is in the cluster twice' % name
@@ -138,28 +153,33 @@ class ClusterNodes:
         """:returns: the Kubernetes node called *name*, or None."""
         return next((n for n in self.k8s_nodes if n.name == name), None)
 
+    def gateway(self, name):
+        """:returns: the gateway called *name*, or None."""
+        return next((n for n in self.gateways if n.name == name), None)
+
     def add(self, *nodes):
         """A new set with *nodes* added (masters at the end).
 
-        An ``external_lb`` node replaces the current one.
+        An ``external_lb`` node is one more gateway.
         """
-        lb = self.external_lb
         masters, workers = list(self.masters), list(self.workers)
+        gateways = list(self.gateways)
         for node in nodes:
-            if node.role == params.ROLE_EXTERNAL_LB:
-                lb = node
-            else:
-                (masters if node.role == params.ROLE_MASTER
-                 else workers).append(node)
-        return ClusterNodes(masters, workers, lb)
+            {params.ROLE_MASTER: masters, params.ROLE_WORKER: workers,
+             params.ROLE_EXTERNAL_LB: gateways}[node.role].append(node)
+        return ClusterNodes(masters, workers, gateways=gateways)
 
     def remove(self, *names):
-        """A new set without the Kubernetes nodes called *names*."""
+        """A new set without the nodes (or gateways) called *names*."""
         gone = set(names)
         return ClusterNodes(
             [n for n in self.masters if n.name not in gone],
             [n for n in self.workers if n.name not in gone],
-            self.external_lb)
+            gateways=[n for n in self.gateways if n.name not in gone])
+
+    def with_masters(self, masters):
+        """The same set with the control plane in the order *masters*."""
+        return dataclasses.replace(self, masters=masters)
 
 
 def build_nodes(spec, addresses, path='nodes'):
@@ -178,14 +198,14 @@ def build_nodes(spec, addresses, path='nodes'):
                 (spec.service_cidr,
                  'service CIDR (master_node.cluster_cidr)'))
     problems = params.Problems()
-    params.check_node_addresses(problems, path, addresses, ports, networks)
+    params.check_node_addresses(problems, path, addresses, ports, networks,
+                                params.max_gateways(spec.external_lb))
     problems.raise_if_any()
     built = [Node.from_address(a, ports[a.role]) for a in addresses]
     return ClusterNodes(
         masters=[n for n in built if n.role == params.ROLE_MASTER],
         workers=[n for n in built if n.role == params.ROLE_WORKER],
-        external_lb=next((n for n in built
-                          if n.role == params.ROLE_EXTERNAL_LB), None))
+        gateways=[n for n in built if n.role == params.ROLE_EXTERNAL_LB])
 
 
 def nodes_from_spec(spec):
@@ -209,7 +229,8 @@ def load_topology(data, path='topology'):
             nic_ip: 10.10.0.11   # optional, defaults to ssh_ip
             ssh_port: 22         # optional, defaults to the role's port
         workers: [...]           # list, optional
-        external_lb: {ssh_ip: 10.10.0.30}   # one entry
+        external_lb: {ssh_ip: 10.10.0.30}   # one entry, or a list of
+                                            # them (gateways with a VIP)
 
     :param data: the parsed document.
     :param path: the name used in messages.
@@ -233,14 +254,20 @@ def _topology_entries(problems, path, data):
     lists = {}
     for key in ('masters', 'workers'):
         lists[key] = top.value(key, list, required=key == 'masters') or []
-    lb = top.value('external_lb', dict, required=True)
+    # One mapping, or a list of them for several gateways.
+    lb = top.value('external_lb', list if isinstance(
+        data.get('external_lb'), list) else dict, required=True)
     entries = []
     for key, role in (('masters', params.ROLE_MASTER),
                       ('workers', params.ROLE_WORKER)):
         for index, item in enumerate(lists[key]):
             entries.append(params.parse_node_address(
                 problems, '%s.%s[%d]' % (path, key, index), item, role))
-    if lb is not None:
+    if isinstance(lb, dict):
         entries.append(params.parse_node_address(
             problems, '%s.external_lb' % path, lb, params.ROLE_EXTERNAL_LB))
+    for index, item in enumerate(lb if isinstance(lb, list) else ()):
+        entries.append(params.parse_node_address(
+            problems, '%s.external_lb[%d]' % (path, index), item,
+            params.ROLE_EXTERNAL_LB))
     return [entry for entry in entries if entry is not None]

@@ -48,6 +48,8 @@ DEFAULT_NODEPORT_RANGE = (30000, 32767)
 DEFAULT_NODE_PREFIX = 24  # kubespray's kube_network_node_prefix
 MIN_KUBESPRAY_VERSION = (2, 16)
 MAX_FORKS = 500
+#: Gateways (LB VMs) sharing one VIP at most.
+MAX_GATEWAYS = 100
 #: Deepest nesting of k8s_cluster_installation_param.  A fixed structural
 #: limit: the format nests 4 levels, and kubespray variables rarely more
 #: than 5; deeper input would only make the recursive checks, copies and
@@ -72,7 +74,7 @@ _SECTION_KEYS = {
                           'ssh_password', 'ssh_key_file', 'ssh_port',
                           'script_path', 'api_port', 'nodeport_range',
                           'vip', 'vip_cp_name', 'vrrp_router_id',
-                          'vrrp_password'),
+                          'vrrp_password', 'aspect_id'),
     'kubespray': ('extra_vars', 'forks', 'version', 'reset_on_terminate'),
     'node': ('role', 'ssh_ip', 'nic_ip', 'ssh_port'),
 }
@@ -229,6 +231,8 @@ class ExternalLbSpec:
     :param vrrp_router_id: VRRP ``virtual_router_id`` (1-255), with *vip*.
     :param vrrp_password: VRRP authentication password (1-8 characters,
         keepalived uses no more), with *vip*.  Never in ``repr``.
+    :param aspect_id: the scaling aspect (Heat scaling group) of the
+        gateways, with *vip*; None for one gateway in the top stack.
     """
 
     ssh_cp_name: str | None
@@ -241,6 +245,7 @@ class ExternalLbSpec:
     vrrp_router_id: int | None = None
     vrrp_password: str | None = dataclasses.field(default=None, repr=False)
     vip_cp_name: str | None = None
+    aspect_id: str | None = None
 
     @property
     def highly_available(self):
@@ -839,6 +844,7 @@ def _vrrp(sec):
             'must be 1 to 8 characters among letters, digits and "%s" '
             '(keepalived reads no more)') % VRRP_PASSWORD_PUNCT)
         password = None
+    aspect_id = _text(sec, 'aspect_id')
     if wanted:
         for key in ('vrrp_router_id', 'vrrp_password'):
             if not sec.given(key):
@@ -846,12 +852,14 @@ def _vrrp(sec):
                                      'with vip (the gateways\' VRRP group)')
     elif not sec.given('vip') and not sec.given('vip_cp_name'):
         for key, value in (('vrrp_router_id', router_id),
-                           ('vrrp_password', password)):
+                           ('vrrp_password', password),
+                           ('aspect_id', aspect_id)):
             if value is not None:
                 sec.problems.invalid(sec.at(key), 'only used with vip '
                                      '(the virtual IP of the gateways)')
     return {'vip': vip, 'vip_cp_name': vip_cp_name,
-            'vrrp_router_id': router_id, 'vrrp_password': password}
+            'vrrp_router_id': router_id, 'vrrp_password': password,
+            'aspect_id': aspect_id}
 
 
 def _version(sec):
@@ -970,10 +978,11 @@ def parse_node_address(problems, path, data, role=None):
 
 
 def check_node_addresses(problems, path, addresses, ports=None,
-                         networks=()):
+                         networks=(), max_gateways=1):
     """Checks on a whole node set: counts, duplicates, addresses.
 
-    One master at least and exactly one external LB; an even number of
+    One master at least and one external LB (up to *max_gateways* when
+    the gateways share a VIP); an even number of
     masters (etcd members) is refused because kubespray refuses it; no
     two Kubernetes nodes share a cluster address or an SSH endpoint, and
     no cluster address lies in the pod or service network.
@@ -992,9 +1001,12 @@ def check_node_addresses(problems, path, addresses, ports=None,
         problems.invalid(path, '%d master nodes: etcd needs an odd '
                          'number (kubespray refuses an even one)'
                          % count[ROLE_MASTER])
-    if count[ROLE_EXTERNAL_LB] != 1:
+    if max_gateways == 1 and count[ROLE_EXTERNAL_LB] != 1:
         problems.invalid(path, 'needs exactly one external_lb node, '
                          'found %d' % count[ROLE_EXTERNAL_LB])
+    elif not 1 <= count[ROLE_EXTERNAL_LB] <= max_gateways:
+        problems.invalid(path, 'needs 1 to %d external_lb nodes, found %d'
+                         % (max_gateways, count[ROLE_EXTERNAL_LB]))
     k8s_nodes = [a for a in addresses if a.role != ROLE_EXTERNAL_LB]
     _check_duplicates(problems, k8s_nodes, ports or {})
     for address in k8s_nodes:
@@ -1049,7 +1061,13 @@ def _check_nodes(root, spec):
                 (spec.service_cidr,
                  'service CIDR (master_node.cluster_cidr)'))
     check_node_addresses(root.problems, root.at('nodes'), spec.nodes,
-                         ports, networks)
+                         ports, networks, max_gateways(spec.external_lb))
+
+
+def max_gateways(lb_spec):
+    """How many gateways (``external_lb`` VMs) *lb_spec* allows: several
+    share a VIP, else there is one."""
+    return MAX_GATEWAYS if lb_spec and lb_spec.highly_available else 1
 
 
 # ------------------------------------------------------------------ bounds

@@ -23,11 +23,13 @@ SOL001_DIR = pathlib.Path(os.environ.get(
     'KMGMT_SOL001_DIR', REPO.parent / 'shared' / 'etsi-sol001-2.6.1'))
 
 #: package source name -> its deployment flavour id.
-FLAVOURS = {'kubespray_simple': 'simple', 'kubespray_ha': 'ha'}
+FLAVOURS = {'kubespray_simple': 'simple', 'kubespray_ha': 'ha',
+            'kubespray_ha_lb': 'ha_lb'}
 #: package source name -> VNFD descriptor_id.
 DESCRIPTOR_IDS = {
     'kubespray_simple': '32de6835-93cc-47f0-bbab-03b902a877ad',
     'kubespray_ha': '755c05e4-ee20-45bd-943b-22acb198dd66',
+    'kubespray_ha_lb': '00ef90aa-ec79-416e-af2b-75ef47bb95b0',
 }
 #: Tacker's entry point group of mgmt drivers, and its default driver.
 MGMT_NAMESPACE = 'tacker.tacker.mgmt.drivers'

@@ -69,6 +69,17 @@ fi
 %(keepalived)s -n -l -P -D -f "$1/keepalived.conf" -p "$1/keepalived.pid" \\
     -r "$1/vrrp.pid" </dev/null >>"$1/keepalived.log" 2>&1 &
 '''
+_STOP_KEEPALIVED = '''#!/bin/sh
+# Stop keepalived as "systemctl stop" does: SIGTERM, wait until it ends.
+pid=$(cat "$1/keepalived.pid" 2>/dev/null || true)
+[ -n "$pid" ] || exit 0
+kill -TERM "$pid" 2>/dev/null || exit 0
+for _ in $(seq 100); do
+    kill -0 "$pid" 2>/dev/null || exit 0
+    sleep 0.1
+done
+exit 1
+'''
 
 
 def available():
@@ -147,6 +158,10 @@ class Gateway:
                                                'reload-keepalived'),
                             self.dir))
 
+    def stop_command(self):
+        """What stops keepalived here (``systemctl stop`` on a VM)."""
+        return ('sh', os.path.join(self.dir, 'stop-keepalived'), self.dir)
+
     def pid(self, program):
         """The main PID of *program* ('haproxy' or 'keepalived'), or None."""
         with contextlib.suppress(OSError, ValueError):
@@ -215,7 +230,8 @@ class GatewayLab:
         gateway = Gateway(self, name, address)
         os.makedirs(gateway.dir, mode=0o700, exist_ok=True)
         for script, text in (('reload-haproxy', _RELOAD_HAPROXY),
-                             ('reload-keepalived', _RELOAD_KEEPALIVED)):
+                             ('reload-keepalived', _RELOAD_KEEPALIVED),
+                             ('stop-keepalived', _STOP_KEEPALIVED)):
             with open(os.path.join(gateway.dir, script), 'w') as f:
                 f.write(text % {'haproxy': site_haproxy.HAPROXY,
                                 'keepalived': KEEPALIVED})
@@ -247,8 +263,9 @@ class GatewayLab:
             None, None, None, None, vip=VIP, vrrp_router_id=ROUTER_ID,
             vrrp_password=PASSWORD)
 
-    def configure(self):
-        """The driver's gateway steps on every gateway of the lab.
+    def configure(self, names=None):
+        """The driver's gateway steps on every gateway of the lab (or on
+        those called *names*: the ones staying after a scale-in).
 
         Each gateway's interface is found on the gateway itself, every
         gateway gets the same HAProxy file and its keepalived file, each
@@ -257,7 +274,8 @@ class GatewayLab:
 
         :returns: ``{name: (haproxy changed, keepalived changed)}``.
         """
-        gateways = self.gateways.values()
+        gateways = [g for g in self.gateways.values()
+                    if names is None or g.name in names]
         settings = {g.name: g.settings() for g in gateways}
         return keepalived.update_gateways(
             {g.name: g.conn for g in gateways},
@@ -285,6 +303,14 @@ class GatewayLab:
         return time.monotonic() - since
 
     # Stopping.
+
+    def leave(self, name):
+        """keepalived stopped on a leaving gateway by the driver's own
+        step (:func:`keepalived.stop`), as a scale-in does before Heat
+        deletes the VM."""
+        gateway = self.gateways[name]
+        keepalived.stop(gateway.conn, gateway.settings()[1],
+                        command=gateway.stop_command())
 
     def stop_haproxy(self, name):
         """SIGTERM to a gateway's HAProxy master; waits for it to end."""

@@ -26,6 +26,7 @@ from mgmt_driver.localsite import haproxy as site_haproxy
 API = ('master-1', gateways.APISERVER_PORT)
 NODEPORT = ('worker-1', gateways.NODEPORT)
 GW1, GW2 = ('gw-1', '192.0.2.11'), ('gw-2', '192.0.2.12')
+GW3 = ('gw-3', '192.0.2.13')
 # keepalived's master-down interval is 3 adverts (1 s) plus a skew.
 VRRP_SETTLE = 20
 
@@ -110,6 +111,42 @@ def test_the_vip_survives_the_loss_of_the_master_gateway(lab, capsys):
     with capsys.disabled():
         print('\nfailover: HAProxy stopped on the master %.2f s; master '
               'gateway lost %.2f s' % (haproxy_down, gateway_lost))
+
+
+def test_a_gateway_scale_out_then_a_scale_in_of_the_master(lab, capsys):
+    """The driver's scale steps with real keepalived: a third gateway
+    joins as BACKUP (the VIP stays); the VIP's holder leaves as
+    scale_start takes it out (the staying gateways' peer lists first,
+    then its keepalived stops) and a staying gateway takes the VIP over
+    before Heat deletes the VM."""
+    for name, address in (GW1, GW2):
+        lab.add_gateway(name, address)
+    lab.configure()
+    holder = _one_holder(lab)
+
+    lab.add_gateway(*GW3)
+    assert lab.configure() == {'gw-1': (False, True), 'gw-2': (False, True),
+                               'gw-3': (True, True)}
+    time.sleep(4)  # more than keepalived's master-down interval
+    assert lab.holders() == [holder]  # nopreempt: the VIP did not move
+    assert 'Entering BACKUP STATE' in _log(lab, 'gw-3')
+    assert _served(lab)
+
+    staying = sorted(set(lab.gateways) - {holder})
+    assert lab.configure(staying) == {n: (False, True) for n in staying}
+    start = time.monotonic()
+    lab.leave(holder)
+    handover = lab.seconds_until_served(start)
+    site_haproxy.wait_for(lambda: len(lab.holders()) == 1 and
+                          lab.holders()[0] in staying, VRRP_SETTLE,
+                          what='the VIP on a staying gateway')
+    [new_holder] = lab.holders()
+    lab.destroy(holder)  # Heat deletes the VM
+    assert _served(lab)
+    assert lab.holders() == [new_holder]
+    with capsys.disabled():
+        print('\nscale-in of the VIP holder: served again after %.2f s'
+              % handover)
 
 
 def _log(lab, name):

@@ -23,7 +23,8 @@ NAMES = sorted(packages.FLAVOURS)
 VDUS = ('masterNode', 'workerNode', 'externalLB')
 EXTERNAL_CPS = ('masterNode_CP1', 'workerNode_CP2', 'externalLB_CP3')
 SAMPLES = {'kubespray_simple': 'instantiate_simple.json',
-           'kubespray_ha': 'instantiate_ha.json'}
+           'kubespray_ha': 'instantiate_ha.json',
+           'kubespray_ha_lb': 'instantiate_ha_lb.json'}
 
 
 def _user_data_class(package_dir, request):

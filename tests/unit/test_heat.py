@@ -145,3 +145,23 @@ def test_heatclient_adapter_forwards():
     assert adapter.resource_get('s', 'n') == 'R'
     assert adapter.resource_get_list('s') == []
     assert calls == [('get', 's', 'n'), ('list', 's', 0)]
+
+
+def test_gateways_of_a_scaling_group():
+    # external_lb_param.aspect_id: the gateways are the group's members
+    # (the fake's only group serves for both roles here).
+    group = types.SimpleNamespace(
+        aspect_id='worker_instance', ssh_cp_name='workerNode_FloatingIP',
+        nic_cp_name='workerNode_CP2')
+    spec = types.SimpleNamespace(
+        master=types.SimpleNamespace(
+            role=params.ROLE_MASTER, aspect_id=None,
+            ssh_cp_name='externalLB_FloatingIP', nic_cp_name=None),
+        worker=types.SimpleNamespace(role=params.ROLE_WORKER,
+                                     **vars(group)),
+        external_lb=group)
+    vms = heat.HeatNodeFinder(FakeHeat()).cluster_vms('top', spec)
+    gateways = [v for v in vms if v.address.role == params.ROLE_EXTERNAL_LB]
+    assert [(v.address.nic_ip, v.stack_id, v.member_name)
+            for v in gateways] == [('10.10.0.21', 'member-a', 'a'),
+                                   ('10.10.0.22', 'member-b', 'b')]

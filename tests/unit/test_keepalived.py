@@ -397,6 +397,11 @@ def test_the_vip_keys_parse():
     assert lb_spec.highly_available
     assert (lb_spec.vip, lb_spec.vrrp_router_id, lb_spec.vrrp_password) == (
         '192.0.2.100', 51, PASSWORD)
+    assert lb_spec.aspect_id is None
+    spec = params.parse_params(_request(
+        vip='192.0.2.100', vrrp_router_id=51, vrrp_password=PASSWORD,
+        aspect_id='gateway_aspect'), need_cp_names=False)
+    assert spec.external_lb.aspect_id == 'gateway_aspect'
     assert 'VIP 192.0.2.100 (VRRP 51)' in params.describe(spec)
     assert PASSWORD not in params.describe(spec)
 
@@ -409,6 +414,8 @@ def test_the_vip_keys_parse():
         % P]),
     ({'vrrp_router_id': 5}, [
         '%s.external_lb_param.vrrp_router_id: only used with vip' % P]),
+    ({'aspect_id': 'gateway_aspect'}, [
+        '%s.external_lb_param.aspect_id: only used with vip' % P]),
     ({'vip': '192.0.2.1000', 'vrrp_router_id': 5, 'vrrp_password': 'a'},
      ["%s.external_lb_param.vip: '192.0.2.1000' is not an IP address"
       % P]),

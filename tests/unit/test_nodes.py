@@ -110,7 +110,7 @@ def test_cluster_nodes_keep_master_order_and_sort_workers():
     assert cluster.get('nope') is None
 
 
-def test_add_appends_masters_and_replaces_the_lb():
+def test_add_appends_masters_and_gateways():
     cluster = nodes.ClusterNodes([_node('master', '10.0.0.11')],
                                  [_node('worker', '10.0.0.22')],
                                  _node('external_lb', '10.0.0.30'))
@@ -121,10 +121,15 @@ def test_add_appends_masters_and_replaces_the_lb():
                                                'master-10-0-0-9']
     assert [n.name for n in grown.workers] == ['worker-10-0-0-21',
                                                'worker-10-0-0-22']
-    assert grown.external_lb.name == 'lb-10-0-0-31'
-    assert cluster.external_lb.name == 'lb-10-0-0-30'  # unchanged
-    shrunk = grown.remove('worker-10-0-0-22', 'master-10-0-0-11')
+    assert [n.name for n in grown.gateways] == ['lb-10-0-0-30',
+                                                'lb-10-0-0-31']
+    assert grown.external_lb.name == 'lb-10-0-0-30'  # the first one
+    assert [n.name for n in cluster.gateways] == ['lb-10-0-0-30']
+    shrunk = grown.remove('worker-10-0-0-22', 'master-10-0-0-11',
+                          'lb-10-0-0-30')
     assert shrunk.names == ['master-10-0-0-9', 'worker-10-0-0-21']
+    assert shrunk.external_lb.name == 'lb-10-0-0-31'
+    assert [n.name for n in shrunk.gateways] == ['lb-10-0-0-31']
 
 
 def test_duplicate_names_are_refused():
@@ -147,6 +152,49 @@ def test_build_nodes_uses_role_ports():
         _address('external_lb', '10.10.0.30')])
     assert [n.ssh_port for n in cluster.k8s_nodes] == [2200, 2201, 2299]
     assert cluster.external_lb.ssh_port == 22
+
+
+_HA = dict(external_lb_param__vip='10.10.0.100',
+           external_lb_param__vrrp_router_id=51,
+           external_lb_param__vrrp_password='secret')
+
+
+def test_several_gateways_with_a_vip():
+    entries = nodes.load_topology({
+        'masters': [{'ssh_ip': '10.10.0.11'}],
+        'external_lb': [{'ssh_ip': '10.10.0.32'}, {'ssh_ip': '10.10.0.31'}]})
+    assert [e.source for e in entries[1:]] == [
+        'topology.external_lb[0]', 'topology.external_lb[1]']
+    cluster = nodes.build_nodes(_spec(**_HA), entries, path='topology')
+    assert [n.name for n in cluster.gateways] == ['lb-10-10-0-31',
+                                                  'lb-10-10-0-32']
+    assert cluster.external_lb is cluster.gateways[0]
+    assert cluster.names == ['master-10-10-0-11']  # no Kubernetes node
+    assert cluster.gateway('lb-10-10-0-32').ssh_address == '10.10.0.32'
+    assert cluster.gateway('master-10-10-0-11') is None
+    assert cluster.with_masters(cluster.masters).gateways == cluster.gateways
+
+
+@pytest.mark.parametrize('changes,count,expected', [
+    ({}, 2, 'topology: needs exactly one external_lb node, found 2'),
+    (_HA, 0, 'topology: needs 1 to 100 external_lb nodes, found 0'),
+    (_HA, 101, 'topology: needs 1 to 100 external_lb nodes, found 101'),
+])
+def test_gateway_counts(changes, count, expected):
+    addresses = [_address('master', '10.10.0.11')] + [
+        _address('external_lb', '10.10.1.%d' % i) for i in range(count)]
+    with pytest.raises(exceptions.ParamsInvalid) as info:
+        nodes.build_nodes(_spec(**changes), addresses, path='topology')
+    assert info.value.problems == [expected]
+
+
+def test_two_gateways_at_one_address_are_refused():
+    with pytest.raises(exceptions.ParamsInvalid) as info:
+        nodes.ClusterNodes([_node('master', '10.0.0.11')], gateways=[
+            _node('external_lb', '10.0.0.30'),
+            _node('external_lb', '10.0.0.30')])
+    assert info.value.problems == [
+        'nodes: lb-10-0-0-30 is in the cluster twice']
 
 
 def test_build_nodes_reports_every_problem():
@@ -252,8 +300,8 @@ def test_topology_entry_fields():
       "ssh_port)",
       "topology.worker: unknown key (did you mean 'workers'?)"]),
     ({'masters': [{'ssh_ip': '10.0.0.300'}], 'workers': 'w',
-      'external_lb': [{'ssh_ip': '10.0.0.9'}]},
-     ['topology.external_lb: must be a mapping, not list',
+      'external_lb': 'lb'},
+     ['topology.external_lb: must be a mapping, not str',
       "topology.masters[0].ssh_ip: '10.0.0.300' is not an IP address",
       'topology.workers: must be a list, not str']),
 ])

@@ -122,7 +122,7 @@ FIELDS = {
         'ssh_password': TEXT, 'ssh_key_file': LOCAL_PATH, 'ssh_port': PORT,
         'script_path': PACKAGE_PATH, 'api_port': PORT,
         'nodeport_range': RANGE, 'vip': IP, 'vip_cp_name': TEXT,
-        'vrrp_router_id': VRID, 'vrrp_password': TEXT},
+        'vrrp_router_id': VRID, 'vrrp_password': TEXT, 'aspect_id': TEXT},
     ('kubespray',): {'extra_vars': EXTRA_VARS, 'forks': FORKS,
                      'version': VERSION, 'reset_on_terminate': BOOL},
 }

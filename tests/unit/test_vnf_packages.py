@@ -18,8 +18,13 @@ from tests import packages
 
 NAMES = sorted(packages.FLAVOURS)
 ASPECT_VDUS = {'master_instance': 'masterNode',
-               'worker_instance': 'workerNode'}
-MASTERS = {'kubespray_simple': 1, 'kubespray_ha': 3}
+               'worker_instance': 'workerNode',
+               'lb_instance': 'externalLB'}
+#: package -> its scaling aspects (the gateways scale in kubespray_ha_lb).
+ASPECTS = {'kubespray_simple': {'master_instance', 'worker_instance'},
+           'kubespray_ha': {'master_instance', 'worker_instance'},
+           'kubespray_ha_lb': set(ASPECT_VDUS)}
+MASTERS = {'kubespray_simple': 1, 'kubespray_ha': 3, 'kubespray_ha_lb': 3}
 USER_DATA = './UserData/k8s_userdata.py'
 USER_DATA_CLASS = 'KubesprayUserData'
 
@@ -146,7 +151,7 @@ def test_every_level_scales_every_aspect(pkg):
     (levels,) = pkg.policies_of(
         'tosca.policies.nfv.InstantiationLevels').values()
     aspects = set(_aspects(pkg))
-    assert aspects == set(ASPECT_VDUS)
+    assert aspects == ASPECTS[pkg.name]
     for level in levels['properties']['levels'].values():
         assert set(level['scale_info']) == aspects
 
@@ -204,7 +209,7 @@ def test_scaling_groups_follow_the_aspects(pkg):
 
 
 def test_nested_templates_get_exactly_their_parameters(pkg):
-    for aspect in ASPECT_VDUS:
+    for aspect in ASPECTS[pkg.name]:
         member = pkg.hot['resources'][aspect]['properties']['resource']
         nested = pkg.nested[member['type']]
         assert set(member['properties']) == set(nested['parameters'])
@@ -266,7 +271,7 @@ def test_external_cp_networks_come_from_the_request(pkg):
 
 
 def test_ha_spreads_the_control_plane(pkg):
-    if pkg.name != 'kubespray_ha':
+    if pkg.name not in ('kubespray_ha', 'kubespray_ha_lb'):
         pytest.skip('optional: HA flavour only')
     group = pkg.hot['resources']['master_server_group']
     assert group['type'] == 'OS::Nova::ServerGroup'
@@ -276,6 +281,34 @@ def test_ha_spreads_the_control_plane(pkg):
     server = pkg.nested[member['type']]['resources']['masterNode']
     assert server['properties']['scheduler_hints'] == {
         'group': {'get_param': 'server_group'}}
+
+
+def test_ha_lb_gateways_share_a_vip_port():
+    pkg = Package('kubespray_ha_lb')
+    resources = pkg.hot['resources']
+    # The VIP is a port of its own on the gateways' external network ...
+    vip = resources['externalLB_VIP_CP']
+    assert vip['type'] == 'OS::Neutron::Port'
+    assert vip['properties']['network'] == {
+        'get_param': ['nfv', 'CP', 'externalLB_CP3', 'network']}
+    assert 'externalLB_VIP_CP' not in pkg.nodes  # no VDU binds it
+    # ... whose address every gateway's port lets through.
+    member = resources['lb_instance']['properties']['resource']
+    address = {'get_attr': ['externalLB_VIP_CP', 'fixed_ips', 0,
+                            'ip_address']}
+    assert member['properties']['vip_address'] == address
+    gateway = pkg.nested[member['type']]['resources']
+    assert gateway['externalLB_CP3']['properties'][
+        'allowed_address_pairs'] == [
+            {'ip_address': {'get_param': 'vip_address'}}]
+    assert 'allowed_address_pairs' not in gateway[
+        'externalLB_internal_CP']['properties']
+    assert member['properties']['server_group'] == {
+        'get_resource': 'lb_server_group'}
+    assert gateway['externalLB']['properties']['scheduler_hints'] == {
+        'group': {'get_param': 'server_group'}}
+    # Two gateways at least: one may fail.
+    assert _initial(pkg, 'externalLB') >= 2
 
 
 def test_user_data_class_exists(pkg):
@@ -308,6 +341,7 @@ def _sample(name):
     ('instantiate_simple.json', 'kubespray_simple'),
     ('instantiate_ha.json', 'kubespray_ha'),
     ('instantiate_keyauth.json', 'kubespray_simple'),
+    ('instantiate_ha_lb.json', 'kubespray_ha_lb'),
 ])
 def test_instantiate_samples_fit_the_package(sample, name):
     body = _sample(sample)
@@ -323,6 +357,12 @@ def test_instantiate_samples_fit_the_package(sample, name):
     install = params['k8s_cluster_installation_param']
     for role in ('master_node', 'worker_node'):
         assert install[role]['aspect_id'] in _aspects(pkg)
+    lb = install['external_lb_param']
+    if 'lb_instance' in _aspects(pkg):
+        assert lb['aspect_id'] == 'lb_instance'
+        assert lb['vip_cp_name'] in resources
+    else:
+        assert 'aspect_id' not in lb and 'vip_cp_name' not in lb
     for role in ('master_node', 'worker_node', 'external_lb_param'):
         for key in ('ssh_cp_name', 'nic_cp_name'):
             if key in install[role]:
@@ -339,6 +379,15 @@ def test_scale_samples(sample, kind):
     assert body['numberOfSteps'] >= 1
     overrides = body.get('additionalParams', {}).get(params.ROOT, {})
     assert set(overrides) <= set(params.OVERRIDABLE_SECTIONS)
+
+
+def test_gateway_scale_sample_names_the_gateway_aspect():
+    body = _sample('scale_out_lb.json')
+    assert body['type'] == 'SCALE_OUT'
+    assert body['aspectId'] in _aspects(Package('kubespray_ha_lb'))
+    assert body['aspectId'] == _sample('instantiate_ha_lb.json')[
+        'additionalParams']['k8s_cluster_installation_param'][
+            'external_lb_param']['aspect_id']
 
 
 def test_heal_samples():

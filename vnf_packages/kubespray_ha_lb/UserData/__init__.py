@@ -1,0 +1,1 @@
+"""User data classes run by Tacker for this VNF package."""
