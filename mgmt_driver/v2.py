@@ -65,6 +65,7 @@ from mgmt_driver import params
 from mgmt_driver import records as records_mod
 from mgmt_driver import registry
 from mgmt_driver import sharedfiles
+from mgmt_driver import upgrade as upgrade_mod
 
 LOG = logging.getLogger(__name__)
 
@@ -213,6 +214,7 @@ def instance_view(inst, additional_params):
     return types.SimpleNamespace(
         id=inst.get('id'), vnfd_id=inst.get('vnfdId'),
         vim_connection_info=[], v2=inst,
+        vnf_metadata=dict(inst.get('metadata') or {}),
         instantiated_vnf_info=types.SimpleNamespace(
             additional_params=additional_params,
             flavour_id=_info(inst).get('flavourId'),
@@ -529,6 +531,18 @@ class Operation:
             self.carried.get('healed_stacks') or []))
         self.hooks.heal_end(None, self._view(), request, None, None)
 
+    def modify_information_end(self):
+        """A PATCH whose metadata names ``kube_version`` upgrades the
+        cluster (v1's hook).  Tacker v2 merged the request's metadata
+        into the instance before this call and saves the instance only
+        if it succeeds; a failure is retried whole."""
+        metadata = self.inst.get('metadata') or {}
+        if upgrade_mod.METADATA_VERSION not in metadata or \
+                not self.inst.get('instantiatedVnfInfo'):
+            return self.nothing()
+        self.hooks.modify_information_end(None, self._view(),
+                                          request_view(self.req), None, None)
+
     def nothing(self):
         LOG.info('%s: nothing to do for VNF instance %s', self.name,
                  self.instance_id)
@@ -540,12 +554,12 @@ class Operation:
 
 
 #: v2 script operation -> :class:`Operation` method.  Others (the
-#: ``*_start`` hooks of instantiate and of the rollbacks, modify,
+#: ``*_start`` hooks of instantiate, of modify and of the rollbacks,
 #: change_ext_conn, change_vnfpkg) have nothing to do.
 OPERATIONS = {name: name for name in (
     'instantiate_end', 'instantiate_rollback_end', 'terminate_start',
     'terminate_end', 'scale_start', 'scale_end', 'scale_rollback_end',
-    'heal_start', 'heal_end')}
+    'heal_start', 'heal_end', 'modify_information_end')}
 
 
 def run(data, conf=None, **hook_options):

@@ -258,20 +258,32 @@ class World:
         As the conductor does, the instance is saved only when the
         operation completes; a failed one leaves the saved one.
         """
-        o = self.objects
-        lcmocc = o.VnfLcmOpOccV2(
-            id=str(uuid.uuid4()), operationState='STARTING',
-            vnfInstanceId=self.inst.id, operation=operation,
-            isAutomaticInvocation=False, isCancelPending=False,
-            operationParams=request,
-            startTime=datetime.datetime.now(datetime.timezone.utc),
-            stateEnteredTime=datetime.datetime.now(datetime.timezone.utc))
+        lcmocc = self._lcmocc(operation, request)
         grant_req, grant = self.lcm.grant(self.context, lcmocc,
                                           self.inst.obj_clone(), self.vnfd)
         lcmocc.operationState = 'PROCESSING'
         failed = {'lcmocc': lcmocc, 'grant_req': grant_req, 'grant': grant,
                   'data': {} if data is None else data}
         return self.process(failed)
+
+    def _lcmocc(self, operation, request):
+        return self.objects.VnfLcmOpOccV2(
+            id=str(uuid.uuid4()), operationState='STARTING',
+            vnfInstanceId=self.inst.id, operation=operation,
+            isAutomaticInvocation=False, isCancelPending=False,
+            operationParams=request,
+            startTime=datetime.datetime.now(datetime.timezone.utc),
+            stateEnteredTime=datetime.datetime.now(datetime.timezone.utc))
+
+    def modify(self, metadata):
+        """PATCH of the instance, as the conductor's modify_vnfinfo runs
+        it: no grant, then process (which merges the metadata into the
+        instance before modify_information_end)."""
+        request = self.objects.VnfInfoModificationRequest(metadata=metadata)
+        lcmocc = self._lcmocc('MODIFY_INFO', request)
+        lcmocc.operationState = 'PROCESSING'
+        return self.process({'lcmocc': lcmocc, 'grant_req': None,
+                             'grant': None, 'data': {}})
 
     def _granted(self, failed):
         # The saved instance, as the conductor reads it for the first
@@ -544,6 +556,23 @@ def test_heal_whole_vnf(w):
     done = w.heal()
     assert done['state'] == 'COMPLETED', done.get('error')
     w.check()
+
+
+def test_modify_information_upgrades_the_cluster(w):
+    """A PATCH with metadata kube_version: every node upgraded."""
+    done = w.modify({'kube_version': '1.32.5'})
+    assert done['state'] == 'COMPLETED', done.get('error')
+    assert w.scripts == [('modify_information_end', 'ok')]
+    assert {n['kubelet_version'] for n in w.lab.site.nodes().values()} == \
+        {'v1.32.5'}
+    assert w.inst.metadata == {'kube_version': '1.32.5'}
+    w.check()
+    # Another PATCH leaves the cluster alone.
+    w.scripts = []
+    runs = len(w.lab.site.runs())
+    assert w.modify({'owner': 'ops'})['state'] == 'COMPLETED'
+    assert w.scripts == [('modify_information_end', 'ok')]
+    assert w.lab.site.runs()[runs:] == []
 
 
 def test_terminate(w):

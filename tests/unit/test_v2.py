@@ -194,6 +194,45 @@ def test_a_vip_port_name_is_refused_naming_the_field(conf):
     assert h.ansible.commands == []
 
 
+def _modify(h, metadata, instantiated=True):
+    """v2's modify_information_end after Tacker merged *metadata*; the
+    v1 hook's calls are recorded instead of run."""
+    calls = []
+    inst = h.vnf.dict()
+    inst['metadata'] = metadata
+    if not instantiated:
+        del inst['instantiatedVnfInfo']
+    call = v2.operation({'operation': 'modify_information_end',
+                         'request': {'metadata': metadata},
+                         'vnf_instance': inst}, h.conf,
+                        pool_factory=lambda: h.pool,
+                        heat_factory=lambda inst: h.vnf.heat)
+    call.hooks.modify_information_end = lambda *args: calls.append(args)
+    assert call.run() == {}
+    return calls
+
+
+def test_modify_information_with_a_kube_version_runs_the_upgrade(conf):
+    h = Harness(conf)
+    h.instantiate()
+    calls = _modify(h, {'kube_version': '1.32.5', 'owner': 'ops'})
+    [(context, view, request, grant, grant_request)] = calls
+    assert view.vnf_metadata == {'kube_version': '1.32.5', 'owner': 'ops'}
+    assert view.instantiated_vnf_info.additional_params == _params()
+    assert view.id == h.vnf.id
+
+
+@pytest.mark.parametrize('metadata, instantiated', [
+    ({'owner': 'ops'}, True),            # another PATCH
+    ({'kube_version': '1.32.5'}, False),  # never instantiated
+])
+def test_modify_information_without_an_upgrade_does_nothing(
+        conf, metadata, instantiated):
+    h = Harness(conf)
+    assert _modify(h, metadata, instantiated) == []
+    assert h.ansible.commands == []
+
+
 def test_scale_out_reads_the_kept_params(conf):
     h = Harness(conf, k8s_nodes=['master-10-10-0-11', 'worker-10-10-0-21',
                                  'worker-10-10-0-22'])
