@@ -693,7 +693,7 @@ DEMO_MAX_WORKERS = 22
 def _demo(args):
     from mgmt_driver.localsite import demo  # the site is not needed elsewhere
     return demo.Demo(args.masters, args.workers,
-                     tasks=not args.no_tasks).run()
+                     tasks=not args.no_tasks, upgrade=args.upgrade).run()
 
 
 def _add_demo_command(subparsers):
@@ -710,6 +710,9 @@ def _add_demo_command(subparsers):
                               % DEMO_MAX_WORKERS)
     command.add_argument('--no-tasks', action='store_true',
                          help='print plays but not every task')
+    command.add_argument('--upgrade', action='store_true',
+                         help='before terminating, upgrade Kubernetes by '
+                              'one minor release (run upgrade)')
     command.set_defaults(func=_demo)
 
 
