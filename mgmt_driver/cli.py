@@ -442,10 +442,51 @@ def _op_upgrade(drv, cluster, names, name, kube_version=None, serial=None):
         len(done.masters) + len(done.workers))
 
 
+def _op_relabel(drv, cluster, names, name, labels=(), taints=()):
+    missing = drv.relabel(cluster, names, labels, taints)
+    done = [n for n in names if n not in missing]
+    return 'relabelled %s%s' % (', '.join(done) or 'no node', (
+        '; not Kubernetes nodes: ' + ', '.join(missing)) if missing else '')
+
+
 OPERATIONS = {'instantiate': _op_instantiate,
               'scale-out': _op_scale_out, 'scale-in': _op_scale_in,
               'heal': _op_heal, 'terminate': _op_terminate,
-              'upgrade': _op_upgrade}
+              'upgrade': _op_upgrade, 'relabel': _op_relabel}
+
+
+def _operation_args(args):
+    """The options of upgrade or relabel, checked; {} otherwise.
+
+    :raises ParamsInvalid, ParamsNotFound: a bad or missing option.
+    """
+    relabel = _relabel_args(args)
+    return relabel if relabel is not None else _upgrade_args(args)
+
+
+def _only_for(operation, *options):
+    """Refuse any of *options* (``(name, value)``) that was given."""
+    for option, value in options:
+        if value is not None:
+            raise exceptions.ParamsInvalid(
+                ['%s: only for run %s' % (option, operation)])
+
+
+def _relabel_args(args):
+    """``{labels, taints}`` for relabel; None for another operation."""
+    if args.operation != 'relabel':
+        _only_for('relabel', ('--labels', args.labels),
+                  ('--taints', args.taints))
+        return None
+    if not args.nodes:
+        raise exceptions.ParamsNotFound(
+            ['--nodes: missing (which nodes to relabel?)'])
+    extra = {'labels': params.parse_label_list(args.labels, '--labels'),
+             'taints': params.parse_taint_list(args.taints, '--taints')}
+    if not (extra['labels'] or extra['taints']):
+        raise exceptions.ParamsNotFound(
+            ['--labels, --taints: missing (what to set?)'])
+    return extra
 
 
 def _upgrade_args(args):
@@ -454,11 +495,8 @@ def _upgrade_args(args):
     :raises ParamsInvalid, ParamsNotFound: a bad or missing option.
     """
     if args.operation != 'upgrade':
-        for option, value in (('--kube-version', args.kube_version),
-                              ('--serial', args.serial)):
-            if value is not None:
-                raise exceptions.ParamsInvalid(
-                    ['%s: only for run upgrade' % option])
+        _only_for('upgrade', ('--kube-version', args.kube_version),
+                  ('--serial', args.serial))
         return {}
     if args.kube_version is None:
         raise exceptions.ParamsNotFound(
@@ -507,7 +545,7 @@ def _run(args):
         spec = _read_spec(args.params, need_cp_names=False)
         cluster = _read_nodes(spec, args.topology)
         names = _node_list(args.nodes, cluster, args.operation)
-        extra = _upgrade_args(args)
+        extra = _operation_args(args)
         progress = None if args.dry_run else _progress_printer()
         drv = _cluster_driver(args, spec, _lb_script(spec, args), progress)
     except (exceptions.ParamsInvalid, exceptions.ParamsNotFound) as exc:
@@ -547,7 +585,8 @@ def _add_run_commands(subparsers):
                           'worker Kubernetes lacks), removed (scale-in) '
                           'or healed (heal; default: the whole VNF, as '
                           "Tacker's heal without vnfcInstanceId: terminate "
-                          'then instantiate again on the same VMs)')
+                          'then instantiate again on the same VMs), or '
+                          'relabelled (relabel)')
     _add_instance_id(run)
     run.add_argument('--package-dir', metavar='DIR',
                      help='VNF package holding the LB install script named '
@@ -563,6 +602,12 @@ def _add_run_commands(subparsers):
     run.add_argument('--serial', metavar='N|N%',
                      help='upgrade: workers upgraded at once (kubespray\'s '
                           'serial; default: its 20%%)')
+    run.add_argument('--labels', metavar='KEY=VALUE[,...]',
+                     help='relabel: node labels set on --nodes (checked as '
+                          'master_node.labels are)')
+    run.add_argument('--taints', metavar='KEY=VALUE:EFFECT[,...]',
+                     help='relabel: node taints set on --nodes (checked as '
+                          'master_node.taints are)')
     run.add_argument('--dry-run', action='store_true',
                      help='print every remote command and document '
                           '(secrets hidden) without connecting')
@@ -693,7 +738,7 @@ DEMO_MAX_WORKERS = 22
 def _demo(args):
     from mgmt_driver.localsite import demo  # the site is not needed elsewhere
     return demo.Demo(args.masters, args.workers,
-                     tasks=not args.no_tasks).run()
+                     tasks=not args.no_tasks, upgrade=args.upgrade).run()
 
 
 def _add_demo_command(subparsers):
@@ -710,6 +755,9 @@ def _add_demo_command(subparsers):
                               % DEMO_MAX_WORKERS)
     command.add_argument('--no-tasks', action='store_true',
                          help='print plays but not every task')
+    command.add_argument('--upgrade', action='store_true',
+                         help='before terminating, upgrade Kubernetes by '
+                              'one minor release (run upgrade)')
     command.set_defaults(func=_demo)
 
 

@@ -780,6 +780,34 @@ class ClusterDriver:
                            limit=['etcd', 'kube_control_plane'])
         self.update_load_balancer(cluster)
 
+    def relabel(self, cluster, names, labels=(), taints=()):
+        """Set labels and taints on existing Kubernetes nodes (day 2).
+
+        One ``kubectl label`` and one ``kubectl taint`` per node, each
+        value an argv entry of its own, over the values the keys had.
+        The values are not recorded: a node that joins again (heal)
+        gets its role's ``labels``/``taints`` from the parameters only.
+
+        :param names: node names of *cluster*.
+        :param labels: ``(key, value)`` pairs, as
+            :func:`mgmt_driver.params.parse_label_list` returns them.
+        :param taints: ``key=value:Effect`` strings, as
+            :func:`mgmt_driver.params.parse_taint_list` returns them.
+        :returns: the names of the nodes Kubernetes does not know
+            (nothing was set on them).
+        """
+        client = self.kubectl_client(cluster)
+        missing = []
+        for name in names:
+            self.step('relabelling %s', name)
+            done = client.label(name, labels) if labels else True
+            if done and taints:
+                done = client.taint(name, taints)
+            if not done:
+                self.warn('%s is not a Kubernetes node: nothing set', name)
+                missing.append(name)
+        return missing
+
     def upgrade(self, cluster, target, serial=None, field='kube_version',
                 every_node=False):
         """Upgrade Kubernetes to *target*, node by node.

@@ -447,6 +447,28 @@ class KubectlClient:
         args.append('--timeout=%ds' % timeout)
         return self._on_node(name, *args, timeout=timeout + DRAIN_MARGIN)
 
+    def label(self, name, labels):
+        """Set *labels* (``(key, value)`` pairs) on node *name*, over
+        any value they had: one command.
+
+        :returns: False when the node does not exist (nothing to do).
+        :raises RemoteCommandFailed: kubectl failed for another reason.
+        """
+        return self._on_node(
+            name, 'label', 'node', _check_node_name(name), '--overwrite',
+            *('%s=%s' % pair for pair in labels))
+
+    def taint(self, name, taints):
+        """Set *taints* (``key=value:Effect`` strings) on node *name*,
+        replacing a taint of the same key and effect: one command.
+
+        :returns: False when the node does not exist (nothing to do).
+        :raises RemoteCommandFailed: kubectl failed for another reason.
+        """
+        return self._on_node(
+            name, 'taint', 'node', _check_node_name(name), '--overwrite',
+            *taints)
+
     def pods_left(self, name):
         """Pods on node *name* that a drain must evict: one command.
 

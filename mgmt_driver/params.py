@@ -691,6 +691,48 @@ def _taint_problem(text):
     return None
 
 
+def parse_label_list(text, field):
+    """Node labels from ``k=v,k2=v2`` (a command-line option).
+
+    :returns: sorted ``(key, value)`` pairs, checked as ``labels`` are.
+    :raises ParamsInvalid: every bad entry, naming *field*.
+    """
+    labels, problems = {}, []
+    for entry in _list_entries(text):
+        key, equals, value = entry.partition('=')
+        problem = None if equals else 'must be key=value'
+        problem = problem or _label_problem(key, value)
+        if problem:
+            problems.append('%s: %s: %s' % (field, _show(entry), problem))
+        else:
+            labels[key] = value
+    if problems:
+        raise exceptions.ParamsInvalid(problems)
+    return tuple(sorted(labels.items()))
+
+
+def parse_taint_list(text, field):
+    """Node taints from ``k=v:Effect,...`` (a command-line option).
+
+    :returns: the taints, checked as ``taints`` are, repeats dropped.
+    :raises ParamsInvalid: every bad entry, naming *field*.
+    """
+    taints, problems = [], []
+    for entry in _list_entries(text):
+        problem = _taint_problem(entry)
+        if problem:
+            problems.append('%s: %s' % (field, problem))
+        elif entry not in taints:
+            taints.append(entry)
+    if problems:
+        raise exceptions.ParamsInvalid(problems)
+    return tuple(taints)
+
+
+def _list_entries(text):
+    return [entry for entry in (text or '').split(',') if entry]
+
+
 def _taints(sec, key):
     data = sec.value(key, list)
     taints = []

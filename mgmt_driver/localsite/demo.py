@@ -5,7 +5,8 @@ ansible-playbook running the kubespray test double, fake kubectl, real
 HAProxy, all on 127.0.0.x), then runs the operations of
 ``kubespray-mgmt run`` one after the other: instantiate, scale out by
 two workers, scale in by one, heal a worker, heal the first master (with
-three masters) and terminate.  Every step prints the driver's progress
+three masters), with ``--upgrade`` a rolling upgrade by one minor
+release, and terminate.  Every step prints the driver's progress
 (its steps, the plays and tasks of each playbook) with timings, then
 checks the Kubernetes nodes and what HAProxy serves against the VMs the
 step should have left.  A summary table ends the run; the site is
@@ -16,8 +17,11 @@ import dataclasses
 import sys
 import time
 
+import yaml
+
 from mgmt_driver import exceptions
 from mgmt_driver import params
+from mgmt_driver import upgrade as upgrade_mod
 from mgmt_driver.localsite import lab as lab_mod
 from mgmt_driver.localsite import site as site_mod
 
@@ -29,6 +33,10 @@ INSTANCE_ID = 'demo'
 MAX_WORKERS = len(WORKERS) - 2  # scale-out adds two
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports Ctrl-C
 INTERRUPTED = 'interrupted'
+UPGRADE_TITLE = 'upgrade a minor release'
+#: The double's list of supported versions, in the checkout (kubespray's
+#: v2.28+ place and shape).
+CHECKSUMS = 'roles/kubespray_defaults/vars/main/checksums.yml'
 
 
 @dataclasses.dataclass
@@ -65,12 +73,15 @@ def _worker_name(address):
     return site_mod.name_of(params.ROLE_WORKER, address)
 
 
-def plan_steps(masters, workers):
+def plan_steps(masters, workers, upgrade=False):
     """The lifecycle the demo runs, for *masters* and *workers* VMs.
 
     :param masters: 1 or 3 master addresses.
     :param workers: the initial workers followed by two spare addresses
         that scale-out adds.
+    :param upgrade: upgrade the cluster by one minor release before
+        terminating it (the version is chosen when the step runs:
+        :func:`next_minor`).
     """
     first, added = workers[:-2], workers[-2:]
     grown = first + added
@@ -91,9 +102,52 @@ def plan_steps(masters, workers):
                           [site_mod.name_of(params.ROLE_MASTER,
                                             masters[0])],
                           masters, shrunk))
+    if upgrade:
+        steps.append(Step(UPGRADE_TITLE, 'upgrade', masters, shrunk, [],
+                          masters, shrunk))
     steps.append(Step('terminate', 'terminate', masters, shrunk, [],
                       [], []))
     return steps
+
+
+def next_minor(installed, supported):
+    """The newest of *supported* one minor release above *installed*.
+
+    :param installed: ``(major, minor, patch)`` the cluster runs.
+    :param supported: the versions the checkout lists (tuples).
+    :raises MgmtDriverOtherError: the checkout lists none.
+    """
+    above = [v for v in supported or ()
+             if v[:2] == (installed[0], installed[1] + 1)]
+    if not above:
+        raise exceptions.MgmtDriverOtherError(
+            error_message='the kubespray checkout lists no %d.%d.x '
+                          'version to upgrade %s to' % (
+                              installed[0], installed[1] + 1,
+                              upgrade_mod.version_text(installed)))
+    return max(above)
+
+
+def _installed_version(lab):
+    """The oldest kubelet version of the site's Kubernetes nodes."""
+    return min(upgrade_mod.parse_version(node['kubelet_version'],
+                                         'kubelet_version')
+               for node in lab.site.nodes().values())
+
+
+def _supported_versions(lab):
+    with open(lab.site.checkout / CHECKSUMS) as f:
+        listed = yaml.safe_load(f)['kubelet_checksums']['amd64']
+    return upgrade_mod.parse_supported(str(v) for v in listed)
+
+
+def _version_problems(lab, target):
+    """The nodes not running *target* after an upgrade."""
+    wanted = 'v' + upgrade_mod.version_text(target)
+    return ['%s runs kubelet %s, expected %s' % (
+        name, node['kubelet_version'], wanted)
+        for name, node in sorted(lab.site.nodes().items())
+        if node['kubelet_version'] != wanted]
 
 
 def _result(outcome):
@@ -109,9 +163,11 @@ class Demo:
     :param workers: initial workers, 1 to :data:`MAX_WORKERS`.
     :param out: where the progress and the summary go.
     :param tasks: print every task line, not only plays and steps.
+    :param upgrade: add the rolling upgrade step (before terminate).
     """
 
-    def __init__(self, masters=1, workers=2, out=None, tasks=True):
+    def __init__(self, masters=1, workers=2, out=None, tasks=True,
+                 upgrade=False):
         if masters not in (1, 3):
             raise ValueError('masters must be 1 or 3, not %r' % masters)
         if not 1 <= workers <= MAX_WORKERS:
@@ -121,6 +177,7 @@ class Demo:
         self.workers = WORKERS[:workers + 2]
         self.out = out or sys.stdout
         self.tasks = tasks
+        self.upgrade = upgrade
         self.outcomes = []
         self.interrupted = False
         self._current = None
@@ -159,7 +216,8 @@ class Demo:
     def _run_on_site(self):
         with lab_mod.Lab(ANSIBLE, LB, self.masters, self.workers) as lab:
             self._introduce(lab)
-            for step in plan_steps(self.masters, self.workers):
+            for step in plan_steps(self.masters, self.workers,
+                                   self.upgrade):
                 self._current = Outcome(step, seconds=time.monotonic())
                 outcome = self._run_step(lab, step)
                 self._current = None
@@ -191,10 +249,20 @@ class Demo:
     def _run_step(self, lab, step):
         from mgmt_driver import cli  # cli imports this module lazily
         outcome = Outcome(step)
-        nodes_arg = ' --nodes ' + ','.join(step.names) if step.names \
-            else ''
+        try:
+            target = self._upgrade_target(lab, step)
+        except exceptions.MgmtDriverOtherError as exc:
+            outcome.error = str(exc)
+            self.say('FAILED: %s' % exc)
+            return outcome
+        extra = {} if target is None else {
+            'kube_version': upgrade_mod.version_text(target)}
+        args = ''.join(' --%s %s' % (key.replace('_', '-'), value)
+                       for key, value in extra.items())
+        if step.names:
+            args += ' --nodes ' + ','.join(step.names)
         self.say('== %s (kubespray-mgmt run %s%s)' % (
-            step.title, step.operation, nodes_arg))
+            step.title, step.operation, args))
         spec = lab.spec()
         cluster = lab.cluster(spec, step.masters, step.workers)
         runs_before = len(lab.site.runs())
@@ -203,7 +271,7 @@ class Demo:
         try:
             with drv.pool:
                 summary = cli.OPERATIONS[step.operation](
-                    drv, cluster, step.names, 'demo')
+                    drv, cluster, step.names, 'demo', **extra)
             self.say(summary)
         except (exceptions.MgmtDriverRemoteCommandError,
                 exceptions.MgmtDriverRemoteCommandTimeOut,
@@ -224,10 +292,27 @@ class Demo:
         if not outcome.error:
             outcome.problems = lab.check(step.after_masters,
                                          step.after_workers)
-            self._report(outcome)
+            if target is not None:
+                outcome.problems += _version_problems(lab, target)
+            self._report(outcome, target)
         return outcome
 
-    def _report(self, outcome):
+    def _upgrade_target(self, lab, step):
+        """The version an upgrade step goes to, or None for another
+        step: one minor release above what the cluster runs."""
+        if step.operation != 'upgrade':
+            return None
+        if not lab.site.nodes():
+            raise exceptions.MgmtDriverOtherError(
+                error_message='no Kubernetes node to upgrade')
+        installed = _installed_version(lab)
+        target = next_minor(installed, _supported_versions(lab))
+        self.say('the cluster runs %s; the checkout supports %s one minor '
+                 'release above' % (upgrade_mod.version_text(installed),
+                                    upgrade_mod.version_text(target)))
+        return target
+
+    def _report(self, outcome, target=None):
         step = outcome.step
         for problem in outcome.problems:
             self.say('CHECK FAILED: %s' % problem)
@@ -235,9 +320,12 @@ class Demo:
             self.say('checked: no Kubernetes node left')
         elif not outcome.problems:
             self.say('checked: Kubernetes has %d control-plane node(s) and '
-                     '%d worker(s), all Ready; HAProxy serves the API from '
-                     'those masters and the NodePorts from those workers'
-                     % (len(step.after_masters), len(step.after_workers)))
+                     '%d worker(s), all Ready%s; HAProxy serves the API '
+                     'from those masters and the NodePorts from those '
+                     'workers' % (
+                         len(step.after_masters), len(step.after_workers),
+                         '' if target is None else ', all at kubelet v%s'
+                         % upgrade_mod.version_text(target)))
         self.say('%s took %.1f s (%.1f s in ansible-playbook); SSH: %d '
                  'connection(s), at most %d per host, %d command(s)' % (
                      step.title, outcome.seconds, outcome.playbook_seconds,

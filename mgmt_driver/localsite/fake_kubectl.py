@@ -65,6 +65,7 @@ COMMAND_FLAGS = {
             'selector': True, 'ignore-not-found': False,
             'no-headers': False},
     'cordon': {}, 'uncordon': {},
+    'label': {'overwrite': False}, 'taint': {'overwrite': False},
     'drain': {'ignore-daemonsets': False, 'delete-emptydir-data': False,
               'force': False, 'timeout': True, 'grace-period': True,
               'disable-eviction': False},
@@ -572,6 +573,58 @@ def cmd_uncordon(positional, flags):
     return _set_schedulable('uncordon', positional, True)
 
 
+def _node_and_changes(command, positional):
+    """``kubectl label|taint node NAME CHANGE...``: (name, changes)."""
+    if len(positional) < 3 or positional[0] not in ('node', 'nodes'):
+        raise KubectlError("error: USAGE: %s node NAME CHANGE... [flags]"
+                           % command)
+    return positional[1], positional[2:]
+
+
+def cmd_label(positional, flags):
+    """Set ``key=value`` labels; an existing other value needs
+    ``--overwrite``, as kubectl's."""
+    name, changes = _node_and_changes('label', positional)
+    with cluster() as state:
+        labels = _node_or_404(state, name)['labels']
+        for change in changes:
+            key, equals, value = change.partition('=')
+            if not equals or not key:
+                raise KubectlError('error: invalid label spec: %s' % change)
+            if labels.get(key, value) != value and not flags.get(
+                    'overwrite'):
+                raise KubectlError("error: '%s' already has a value (%s), "
+                                   "and --overwrite is false"
+                                   % (key, labels[key]))
+            labels[key] = value
+    return 'node/%s labeled' % name
+
+
+def cmd_taint(positional, flags):
+    """Add ``key=value:Effect`` taints; one of the same key and effect
+    is replaced only with ``--overwrite``, as kubectl's."""
+    name, changes = _node_and_changes('taint', positional)
+    with cluster() as state:
+        node = _node_or_404(state, name)
+        for change in changes:
+            pair, _, effect = change.rpartition(':')
+            key, _, value = pair.partition('=')
+            if not key or effect not in ('NoSchedule', 'PreferNoSchedule',
+                                         'NoExecute'):
+                raise KubectlError('error: invalid taint spec: %s' % change)
+            same = [t for t in node['taints']
+                    if (t['key'], t['effect']) == (key, effect)]
+            if same and not flags.get('overwrite'):
+                raise KubectlError('error: node %s already has %s taint(s) '
+                                   'with same effect(s) and --overwrite is '
+                                   'false' % (name, key))
+            node['taints'] = [t for t in node['taints'] if t not in same]
+            node['taints'].append(dict({'key': key, 'effect': effect},
+                                       **({'value': value} if value
+                                          else {})))
+    return 'node/%s tainted' % name
+
+
 def _movable(pods, flags):
     """The pods drain must evict, and the warnings and errors about the
     rest, as kubectl's drain filters decide."""
@@ -868,6 +921,7 @@ def cmd_apply(positional, flags):
 
 COMMANDS = {'version': cmd_version, 'get': cmd_get, 'cordon': cmd_cordon,
             'uncordon': cmd_uncordon, 'drain': cmd_drain,
+            'label': cmd_label, 'taint': cmd_taint,
             'delete': cmd_delete, 'apply': cmd_apply}
 
 

@@ -1,5 +1,6 @@
 """``kubespray-mgmt demo`` on the local site, as the README's first command
-runs it (smallest size, to keep the functional run short)."""
+runs it (smallest size, to keep the functional run short), with the
+``--upgrade`` step in the same run."""
 
 import os
 import re
@@ -36,19 +37,34 @@ def test_demo_runs_the_whole_lifecycle_and_stops_the_site(
     private.mkdir(mode=0o700)
     monkeypatch.chdir(private)
     before = _sshd_processes()
-    code = cli.main(['demo', '--workers', '1', '--no-tasks'])
+    code = cli.main(['demo', '--workers', '1', '--no-tasks', '--upgrade'])
     out = capsys.readouterr().out
     assert code == cli.EXIT_OK, out[-3000:]
     table = out[out.index('\nSummary\n'):]
     rows = {step.title: line for step in demo.plan_steps(
-        demo.MASTERS[:1], demo.WORKERS[:3]) for line in table.splitlines()
+        demo.MASTERS[:1], demo.WORKERS[:3], upgrade=True)
+        for line in table.splitlines()
         if line.startswith(step.title + '  ')}
     assert list(rows) == ['instantiate', 'scale out by 2', 'scale in by 1',
-                          'heal a worker', 'terminate']
+                          'heal a worker', demo.UPGRADE_TITLE, 'terminate']
     assert all(re.search(r'\s+ok\s+', line) for line in rows.values())
     # Scale-out of two workers: scale.yml touched exactly those two and
     # the master, where their join reads kube-public/cluster-info.
     assert 'scale.yml (3)' in rows['scale out by 2']
+    # The upgrade: one minor release up, the master then both workers,
+    # every node checked at the new version.
+    installed, target = re.search(
+        r'the cluster runs (\S+); the checkout supports (\S+) one minor',
+        out).groups()
+    old, new = installed.split('.'), target.split('.')
+    assert (new[0], int(new[1])) == (old[0], int(old[1]) + 1)
+    assert 'run upgrade --kube-version %s)' % target in out
+    assert 'upgraded demo to %s: 3 node(s) upgraded' % target in out
+    assert 'all at kubelet v%s' % target in out
+    # One run for the master, one for the workers, which also touches
+    # the master (the drain is delegated to it, as in kubespray).
+    assert rows[demo.UPGRADE_TITLE].endswith(
+        'upgrade-cluster.yml (1), upgrade-cluster.yml (3)')
     assert '(max 1/host)' in rows['instantiate']
     assert 'PLAY [' in out and 'TASK [' not in out
     assert 'The whole lifecycle worked' in out

@@ -1,9 +1,14 @@
 """The demo's lifecycle plan and summary (no site needed)."""
 
 import io
+import re
+import types
 
 import pytest
+import yaml
 
+from mgmt_driver import localsite
+from mgmt_driver import upgrade
 from mgmt_driver.localsite import demo
 
 
@@ -33,6 +38,63 @@ def test_scale_steps_name_the_nodes_they_change():
     assert scale_in.names == ['worker-127-0-0-231']
     assert '127.0.0.231' not in scale_in.after_workers
     assert steps['instantiate'].after_workers == demo.WORKERS[:2]
+
+
+@pytest.mark.parametrize('masters', [1, 3])
+def test_the_upgrade_step_comes_before_terminate_on_the_same_nodes(
+        masters):
+    plain = demo.plan_steps(demo.MASTERS[:masters], demo.WORKERS[:4])
+    steps = demo.plan_steps(demo.MASTERS[:masters], demo.WORKERS[:4],
+                            upgrade=True)
+    assert [s.operation for s in steps] == (
+        [s.operation for s in plain[:-1]] + ['upgrade', 'terminate'])
+    step = steps[-2]
+    assert step.title == demo.UPGRADE_TITLE and step.names == []
+    assert step.workers == step.after_workers == steps[-3].after_workers
+    assert step.masters == step.after_masters == demo.MASTERS[:masters]
+    assert 'upgrade' not in [s.operation for s in plain]
+
+
+def test_next_minor_is_the_newest_patch_one_minor_above():
+    supported = {(1, 33, 1), (1, 33, 0), (1, 32, 5), (1, 32, 0),
+                 (1, 31, 4), (1, 30, 8)}
+    assert demo.next_minor((1, 31, 4), supported) == (1, 32, 5)
+    assert demo.next_minor((1, 32, 0), supported) == (1, 33, 1)
+    assert demo.next_minor((1, 30, 8), supported) == (1, 31, 4)
+    for installed, shown in (((1, 33, 1), '1.34.x'), ((0, 99, 0), '0.100.x')):
+        with pytest.raises(demo.exceptions.MgmtDriverOtherError,
+                           match=r'no %s version' % re.escape(shown)):
+            demo.next_minor(installed, supported)
+    with pytest.raises(demo.exceptions.MgmtDriverOtherError):
+        demo.next_minor((1, 31, 4), None)
+
+
+def test_the_double_supports_a_version_one_minor_above_its_default():
+    # What the demo's upgrade step reads: the double's checksums and
+    # the version a cluster.yml run installs.
+    lab = types.SimpleNamespace(site=types.SimpleNamespace(
+        checkout=localsite.CHECKOUT_SOURCE))
+    supported = demo._supported_versions(lab)
+    defaults = yaml.safe_load((
+        localsite.CHECKOUT_SOURCE / 'roles' / 'kubespray_defaults' /
+        'defaults' / 'main' / 'main.yml').read_text())
+    installed = upgrade.parse_version(str(defaults['kube_version']), 'x')
+    assert installed in supported
+    target = demo.next_minor(installed, supported)
+    assert target[:2] == (installed[0], installed[1] + 1)
+    assert target == max(v for v in supported if v[:2] == target[:2])
+
+
+def test_the_upgrade_check_names_nodes_at_another_version():
+    nodes = {'master-1': {'kubelet_version': 'v1.32.5'},
+             'worker-1': {'kubelet_version': 'v1.31.4'}}
+    lab = types.SimpleNamespace(site=types.SimpleNamespace(
+        nodes=lambda: nodes))
+    assert demo._installed_version(lab) == (1, 31, 4)
+    assert demo._version_problems(lab, (1, 32, 5)) == [
+        'worker-1 runs kubelet v1.31.4, expected v1.32.5']
+    nodes['worker-1']['kubelet_version'] = 'v1.32.5'
+    assert demo._version_problems(lab, (1, 32, 5)) == []
 
 
 def test_summary_marks_a_failed_step():
@@ -100,3 +162,11 @@ def test_the_command_turns_ctrl_c_into_exit_130(monkeypatch, capsys):
     monkeypatch.setattr(demo.Demo, 'run', interrupted)
     assert cli.main(['demo']) == 130
     assert capsys.readouterr().err == 'kubespray-mgmt: interrupted\n'
+
+
+def test_the_command_passes_upgrade_on(monkeypatch):
+    from mgmt_driver import cli
+    monkeypatch.setattr(demo.Demo, 'run',
+                        lambda self: 7 if self.upgrade else 8)
+    assert cli.main(['demo', '--upgrade']) == 7
+    assert cli.main(['demo']) == 8
