@@ -173,6 +173,26 @@ lb_opts = [
                     'must exist on the LB VM. Empty: no socket; status '
                     'lists the configured backends without their '
                     'health.'),
+    cfg.StrOpt('keepalived_config_path',
+               default='/etc/keepalived/keepalived.conf',
+               help='keepalived configuration file on each gateway (with '
+                    'external_lb_param.vip). Replaced as a whole, mode '
+                    '0600 (it holds the VRRP password), checked first as '
+                    '<path>.new.'),
+    cfg.StrOpt('keepalived_check_command', default='keepalived -t -f',
+               help='Command, split like a shell would (no shell runs it), '
+                    'that checks a keepalived configuration file on a '
+                    'gateway; the file path is appended. A non-zero exit '
+                    'refuses the new configuration.'),
+    cfg.StrOpt('keepalived_reload_command',
+               default='systemctl reload-or-restart keepalived',
+               help='Command, split like a shell would (no shell runs it), '
+                    'that makes keepalived load the new configuration, '
+                    'starting it where it does not run yet.'),
+    cfg.StrOpt('keepalived_stop_command', default='systemctl stop keepalived',
+               help='Command, split like a shell would (no shell runs it), '
+                    'that stops keepalived on a gateway a scale-in '
+                    'removes, so the VIP moves before its VM is deleted.'),
 ]
 
 kubectl_opts = [

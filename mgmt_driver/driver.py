@@ -366,7 +366,7 @@ class ClusterDriver:
             {g.name: c for g, c in gateways},
             [(g.name, g.cluster_address) for g, _ in gateways], text,
             self.spec.external_lb, settings,
-            keepalived.apply_settings(settings),
+            keepalived.settings_from_conf(self.conf, settings),
             keepalived.check_address(layout.bind_addresses))
 
     def prepare_load_balancer(self, cluster, names=None):
@@ -502,14 +502,15 @@ class ClusterDriver:
             raise exceptions.MgmtDriverOtherError(
                 error_message='cannot remove every gateway (%s): the '
                               'cluster needs one' % ', '.join(names))
+        settings = keepalived.settings_from_conf(
+            self.conf, loadbalancer.ApplySettings.from_conf(
+                self.conf, self.spec.external_lb.login.username))
+        command = keepalived.stop_command_from_conf(self.conf)
         self.step('removing gateway(s) %s', ', '.join(names))
         self.update_load_balancer(remaining)
-        settings = keepalived.apply_settings(
-            loadbalancer.ApplySettings.from_conf(
-                self.conf, self.spec.external_lb.login.username))
         for gateway, conn in self._gateways(cluster, names):
             try:
-                keepalived.stop(conn, settings)
+                keepalived.stop(conn, settings, command)
             except _PLAYBOOK_ERRORS + (
                     exceptions.MgmtDriverOtherError,) as exc:
                 self.warn('could not stop keepalived on the leaving '

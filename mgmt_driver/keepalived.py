@@ -313,6 +313,33 @@ def apply_settings(haproxy_settings, **overrides):
     return loadbalancer.ApplySettings(**fields)
 
 
+def settings_from_conf(conf, haproxy_settings):
+    """keepalived's ``ApplySettings`` from the ``[kubespray_mgmt]``
+    options of *conf* (``keepalived_config_path``, ``*_check_command``,
+    ``*_reload_command``).
+
+    :param haproxy_settings: HAProxy's settings on the same gateways
+        (sudo, timeout).
+    :raises MgmtDriverParamInvalid: a command option is empty.
+    """
+    group = conf.kubespray_mgmt
+    return apply_settings(
+        haproxy_settings, config_path=group.keepalived_config_path,
+        check_command=loadbalancer._argv('keepalived_check_command',
+                                         group.keepalived_check_command),
+        reload_command=loadbalancer._argv('keepalived_reload_command',
+                                          group.keepalived_reload_command))
+
+
+def stop_command_from_conf(conf):
+    """``keepalived_stop_command`` of *conf*, as argv.
+
+    :raises MgmtDriverParamInvalid: the option is empty.
+    """
+    return loadbalancer._argv('keepalived_stop_command',
+                              conf.kubespray_mgmt.keepalived_stop_command)
+
+
 def apply_gateway(conn, haproxy_text, layout, haproxy_settings,
                   keepalived_settings):
     """Put HAProxy's and keepalived's files on one gateway and reload.

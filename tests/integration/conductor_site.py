@@ -12,7 +12,9 @@ Faked, each at the smallest boundary we found (see :func:`tacker_seams`):
 * the OpenStack infra driver (``FakeInfra``): Heat stack create, delete,
   scale, heal, and the VNFC lists it writes into ``instantiated_vnf_info``;
   it also changes the local site as re-created VMs would (empty LB, new
-  host key, cluster gone with its VMs);
+  host key, cluster gone with its VMs); with gateways (``GatewayVnf``,
+  ``GatewayLab``) the HA-LB package's stack: an ``lb_instance`` group and
+  the VIP port;
 * ``HeatClient`` (the driver's Heat lookups) -> ``FakeHeat`` of the VNF;
 * the database: ``save``/``create``/``get`` of Tacker's objects, the VIM
   lookup (``VimClient.get_vim``), the package lookups of ``vnflcm.utils``
@@ -23,6 +25,9 @@ Faked, each at the smallest boundary we found (see :func:`tacker_seams`):
 
 import copy
 import json
+import os
+import pathlib
+import shutil
 import subprocess
 import time
 import types
@@ -31,12 +36,18 @@ from unittest import mock
 
 from mgmt_driver import params
 from mgmt_driver import registry
+from mgmt_driver.localsite import lab as lab_mod
 from mgmt_driver.localsite import site as site_mod
 from tests.functional import tacker_fakes
 
 MASTER, WORKER, LB = (params.ROLE_MASTER, params.ROLE_WORKER,
                       params.ROLE_EXTERNAL_LB)
-ASPECTS = {'master_instance': MASTER, 'worker_instance': WORKER}
+ASPECTS = {'master_instance': MASTER, 'worker_instance': WORKER,
+           'lb_instance': LB}
+VDUS = {MASTER: 'masterNode', WORKER: 'workerNode', LB: 'externalLB'}
+#: The HA-LB package's VIP port (a top-stack resource).
+VIP_CP = 'externalLB_VIP_CP'
+KEEPALIVED = shutil.which('keepalived') or '/usr/sbin/keepalived'
 OPENSTACK_VIM = 'c0ffee00-0000-4000-8000-00000000beef'
 TENANT = 'conductor-test-project'
 
@@ -75,8 +86,9 @@ class FakeInfra:
         self.lab = lab
         self.objects = objects
         self.vnf = None          # tacker_fakes.TackerVnf
-        self.layout = None       # (masters, workers) of the next create
+        self.layout = None       # (masters, workers[, gateways])
         self.free_workers = []   # addresses for scale-out
+        self.free_gateways = []  # addresses for a gateway scale-out
         self.calls = []
 
     # --- DriverManager's interface ------------------------------------
@@ -92,10 +104,12 @@ class FakeInfra:
 
     def instantiate_vnf(self, vnf_instance, instantiate_vnf_req, vnfd_dict,
                         **kwargs):
-        masters, workers = self.layout
-        self.vnf = tacker_fakes.TackerVnf(
-            instantiate_vnf_req.additional_params, masters, workers,
-            self.lab.lb)
+        extra = instantiate_vnf_req.additional_params
+        if len(self.layout) == 3:  # gateways behind the lab's VIP
+            self.vnf = GatewayVnf(extra, *self.layout, vip=self.lab.lb)
+        else:
+            self.vnf = tacker_fakes.TackerVnf(extra, *self.layout,
+                                              self.lab.lb)
         self.vnf.id = vnf_instance.id
         info = vnf_instance.instantiated_vnf_info
         if info is None or not info.obj_attr_is_set('flavour_id'):
@@ -151,14 +165,17 @@ class FakeInfra:
                 [vm.member for vm in victims], self._group(aspect),
                 len(members) - len(victims))
 
+    def _free(self, role):
+        return self.free_gateways if role == LB else self.free_workers
+
     def scale(self, policy, **kwargs):
+        role = ASPECTS[policy['name']]
         if policy['action'] == 'out':
-            self.vnf.add_vm(ASPECTS[policy['name']],
-                            self.free_workers.pop(0))
+            self.vnf.add_vm(role, self._free(role).pop(0))
         else:
             victim = self._members(policy['name'])[0]
             self.vnf.remove_vm(victim)
-            self.free_workers.append(victim.address)
+            self._free(role).append(victim.address)
         return 'event-' + uuid.uuid4().hex[:6]
 
     def scale_wait(self, **kwargs):
@@ -178,7 +195,7 @@ class FakeInfra:
     def scale_in_reverse(self, scale_name_list, **kwargs):
         for vm in [vm for vm in self.vnf.vms if vm.member in scale_name_list]:
             self.vnf.remove_vm(vm)
-            self.free_workers.append(vm.address)
+            self._free(vm.role).append(vm.address)
 
     # --- heal ---------------------------------------------------------
 
@@ -187,19 +204,21 @@ class FakeInfra:
             if vm.vnfc_id in heal_vnf_request.vnfc_instance_id:
                 self.vnf.recreate_vm(vm)
                 if vm.role == LB:
-                    self.empty_lb()
+                    self.empty_lb(vm.address)
                 # A VM whose sshd died answers again once re-created.
                 sshd = getattr(self.lab, 'aside', {}).get(vm.address)
                 if sshd is not None:
                     sshd.start()
 
-    def empty_lb(self):
-        """The LB VM comes back from its image: nothing configured."""
+    def empty_lb(self, address=None):
+        """The LB VM (the gateway at *address*) comes back from its
+        image: nothing configured, a new host key.  Gateways share the
+        lab's one HAProxy and home: both start over."""
         self.lab.haproxy.start()
         kubeconfig = self.lab.sshd.home() / '.kube' / 'config'
         if kubeconfig.exists():
             kubeconfig.unlink()
-        new_host_key(self.lab.root / 'known_hosts', self.lab.lb,
+        new_host_key(self.lab.root / 'known_hosts', address or self.lab.lb,
                      self.lab.root)
 
     def heal_vnf_wait(self, **kwargs):
@@ -212,15 +231,155 @@ class FakeInfra:
 
     def write_vnfcs(self, vnf_instance):
         """``vnfc_resource_info`` as the real driver reads it from Heat."""
-        vdus = {MASTER: 'masterNode', WORKER: 'workerNode', LB: 'externalLB'}
         info = vnf_instance.instantiated_vnf_info
         info.vnfc_resource_info = [self.objects.VnfcResourceInfo(
-            id=vm.vnfc_id, vdu_id=vdus[vm.role],
+            id=vm.vnfc_id, vdu_id=VDUS[vm.role],
             compute_resource=self.objects.ResourceHandle(
                 resource_id=vm.server_id,
                 vim_level_resource_type=tacker_fakes.SERVER),
             vnfc_cp_info=[], storage_resource_ids=[])
             for vm in (self.vnf.vms if self.vnf else [])]
+
+
+class GatewayVnf(tacker_fakes.TackerVnf):
+    """The HA-LB package's stack: the gateways are members of the
+    ``lb_instance`` scaling group (nested stacks like a worker's), the
+    VIP a port of the top stack (``externalLB_VIP_CP``).
+
+    :param gateways: the gateways' addresses (SSH and cluster).
+    :param vip: the VIP port's address.
+    """
+
+    def __init__(self, additional_params, masters, workers, gateways, vip):
+        self.vip = vip
+        super().__init__(additional_params, masters, workers, gateways)
+
+    def build(self, masters, workers, gateways):
+        self.top = 'stack-' + uuid.uuid4().hex[:8]
+        self.heat.stacks = {self.top: {VIP_CP: tacker_fakes._resource(
+            VIP_CP, tacker_fakes.PORT, uuid.uuid4().hex,
+            fixed_ips=[{'ip_address': self.vip}])}}
+        self.vms = []
+        for aspect in ASPECTS:
+            group = 'group-' + uuid.uuid4().hex[:8]
+            self.heat.stacks[group] = {}
+            self.heat.stacks[self.top][aspect] = tacker_fakes._resource(
+                aspect, tacker_fakes.GROUP, group)
+        for role, addresses in ((MASTER, masters), (WORKER, workers),
+                                (LB, gateways)):
+            for address in addresses:
+                self.add_vm(role, address)
+
+    def _group(self, role):
+        aspect = next(a for a, r in ASPECTS.items() if r == role)
+        return self.heat.stacks[self.top][aspect].physical_resource_id
+
+
+_RECORD_SCRIPT = """#!/bin/sh
+# Local site: "record WHAT [FILE]" notes which gateway (the address its
+# SSH session reached) did WHAT.  "record check FILE" keeps a copy of
+# FILE and checks it with the real keepalived -t; keepalived not being
+# root here refuses "script_user root", so the copy it checks names the
+# session's user instead.
+umask 077
+gateway=$(printf '%%s' "$SSH_CONNECTION" | cut -d' ' -f3)
+echo "$gateway $1" >>%(log)s
+[ "$1" = check ] || exit 0
+cp -- "$2" %(dir)s/"$gateway".conf
+sed "s/^    script_user root$/    script_user $(id -un)/" "$2" \\
+    >%(dir)s/"$gateway".check
+exec %(keepalived)s -t -f %(dir)s/"$gateway".check
+"""
+
+
+class GatewayLab(lab_mod.Lab):
+    """A local site whose LB is several gateways behind a VIP.
+
+    The gateways are SSH addresses of the site's sshd, held by a veth
+    interface it creates (``ip -o addr`` finds them there; keepalived
+    refuses the loopback interface).  They share the site's one HAProxy,
+    listening on the VIP (the lab's ``lb``), and its one file.
+    keepalived is checked for real (``keepalived -t``, as the SSH user)
+    but not run: its check, reload and stop commands go through a
+    recorder that notes the gateway that ran them and keeps each
+    gateway's checked file.
+
+    :param gateways: every gateway address the cluster may use.
+    :param link: the veth interface's name (its peer: ``<link>p``).
+    """
+
+    def __init__(self, ansible, vip, masters, workers, gateways,
+                 link='kmgmt-gw'):
+        super().__init__(ansible, vip, masters, workers)
+        self.gateways = list(gateways)
+        self.link = link
+        self.link_up = False
+
+    def _start_sshd(self, addresses):
+        super()._start_sshd(addresses + self.gateways)
+
+    def _start(self):
+        self._add_link()
+        super()._start()
+        record = self.root / 'gateways'
+        record.mkdir(mode=0o755)
+        site_mod.chown(record, self.sshd.user)
+        script = record / 'record'
+        script.write_text(_RECORD_SCRIPT % {
+            'log': record / 'calls.log', 'dir': record / 'checked',
+            'keepalived': KEEPALIVED})
+        script.chmod(0o755)
+        (record / 'checked').mkdir(mode=0o755)
+        site_mod.chown(record / 'checked', self.sshd.user)
+        for name, value in (
+                ('keepalived_config_path', str(record / 'keepalived.conf')),
+                ('keepalived_check_command', '%s check' % script),
+                ('keepalived_reload_command', '%s reload' % script),
+                ('keepalived_stop_command', '%s stop' % script)):
+            self.conf.set_override(name, value, group='kubespray_mgmt')
+        self.additional_params = copy.deepcopy(self.additional_params)
+        self.additional_params[params.ROOT]['external_lb_param'].update(
+            aspect_id='lb_instance', vip_cp_name=VIP_CP, vrrp_router_id=51,
+            vrrp_password='Gw:pass1')
+
+    def _add_link(self):
+        ip = ['ip']
+        subprocess.run(ip + ['link', 'add', self.link, 'type', 'veth',
+                             'peer', 'name', self.link + 'p'], check=True)
+        self.link_up = True
+        for address in self.gateways:
+            subprocess.run(ip + ['addr', 'add', address + '/32', 'dev',
+                                 self.link], check=True)
+        for name in (self.link, self.link + 'p'):
+            subprocess.run(ip + ['link', 'set', name, 'up'], check=True)
+
+    def stop(self):
+        super().stop()
+        if self.link_up:
+            subprocess.run(['ip', 'link', 'del', self.link], check=False)
+            self.link_up = False
+
+    def calls(self):
+        """``[(gateway, what)]`` recorded, oldest first."""
+        log = pathlib.Path(self.root) / 'gateways' / 'calls.log'
+        if not log.exists():
+            return []
+        return [tuple(line.split(' ', 1))
+                for line in log.read_text().splitlines()]
+
+    def checked(self, gateway):
+        """The keepalived file *gateway* last had checked, or None."""
+        path = self.root / 'gateways' / 'checked' / (gateway + '.conf')
+        return path.read_text() if path.exists() else None
+
+    @staticmethod
+    def unavailable():
+        """Why the lab cannot run here (it creates an interface)."""
+        if os.geteuid() != 0:
+            return 'optional: gateways need root (a veth interface)'
+        if not os.access(KEEPALIVED, os.X_OK):
+            return 'optional: keepalived is not installed'
+        return None
 
 
 def new_host_key(known_hosts, address, scratch):
@@ -380,7 +539,7 @@ def scale_group(vnf, aspect):
     role = ASPECTS[aspect]
     count = len([vm for vm in vnf.vms if vm.role == role])
     return json.dumps({'scaleGroupDict': {aspect: {
-        'vdu': ['workerNode'], 'num': 1, 'maxLevel': 8, 'initialNum': 0,
+        'vdu': [VDUS[role]], 'num': 1, 'maxLevel': 8, 'initialNum': 0,
         'initialLevel': 0, 'default': count}}})
 
 

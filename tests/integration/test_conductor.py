@@ -9,6 +9,14 @@ cluster is checked against Heat's VMs: Kubernetes nodes, etcd members,
 the backends HAProxy serves, the inventory, the LB's kubeconfig and the
 registered VIM.  The scenarios share one VNF and run in file order.
 
+The HA-LB package's scenarios (gateways behind a VIP: instantiate with
+two, scale the ``lb_instance`` aspect out and in, heal a gateway,
+terminate) run on a second site on 127.0.19.x
+(:class:`~tests.integration.conductor_site.GatewayLab`): the gateways
+share its HAProxy and its files, so what is checked per gateway is what
+its SSH session ran (keepalived's check, reload, stop) and the
+keepalived file it had checked (its peers).
+
 ``pytest -s`` prints the hooks Tacker invoked per scenario, with times.
 """
 
@@ -32,6 +40,7 @@ from tests import packages  # noqa: E402
 from tests.functional.test_faults import FaultLab  # noqa: E402
 from tests.functional.test_faults import kill_vm_sshd  # noqa: E402
 from tests.integration import conductor_site as cs  # noqa: E402
+from tests.unit.test_keepalived import block  # noqa: E402
 
 ANSIBLE = '127.0.7.10'
 LB_ADDRESS = '127.0.7.20'
@@ -41,6 +50,13 @@ OURS = 'mgmt-drivers-kubespray'
 NOOP = 'vnflcm_noop'
 SIMPLE = packages.DESCRIPTOR_IDS['kubespray_simple']
 HA = packages.DESCRIPTOR_IDS['kubespray_ha']
+HA_LB = packages.DESCRIPTOR_IDS['kubespray_ha_lb']
+# The gateways' site: its own range, its own sshd, HAProxy on the VIP.
+GW_ANSIBLE = '127.0.19.10'
+VIP = '127.0.19.20'
+GATEWAYS = ['127.0.19.%d' % i for i in range(21, 24)]
+GW_MASTERS = ['127.0.19.31']
+GW_WORKERS = ['127.0.19.41']
 #: tacker.objects.fields.ErrorPoint.VNF_CONFIG_END
 EP_VNF_CONFIG_END = 6
 
@@ -86,17 +102,19 @@ class World:
 
     # --- operations -----------------------------------------------------
 
-    def instantiate(self, masters, workers, error_point=None):
-        self.infra.layout = (masters, workers)
+    def instantiate(self, masters, workers, error_point=None,
+                    gateways=None):
+        self.infra.layout = (masters, workers) + (
+            (gateways,) if gateways else ())
         self.conductor.instantiate(
             self.context, self.instance,
             self.vnf_dict(error_point or 0, 'INACTIVE'),
             self.instantiate_request(), str(uuid.uuid4()))
         return self.ops.last()
 
-    def scale(self, kind, error_point=0):
+    def scale(self, kind, error_point=0, aspect='worker_instance'):
         request = self.objects.ScaleVnfRequest(
-            type=kind, aspect_id='worker_instance', number_of_steps=1,
+            type=kind, aspect_id=aspect, number_of_steps=1,
             additional_params={'is_reverse': 'False'})
         info = self.scale_info(request, error_point, 'SCALE')
         try:
@@ -109,7 +127,7 @@ class World:
                 'request': request}
 
     def scale_info(self, request, error_point, operation):
-        level = self.scale_level()
+        level = self.scale_level(request.aspect_id)
         after = level + (1 if request.type == 'SCALE_OUT' else -1)
         occ = self.objects.VnfLcmOpOcc(
             context=self.context, id=str(uuid.uuid4()),
@@ -122,11 +140,11 @@ class World:
                     .instance_id, scale_level=level,
                     after_scale_level=after,
                     attributes={'scale_group': cs.scale_group(
-                        self.infra.vnf, 'worker_instance')})
+                        self.infra.vnf, request.aspect_id)})
 
-    def scale_level(self):
+    def scale_level(self, aspect):
         for status in self.instance.instantiated_vnf_info.scale_status or []:
-            if status.aspect_id == 'worker_instance':
+            if status.aspect_id == aspect:
                 return status.scale_level
         return 0
 
@@ -191,7 +209,7 @@ class World:
     def check_access(self):
         name = registry.default_vim_name(self.instance.id)
         [vim] = [v for v in self.nfvo.vims.values() if v['name'] == name]
-        assert vim['auth_url'] == 'https://%s:%d' % (LB_ADDRESS,
+        assert vim['auth_url'] == 'https://%s:%d' % (self.lab.lb,
                                                      self.lab.api_port)
         attached = [i.vim_id for i in self.instance.vim_connection_info]
         assert vim['id'] in attached
@@ -207,6 +225,37 @@ class World:
                    for i in self.instance.vim_connection_info)
 
 
+def _use_lab(tacker_conf, lab):
+    """Point Tacker's ``[kubespray_mgmt]`` options at *lab*."""
+    for opt in kconf.list_opts()[0][1]:
+        tacker_conf.set_override(opt.name, lab.conf[kconf.GROUP][opt.name],
+                                 group=kconf.GROUP)
+
+
+def _conductor_world(lab, infra, tacker_conf, onboarded, objects,
+                     admin_context, patch):
+    """A :class:`World` over the started *lab*: the seams patched with
+    *patch*, Tacker's options pointing at *lab*."""
+    from tacker.common import driver_manager
+
+    _use_lab(tacker_conf, lab)
+    hook_log = cs.HookLog()
+    nfvo = cs.FakeNfvo()
+    ops = cs.OpOccs()
+    package_dirs = {packages.DESCRIPTOR_IDS[name]: entry[3]
+                    for name, entry in onboarded.items()}
+    cs.tacker_seams(patch, infra, nfvo, package_dirs, str(uuid.uuid4()),
+                    ops)
+    manager = driver_manager.DriverManager(
+        packages.MGMT_NAMESPACE, tacker_conf.tacker.vnflcm_mgmt_driver)
+    lcm = cs.lcm_driver_without_db(manager, infra, hook_log)
+    conductor = cs.conductor_without_db(patch, lcm, infra, ops)
+    world = World(lab, conductor, infra, nfvo, ops, hook_log, objects,
+                  admin_context)
+    world.package_dirs = package_dirs
+    return world
+
+
 @pytest.fixture(scope='module')
 def world(tacker_conf, onboarded, objects, admin_context,
           tmp_path_factory):
@@ -214,38 +263,24 @@ def world(tacker_conf, onboarded, objects, admin_context,
     if reason:
         pytest.skip(reason)
     from tacker.common import coordination
-    from tacker.common import driver_manager
 
     patch = pytest.MonkeyPatch()
     # Each master has an sshd of its own, so that its VM can die.
     lab = FaultLab(ANSIBLE, LB_ADDRESS, MASTERS, WORKERS, aside=MASTERS)
-    hook_log = cs.HookLog()
+    world = None
     try:
         lab.start()
-        for opt in kconf.list_opts()[0][1]:
-            tacker_conf.set_override(opt.name, lab.conf[kconf.GROUP][
-                opt.name], group=kconf.GROUP)
         tacker_conf.set_override(
             'backend_url', 'file://%s' % tmp_path_factory.mktemp('locks'),
             group='coordination')
         coordination.COORDINATOR.start()
-        infra = cs.FakeInfra(lab, objects)
-        nfvo = cs.FakeNfvo()
-        ops = cs.OpOccs()
-        package_dirs = {packages.DESCRIPTOR_IDS[name]: entry[3]
-                        for name, entry in onboarded.items()}
-        cs.tacker_seams(patch, infra, nfvo, package_dirs,
-                        str(uuid.uuid4()), ops)
-        manager = driver_manager.DriverManager(
-            packages.MGMT_NAMESPACE, tacker_conf.tacker.vnflcm_mgmt_driver)
-        lcm = cs.lcm_driver_without_db(manager, infra, hook_log)
-        conductor = cs.conductor_without_db(patch, lcm, infra, ops)
-        world = World(lab, conductor, infra, nfvo, ops, hook_log, objects,
-                      admin_context)
-        world.package_dirs = package_dirs
+        world = _conductor_world(lab, cs.FakeInfra(lab, objects),
+                                 tacker_conf, onboarded, objects,
+                                 admin_context, patch)
         yield world
     finally:
-        print('\n' + hook_log.table())
+        if world is not None:
+            print('\n' + world.log.table())
         coordination.COORDINATOR.stop()
         for opt in kconf.list_opts()[0][1]:
             tacker_conf.clear_override(opt.name, group=kconf.GROUP)
@@ -254,12 +289,46 @@ def world(tacker_conf, onboarded, objects, admin_context,
         lab.stop()
 
 
-@pytest.fixture
-def scenario(world, request):
+@pytest.fixture(scope='module')
+def gateway_world(world, tacker_conf, onboarded, objects, admin_context):
+    """A second site (127.0.19.x) whose LB is gateways behind a VIP
+    (:class:`~tests.integration.conductor_site.GatewayLab`), its own
+    conductor seams over *world*'s, which are back afterwards."""
+    reason = cs.GatewayLab.unavailable()
+    if reason:
+        pytest.skip(reason)
+    patch = pytest.MonkeyPatch()
+    lab = cs.GatewayLab(GW_ANSIBLE, VIP, GW_MASTERS, GW_WORKERS,
+                        GATEWAYS)
+    gw = None
+    try:
+        lab.start()
+        gw = _conductor_world(lab, cs.FakeInfra(lab, objects), tacker_conf,
+                              onboarded, objects, admin_context, patch)
+        yield gw
+    finally:
+        if gw is not None:
+            print('\n' + gw.log.table())
+        patch.undo()
+        _use_lab(tacker_conf, world.lab)
+        lab.stop()
+
+
+def _timed(world, request):
     world.log.scenario = request.node.name.replace('test_', '')
     start = time.monotonic()
     yield world
     print('\n%s: %.1f s' % (request.node.name, time.monotonic() - start))
+
+
+@pytest.fixture
+def scenario(world, request):
+    yield from _timed(world, request)
+
+
+@pytest.fixture
+def gw_scenario(gateway_world, request):
+    yield from _timed(gateway_world, request)
 
 
 def test_instantiate(scenario):
@@ -476,4 +545,105 @@ def test_heal_master_ha(scenario):
         LB_ADDRESS, w.lab.api_port)
     w.log.scenario = 'terminate_ha'
     assert w.terminate()['state'] == 'COMPLETED'
+    w.check_gone()
+
+
+# --- HA-LB package: gateways behind a VIP (the second site) ------------
+
+def _gateways(w):
+    return w.vms(cs.LB)
+
+
+def _check_gateways(w, since, changed=None):
+    """The *changed* gateways (default: every gateway of Heat) had their
+    keepalived file checked and were reloaded since call *since*; each
+    gateway's last file names the others as peers.  (Sharing one file
+    here, the others may be rewritten too.)"""
+    gateways = _gateways(w)
+    calls = w.lab.calls()[since:]
+    for gateway in changed or gateways:
+        assert (gateway, 'check') in calls
+        assert (gateway, 'reload') in calls
+    for gateway in gateways:
+        text = w.lab.checked(gateway)
+        assert 'router_id %s' % site_mod.name_of(cs.LB, gateway) in text
+        assert 'unicast_src_ip %s' % gateway in text
+        assert block(text, 'unicast_peer') == sorted(
+            g for g in gateways if g != gateway)
+        assert '%s/32 dev %s' % (VIP, w.lab.link) in text
+    return calls
+
+
+def test_instantiate_ha_lb(gw_scenario):
+    """Two gateways: each has HAProxy's (shared here) and its own
+    keepalived file, checked by the real keepalived -t."""
+    w = gw_scenario
+    w.new_instance(HA_LB, 'ha_lb')
+    w.infra.free_gateways = GATEWAYS[2:]
+    report = w.instantiate(GW_MASTERS, GW_WORKERS, gateways=GATEWAYS[:2])
+    assert report['state'] == 'COMPLETED', report
+    assert w.log.hooks('instantiate_ha_lb') == [
+        (NOOP, 'instantiate_start', 'ok'), (OURS, 'instantiate_end', 'ok')]
+    assert _gateways(w) == GATEWAYS[:2]
+    _check_gateways(w, 0)
+    w.check()
+
+
+def test_scale_out_gateway(gw_scenario):
+    """A scale-out of lb_instance: scale_end sets the new gateway up and
+    gives every gateway the new peer list."""
+    w = gw_scenario
+    since = len(w.lab.calls())
+    report = w.scale('SCALE_OUT', aspect='lb_instance')
+    assert report['state'] == 'COMPLETED', report
+    assert w.log.hooks('scale_out_gateway') == [(OURS, 'scale_end', 'ok')]
+    assert _gateways(w) == GATEWAYS
+    _check_gateways(w, since)
+    w.check()
+
+
+def test_heal_gateway(gw_scenario):
+    """A gateway VNFC heal: the re-created VM (new host key, nothing
+    configured) gets its files again; the peers stay the same."""
+    w = gw_scenario
+    sick = w.infra.vnf.vm(GATEWAYS[1])
+    server = sick.server_id
+    since = len(w.lab.calls())
+    report = w.heal([sick])
+    assert report['state'] == 'COMPLETED', report
+    assert sick.server_id != server
+    assert w.log.hooks('heal_gateway') == [(OURS, 'heal_start', 'ok'),
+                                           (OURS, 'heal_end', 'ok')]
+    calls = _check_gateways(w, since, changed=[sick.address])
+    assert not any(what == 'stop' for _, what in calls)
+    w.check()
+
+
+def test_scale_in_gateway(gw_scenario):
+    """A scale-in of lb_instance: scale_start gives the staying gateways
+    the new peer list, then stops keepalived on the leaving one."""
+    w = gw_scenario
+    victim = _gateways(w)[0]  # Heat removes the oldest member
+    since = len(w.lab.calls())
+    report = w.scale('SCALE_IN', aspect='lb_instance')
+    assert report['state'] == 'COMPLETED', report
+    assert w.log.hooks('scale_in_gateway') == [(OURS, 'scale_start', 'ok')]
+    assert victim not in _gateways(w)
+    calls = w.lab.calls()[since:]
+    assert calls[-1] == (victim, 'stop')
+    assert (victim, 'check') not in calls
+    staying = _gateways(w)
+    for gateway in staying:
+        assert block(w.lab.checked(gateway), 'unicast_peer') == sorted(
+            g for g in staying if g != gateway)
+    w.check()
+
+
+def test_terminate_ha_lb(gw_scenario):
+    w = gw_scenario
+    report = w.terminate()
+    assert report['state'] == 'COMPLETED', report
+    assert w.log.hooks('terminate_ha_lb') == [
+        (OURS, 'terminate_start', 'ok'), (OURS, 'terminate_end', 'ok')]
+    assert w.infra.vnf.vms == []
     w.check_gone()

@@ -272,3 +272,42 @@ def test_several_gateways_need_a_vip(conf):  # noqa: F811
         h.hooks.instantiate_end(None, h.instance(extra), _request(extra),
                                 None, None)
     assert all(c.calls == [] for c in h.pool.connections.values())
+
+
+def test_keepalived_commands_come_from_the_options(conf):  # noqa: F811
+    """keepalived_config_path and its check, reload and stop commands
+    replace the defaults on every gateway (a gateway whose keepalived is
+    not run by systemd, the local site)."""
+    for name, value in (
+            ('keepalived_config_path', '/srv/vrrp/keepalived.conf'),
+            ('keepalived_check_command', '/opt/ka/sbin/keepalived -t -f'),
+            ('keepalived_reload_command', "sh -c 'kill -HUP 1234'"),
+            ('keepalived_stop_command', 'kill-keepalived --now')):
+        conf.set_override(name, value, group='kubespray_mgmt')
+    g = Gateways(conf, (1, 2))
+    g.instantiate()
+    for n in (1, 2):
+        commands = g.conn(n).commands
+        assert '/opt/ka/sbin/keepalived -t -f ' \
+               '/srv/vrrp/keepalived.conf.new' in commands
+        assert "sh -c 'kill -HUP 1234'" in commands
+        assert not any('systemctl' in c and 'keepalived' in c
+                       for c in commands)
+        assert 'priority' in g.conn(n).files['/srv/vrrp/keepalived.conf.new']
+    g.reset_calls()
+    g.h.hooks.scale_start(None, g.instance(), _request({}, type='SCALE_IN'),
+                          None, None, scale_out_id_list=['stack-gw-2'])
+    assert g.conn(2).commands == ['kill-keepalived --now']
+
+
+def test_an_empty_keepalived_stop_command_changes_nothing(conf):  # noqa: F811,E501
+    g = Gateways(conf, (1, 2))
+    g.instantiate()
+    g.reset_calls()
+    conf.set_override('keepalived_stop_command', ' ', group='kubespray_mgmt')
+    with pytest.raises(exceptions.MgmtDriverParamInvalid,
+                       match='keepalived_stop_command'):
+        g.h.hooks.scale_start(None, g.instance(),
+                              _request({}, type='SCALE_IN'), None, None,
+                              scale_out_id_list=['stack-gw-2'])
+    assert g.conn(1).commands == [] and g.conn(2).commands == []

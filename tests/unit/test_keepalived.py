@@ -483,3 +483,51 @@ def test_readme_documents_the_vip_keys():
             'README.rst').read_text()
     for key in ('vip', 'vip_cp_name', 'vrrp_router_id', 'vrrp_password'):
         assert '``%s``' % key in text, key
+
+
+# ------------------------------------------------------------ options --
+
+def _conf(**options):
+    from oslo_config import cfg
+
+    from mgmt_driver import conf as kconf
+    config = cfg.ConfigOpts()
+    kconf.register_opts(config)
+    config([], project='kubespray-mgmt-test', default_config_files=[])
+    for name, value in options.items():
+        config.set_override(name, value, group='kubespray_mgmt')
+    return config
+
+
+def test_the_option_defaults_are_the_fixed_commands():
+    config = _conf()
+    haproxy = lb.ApplySettings(sudo=True, timeout=30)
+    assert keepalived.settings_from_conf(config, haproxy) == \
+        keepalived.apply_settings(haproxy)
+    assert keepalived.stop_command_from_conf(config) == \
+        keepalived.STOP_COMMAND
+
+
+def test_the_options_replace_path_and_commands():
+    config = _conf(keepalived_config_path='/srv/ka/k.conf',
+                   keepalived_check_command='/opt/keepalived -t -f',
+                   keepalived_reload_command="sh -c 'kill -HUP $(cat p)'",
+                   keepalived_stop_command='record-stop keepalived')
+    settings = keepalived.settings_from_conf(config, lb.ApplySettings())
+    assert settings.config_path == '/srv/ka/k.conf'
+    assert settings.temp_path == '/srv/ka/k.conf.new'
+    assert settings.check_command == ('/opt/keepalived', '-t', '-f')
+    assert settings.reload_command == ('sh', '-c', 'kill -HUP $(cat p)')
+    assert settings.mode == 0o600 and settings.program == 'keepalived'
+    assert keepalived.stop_command_from_conf(config) == (
+        'record-stop', 'keepalived')
+
+
+@pytest.mark.parametrize('option', ['keepalived_check_command',
+                                    'keepalived_reload_command',
+                                    'keepalived_stop_command'])
+def test_an_empty_command_option_is_refused_naming_it(option):
+    config = _conf(**{option: '  '})
+    with pytest.raises(exceptions.MgmtDriverParamInvalid, match=option):
+        keepalived.settings_from_conf(config, lb.ApplySettings())
+        keepalived.stop_command_from_conf(config)
