@@ -51,8 +51,10 @@ MASTER = '127.0.2.10'
 CONTEXT = types.SimpleNamespace(project_id='benchmark')
 
 
-def worker_addresses(count):
-    return ['127.0.%d.%d' % (3 + i // 250, 1 + i % 250)
+def worker_addresses(count, first_block=3):
+    """*count* loopback addresses, 250 per ``127.0.X.0/24`` block from
+    ``127.0.<first_block>.1`` on."""
+    return ['127.0.%d.%d' % (first_block + i // 250, 1 + i % 250)
             for i in range(count)]
 
 

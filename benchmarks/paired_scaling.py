@@ -44,8 +44,8 @@ class Site:
         base = 20 if second else 2
         self.ansible, self.lb = '127.0.%d.1' % base, '127.0.%d.2' % base
         self.master = '127.0.%d.10' % base
-        addresses = ['127.0.%d.%d' % (base + 1 + i // 250, 1 + i % 250)
-                     for i in range(count + rounds + 1)]
+        addresses = lifecycle.worker_addresses(count + rounds + 1,
+                                               first_block=base + 1)
         self.count = count
         self.workers, self.spare = addresses[:count], addresses[count:]
         self.lab = lab_mod.Lab(self.ansible, self.lb, [self.master],
