@@ -111,7 +111,7 @@ def _unique(items):
 
 # ------------------------------------------------------------------ hosts
 
-def _host_vars(spec, node, etcd):
+def _host_vars(spec, node, etcd, settings):
     host = {'ansible_host': node.ssh_address, 'ansible_port': node.ssh_port}
     if ipaddress.ip_address(node.cluster_address).version == 6:
         host.update(ip6=node.cluster_address, access_ip6=node.cluster_address)
@@ -127,26 +127,29 @@ def _host_vars(spec, node, etcd):
         # The node name, not "etcd<index>": an index would rename the
         # surviving members when a master is removed or healed.
         host['etcd_member_name'] = node.name
-    labels = spec.labels_for(node.role)
-    if labels:
-        host['node_labels'] = labels
-    taints = spec.taints_for(node.role)
-    if taints:
-        host['node_taints'] = taints
+    node_settings = settings.get(node.name) or spec.node_settings(node)
+    if node_settings.labels:
+        host['node_labels'] = node_settings.label_map
+    if node_settings.taints:
+        host['node_taints'] = list(node_settings.taints)
     return _sorted(host)
 
 
-def render_hosts(spec, nodes):
+def render_hosts(spec, nodes, settings=None):
     """The ``hosts.yaml`` document.
 
     :param spec: the :class:`~mgmt_driver.params.ClusterSpec`.
     :param nodes: the :class:`~mgmt_driver.nodes.ClusterNodes`; masters
         keep their order (the first is kubespray's first control plane).
+    :param settings: ``{node name: NodeSettings}`` recorded for nodes
+        (they win over what *spec* gives them), or None.
     :returns: the inventory as a dict (see :func:`dump_yaml`).
     """
+    settings = settings or {}
     masters = {node.name: {} for node in nodes.masters}
     workers = {node.name: {} for node in nodes.workers}
-    hosts = {node.name: _host_vars(spec, node, node in nodes.masters)
+    hosts = {node.name: _host_vars(spec, node, node in nodes.masters,
+                                   settings)
              for node in nodes.k8s_nodes}
     return {'all': {
         'hosts': hosts,
@@ -414,20 +417,21 @@ def render_secret_vars(spec):
     return result
 
 
-def render_files(spec, nodes, key_paths=None, mtu=None):
+def render_files(spec, nodes, key_paths=None, mtu=None, settings=None):
     """Every file of the inventory directory.
 
     :param spec: the :class:`~mgmt_driver.params.ClusterSpec`.
     :param nodes: the :class:`~mgmt_driver.nodes.ClusterNodes`.
     :param key_paths: see :func:`render_credentials`.
     :param mtu: see :func:`render_cluster_vars`.
+    :param settings: see :func:`render_hosts`.
     :returns: ``{relative path: RenderedFile}``.
     """
     # kubespray.extra_vars may hold secrets (registry or OIDC passwords):
     # the file that carries them is 0600 (and hidden by --dry-run).
     files = {
-        HOSTS_FILE: RenderedFile(dump_yaml(_inert(render_hosts(spec,
-                                                               nodes)))),
+        HOSTS_FILE: RenderedFile(dump_yaml(_inert(render_hosts(
+            spec, nodes, settings)))),
         CLUSTER_VARS_FILE: RenderedFile(
             dump_yaml(_inert(render_cluster_vars(spec, nodes, mtu))),
             SECRET_MODE if spec.kubespray.extra_vars else PUBLIC_MODE),

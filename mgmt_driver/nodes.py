@@ -65,6 +65,7 @@ class Node:
         ``ip`` and ``access_ip``).
     :param ssh_port: its SSH port.
     :param resource_id: the VIM's id of the VM, when known.
+    :param pool: the name of its node pool (``node_pools``), or None.
     """
 
     role: str
@@ -73,6 +74,7 @@ class Node:
     cluster_address: str
     ssh_port: int = params.DEFAULT_SSH_PORT
     resource_id: str | None = None
+    pool: str | None = None
 
     @classmethod
     def from_address(cls, address, default_port, resource_id=None):
@@ -86,7 +88,7 @@ class Node:
                    ssh_address=address.ssh_ip,
                    cluster_address=address.nic_ip,
                    ssh_port=address.ssh_port or default_port,
-                   resource_id=resource_id)
+                   resource_id=resource_id, pool=address.pool)
 
 
 def _duplicate_names(nodes):

@@ -189,6 +189,28 @@ class NodeGroupSpec:
     def label_map(self):
         return dict(self.labels)
 
+    @property
+    def settings(self):
+        """The group's :class:`NodeSettings`."""
+        return NodeSettings(self.labels, self.taints)
+
+
+@dataclasses.dataclass(frozen=True)
+class NodeSettings:
+    """The labels and taints one Kubernetes node is given.
+
+    :param labels: sorted ``(key, value)`` pairs (kubespray's
+        ``node_labels``).
+    :param taints: ``key=value:Effect`` strings (``node_taints``).
+    """
+
+    labels: tuple = ()
+    taints: tuple = ()
+
+    @property
+    def label_map(self):
+        return dict(self.labels)
+
 
 @dataclasses.dataclass(frozen=True)
 class ProxySpec:
@@ -282,12 +304,14 @@ class NodeAddress:
     :param nic_ip: its address inside the cluster (defaults to *ssh_ip*).
     :param ssh_port: its SSH port, or None for the role's ``port``.
     :param source: the field path of the entry, for error messages.
+    :param pool: the name of its node pool (``node_pools``), or None.
     """
 
     role: str
     ssh_ip: str
     nic_ip: str
     ssh_port: int | None = None
+    pool: str | None = None
     source: str = dataclasses.field(default='', compare=False)
 
 
@@ -330,6 +354,16 @@ class ClusterSpec:
         """:returns: the node taints of *role*, a list (LB: none)."""
         group = {ROLE_MASTER: self.master, ROLE_WORKER: self.worker}
         return list(group[role].taints) if role in group else []
+
+    def node_settings(self, node):
+        """What the parameters give *node* when it joins.
+
+        :param node: a :class:`mgmt_driver.nodes.Node`.
+        :returns: its :class:`NodeSettings` (an LB VM: none).
+        """
+        group = {ROLE_MASTER: self.master, ROLE_WORKER: self.worker}
+        return group[node.role].settings if node.role in group \
+            else NodeSettings()
 
 
 # ---------------------------------------------------------------- problems
