@@ -311,8 +311,8 @@ class NodeAddress:
     ssh_ip: str
     nic_ip: str
     ssh_port: int | None = None
-    pool: str | None = None
     source: str = dataclasses.field(default='', compare=False)
+    pool: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
