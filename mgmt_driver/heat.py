@@ -90,8 +90,9 @@ class HeatNodeFinder:
                    if r.resource_type == SERVER_TYPE]
         return servers[0] if len(servers) == 1 else None
 
-    def _vm(self, stack_id, role, ssh_cp_name, nic_cp_name, member=None):
-        section = params.ROOT + '.' + _SECTION[role]
+    def _vm(self, stack_id, role, ssh_cp_name, nic_cp_name, member=None,
+            pool=None):
+        section = _section_path(role, pool)
         ssh_ip = self._address(stack_id, ssh_cp_name,
                                section + '.ssh_cp_name')
         nic_ip = self._address(stack_id, nic_cp_name,
@@ -100,36 +101,39 @@ class HeatNodeFinder:
         return VmRecord(
             address=params.NodeAddress(role=role, ssh_ip=ssh_ip,
                                        nic_ip=nic_ip,
-                                       source='heat:%s' % stack_id),
+                                       source='heat:%s' % stack_id,
+                                       pool=pool),
             server_id=self._server_id(stack_id),
             stack_id=stack_id if member else None,
             member_name=member)
 
     def role_vms(self, top_stack_id, role, aspect_id, ssh_cp_name,
-                 nic_cp_name=None):
-        """The VMs of one role.
+                 nic_cp_name=None, pool=None):
+        """The VMs of one role (or of one node pool's scaling group).
 
         :param top_stack_id: the VNF's Heat stack.
         :param role: one of :data:`mgmt_driver.params.ROLES`.
         :param aspect_id: scaling group resource name, or None.
+        :param pool: the node pool these VMs make up, or None for the
+            role's own VMs; messages then name the pool's fields.
         :raises MgmtDriverNotFound: a named resource is not in the stack.
         """
+        section = _section_path(role, pool)
         if not ssh_cp_name:
-            raise _not_found('%s.%s.ssh_cp_name' % (params.ROOT,
-                                                    _SECTION[role]))
+            raise _not_found('%s.ssh_cp_name' % section)
         if not aspect_id:
             return [self._vm(top_stack_id, role, ssh_cp_name, nic_cp_name)]
-        group = self._get(top_stack_id, aspect_id, '%s.%s.aspect_id' % (
-            params.ROOT, _SECTION[role]))
+        group = self._get(top_stack_id, aspect_id, '%s.aspect_id' % section)
         members = self._heat.resource_get_list(group.physical_resource_id)
         return [self._vm(m.physical_resource_id, role, ssh_cp_name,
-                         nic_cp_name, member=m.resource_name)
+                         nic_cp_name, member=m.resource_name, pool=pool)
                 for m in sorted(members, key=lambda m: m.resource_name)]
 
     def cluster_vms(self, top_stack_id, spec):
         """Masters, workers and the gateways (external LB VMs) of
         *spec*'s cluster; the gateways are in the scaling group
-        ``external_lb_param.aspect_id`` when it is set.
+        ``external_lb_param.aspect_id`` when it is set.  The workers of
+        each node pool with an ``aspect_id`` are in that scaling group.
 
         :param spec: a :class:`mgmt_driver.params.ClusterSpec`.
         :returns: a list of :class:`VmRecord`.
@@ -138,6 +142,11 @@ class HeatNodeFinder:
         for group in (spec.master, spec.worker):
             vms += self.role_vms(top_stack_id, group.role, group.aspect_id,
                                  group.ssh_cp_name, group.nic_cp_name)
+        for pool in spec.node_pools:
+            if pool.aspect_id:
+                vms += self.role_vms(top_stack_id, params.ROLE_WORKER,
+                                     pool.aspect_id, pool.ssh_cp_name,
+                                     pool.nic_cp_name, pool=pool.name)
         lb = spec.external_lb
         if lb.ssh_cp_name:
             vms += self.role_vms(top_stack_id, params.ROLE_EXTERNAL_LB,
@@ -182,6 +191,13 @@ def resolve_vip(spec, finder, top_stack_id):
 _SECTION = {params.ROLE_MASTER: 'master_node',
             params.ROLE_WORKER: 'worker_node',
             params.ROLE_EXTERNAL_LB: 'external_lb_param'}
+
+
+def _section_path(role, pool=None):
+    """The field path of the section that names a VM's resources."""
+    if pool is not None:
+        return '%s.node_pools.%s' % (params.ROOT, pool)
+    return '%s.%s' % (params.ROOT, _SECTION[role])
 
 
 def server_ids_for_vnfcs(vnf_instance, vnfc_instance_ids):

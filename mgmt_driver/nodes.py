@@ -192,7 +192,9 @@ def build_nodes(spec, addresses, path='nodes'):
     :param addresses: :class:`~mgmt_driver.params.NodeAddress` entries,
         masters in the order kubespray should see them.
     :param path: where the entries came from, for messages.
-    :raises ParamsInvalid: listing every problem of the set.
+    :raises ParamsInvalid: listing every problem of the set, a ``pool``
+        of an entry that is not a worker's or names no aspect pool, or a
+        node that two ``node_pools`` claim.
     """
     addresses = list(addresses)
     ports = {role: spec.login_for(role).port for role in params.ROLES}
@@ -202,12 +204,26 @@ def build_nodes(spec, addresses, path='nodes'):
     problems = params.Problems()
     params.check_node_addresses(problems, path, addresses, ports, networks,
                                 params.max_gateways(spec.external_lb))
+    params.check_pool_references(problems, spec, addresses)
     problems.raise_if_any()
     built = [Node.from_address(a, ports[a.role]) for a in addresses]
+    _check_one_pool_each(spec, built)
     return ClusterNodes(
         masters=[n for n in built if n.role == params.ROLE_MASTER],
         workers=[n for n in built if n.role == params.ROLE_WORKER],
         gateways=[n for n in built if n.role == params.ROLE_EXTERNAL_LB])
+
+
+def _check_one_pool_each(spec, built):
+    """No node in two pools (found in an aspect pool and listed in
+    another, or listed by name in one pool and by address in another).
+
+    :raises ParamsInvalid: naming each such node and its pools.
+    """
+    problems = [params.pool_conflict(node, spec.pools_of(node))
+                for node in built if len(spec.pools_of(node)) > 1]
+    if problems:
+        raise exceptions.ParamsInvalid(problems)
 
 
 def nodes_from_spec(spec):
@@ -230,7 +246,10 @@ def load_topology(data, path='topology'):
           - ssh_ip: 10.10.0.11   # required
             nic_ip: 10.10.0.11   # optional, defaults to ssh_ip
             ssh_port: 22         # optional, defaults to the role's port
-        workers: [...]           # list, optional
+        workers:                 # list, optional
+          - ssh_ip: 10.10.0.21
+            pool: dpdk           # optional: a node_pools entry without
+                                 # a nodes list
         external_lb: {ssh_ip: 10.10.0.30}   # one entry, or a list of
                                             # them (gateways with a VIP)
 

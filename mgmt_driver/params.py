@@ -56,14 +56,23 @@ MAX_GATEWAYS = 100
 #: YAML rendering below recurse without end.
 MAX_REQUEST_DEPTH = 24
 
+#: Named node pools (``node_pools``) at most.
+MAX_NODE_POOLS = 64
+#: Entries of one listed pool's ``nodes`` at most.
+MAX_POOL_NODES = 1000
+
 #: Sections a scale or heal request may override, key by key.
-OVERRIDABLE_SECTIONS = ('worker_node', 'external_lb_param', 'ansible')
+OVERRIDABLE_SECTIONS = ('worker_node', 'external_lb_param', 'ansible',
+                        'node_pools')
+#: What a scale or heal request may change in an existing node pool.
+OVERRIDABLE_POOL_KEYS = ('labels', 'taints')
 
 _ROLE_KEYS = ('aspect_id', 'ssh_cp_name', 'nic_cp_name', 'username',
               'password', 'ssh_key_file', 'port', 'labels', 'taints')
 _SECTION_KEYS = {
     ROOT: ('vim_name', 'master_node', 'worker_node', 'proxy', 'ansible',
-           'external_lb_param', 'script_path', 'kubespray', 'nodes'),
+           'external_lb_param', 'script_path', 'kubespray', 'nodes',
+           'node_pools'),
     'master_node': _ROLE_KEYS + ('pod_cidr', 'cluster_cidr',
                                  'cluster_cp_name'),
     'worker_node': _ROLE_KEYS,
@@ -76,7 +85,9 @@ _SECTION_KEYS = {
                           'vip', 'vip_cp_name', 'vrrp_router_id',
                           'vrrp_password', 'aspect_id'),
     'kubespray': ('extra_vars', 'forks', 'version', 'reset_on_terminate'),
-    'node': ('role', 'ssh_ip', 'nic_ip', 'ssh_port'),
+    'node': ('role', 'ssh_ip', 'nic_ip', 'ssh_port', 'pool'),
+    'node_pool': ('aspect_id', 'ssh_cp_name', 'nic_cp_name', 'nodes',
+                  'labels', 'taints'),
 }
 
 # Variables this driver derives from typed fields or sets per operation;
@@ -211,6 +222,80 @@ class NodeSettings:
     def label_map(self):
         return dict(self.labels)
 
+    def overlaid(self, top):
+        """These settings with *top*'s laid over them.
+
+        Labels are merged, *top*'s value winning on the same key.  Taints
+        keep their order, *top*'s after these; a taint of *top* takes the
+        place of one here with the same key and effect (a node cannot
+        hold both: Kubernetes keys a taint by key and effect).
+
+        :param top: a :class:`NodeSettings` (a pool's).
+        :returns: a new :class:`NodeSettings`.
+        """
+        labels = dict(self.labels)
+        labels.update(top.labels)
+        replacing = {_taint_slot(taint): taint for taint in top.taints}
+        taints = []
+        for taint in [replacing.get(_taint_slot(t), t) for t in self.taints
+                      ] + list(top.taints):
+            if taint not in taints:
+                taints.append(taint)
+        return NodeSettings(tuple(sorted(labels.items())), tuple(taints))
+
+
+def _taint_slot(taint):
+    """``(key, effect)`` of a ``key=value:Effect`` taint."""
+    pair, _, effect = taint.rpartition(':')
+    return pair.partition('=')[0], effect
+
+
+@dataclasses.dataclass(frozen=True)
+class NodePoolSpec:
+    """One entry of ``node_pools``: labels and taints for some nodes.
+
+    An *aspect pool* has VMs of its own: the workers of the scaling group
+    *aspect_id* (Heat), or the worker entries that name it (``nodes``, a
+    topology file).  A *listed pool* names existing or future Kubernetes
+    nodes, masters included, in *nodes*.
+
+    :param name: the pool's name (a DNS-1123 label).
+    :param nodes: normalised node names and cluster addresses; empty for
+        an aspect pool.
+    :param labels: sorted ``(key, value)`` pairs, laid over the role's.
+    :param taints: ``key=value:Effect`` strings, after the role's.
+    """
+
+    name: str
+    aspect_id: str | None = None
+    ssh_cp_name: str | None = None
+    nic_cp_name: str | None = None
+    nodes: tuple = ()
+    labels: tuple = ()
+    taints: tuple = ()
+
+    @property
+    def listed(self):
+        """True for a pool that lists its nodes."""
+        return bool(self.nodes)
+
+    @property
+    def settings(self):
+        """The pool's own :class:`NodeSettings`."""
+        return NodeSettings(self.labels, self.taints)
+
+    def names(self, node):
+        """True when *nodes* names *node* (by name or cluster address)."""
+        return node.name in self.nodes or _ip_or_text(
+            node.cluster_address) in self.nodes
+
+
+def _ip_or_text(text):
+    try:
+        return str(ipaddress.ip_address(text))
+    except ValueError:
+        return text
+
 
 @dataclasses.dataclass(frozen=True)
 class ProxySpec:
@@ -324,6 +409,8 @@ class ClusterSpec:
         ``IPv4Network``.
     :param nodes: the explicit ``nodes`` entries (tuple of
         :class:`NodeAddress`), or None to discover the VMs.
+    :param node_pools: the ``node_pools`` (tuple of
+        :class:`NodePoolSpec`, in request order).
     """
 
     vim_name: str | None
@@ -338,6 +425,7 @@ class ClusterSpec:
     external_lb: ExternalLbSpec
     kubespray: KubesprayOptions
     nodes: tuple | None = None
+    node_pools: tuple = ()
 
     def login_for(self, role):
         """:returns: the :class:`Login` of *role* (one of :data:`ROLES`)."""
@@ -362,8 +450,48 @@ class ClusterSpec:
         :returns: its :class:`NodeSettings` (an LB VM: none).
         """
         group = {ROLE_MASTER: self.master, ROLE_WORKER: self.worker}
-        return group[node.role].settings if node.role in group \
-            else NodeSettings()
+        if node.role not in group:
+            return NodeSettings()
+        pool = self.pool_of(node)
+        settings = group[node.role].settings
+        return settings if pool is None else settings.overlaid(
+            pool.settings)
+
+    def pool(self, name):
+        """:returns: the :class:`NodePoolSpec` called *name*, or None."""
+        return next((p for p in self.node_pools if p.name == name), None)
+
+    def pools_of(self, node):
+        """Every pool that claims *node*: the pool it was found in
+        (``node.pool``), then the listed pools naming it.  More than one
+        is an error (:meth:`pool_of`)."""
+        found = [self.pool(node.pool)] if self.pool(node.pool) else []
+        return found + [p for p in self.node_pools
+                        if p.listed and p.names(node)]
+
+    def pool_of(self, node):
+        """:returns: the :class:`NodePoolSpec` of *node*, or None.
+        :raises ParamsInvalid: when two pools claim it.
+        """
+        pools = self.pools_of(node)
+        if len(pools) > 1:
+            raise exceptions.ParamsInvalid([pool_conflict(node, pools)])
+        return pools[0] if pools else None
+
+
+def _pool_claim(pool):
+    """How *pool* claims a node, for messages: its ``nodes``, its
+    ``aspect_id``, or (neither) the node entry naming it."""
+    how = '.nodes' if pool.listed else '.aspect_id' if pool.aspect_id \
+        else ''
+    return '%s.node_pools.%s%s' % (ROOT, pool.name, how)
+
+
+def pool_conflict(node, pools):
+    """The message for a node claimed by several *pools*."""
+    return '%s.node_pools: node %s (%s) is in %s; a node belongs to one ' \
+        'pool' % (ROOT, node.name, node.cluster_address,
+                  ' and in '.join(_pool_claim(pool) for pool in pools))
 
 
 # ---------------------------------------------------------------- problems
@@ -811,6 +939,141 @@ def _node_group(sec, role, options):
         labels=_labels(sec, 'labels'), taints=_taints(sec, 'taints'))
 
 
+def _node_pools(root, options):
+    data = root.value('node_pools', dict)
+    path = root.at('node_pools')
+    if not data:
+        return ()
+    if len(data) > MAX_NODE_POOLS:
+        root.problems.invalid(path, '%d pools: at most %d' % (
+            len(data), MAX_NODE_POOLS))
+        return ()
+    pools = (_node_pool(root.problems, path, name, body, options)
+             for name, body in data.items())
+    return tuple(pool for pool in pools if pool is not None)
+
+
+def _node_pool(problems, path, name, body, options):
+    """One ``node_pools`` entry, or None when unusable."""
+    if not isinstance(name, str) or not _DNS_LABEL_RE.fullmatch(name):
+        problems.invalid('%s.%s' % (path, _key_text(name)), (
+            'is not a pool name: a DNS-1123 label (1-63 of "a-z0-9-", '
+            'alphanumeric at both ends)'))
+        return None
+    if not isinstance(body, dict):
+        problems.invalid('%s.%s' % (path, name), 'must be a mapping, not %s'
+                         % _type_name(body))
+        return None
+    sec = Section(problems, '%s.%s' % (path, name), body,
+                  _SECTION_KEYS['node_pool'])
+    aspect_id, listed = _text(sec, 'aspect_id'), _pool_nodes(sec)
+    if aspect_id is not None and sec.given('nodes'):
+        problems.invalid(sec.at('nodes'), 'give aspect_id (VMs of the '
+                         'pool\'s own) or nodes (nodes by name or '
+                         'address), not both')
+    elif not sec.given('aspect_id') and not sec.given('nodes') and \
+            options['need_cp_names']:
+        problems.missing(sec.at('aspect_id'), 'missing: give aspect_id (the '
+                         'scaling aspect of the pool\'s VDU) or nodes')
+    for key in ('ssh_cp_name', 'nic_cp_name'):
+        if sec.given('nodes') and not sec.given('aspect_id') and \
+                sec.given(key):
+            problems.invalid(sec.at(key), 'only for a pool with aspect_id')
+    return NodePoolSpec(
+        name=name, aspect_id=aspect_id,
+        ssh_cp_name=_cp_name(sec, 'ssh_cp_name', aspect_id is not None and
+                             options['need_cp_names']),
+        nic_cp_name=_text(sec, 'nic_cp_name'), nodes=listed or (),
+        labels=_labels(sec, 'labels'), taints=_taints(sec, 'taints'))
+
+
+def _pool_nodes(sec):
+    """A listed pool's ``nodes``: normalised names and addresses."""
+    data = sec.value('nodes', list)
+    if data is None:
+        return None
+    if not 1 <= len(data) <= MAX_POOL_NODES:
+        sec.problems.invalid(sec.at('nodes'), 'must name 1 to %d nodes, '
+                             'not %d' % (MAX_POOL_NODES, len(data)))
+        return None
+    entries = []
+    for index, item in enumerate(data):
+        entry = _pool_entry(item)
+        if entry is None:
+            sec.problems.invalid(sec.at('nodes[%d]' % index), (
+                '%s is neither a node name (master-..., worker-...) nor '
+                'a cluster address') % _show(item))
+        elif entry not in entries:
+            entries.append(entry)
+    return tuple(entries)
+
+
+def _pool_entry(item):
+    """A node name as it is, an IP address normalised; None if neither."""
+    if not isinstance(item, str) or '%' in item:
+        return None
+    try:
+        return str(ipaddress.ip_address(item))
+    except ValueError:
+        pass
+    name_ok = _DNS_LABEL_RE.fullmatch(item) and item.startswith(
+        ('%s-' % ROLE_MASTER, '%s-' % ROLE_WORKER))
+    return item if name_ok else None
+
+
+def _check_pools(root, spec):
+    """Pools that would claim the same VMs: a listed entry in two pools,
+    or an aspect (or SSH CP) another role or pool uses already."""
+    path = root.at('node_pools')
+    seen = {}
+    for role, group in ((ROLE_MASTER, spec.master), (ROLE_WORKER, spec.worker),
+                        (ROLE_EXTERNAL_LB, spec.external_lb)):
+        for key in ('aspect_id', 'ssh_cp_name'):
+            value = getattr(group, key, None) if group else None
+            if value is not None:
+                seen[key, value] = '%s.%s' % (_ROLE_SECTIONS[role], key)
+    for pool in spec.node_pools:
+        keys = [('aspect_id', pool.aspect_id), ('ssh_cp_name',
+                                                pool.ssh_cp_name)]
+        keys += [('nodes', entry) for entry in pool.nodes]
+        for key, value in keys:
+            if value is None:
+                continue
+            here = 'node_pools.%s.%s' % (pool.name, key)
+            first = seen.setdefault((key, value), here)
+            if first != here:
+                root.problems.invalid('%s.%s.%s' % (path, pool.name, key), (
+                    '%s is also in %s.%s; a VM belongs to one pool or '
+                    'role') % (_show(value), ROOT, first))
+
+
+_ROLE_SECTIONS = {ROLE_MASTER: 'master_node', ROLE_WORKER: 'worker_node',
+                  ROLE_EXTERNAL_LB: 'external_lb_param'}
+
+
+def check_pool_references(problems, spec, addresses):
+    """The ``pool`` of node entries: a worker's, naming an aspect pool.
+
+    :param addresses: :class:`NodeAddress` entries (``nodes``, a
+        topology file, Heat).
+    """
+    for address in addresses:
+        if address is None or address.pool is None:
+            continue
+        path = '%s.pool' % address.source if address.source else 'pool'
+        pool = spec.pool(address.pool)
+        if address.role != ROLE_WORKER:
+            problems.invalid(path, 'only a worker entry may name a pool '
+                             '(name other nodes in a pool\'s nodes list)')
+        elif pool is None:
+            problems.invalid(path, '%s is not in %s.node_pools' % (
+                _show(address.pool), ROOT))
+        elif pool.listed:
+            problems.invalid(path, (
+                '%s.node_pools.%s lists its nodes; an entry may name only '
+                'a pool without a nodes list') % (ROOT, pool.name))
+
+
 def _master_networks(sec, kubespray):
     pod = _cidr_field(sec, 'pod_cidr', DEFAULT_POD_CIDR, ipv4_only=True,
                       var='kube_pods_subnet')
@@ -1023,7 +1286,7 @@ def _kubespray(sec):
 # ------------------------------------------------------------ node entries
 
 def parse_node_address(problems, path, data, role=None):
-    """One VM entry: ``{role, ssh_ip, nic_ip, ssh_port}``.
+    """One VM entry: ``{role, ssh_ip, nic_ip, ssh_port, pool}``.
 
     :param problems: the :class:`Problems` to report to.
     :param path: the entry's field path, e.g. ``topology.workers[0]``.
@@ -1047,10 +1310,12 @@ def parse_node_address(problems, path, data, role=None):
     ssh_ip = _ip_field(sec, 'ssh_ip', required=True)
     nic_ip = _ip_field(sec, 'nic_ip') if sec.given('nic_ip') else ssh_ip
     port = _port(sec, 'ssh_port', None)
+    pool = sec.value('pool', str)
     if None in (role, ssh_ip, nic_ip) or (
-            port is None and sec.given('ssh_port')):
+            port is None and sec.given('ssh_port')) or (
+            pool is None and sec.given('pool')):
         return None
-    return NodeAddress(role, ssh_ip, nic_ip, port, source=path)
+    return NodeAddress(role, ssh_ip, nic_ip, port, source=path, pool=pool)
 
 
 def check_node_addresses(problems, path, addresses, ports=None,
@@ -1138,6 +1403,7 @@ def _check_nodes(root, spec):
                  'service CIDR (master_node.cluster_cidr)'))
     check_node_addresses(root.problems, root.at('nodes'), spec.nodes,
                          ports, networks, max_gateways(spec.external_lb))
+    check_pool_references(root.problems, spec, spec.nodes)
 
 
 def max_gateways(lb_spec):
@@ -1253,7 +1519,9 @@ def _build(root, options):
                          options),
         external_lb=_external_lb(root.section(
             'external_lb_param', keys['external_lb_param'], True), options),
-        kubespray=kubespray, nodes=nodes)
+        kubespray=kubespray, nodes=nodes,
+        node_pools=_node_pools(root, options))
+    _check_pools(root, spec)
     _check_nodes(root, spec)
     if nodes is not None and spec.external_lb is not None and \
             spec.external_lb.vip_cp_name is not None:
@@ -1297,7 +1565,9 @@ def merge_operation_params(instantiated, operation, operation_name='scale',
 
     Only :data:`OVERRIDABLE_SECTIONS` may be overridden; within a section
     each given key replaces the instantiated one (a mapping value such as
-    ``labels`` is replaced whole), other keys are kept.
+    ``labels`` is replaced whole), other keys are kept.  ``node_pools`` is
+    merged pool by pool: a request may give an existing pool other
+    :data:`OVERRIDABLE_POOL_KEYS`, nothing else.
 
     :param instantiated: the ``additionalParams`` of the instantiation.
     :param operation: the operation request's ``additionalParams`` (None
@@ -1347,10 +1617,37 @@ def _merge_sections(problems, target, overrides, operation_name):
         elif not isinstance(section, dict):
             problems.invalid(path, 'must be a mapping, not %s'
                              % _type_name(section))
+        elif name == 'node_pools':
+            _merge_pools(problems, path, target, section, operation_name)
         elif isinstance(target.get(name), dict):
             target[name].update(copy.deepcopy(section))
         else:
             target[name] = copy.deepcopy(section)
+
+
+def _merge_pools(problems, path, target, overrides, operation_name):
+    """``node_pools`` overrides: labels and taints of existing pools,
+    pool by pool and key by key."""
+    pools = target.get('node_pools')
+    pools = pools if isinstance(pools, dict) else {}
+    for name, changes in overrides.items():
+        pool_path = '%s.%s' % (path, _key_text(name))
+        if not isinstance(pools.get(name), dict):
+            problems.invalid(pool_path, 'is not a pool of the instantiation; '
+                             'a %s request may only change the labels and '
+                             'taints of one' % operation_name)
+        elif not isinstance(changes, dict):
+            problems.invalid(pool_path, 'must be a mapping, not %s'
+                             % _type_name(changes))
+        else:
+            refused = [key for key in changes
+                       if key not in OVERRIDABLE_POOL_KEYS]
+            for key in refused:
+                problems.invalid('%s.%s' % (pool_path, _key_text(key)), (
+                    'cannot be changed by a %s request (only %s)') % (
+                        operation_name, ', '.join(OVERRIDABLE_POOL_KEYS)))
+            if not refused:
+                pools[name].update(copy.deepcopy(changes))
 
 
 def parse_for_operation(instantiated, operation, operation_name='scale',
@@ -1391,4 +1688,6 @@ def describe(spec):
     ]
     if spec.nodes is not None:
         parts.append('%d explicit node(s)' % len(spec.nodes))
+    if spec.node_pools:
+        parts.append('%d node pool(s)' % len(spec.node_pools))
     return 'valid: ' + ', '.join(parts)

@@ -53,6 +53,7 @@ import os
 import pickle
 import sys
 import types
+import typing
 
 from oslo_log import log as logging
 
@@ -271,38 +272,40 @@ class V2NodeFinder:
         return _ip_or_none(address)
 
     def _role_of(self, stack_id, spec):
-        for role in _ROLES:
-            cp = _cp_names(spec, role)[0]
-            resource = self._resource(stack_id, cp) if cp else None
+        """The :class:`_VmKind` whose ``ssh_cp_name`` *stack_id* holds,
+        and that resource; ``(None, None)`` if none."""
+        for kind in _vm_kinds(spec):
+            resource = self._resource(stack_id, kind.ssh_cp_name) \
+                if kind.ssh_cp_name else None
             if resource is not None:
-                return role, resource
+                return kind, resource
         return None, None
 
     def vm(self, vnfc, spec, instance_id):
         """One VNFC as a ``heat.VmRecord`` (None: its stack has no CP of
         any role, or the VM is gone)."""
         stack_id = _stack_of(vnfc, instance_id)
-        role, ssh_res = self._role_of(stack_id, spec)
-        if role is None:
+        kind, ssh_res = self._role_of(stack_id, spec)
+        if kind is None:
             LOG.warning('VNF instance %s: VNFC %s left out: Heat stack %s '
                         'has none of the ssh_cp_name resources (the VM is '
                         'gone, or the parameters name other CPs)',
                         instance_id, vnfc.get('id'), stack_id)
             return None
-        section = '%s.%s' % (params.ROOT, _SECTION[role])
         ssh_ip = self._address(ssh_res)
-        nic_cp = _cp_names(spec, role)[1]
+        nic_cp = kind.nic_cp_name
         nic_res = self._resource(stack_id, nic_cp) if nic_cp else ssh_res
         nic_ip = self._address(nic_res) if nic_res else None
         if not ssh_ip or not nic_ip:
             raise exceptions.MgmtDriverNotFound(
                 param='%s.%s (no IP address in Heat stack %s)' % (
-                    section, 'ssh_cp_name' if not ssh_ip else 'nic_cp_name',
-                    stack_id))
+                    kind.section, 'ssh_cp_name' if not ssh_ip
+                    else 'nic_cp_name', stack_id))
         return heat.VmRecord(
-            address=params.NodeAddress(role=role, ssh_ip=ssh_ip,
+            address=params.NodeAddress(role=kind.role, ssh_ip=ssh_ip,
                                        nic_ip=nic_ip,
-                                       source='heat:%s' % stack_id),
+                                       source='heat:%s' % stack_id,
+                                       pool=kind.pool),
             server_id=(vnfc.get('computeResource') or {}).get('resourceId'),
             stack_id=stack_id, member_name=None)
 
@@ -323,12 +326,36 @@ def _ip_or_none(value):
         return None
 
 
-def _cp_names(spec, role):
-    if role == params.ROLE_EXTERNAL_LB:
-        lb = spec.external_lb
-        return lb.ssh_cp_name, lb.nic_cp_name
-    group = spec.master if role == params.ROLE_MASTER else spec.worker
-    return group.ssh_cp_name, group.nic_cp_name
+class _VmKind(typing.NamedTuple):
+    """What a VNFC's Heat stack can be: a VM of *role*, in *pool* or not,
+    told by its ``ssh_cp_name``; *section* is where the names are."""
+
+    role: str
+    pool: str | None
+    ssh_cp_name: str | None
+    nic_cp_name: str | None
+    section: str
+
+
+def _vm_kinds(spec):
+    """Masters, workers, gateways, then each aspect pool's workers (a
+    pool's CP names are its own: :mod:`mgmt_driver.params` refuses one
+    that a role or another pool has)."""
+    kinds = []
+    for role in _ROLES:
+        group = {params.ROLE_MASTER: spec.master,
+                 params.ROLE_WORKER: spec.worker,
+                 params.ROLE_EXTERNAL_LB: spec.external_lb}[role]
+        kinds.append(_VmKind(role, None, group.ssh_cp_name,
+                             group.nic_cp_name,
+                             '%s.%s' % (params.ROOT, _SECTION[role])))
+    for pool in spec.node_pools:
+        if pool.ssh_cp_name:
+            kinds.append(_VmKind(params.ROLE_WORKER, pool.name,
+                                 pool.ssh_cp_name, pool.nic_cp_name,
+                                 '%s.node_pools.%s' % (params.ROOT,
+                                                       pool.name)))
+    return kinds
 
 
 def tacker_heat_client(inst):

@@ -15,6 +15,7 @@ INSTANTIATE = str(SAMPLES / 'instantiate_simple.json')
 KINDS = {'instantiate_simple.json': 'instantiate',
          'instantiate_ha.json': 'instantiate',
          'instantiate_keyauth.json': 'instantiate',
+         'instantiate_node_pools.json': 'instantiate',
          'scale_out.json': 'scale', 'scale_in.json': 'scale',
          'heal_vnf.json': 'heal', 'heal_vnfc.json': 'heal',
          'terminate.json': 'terminate'}

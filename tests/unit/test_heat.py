@@ -159,7 +159,7 @@ def test_gateways_of_a_scaling_group():
             ssh_cp_name='externalLB_FloatingIP', nic_cp_name=None),
         worker=types.SimpleNamespace(role=params.ROLE_WORKER,
                                      **vars(group)),
-        external_lb=group)
+        external_lb=group, node_pools=())
     vms = heat.HeatNodeFinder(FakeHeat()).cluster_vms('top', spec)
     gateways = [v for v in vms if v.address.role == params.ROLE_EXTERNAL_LB]
     assert [(v.address.nic_ip, v.stack_id, v.member_name)

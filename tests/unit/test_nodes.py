@@ -296,8 +296,8 @@ def test_topology_entry_fields():
     ({}, ['topology.external_lb: missing', 'topology.masters: missing']),
     ({'masters': [{'ssh_ip': '10.0.0.1', 'role': 'worker'}],
       'worker': [], 'external_lb': {'ssh_ip': '10.0.0.9'}},
-     ["topology.masters[0].role: unknown key (known keys: nic_ip, ssh_ip, "
-      "ssh_port)",
+     ["topology.masters[0].role: unknown key (known keys: nic_ip, pool, "
+      "ssh_ip, ssh_port)",
       "topology.worker: unknown key (did you mean 'workers'?)"]),
     ({'masters': [{'ssh_ip': '10.0.0.300'}], 'workers': 'w',
       'external_lb': 'lb'},

@@ -90,7 +90,8 @@ def test_defaults():
 
 @pytest.mark.parametrize('name', ['instantiate_simple.json',
                                   'instantiate_ha.json',
-                                  'instantiate_keyauth.json'])
+                                  'instantiate_keyauth.json',
+                                  'instantiate_node_pools.json'])
 def test_samples_validate(name):
     spec = params.parse_params(params_data.sample(name))
     assert spec.master.aspect_id == 'master_instance'
@@ -653,9 +654,9 @@ def test_overrides_that_are_not_allowed():
                                    operation_name='heal')
     assert info.value.problems == [
         P + '.kubespray: cannot be changed by a heal request (only '
-            'worker_node, external_lb_param, ansible)',
+            'worker_node, external_lb_param, ansible, node_pools)',
         P + '.master_node: cannot be changed by a heal request (only '
-            'worker_node, external_lb_param, ansible)',
+            'worker_node, external_lb_param, ansible, node_pools)',
         P + '.worker_node: must be a mapping, not str']
 
 

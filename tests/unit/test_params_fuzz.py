@@ -98,6 +98,7 @@ VRID = 'vrid'
 SECTION, LABELS, EXTRA_VARS, NODES, ENTRY = (
     'section', 'labels', 'extra_vars', 'nodes', 'entry')
 TAINTS = 'taints'
+POOLS, POOL_NODES = 'pools', 'pool_nodes'
 
 _ROLE_FIELDS = {'aspect_id': TEXT, 'ssh_cp_name': TEXT, 'nic_cp_name': TEXT,
                 'username': USER, 'password': TEXT,
@@ -107,7 +108,8 @@ _ROLE_FIELDS = {'aspect_id': TEXT, 'ssh_cp_name': TEXT, 'nic_cp_name': TEXT,
 FIELDS = {
     (): {'vim_name': TEXT, 'master_node': SECTION, 'worker_node': SECTION,
          'proxy': SECTION, 'ansible': SECTION, 'external_lb_param': SECTION,
-         'script_path': PACKAGE_PATH, 'kubespray': SECTION, 'nodes': NODES},
+         'script_path': PACKAGE_PATH, 'kubespray': SECTION, 'nodes': NODES,
+         'node_pools': POOLS},
     ('master_node',): dict(_ROLE_FIELDS, pod_cidr=CIDR4, cluster_cidr=CIDR4,
                            cluster_cp_name=TEXT),
     ('worker_node',): dict(_ROLE_FIELDS),
@@ -126,7 +128,11 @@ FIELDS = {
     ('kubespray',): {'extra_vars': EXTRA_VARS, 'forks': FORKS,
                      'version': VERSION, 'reset_on_terminate': BOOL},
 }
-NODE_FIELDS = {'role': ROLE, 'ssh_ip': IP, 'nic_ip': IP, 'ssh_port': PORT}
+NODE_FIELDS = {'role': ROLE, 'ssh_ip': IP, 'nic_ip': IP, 'ssh_port': PORT,
+               'pool': TEXT}
+#: The keys of each ``node_pools`` entry (the pool names are free).
+POOL_FIELDS = {'aspect_id': TEXT, 'ssh_cp_name': TEXT, 'nic_cp_name': TEXT,
+               'nodes': POOL_NODES, 'labels': LABELS, 'taints': TAINTS}
 #: Keys that are required whatever the rest of the request says.
 REQUIRED = {
     (): ('master_node', 'worker_node', 'ansible', 'external_lb_param'),
@@ -142,10 +148,14 @@ PASSWORD_KEY = {('master_node',): 'password', ('worker_node',): 'password',
 CP_NAME_SECTIONS = (('master_node',), ('worker_node',),
                     ('external_lb_param',))
 OVERRIDABLE = params.OVERRIDABLE_SECTIONS
+# Sections whose keys override mutations write into; node_pools overrides
+# (pool by pool) are tested in test_node_pools.
+OVERRIDE_SECTIONS = tuple(name for name in OVERRIDABLE
+                          if name != 'node_pools')
 _STR_KINDS = (TEXT, USER, IP, CIDR4, CIDR, URL, LOCAL_PATH, REMOTE_PATH,
               PACKAGE_PATH, VERSION, RANGE, ROLE)
 _ALL_KEYS = sorted({key for fields in FIELDS.values() for key in fields} |
-                   set(NODE_FIELDS))
+                   set(NODE_FIELDS) | set(POOL_FIELDS))
 MISSING = object()
 
 
@@ -176,6 +186,9 @@ def field_of(path):
         if parts and parts[-1] in ('labels', 'extra_vars'):
             parts.append('*')
             break
+        if parts == ['node_pools']:  # a pool's name
+            parts.append('*')
+            continue
         parts.append('[]' if isinstance(key, At) else str(key))
     return '.'.join(parts)
 
@@ -219,7 +232,7 @@ def _sample(name):
     return params_data.sample(name)
 
 
-def _with_nodes(additional_params):
+def _with_nodes(additional_params, worker_pool=None):
     nodes = [{'role': 'master', 'ssh_ip': '192.168.10.11',
               'nic_ip': '10.10.0.11'},
              {'role': 'worker', 'ssh_ip': '192.168.10.21',
@@ -227,6 +240,8 @@ def _with_nodes(additional_params):
              {'role': 'worker', 'ssh_ip': '192.168.10.22',
               'nic_ip': '10.10.0.22', 'ssh_port': 2222},
              {'role': 'external_lb', 'ssh_ip': '192.168.10.40'}]
+    if worker_pool:
+        nodes[2]['pool'] = worker_pool
     additional_params[ROOT]['nodes'] = nodes
     return additional_params
 
@@ -237,6 +252,10 @@ BASES = {
     'simple': lambda: copy.deepcopy(_sample('instantiate_simple.json')),
     'ha': lambda: copy.deepcopy(_sample('instantiate_ha.json')),
     'keyauth': lambda: copy.deepcopy(_sample('instantiate_keyauth.json')),
+    'pools': lambda: copy.deepcopy(_sample('instantiate_node_pools.json')),
+    'pools_nodes': lambda: _with_nodes(
+        copy.deepcopy(_sample('instantiate_node_pools.json')),
+        worker_pool='dpdk'),
     'simple_nodes': lambda: _with_nodes(
         copy.deepcopy(_sample('instantiate_simple.json'))),
     'minimal_nodes': lambda: _with_nodes(params_data.minimal()),
@@ -301,7 +320,7 @@ BASE_TYPE = dict.fromkeys(_STR_KINDS, 'str')
 BASE_TYPE.update({PORT: 'int', FORKS: 'int', VRID: 'int', BOOL: 'bool',
                   SECTION: 'dict',
                   LABELS: 'dict', EXTRA_VARS: 'dict', NODES: 'list',
-                  TAINTS: 'list',
+                  TAINTS: 'list', POOLS: 'dict', POOL_NODES: 'list',
                   NO_PROXY: 'no_proxy', ENTRY: 'entry'})
 
 
@@ -431,6 +450,15 @@ BAD = {
             'a=b c:NoSchedule', 'a=b:NoSchedule\n', 'a\n=b:NoSchedule',
             '/a=b:NoSchedule', '', ':NoSchedule', 5, None, [], {}))).map(
         lambda t: t[0] + [t[1]]),
+    # A node pool's list with one entry that is neither a node name nor
+    # an address, or no entry at all.
+    POOL_NODES: st.tuples(
+        st.lists(st.just('worker-10-10-0-21'), max_size=1),
+        st.sampled_from((
+            'lb-10-10-0-40', 'Worker-10-10-0-21', 'worker_10', 'node-1',
+            'worker-', '10.10.0.256', 'fe80::1%eth0', '', 5, None, [],
+            'worker-' + 'a' * 60))).map(lambda t: t[0] + [t[1]]) |
+    st.just([]),
 }
 
 _BAD_LABEL_KEYS = (
@@ -508,7 +536,7 @@ class Ctx:
             return self.target
         merged = copy.deepcopy(self.instantiated)
         for name, section in self.target.items():
-            if name in OVERRIDABLE and isinstance(section, dict):
+            if name in OVERRIDE_SECTIONS and isinstance(section, dict):
                 if isinstance(merged.get(name), dict):
                     merged[name].update(section)
                 else:
@@ -518,7 +546,7 @@ class Ctx:
     def sections(self):
         """Section paths the mutations may write into."""
         if self.override:
-            return [(name,) for name in OVERRIDABLE]
+            return [(name,) for name in OVERRIDE_SECTIONS]
         return list(FIELDS)
 
     def done(self, path):
@@ -552,7 +580,18 @@ def leaves(ctx, kinds=None):
             if isinstance(entry, dict):
                 found += [(('nodes', At(index), key), kind)
                           for key, kind in NODE_FIELDS.items()]
+    found += [(path + (key,), kind) for path, _ in _pools(ctx, view)
+              for key, kind in POOL_FIELDS.items()]
     return [leaf for leaf in found if kinds is None or leaf[1] in kinds]
+
+
+def _pools(ctx, view):
+    """``(path, mapping)`` of each ``node_pools`` entry of *view*."""
+    pools = view.get('node_pools')
+    if ctx.override or not isinstance(pools, dict):
+        return []
+    return [(('node_pools', name), pool) for name, pool in pools.items()
+            if isinstance(pool, dict)]
 
 
 def required_paths(ctx):
@@ -623,6 +662,7 @@ def _sections_with_keys(ctx):
         found += [(('nodes', At(index)), entry, NODE_FIELDS)
                   for index, entry in enumerate(nodes)
                   if isinstance(entry, dict)]
+    found += [(path, pool, POOL_FIELDS) for path, pool in _pools(ctx, target)]
     return found
 
 
@@ -660,7 +700,8 @@ def m_misspell(draw, ctx):
     path, key = draw(st.sampled_from(choices))
     data = lookup(ctx.target, path)
     known = OVERRIDABLE if ctx.override and path == () else (
-        NODE_FIELDS if path[:1] == ('nodes',) else FIELDS[path])
+        NODE_FIELDS if path[:1] == ('nodes',) else
+        POOL_FIELDS if path[:1] == ('node_pools',) else FIELDS[path])
     name = _unused(draw(typo(key)), known, data)
     data[name] = data.pop(key)
     return ctx.done(path + (name,))
@@ -806,9 +847,10 @@ def m_inventory(draw, ctx):
 
 
 def m_labels(draw, ctx):
-    sections = [('worker_node',)] if ctx.override else [
-        ('master_node',), ('worker_node',)]
     view = ctx.view()
+    sections = [('worker_node',)] if ctx.override else [
+        ('master_node',), ('worker_node',)] + [
+            path for path, _ in _pools(ctx, view)]
     sections = [s for s in sections if _writable(view, s)]
     if not sections:
         return False
@@ -820,6 +862,20 @@ def m_labels(draw, ctx):
     else:
         put(ctx.target, path, {key: value})
     return ctx.done(path + (key,))
+
+
+def m_pool(draw, ctx):
+    """A new listed pool (on any base) with one malformed field."""
+    pools = ctx.view().get('node_pools', {})
+    if ctx.override or not isinstance(pools, dict):
+        return False
+    key, kind = draw(st.sampled_from(sorted(POOL_FIELDS.items())))
+    pool = {'nodes': ['10.10.9.9']}
+    bad = BAD_LABEL.map(lambda kv: {kv[0]: kv[1]}) if kind == LABELS \
+        else BAD[kind]
+    pool[key] = draw(bad | WRONG[BASE_TYPE[kind]])
+    put(ctx.target, ('node_pools', 'fuzz'), pool)
+    return ctx.done(('node_pools', 'fuzz', key))
 
 
 def m_extra_vars(draw, ctx):
@@ -935,7 +991,7 @@ MUTATIONS = {
     'unknown_key': m_unknown_key, 'networks': m_networks, 'ports': m_ports,
     'inventory': m_inventory, 'labels': m_labels,
     'extra_vars': m_extra_vars, 'node_set': m_node_set,
-    'node_entry': m_node_entry,
+    'node_entry': m_node_entry, 'pool': m_pool,
 }
 _DRAWN = sorted(MUTATIONS) + ['wrong_type', 'bad_value', 'bad_value',
                               'hostile', 'delete']
@@ -1131,6 +1187,7 @@ def test_field_table_covers_every_key():
     table = {section[0] if section else ROOT: set(fields)
              for section, fields in FIELDS.items()}
     table['node'] = set(NODE_FIELDS)
+    table['node_pool'] = set(POOL_FIELDS)
     assert table == {name: set(keys)
                      for name, keys in params._SECTION_KEYS.items()}
 
@@ -1305,6 +1362,7 @@ def _fields_missed():
     fields = ['.'.join(section + (key,))
               for section, keys in FIELDS.items() for key in keys]
     fields += ['nodes.[].' + key for key in NODE_FIELDS]
+    fields += ['node_pools.*.' + key for key in POOL_FIELDS]
     return fields, [field for field in fields if not any(
         hit == field or hit.startswith(field + '.') for hit in FIELDS_HIT)]
 
