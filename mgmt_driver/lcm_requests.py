@@ -14,6 +14,7 @@ full (unknown keys, types, values); what the real instantiation holds
 cannot be checked then.
 """
 
+import copy
 import dataclasses
 
 from mgmt_driver import exceptions
@@ -113,13 +114,26 @@ def _check_kind(document, kind, instantiated, default_key_file):
 
 def _check_overrides(document, kind, instantiated, default_key_file):
     operation = additional_params(document)
-    base = _PLACEHOLDER if instantiated is None else \
+    base = _placeholder(operation) if instantiated is None else \
         additional_params(instantiated)
     spec = params.parse_for_operation(
         base, operation, kind, default_key_file=default_key_file,
         need_cp_names=instantiated is not None)
     return Checked(kind, spec, _overridden(operation),
                    instantiated is not None)
+
+
+def _placeholder(operation):
+    """The placeholder instantiation, with an empty pool for each pool the
+    *operation* overrides (its keys are checked, not its existence)."""
+    base = copy.deepcopy(_PLACEHOLDER)
+    overrides = operation.get(params.ROOT) if isinstance(operation, dict) \
+        else None
+    pools = overrides.get('node_pools') if isinstance(overrides, dict) \
+        else None
+    if isinstance(pools, dict):
+        base[params.ROOT]['node_pools'] = {name: {} for name in pools}
+    return base
 
 
 def _overridden(operation):

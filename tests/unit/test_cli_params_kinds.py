@@ -83,3 +83,34 @@ def test_instantiated_is_refused_for_an_instantiate_request(capsys):
     assert code == cli.EXIT_BAD_INPUT
     assert err == ('kubespray-mgmt: --instantiated: only for scale, heal and '
                    'terminate requests (PARAMS is an instantiate request)\n')
+
+
+def _pool_scale(tmp_path, pools):
+    body = {'type': 'SCALE_OUT', 'aspectId': 'dpdk_worker_instance',
+            'additionalParams': {'k8s_cluster_installation_param': {
+                'node_pools': pools}}}
+    path = tmp_path / 'scale.json'
+    path.write_text(json.dumps(body))
+    return str(path)
+
+
+def test_pool_overrides_are_checked_alone_and_merged(tmp_path, capsys):
+    scale = _pool_scale(tmp_path, {'dpdk': {'labels': {'a': 'b'}},
+                                   'zone-a': {'taints': ['x:NoSchedule']}})
+    code, out, err = _check(capsys, scale)
+    assert code == cli.EXIT_OK, err
+    assert out.startswith('valid scale request: overrides node_pools')
+    code, out, err = _check(capsys, '--instantiated', str(
+        SAMPLES / 'instantiate_node_pools.json'), scale)
+    assert code == cli.EXIT_OK, err
+    code, _, err = _check(capsys, '--instantiated', INSTANTIATE, scale)
+    assert code == cli.EXIT_BAD_INPUT
+    assert 'node_pools.dpdk: is not a pool of the instantiation' in err
+
+
+def test_a_pool_override_problem_names_the_field(tmp_path, capsys):
+    code, _, err = _check(capsys, _pool_scale(tmp_path, {
+        'dpdk': {'labels': {'a': 'b c'}, 'nodes': ['10.10.0.9']}}))
+    assert code == cli.EXIT_BAD_INPUT
+    assert 'node_pools.dpdk.nodes: cannot be changed by a scale request ' \
+        '(only labels, taints)' in err
