@@ -465,9 +465,10 @@ class ClusterSpec:
         """Every pool that claims *node*: the pool it was found in
         (``node.pool``), then the listed pools naming it.  More than one
         is an error (:meth:`pool_of`)."""
-        found = [self.pool(node.pool)] if self.pool(node.pool) else []
-        return found + [p for p in self.node_pools
-                        if p.listed and p.names(node)]
+        own = self.pool(node.pool)
+        return ([own] if own is not None else []) + [
+            p for p in self.node_pools
+            if p.listed and p is not own and p.names(node)]
 
     def pool_of(self, node):
         """:returns: the :class:`NodePoolSpec` of *node*, or None.
@@ -1024,14 +1025,7 @@ def _pool_entry(item):
 def _check_pools(root, spec):
     """Pools that would claim the same VMs: a listed entry in two pools,
     or an aspect (or SSH CP) another role or pool uses already."""
-    path = root.at('node_pools')
-    seen = {}
-    for role, group in ((ROLE_MASTER, spec.master), (ROLE_WORKER, spec.worker),
-                        (ROLE_EXTERNAL_LB, spec.external_lb)):
-        for key in ('aspect_id', 'ssh_cp_name'):
-            value = getattr(group, key, None) if group else None
-            if value is not None:
-                seen[key, value] = '%s.%s' % (_ROLE_SECTIONS[role], key)
+    path, seen = root.at('node_pools'), _role_claims(spec)
     for pool in spec.node_pools:
         keys = [('aspect_id', pool.aspect_id), ('ssh_cp_name',
                                                 pool.ssh_cp_name)]
@@ -1045,6 +1039,18 @@ def _check_pools(root, spec):
                 root.problems.invalid('%s.%s.%s' % (path, pool.name, key), (
                     '%s is also in %s.%s; a VM belongs to one pool or '
                     'role') % (_show(value), ROOT, first))
+
+
+def _role_claims(spec):
+    """``{(key, value): field}`` of the roles' aspects and SSH CPs."""
+    claims = {}
+    for role, group in ((ROLE_MASTER, spec.master), (ROLE_WORKER, spec.worker),
+                        (ROLE_EXTERNAL_LB, spec.external_lb)):
+        for key in ('aspect_id', 'ssh_cp_name'):
+            value = getattr(group, key, None) if group else None
+            if value is not None:
+                claims[key, value] = '%s.%s' % (_ROLE_SECTIONS[role], key)
+    return claims
 
 
 _ROLE_SECTIONS = {ROLE_MASTER: 'master_node', ROLE_WORKER: 'worker_node',
