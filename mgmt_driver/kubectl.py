@@ -220,6 +220,8 @@ class NodeInfo:
     :param internal_ip: the ``InternalIP`` address or ''.
     :param labels: every label, ``{key: value}``.
     :param schedulable: False when cordoned.
+    :param taints: ``key=value:Effect`` (``key:Effect`` without a value)
+        strings, in the node's order.
     """
 
     name: str
@@ -229,6 +231,7 @@ class NodeInfo:
     internal_ip: str
     labels: dict
     schedulable: bool
+    taints: tuple = ()
 
 
 def _node_info(item, where):
@@ -240,6 +243,9 @@ def _node_info(item, where):
             raise _BadShape('%s.metadata.labels values must be strings'
                             % where)
     spec = _field(item, 'spec', dict, where, {})
+    taints = tuple(_taint_text(entry, where + '.spec.taints[]')
+                   for entry in _field(spec, 'taints', list,
+                                       where + '.spec', []))
     name = _name_of(item, where)
     status = _field(item, 'status', dict, where, {})
     where += '.status'
@@ -252,7 +258,18 @@ def _node_info(item, where):
         kubelet_version=_field(info, 'kubeletVersion', str,
                                where + '.nodeInfo', ''),
         internal_ip=_address(status, 'InternalIP', where),
-        labels=dict(labels), schedulable=not spec.get('unschedulable'))
+        labels=dict(labels), schedulable=not spec.get('unschedulable'),
+        taints=taints)
+
+
+def _taint_text(entry, where):
+    """One ``spec.taints`` entry as ``key=value:Effect``."""
+    if not isinstance(entry, dict):
+        raise _BadShape('%s must be objects' % where)
+    key = _field(entry, 'key', str, where)
+    value = _field(entry, 'value', str, where, '')
+    effect = _field(entry, 'effect', str, where)
+    return '%s%s:%s' % (key, '=' + value if value else '', effect)
 
 
 def _condition(status, kind, where):
@@ -396,6 +413,19 @@ class KubectlClient:
         """
         return self._items(_node_info, 'get', 'nodes')
 
+    def node(self, name):
+        """Node *name* as :meth:`nodes` sees it, or None when it is not
+        registered: one command.
+
+        :raises RemoteDataInvalid: kubectl printed no valid node.
+        """
+        result = self._run('get', 'node', _check_node_name(name),
+                           '--ignore-not-found', '-o', 'json')
+        if not result.stdout.strip():
+            return None
+        with _parsing(self.conn.host, 'output of kubectl get node'):
+            return _node_info(_load_json(result.stdout), 'the output')
+
     def node_exists(self, name):
         """Whether node *name* is registered: one command."""
         result = self._run('get', 'node', _check_node_name(name),
@@ -449,18 +479,21 @@ class KubectlClient:
 
     def label(self, name, labels):
         """Set *labels* (``(key, value)`` pairs) on node *name*, over
-        any value they had: one command.
+        any value they had; a None value removes the label: one command.
 
         :returns: False when the node does not exist (nothing to do).
         :raises RemoteCommandFailed: kubectl failed for another reason.
         """
         return self._on_node(
             name, 'label', 'node', _check_node_name(name), '--overwrite',
-            *('%s=%s' % pair for pair in labels))
+            *(key + '-' if value is None else '%s=%s' % (key, value)
+              for key, value in labels))
 
     def taint(self, name, taints):
         """Set *taints* (``key=value:Effect`` strings) on node *name*,
-        replacing a taint of the same key and effect: one command.
+        replacing a taint of the same key and effect, or remove them
+        (``key:Effect-``, ``key-``: kubectl fails for a taint the node
+        does not have): one command.
 
         :returns: False when the node does not exist (nothing to do).
         :raises RemoteCommandFailed: kubectl failed for another reason.

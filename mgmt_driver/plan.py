@@ -45,7 +45,10 @@ def _answer(command):
     if ' get secret ' in command:
         return _PLACEHOLDER_SECRET
     if ' get node ' in command:
-        return 'node/%s\n' % command.split(' get node ', 1)[1].split()[0]
+        name = command.split(' get node ', 1)[1].split()[0]
+        if ' -o json' in command:
+            return json.dumps({'metadata': {'name': name}})
+        return 'node/%s\n' % name
     if ' get nodes ' in command or ' get pods ' in command:
         return json.dumps({'items': []})
     if ' get configmap cluster-info ' in command:

@@ -386,7 +386,8 @@ class StatusReader:
         section = _section(host=client.conn.host, items=[])
         try:
             section['items'] = [dict(dataclasses.asdict(n),
-                                     roles=list(n.roles))
+                                     roles=list(n.roles),
+                                     taints=list(n.taints))
                                 for n in client.nodes()]
         except _READ_ERRORS as exc:
             return _failed(section, exc)

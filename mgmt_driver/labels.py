@@ -1,0 +1,141 @@
+"""Each node's labels and taints: day-2 changes, and their record.
+
+A node gets its labels and taints from the parameters when it first
+appears in the inventory (:meth:`mgmt_driver.params.ClusterSpec.
+node_settings`: its role, its node pool, a scale request's overrides).
+From then on the driver keeps what the node has in the workspace file
+:data:`RECORD_FILE` and renders the inventory's ``node_labels`` and
+``node_taints`` from it: kubespray applies both again on every play that
+reaches the node (``kubectl label``/``taint --overwrite``), so rendering
+them from the parameters would undo a relabel, or a scale request's
+values, at the next upgrade.  A relabel changes the record first, then
+the node; a healed node joins again with its record.
+
+The record is read back from the Ansible server, so :func:`parse_record`
+trusts nothing in it: every name, label and taint is checked as a
+request's are, in one linear pass.
+"""
+
+import yaml
+
+from mgmt_driver import nodes
+from mgmt_driver import params
+from mgmt_driver import safeyaml
+
+RECORD_FILE = 'node-settings.yaml'
+
+#: Most nodes a record may hold (far above any cluster's size).
+MAX_NODES = 10000
+
+_NODE_KEYS = ('labels', 'taints')
+
+
+def taint_key_effect(taint):
+    """``(key, effect)`` of ``key=value:Effect`` or ``key:Effect``."""
+    pair, _, effect = taint.rpartition(':')
+    return pair.partition('=')[0], effect
+
+
+def apply_change(settings, labels=(), taints=()):
+    """*settings* changed as ``kubectl label``/``taint`` would change a
+    node.
+
+    :param settings: a :class:`mgmt_driver.params.NodeSettings`.
+    :param labels: ``(key, value)`` pairs; a None value removes the key
+        (``key-``).
+    :param taints: ``key=value:Effect`` strings set (one of the same key
+        and effect is replaced); ``key:Effect-`` removes that taint and
+        ``key-`` every taint of that key.
+    :returns: a new :class:`~mgmt_driver.params.NodeSettings`.
+    """
+    label_map = settings.label_map
+    for key, value in labels:
+        if value is None:
+            label_map.pop(key, None)
+        else:
+            label_map[key] = value
+    kept = list(settings.taints)
+    for taint in taints:
+        if taint.endswith('-'):
+            kept = [t for t in kept if not _removes(taint[:-1], t)]
+        else:
+            kept = [t for t in kept
+                    if taint_key_effect(t) != taint_key_effect(taint)]
+            kept.append(taint)
+    return params.NodeSettings(tuple(sorted(label_map.items())),
+                               tuple(kept))
+
+
+def taints_to_send(taints, present):
+    """What of *taints* (as :func:`apply_change` takes them) to give
+    ``kubectl taint``: every taint to set, and the removals of taints in
+    *present* (the node's ``key=value:Effect`` strings) only, since
+    kubectl fails for a taint the node does not have."""
+    return [taint for taint in taints
+            if not taint.endswith('-') or any(
+                _removes(taint[:-1], t) for t in present)]
+
+
+def _removes(removal, taint):
+    key, effect = taint_key_effect(taint)
+    if ':' in removal:
+        return (key, effect) == taint_key_effect(removal)
+    return key == removal
+
+
+def render_record(settings):
+    """The text of :data:`RECORD_FILE`.
+
+    :param settings: ``{node name: NodeSettings}``.
+    """
+    doc = {name: {'labels': settings[name].label_map,
+                  'taints': list(settings[name].taints)}
+           for name in sorted(settings)}
+    return yaml.safe_dump({'nodes': doc}, default_flow_style=False,
+                          sort_keys=True)
+
+
+def parse_record(text):
+    """Read :data:`RECORD_FILE` back.
+
+    :param text: its text, or None when there is none.
+    :returns: ``{node name: NodeSettings}`` (empty for no file).
+    :raises ValueError: not the document :func:`render_record` writes;
+        the message names the key path, never a value.
+    """
+    if not text:
+        return {}
+    try:
+        doc = safeyaml.load(text)
+    except yaml.YAMLError as exc:
+        raise ValueError('not valid YAML' + safeyaml.describe(exc))
+    nodes = doc.get('nodes') if isinstance(doc, dict) else None
+    if not isinstance(nodes, dict) or len(doc) != 1:
+        raise ValueError('must be a mapping with the one key "nodes"')
+    if len(nodes) > MAX_NODES:
+        raise ValueError('nodes: more than %d entries' % MAX_NODES)
+    return {_node_name(name): _node_entry(name, entry)
+            for name, entry in nodes.items()}
+
+
+def _node_name(name):
+    if not nodes.is_node_name(name):
+        raise ValueError('nodes: a key is not a node name')
+    return name
+
+
+def _node_entry(name, entry):
+    where = 'nodes.%s' % name
+    if not isinstance(entry, dict) or set(entry) != set(_NODE_KEYS):
+        raise ValueError('%s: must be a mapping of %s' % (
+            where, ' and '.join(_NODE_KEYS)))
+    labels, taints = entry['labels'], entry['taints']
+    if not isinstance(labels, dict) or any(
+            params.label_problem(k, v) for k, v in labels.items()):
+        raise ValueError('%s.labels: not a mapping of valid node labels'
+                         % where)
+    if not isinstance(taints, list) or any(
+            params.taint_problem(t) for t in taints):
+        raise ValueError('%s.taints: not a list of valid taints' % where)
+    return params.NodeSettings(tuple(sorted(labels.items())),
+                               tuple(taints))
