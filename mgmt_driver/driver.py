@@ -820,10 +820,11 @@ class ClusterDriver:
 
         The record (:mod:`mgmt_driver.labels`) and the inventory change
         first, so kubespray's later runs and a node that joins again (a
-        heal) keep the new values; then one ``kubectl label`` and one
-        ``kubectl taint`` per node, each value an argv entry of its own.
-        Running it again converges: a taint removal is only sent for a
-        taint the node has.
+        heal) keep the new values; then, per node, one ``kubectl label``
+        and one ``kubectl taint`` with what the node lacks (each value an
+        argv entry of its own; a taint removal only for a taint the node
+        has).  Running it again converges, and costs one ``kubectl get``
+        per node once done.
 
         :param names: node names of *cluster*.
         :param labels: ``(key, value)`` pairs, as
@@ -837,6 +838,7 @@ class ClusterDriver:
         """
         client = self.kubectl_client(cluster)
         settings = self.node_settings()
+        recorded = dict(settings)
         present, missing = {}, []
         for name in names:
             info = client.node(name) if name in cluster.names else None
@@ -849,15 +851,17 @@ class ClusterDriver:
             settings[name] = labels_mod.apply_change(
                 settings.get(name) or self.spec.node_settings(
                     cluster.get(name)), labels, taints)
-        if present:
+        if settings != recorded:
             self.upload_inventory(cluster)
         for name, info in present.items():
-            self.step('relabelling %s', name)
-            if labels:
-                client.label(name, labels)
-            wanted = labels_mod.taints_to_send(taints, info.taints)
-            if wanted:
-                client.taint(name, wanted)
+            to_label = labels_mod.labels_to_send(labels, info.labels)
+            to_taint = labels_mod.taints_to_send(taints, info.taints)
+            self.step('relabelling %s%s', name, '' if to_label or to_taint
+                      else ': nothing to change')
+            if to_label:
+                client.label(name, to_label)
+            if to_taint:
+                client.taint(name, to_taint)
         return missing
 
     def upgrade(self, cluster, target, serial=None, field='kube_version',

@@ -66,14 +66,23 @@ def apply_change(settings, labels=(), taints=()):
                                tuple(kept))
 
 
+def labels_to_send(labels, present):
+    """What of *labels* (as :func:`apply_change` takes them) to give
+    ``kubectl label``: what would change *present* (the node's labels,
+    a dict), so a change made already costs no command."""
+    return [(key, value) for key, value in labels
+            if (key in present if value is None
+                else present.get(key) != value)]
+
+
 def taints_to_send(taints, present):
     """What of *taints* (as :func:`apply_change` takes them) to give
-    ``kubectl taint``: every taint to set, and the removals of taints in
-    *present* (the node's ``key=value:Effect`` strings) only, since
-    kubectl fails for a taint the node does not have."""
+    ``kubectl taint``: the taints *present* (the node's
+    ``key=value:Effect`` strings) lacks, and the removals of taints it
+    has (kubectl fails to remove a taint the node does not have)."""
     return [taint for taint in taints
-            if not taint.endswith('-') or any(
-                _removes(taint[:-1], t) for t in present)]
+            if (any(_removes(taint[:-1], t) for t in present)
+                if taint.endswith('-') else taint not in present)]
 
 
 def _removes(removal, taint):

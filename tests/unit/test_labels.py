@@ -32,11 +32,15 @@ def test_taints_are_set_replaced_and_removed(change, taints):
     assert labels.apply_change(BASE, (), change).taints == taints
 
 
-def test_only_removals_of_present_taints_are_sent():
+def test_only_what_would_change_the_node_is_sent():
     present = ('gpu=yes:NoSchedule', 'x:NoExecute')
     assert labels.taints_to_send(
         ('a=b:NoSchedule', 'gpu:NoSchedule-', 'gpu:NoExecute-', 'x-',
-         'y-'), present) == ['a=b:NoSchedule', 'gpu:NoSchedule-', 'x-']
+         'y-', 'x:NoExecute', 'x=1:NoExecute'), present) == [
+        'a=b:NoSchedule', 'gpu:NoSchedule-', 'x-', 'x=1:NoExecute']
+    assert labels.labels_to_send(
+        (('a', '1'), ('b', '2'), ('c', None), ('d', None)),
+        {'a': '1', 'b': '3', 'c': ''}) == [('b', '2'), ('c', None)]
 
 
 def test_the_record_reads_back_what_was_written():

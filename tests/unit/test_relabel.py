@@ -97,8 +97,8 @@ def _driver(conf):  # noqa: F811
             _cluster(spec), master)
 
 
-def _node_json(name, taints=()):
-    return json.dumps({'metadata': {'name': name, 'labels': {}},
+def _node_json(name, taints=(), labels=None):
+    return json.dumps({'metadata': {'name': name, 'labels': labels or {}},
                        'spec': {'taints': [dict(t) for t in taints]}})
 
 
@@ -110,19 +110,18 @@ def _workspace_file(drv, name):
 def test_relabel_records_then_changes_node_by_node(conf):  # noqa: F811
     drv, cluster, master = _driver(conf)
     master.script(r'get node %s ' % W1, stdout=_node_json(W1, [
-        {'key': 'old', 'effect': 'NoSchedule'}]))
+        {'key': 'old', 'effect': 'NoSchedule'}], {'zone': 'z'}))
     master.script(r'get node %s ' % W2, stdout=_node_json(W2))
     missing = drv.relabel(cluster, [W1, W2], (('pool', 'a'), ('zone', None)),
                           ('gpu=yes:NoSchedule', 'old:NoSchedule-'))
     assert missing == []
-    assert [c for c in master.commands if ' label ' in c or ' taint ' in c
-            ] == [KUBECTL + c for c in (
-                'label node %s --overwrite pool=a zone-' % W1,
-                'taint node %s --overwrite gpu=yes:NoSchedule '
-                'old:NoSchedule-' % W1,
-                'label node %s --overwrite pool=a zone-' % W2,
-                # W2 has no "old" taint: kubectl would fail to remove it.
-                'taint node %s --overwrite gpu=yes:NoSchedule' % W2)]
+    assert _changes(master) == [KUBECTL + c for c in (
+        'label node %s --overwrite pool=a zone-' % W1,
+        'taint node %s --overwrite gpu=yes:NoSchedule old:NoSchedule-' % W1,
+        # W2 has neither "zone" nor "old": kubectl would fail to remove
+        # the taint.
+        'label node %s --overwrite pool=a' % W2,
+        'taint node %s --overwrite gpu=yes:NoSchedule' % W2)]
     recorded = labels.parse_record(_workspace_file(drv, labels.RECORD_FILE))
     for name in (W1, W2):
         assert recorded[name].label_map['pool'] == 'a'
@@ -130,6 +129,22 @@ def test_relabel_records_then_changes_node_by_node(conf):  # noqa: F811
     hosts = yaml.safe_load(_workspace_file(drv, 'hosts.yaml'))
     assert hosts['all']['hosts'][W1]['node_labels']['pool'] == 'a'
     assert hosts['all']['hosts'][W1]['node_taints'] == ['gpu=yes:NoSchedule']
+
+
+def _changes(master):
+    return [c for c in master.commands if ' label ' in c or ' taint ' in c]
+
+
+def test_a_relabel_the_node_has_already_changes_nothing(conf):  # noqa: F811
+    drv, cluster, master = _driver(conf)
+    master.script(r'get node %s ' % W1, stdout=_node_json(
+        W1, [{'key': 'gpu', 'value': 'yes', 'effect': 'NoSchedule'}],
+        {'pool': 'a'}))
+    drv.relabel(cluster, [W1], (('pool', 'a'), ('zone', None)),
+                ('gpu=yes:NoSchedule', 'old-'))
+    assert _changes(master) == []
+    assert labels.parse_record(_workspace_file(drv, labels.RECORD_FILE))[
+        W1].taints == ('gpu=yes:NoSchedule',)
 
 
 def test_relabel_names_a_node_kubernetes_lacks(conf):  # noqa: F811
