@@ -225,7 +225,7 @@ class ClusterDriver:
                       layout.version or 'version unknown')
             kubespray.check_version(layout, self.spec.kubespray.version,
                                     conn.host, root)
-            self._follow_recorded_version(conn, workspace)
+            self._follow_recorded_version(workspace)
             settings = kubespray.PlaybookSettings.from_conf(
                 self.conf, forks=self.spec.kubespray.forks)
             self._runner_obj = kubespray.Runner(
@@ -237,11 +237,11 @@ class ClusterDriver:
                 operation=self.operation)
         return self._runner_obj
 
-    def _follow_recorded_version(self, conn, workspace):
+    def _follow_recorded_version(self, workspace):
         # The version of the last upgrade wins over the request's: the
         # instantiate parameters Tacker keeps name the original one.
-        recorded = _read_record(conn, workspace, upgrade_mod.RECORD_FILE,
-                                upgrade_mod.parse_record)
+        recorded = workspace.read_record(upgrade_mod.RECORD_FILE,
+                                         upgrade_mod.parse_record)
         if recorded is not None:
             self._set_kube_version(recorded)
 
@@ -270,9 +270,8 @@ class ClusterDriver:
         :raises RemoteDataInvalid: the record was tampered with.
         """
         if self._settings is None:
-            self._settings = _read_record(
-                self._ansible(), self._workspace(), labels_mod.RECORD_FILE,
-                labels_mod.parse_record)
+            self._settings = self._workspace().read_record(
+                labels_mod.RECORD_FILE, labels_mod.parse_record)
         return self._settings
 
     def forget_node_settings(self, names):
@@ -985,18 +984,6 @@ class ClusterDriver:
             return False
         self.step('workspace %s removed', path)
         return True
-
-
-def _read_record(conn, workspace, name, parse):
-    """A record file of the workspace, parsed by *parse* (which raises
-    ValueError for what it refuses); *parse* gets None when it is
-    missing."""
-    path = workspace.file(name)
-    try:
-        return parse(conn.read_file(path, missing_ok=True))
-    except ValueError as exc:
-        raise exceptions.RemoteDataInvalid(
-            host=conn.host, what=path, problem=str(exc))
 
 
 def _host_of(node):

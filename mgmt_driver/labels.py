@@ -16,8 +16,11 @@ trusts nothing in it: every name, label and taint is checked as a
 request's are, in one linear pass.
 """
 
+import dataclasses
+
 import yaml
 
+from mgmt_driver import exceptions
 from mgmt_driver import nodes
 from mgmt_driver import params
 from mgmt_driver import safeyaml
@@ -90,6 +93,69 @@ def _removes(removal, taint):
     if ':' in removal:
         return (key, effect) == taint_key_effect(removal)
     return key == removal
+
+
+#: The ``vnf_metadata`` (v1) or ``metadata`` (v2) keys of a relabel by
+#: PATCH: strings, as ``kubespray-mgmt run relabel``'s options.
+METADATA_NODES = 'relabel_nodes'
+METADATA_LABELS = 'relabel_labels'
+METADATA_TAINTS = 'relabel_taints'
+
+
+@dataclasses.dataclass(frozen=True)
+class Relabel:
+    """A relabel asked for by metadata: node names, and the changes as
+    :func:`apply_change` takes them."""
+
+    nodes: tuple
+    labels: tuple = ()
+    taints: tuple = ()
+
+
+def relabel_from_metadata(metadata, prefix):
+    """The relabel *metadata* asks for, checked.
+
+    :param metadata: the instance's metadata (a dict).
+    :param prefix: ``'vnf_metadata'`` or ``'metadata'``, for messages.
+    :returns: a :class:`Relabel`, or None when *metadata* has none of
+        the keys.
+    :raises ParamsInvalid: a value is not a string, a node name or
+        label or taint is malformed, or nodes or changes are missing;
+        every problem is named.
+    """
+    given = {key: metadata.get(key) for key in (
+        METADATA_NODES, METADATA_LABELS, METADATA_TAINTS)
+        if metadata.get(key) is not None}
+    if not given:
+        return None
+    problems = ['%s.%s: must be a string (comma-separated), not %s' % (
+        prefix, key, type(value).__name__)
+        for key, value in sorted(given.items())
+        if not isinstance(value, str)]
+    if problems:
+        raise exceptions.ParamsInvalid(problems)
+    names = [n for n in given.get(METADATA_NODES, '').split(',') if n]
+    problems = ['%s.%s: %s is not a node name' % (
+        prefix, METADATA_NODES, params.show(name))
+        for name in names if not nodes.is_node_name(name)]
+    if not names:
+        problems.append('%s.%s: missing (which nodes to relabel?)' % (
+            prefix, METADATA_NODES))
+    changes = {}
+    for key, parse in ((METADATA_LABELS, params.parse_label_list),
+                       (METADATA_TAINTS, params.parse_taint_list)):
+        try:
+            changes[key] = parse(given.get(key), '%s.%s' % (prefix, key),
+                                 removals=True)
+        except exceptions.ParamsInvalid as exc:
+            problems += exc.problems
+    if not problems and not any(changes.values()):
+        problems.append('%s.%s, %s.%s: missing (what to change?)' % (
+            prefix, METADATA_LABELS, prefix, METADATA_TAINTS))
+    if problems:
+        raise exceptions.ParamsInvalid(problems)
+    return Relabel(tuple(dict.fromkeys(names)), changes[METADATA_LABELS],
+                   changes[METADATA_TAINTS])
 
 
 def render_record(settings):

@@ -785,10 +785,12 @@ def _taint_removal_problem(text):
     return None
 
 
-#: The checks of one label and one taint, for other modules (a record
-#: read back, :mod:`mgmt_driver.labels`).
+#: The checks of one label and one taint, and the short repr of a
+#: value, for other modules (a record read back, a relabel by metadata:
+#: :mod:`mgmt_driver.labels`).
 label_problem = _label_problem
 taint_problem = _taint_problem
+show = _show
 
 
 def _list_entries(text):

@@ -2,6 +2,7 @@
 
 import pytest
 
+from mgmt_driver import exceptions
 from mgmt_driver import labels
 from mgmt_driver import params
 
@@ -96,3 +97,35 @@ def test_a_record_larger_than_any_cluster_is_refused(monkeypatch):
 def test_which_requests_give_joining_nodes_new_settings(request_params,
                                                         expected):
     assert params.sets_node_settings(request_params) is expected
+
+
+def test_a_relabel_by_metadata_reads_like_the_options():
+    assert labels.relabel_from_metadata({'kube_version': '1.32.5'},
+                                        'vnf_metadata') is None
+    got = labels.relabel_from_metadata({
+        'relabel_nodes': '%s,,%s' % (W1, W1),
+        'relabel_labels': 'pool=a,zone-',
+        'relabel_taints': 'gpu-'}, 'vnf_metadata')
+    assert got == labels.Relabel((W1,), (('pool', 'a'), ('zone', None)),
+                                 ('gpu-',))
+
+
+@pytest.mark.parametrize('metadata, problems', [
+    ({'relabel_labels': 'a=b'}, ['metadata.relabel_nodes: missing']),
+    ({'relabel_nodes': W1}, ['metadata.relabel_labels, '
+                             'metadata.relabel_taints: missing']),
+    ({'relabel_nodes': ['x'], 'relabel_taints': 1}, [
+        'metadata.relabel_nodes: must be a string',
+        'metadata.relabel_taints: must be a string']),
+    ({'relabel_nodes': 'Bad;id,' + W1, 'relabel_labels': 'a=$(id)',
+      'relabel_taints': 'x:Never'}, [
+        "metadata.relabel_nodes: 'Bad;id' is not a node name",
+        "metadata.relabel_labels: 'a=$(id)'",
+        "metadata.relabel_taints: 'x:Never'"]),
+])
+def test_a_bad_relabel_by_metadata_names_every_field(metadata, problems):
+    with pytest.raises(exceptions.ParamsInvalid) as caught:
+        labels.relabel_from_metadata(metadata, 'metadata')
+    got = caught.value.problems
+    assert len(got) == len(problems), got
+    assert all(g.startswith(p) for g, p in zip(got, problems, strict=True))
