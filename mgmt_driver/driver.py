@@ -819,11 +819,11 @@ class ClusterDriver:
 
         The record (:mod:`mgmt_driver.labels`) and the inventory change
         first, so kubespray's later runs and a node that joins again (a
-        heal) keep the new values; then, per node, one ``kubectl label``
-        and one ``kubectl taint`` with what the node lacks (each value an
-        argv entry of its own; a taint removal only for a taint the node
-        has).  Running it again converges, and costs one ``kubectl get``
-        per node once done.
+        heal) keep the new values; then ``kubectl label`` and ``kubectl
+        taint`` with what each node lacks (each value an argv entry of
+        its own; a taint removal only for a taint the node has), one
+        command for all the nodes that need the same change.  Running it
+        again converges, and costs one ``kubectl get`` once done.
 
         :param names: node names of *cluster*.
         :param labels: ``(key, value)`` pairs, as
@@ -838,29 +838,33 @@ class ClusterDriver:
         client = self.kubectl_client(cluster)
         settings = self.node_settings()
         recorded = dict(settings)
-        present, missing = {}, []
-        for name in names:
-            info = client.node(name) if name in cluster.names else None
-            if info is None:
-                self.warn('%s is not a Kubernetes node of this cluster: '
-                          'nothing set', name)
-                missing.append(name)
-                continue
-            present[name] = info
+        names = list(dict.fromkeys(names))
+        present = client.nodes_named([n for n in names
+                                      if n in cluster.names])
+        missing = [name for name in names if name not in present]
+        for name in missing:
+            self.warn('%s is not a Kubernetes node of this cluster: '
+                      'nothing set', name)
+        for name in present:
             settings[name] = labels_mod.apply_change(
                 settings.get(name) or self.spec.node_settings(
                     cluster.get(name)), labels, taints)
         if settings != recorded:
             self.upload_inventory(cluster)
+        # Nodes that need the same change share one command.
+        label_groups, taint_groups = {}, {}
         for name, info in present.items():
-            to_label = labels_mod.labels_to_send(labels, info.labels)
-            to_taint = labels_mod.taints_to_send(taints, info.taints)
-            self.step('relabelling %s%s', name, '' if to_label or to_taint
-                      else ': nothing to change')
-            if to_label:
-                client.label(name, to_label)
-            if to_taint:
-                client.taint(name, to_taint)
+            label_groups.setdefault(tuple(labels_mod.labels_to_send(
+                labels, info.labels)), []).append(name)
+            taint_groups.setdefault(tuple(labels_mod.taints_to_send(
+                taints, info.taints)), []).append(name)
+        self.step('relabelling %s', ', '.join(present) or 'no node')
+        for change, group in label_groups.items():
+            if change:
+                client.label(group, change)
+        for change, group in taint_groups.items():
+            if change:
+                client.taint(group, change)
         return missing
 
     def upgrade(self, cluster, target, serial=None, field='kube_version',

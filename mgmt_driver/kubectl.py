@@ -33,6 +33,9 @@ from mgmt_driver import safeyaml
 
 LOG = logging.getLogger(__name__)
 
+#: Most node names one ``kubectl get``/``label``/``taint`` names, so the
+#: command line stays far below the system's limit.
+NODES_PER_COMMAND = 200
 _NOT_FOUND = re.compile(r'\(NotFound\)|\b[a-z]+ "[^"]*" not found')
 _DNS_LABEL = re.compile(r'^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$')
 _NODE_NAME = re.compile(r'^[A-Za-z0-9]([-A-Za-z0-9_.]{0,251}[A-Za-z0-9])?$')
@@ -413,18 +416,31 @@ class KubectlClient:
         """
         return self._items(_node_info, 'get', 'nodes')
 
-    def node(self, name):
-        """Node *name* as :meth:`nodes` sees it, or None when it is not
-        registered: one command.
+    def nodes_named(self, names):
+        """The nodes of *names* that are registered, as :meth:`nodes`
+        sees them: one command per :data:`NODES_PER_COMMAND` names.
 
+        :returns: ``{name: NodeInfo}``.
         :raises RemoteDataInvalid: kubectl printed no valid node.
         """
-        result = self._run('get', 'node', _check_node_name(name),
-                           '--ignore-not-found', '-o', 'json')
-        if not result.stdout.strip():
-            return None
-        with _parsing(self.conn.host, 'output of kubectl get node'):
-            return _node_info(_load_json(result.stdout), 'the output')
+        found = {}
+        for start in range(0, len(names), NODES_PER_COMMAND):
+            chunk = [_check_node_name(name)
+                     for name in names[start:start + NODES_PER_COMMAND]]
+            result = self._run('get', 'node', *chunk, '--ignore-not-found',
+                               '-o', 'json')
+            if not result.stdout.strip():
+                continue
+            with _parsing(self.conn.host, 'output of kubectl get node'):
+                doc = _load_json(result.stdout)
+                # One name: the object itself; several: a List.
+                items = _field(doc, 'items', list, 'the output') \
+                    if isinstance(doc, dict) and 'items' in doc else [doc]
+                infos = [_node_info(item, 'items[%d]' % index)
+                         for index, item in enumerate(items)]
+            found.update((info.name, info) for info in infos
+                         if info.name in chunk)
+        return found
 
     def node_exists(self, name):
         """Whether node *name* is registered: one command."""
@@ -477,29 +493,32 @@ class KubectlClient:
         args.append('--timeout=%ds' % timeout)
         return self._on_node(name, *args, timeout=timeout + DRAIN_MARGIN)
 
-    def label(self, name, labels):
-        """Set *labels* (``(key, value)`` pairs) on node *name*, over
-        any value they had; a None value removes the label: one command.
+    def label(self, names, labels):
+        """Set *labels* (``(key, value)`` pairs) on the nodes *names*,
+        over any value they had; a None value removes the label: one
+        command.
 
-        :returns: False when the node does not exist (nothing to do).
+        :returns: False when a node does not exist.
         :raises RemoteCommandFailed: kubectl failed for another reason.
         """
         return self._on_node(
-            name, 'label', 'node', _check_node_name(name), '--overwrite',
+            ', '.join(names), 'label', 'node',
+            *(_check_node_name(name) for name in names), '--overwrite',
             *(key + '-' if value is None else '%s=%s' % (key, value)
               for key, value in labels))
 
-    def taint(self, name, taints):
-        """Set *taints* (``key=value:Effect`` strings) on node *name*,
-        replacing a taint of the same key and effect, or remove them
-        (``key:Effect-``, ``key-``: kubectl fails for a taint the node
+    def taint(self, names, taints):
+        """Set *taints* (``key=value:Effect`` strings) on the nodes
+        *names*, replacing a taint of the same key and effect, or remove
+        them (``key:Effect-``, ``key-``: kubectl fails for a taint a node
         does not have): one command.
 
-        :returns: False when the node does not exist (nothing to do).
+        :returns: False when a node does not exist.
         :raises RemoteCommandFailed: kubectl failed for another reason.
         """
         return self._on_node(
-            name, 'taint', 'node', _check_node_name(name), '--overwrite',
+            ', '.join(names), 'taint', 'node',
+            *(_check_node_name(name) for name in names), '--overwrite',
             *taints)
 
     def pods_left(self, name):

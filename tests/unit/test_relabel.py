@@ -9,6 +9,7 @@ import yaml
 from mgmt_driver import cli
 from mgmt_driver import driver
 from mgmt_driver import exceptions
+from mgmt_driver import kubectl
 from mgmt_driver import labels
 from mgmt_driver import params
 from tests.fakes import FakePool
@@ -71,19 +72,39 @@ def test_bad_entries_are_all_named(parse, text, problems):
 
 def test_kubectl_label_and_taint_are_argv_with_overwrite():
     client = make_client()
-    assert client.label(W1, (('pool', 'a'), ('zone', ''))) is True
-    assert client.taint(W1, ('gpu=yes:NoSchedule', 'x:NoExecute')) is True
+    assert client.label([W1], (('pool', 'a'), ('zone', ''))) is True
+    assert client.taint([W1, W2], ('gpu=yes:NoSchedule', 'x:NoExecute')
+                        ) is True
     assert client.conn.commands == [
         'kubectl label node %s --overwrite pool=a zone=' % W1,
-        'kubectl taint node %s --overwrite gpu=yes:NoSchedule x:NoExecute'
-        % W1]
-    assert client.label(W1, (('pool', None),)) is True
+        'kubectl taint node %s %s --overwrite gpu=yes:NoSchedule '
+        'x:NoExecute' % (W1, W2)]
+    assert client.label([W1], (('pool', None),)) is True
     assert client.conn.commands[-1] == (
         'kubectl label node %s --overwrite pool-' % W1)
     client.conn.script(r'label', exit_code=1, stderr=NOT_FOUND % W2)
-    assert client.label(W2, (('pool', 'a'),)) is False
+    assert client.label([W2], (('pool', 'a'),)) is False
     with pytest.raises(exceptions.MgmtDriverParamInvalid):
-        client.label('bad name; id', (('pool', 'a'),))
+        client.label(['bad name; id'], (('pool', 'a'),))
+
+
+def test_nodes_are_read_by_name_in_bounded_commands(monkeypatch):
+    client = make_client()
+    monkeypatch.setattr(kubectl, 'NODES_PER_COMMAND', 2)
+    names = ['worker-%d' % i for i in range(5)]
+    client.conn.script(r'get node worker-0 worker-1 ', stdout=json.dumps(
+        {'kind': 'List', 'items': [json.loads(_node_json('worker-1'))]}))
+    client.conn.script(r'get node worker-4 ', stdout=_node_json('worker-4'))
+    assert sorted(client.nodes_named(names)) == ['worker-1', 'worker-4']
+    assert [c.split(' --')[0] for c in client.conn.commands] == [
+        'kubectl get node worker-0 worker-1', 'kubectl get node worker-2 '
+        'worker-3', 'kubectl get node worker-4']
+    # A node kubectl did not name is not taken; bad JSON is refused.
+    client.conn.script(r'get node x ', stdout=_node_json('worker-4'))
+    assert client.nodes_named(['x']) == {}
+    client.conn.script(r'get node y ', stdout='{"items": 1}')
+    with pytest.raises(exceptions.RemoteDataInvalid):
+        client.nodes_named(['y'])
 
 
 def _driver(conf):  # noqa: F811
@@ -109,19 +130,21 @@ def _workspace_file(drv, name):
 
 def test_relabel_records_then_changes_node_by_node(conf):  # noqa: F811
     drv, cluster, master = _driver(conf)
-    master.script(r'get node %s ' % W1, stdout=_node_json(W1, [
-        {'key': 'old', 'effect': 'NoSchedule'}], {'zone': 'z'}))
-    master.script(r'get node %s ' % W2, stdout=_node_json(W2))
+    _nodes_are(master, json.loads(_node_json(W1, [
+        {'key': 'old', 'effect': 'NoSchedule'}], {'zone': 'z'})),
+        json.loads(_node_json(W2)))
     missing = drv.relabel(cluster, [W1, W2], (('pool', 'a'), ('zone', None)),
                           ('gpu=yes:NoSchedule', 'old:NoSchedule-'))
     assert missing == []
     assert _changes(master) == [KUBECTL + c for c in (
         'label node %s --overwrite pool=a zone-' % W1,
+        'label node %s --overwrite pool=a' % W2,
         'taint node %s --overwrite gpu=yes:NoSchedule old:NoSchedule-' % W1,
         # W2 has neither "zone" nor "old": kubectl would fail to remove
         # the taint.
-        'label node %s --overwrite pool=a' % W2,
         'taint node %s --overwrite gpu=yes:NoSchedule' % W2)]
+    assert [c for c in master.commands if ' get node ' in c] == [
+        KUBECTL + 'get node %s %s --ignore-not-found -o json' % (W1, W2)]
     recorded = labels.parse_record(_workspace_file(drv, labels.RECORD_FILE))
     for name in (W1, W2):
         assert recorded[name].label_map['pool'] == 'a'
@@ -129,6 +152,19 @@ def test_relabel_records_then_changes_node_by_node(conf):  # noqa: F811
     hosts = yaml.safe_load(_workspace_file(drv, 'hosts.yaml'))
     assert hosts['all']['hosts'][W1]['node_labels']['pool'] == 'a'
     assert hosts['all']['hosts'][W1]['node_taints'] == ['gpu=yes:NoSchedule']
+
+
+def _nodes_are(master, *items):
+    master.script(r' get node ', stdout=json.dumps({'items': list(items)}))
+
+
+def test_nodes_that_need_the_same_change_share_a_command(conf):  # noqa: F811
+    drv, cluster, master = _driver(conf)
+    _nodes_are(master, *(json.loads(_node_json(n)) for n in (W1, W2)))
+    drv.relabel(cluster, [W1, W2, W1], (('pool', 'a'),), ('x:NoExecute',))
+    assert _changes(master) == [KUBECTL + c % (W1, W2) for c in (
+        'label node %s %s --overwrite pool=a',
+        'taint node %s %s --overwrite x:NoExecute')]
 
 
 def _changes(master):
@@ -140,6 +176,8 @@ def test_a_relabel_the_node_has_already_changes_nothing(conf):  # noqa: F811
     master.script(r'get node %s ' % W1, stdout=_node_json(
         W1, [{'key': 'gpu', 'value': 'yes', 'effect': 'NoSchedule'}],
         {'pool': 'a'}))
+    assert drv.kubectl_client(cluster).nodes_named([W1])[W1].taints == (
+        'gpu=yes:NoSchedule',)
     drv.relabel(cluster, [W1], (('pool', 'a'), ('zone', None)),
                 ('gpu=yes:NoSchedule', 'old-'))
     assert _changes(master) == []
@@ -149,7 +187,7 @@ def test_a_relabel_the_node_has_already_changes_nothing(conf):  # noqa: F811
 
 def test_relabel_names_a_node_kubernetes_lacks(conf):  # noqa: F811
     drv, cluster, master = _driver(conf)
-    master.script(r'get node %s ' % W2, stdout=_node_json(W2))
+    _nodes_are(master, json.loads(_node_json(W2)))
     assert drv.relabel(cluster, [W1, W2, 'worker-9-9-9-9'], (('pool', 'a'),),
                        ('x:NoExecute',)) == [W1, 'worker-9-9-9-9']
     assert not [c for c in master.commands
