@@ -408,7 +408,8 @@ def _op_heal(drv, cluster, names, name):
         return _op_heal_vnf(drv, cluster, name)
     masters = [n.name for n in cluster.masters if n.name in names]
     workers = [n for n in names if n not in masters]
-    remaining = drv.remove_workers(cluster, workers) if workers else cluster
+    remaining = drv.remove_workers(cluster, workers, rejoin=True) \
+        if workers else cluster
     if masters:
         drv.remove_masters(remaining, masters)
         drv.add_masters(cluster)
@@ -481,8 +482,10 @@ def _relabel_args(args):
     if not args.nodes:
         raise exceptions.ParamsNotFound(
             ['--nodes: missing (which nodes to relabel?)'])
-    extra = {'labels': params.parse_label_list(args.labels, '--labels'),
-             'taints': params.parse_taint_list(args.taints, '--taints')}
+    extra = {'labels': params.parse_label_list(args.labels, '--labels',
+                                               removals=True),
+             'taints': params.parse_taint_list(args.taints, '--taints',
+                                               removals=True)}
     if not (extra['labels'] or extra['taints']):
         raise exceptions.ParamsNotFound(
             ['--labels, --taints: missing (what to set?)'])
@@ -602,12 +605,15 @@ def _add_run_commands(subparsers):
     run.add_argument('--serial', metavar='N|N%',
                      help='upgrade: workers upgraded at once (kubespray\'s '
                           'serial; default: its 20%%)')
-    run.add_argument('--labels', metavar='KEY=VALUE[,...]',
-                     help='relabel: node labels set on --nodes (checked as '
-                          'master_node.labels are)')
-    run.add_argument('--taints', metavar='KEY=VALUE:EFFECT[,...]',
-                     help='relabel: node taints set on --nodes (checked as '
-                          'master_node.taints are)')
+    run.add_argument('--labels', metavar='KEY=VALUE|KEY-[,...]',
+                     help='relabel: node labels set (KEY-: removed) on '
+                          '--nodes, checked as master_node.labels are; '
+                          'kept for later runs and re-joins')
+    run.add_argument('--taints', metavar='KEY=VALUE:EFFECT|KEY:EFFECT-|'
+                                         'KEY-[,...]',
+                     help='relabel: node taints set (or removed) on '
+                          '--nodes, checked as master_node.taints are; '
+                          'kept for later runs and re-joins')
     run.add_argument('--dry-run', action='store_true',
                      help='print every remote command and document '
                           '(secrets hidden) without connecting')

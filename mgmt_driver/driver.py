@@ -38,6 +38,7 @@ from mgmt_driver import inventory
 from mgmt_driver import keepalived
 from mgmt_driver import kubectl
 from mgmt_driver import kubespray
+from mgmt_driver import labels as labels_mod
 from mgmt_driver import loadbalancer
 from mgmt_driver import nodes as nodes_mod
 from mgmt_driver import params
@@ -143,6 +144,7 @@ class ClusterDriver:
         self.records.path(instance_id)  # refuses an unsafe id early
         self._remembered = set()
         self._reachability = {}
+        self._settings = None
 
     # Plumbing.
 
@@ -223,7 +225,7 @@ class ClusterDriver:
                       layout.version or 'version unknown')
             kubespray.check_version(layout, self.spec.kubespray.version,
                                     conn.host, root)
-            self._follow_recorded_version(conn, workspace)
+            self._follow_recorded_version(workspace)
             settings = kubespray.PlaybookSettings.from_conf(
                 self.conf, forks=self.spec.kubespray.forks)
             self._runner_obj = kubespray.Runner(
@@ -235,16 +237,11 @@ class ClusterDriver:
                 operation=self.operation)
         return self._runner_obj
 
-    def _follow_recorded_version(self, conn, workspace):
+    def _follow_recorded_version(self, workspace):
         # The version of the last upgrade wins over the request's: the
         # instantiate parameters Tacker keeps name the original one.
-        path = workspace.file(upgrade_mod.RECORD_FILE)
-        try:
-            recorded = upgrade_mod.parse_record(
-                conn.read_file(path, missing_ok=True))
-        except ValueError as exc:
-            raise exceptions.RemoteDataInvalid(
-                host=conn.host, what=path, problem=str(exc))
+        recorded = workspace.read_record(upgrade_mod.RECORD_FILE,
+                                         upgrade_mod.parse_record)
         if recorded is not None:
             self._set_kube_version(recorded)
 
@@ -263,6 +260,27 @@ class ClusterDriver:
             self._past_timings += self._runner_obj.timings
         self._runner_obj = None
         self._workspace_ready = False
+        self._settings = None
+
+    def node_settings(self):
+        """``{node name: NodeSettings}`` recorded in the workspace
+        (:mod:`mgmt_driver.labels`); read once, changed in place, written
+        with the inventory.
+
+        :raises RemoteDataInvalid: the record was tampered with.
+        """
+        if self._settings is None:
+            self._settings = self._workspace().read_record(
+                labels_mod.RECORD_FILE, labels_mod.parse_record)
+        return self._settings
+
+    def forget_node_settings(self, names):
+        """Drop the record of *names*: nodes that are gone for good, or
+        that join afresh with the request's labels and taints.  Written
+        with the next inventory."""
+        settings = self.node_settings()
+        for name in names:
+            settings.pop(name, None)
 
     @property
     def playbook_timings(self):
@@ -289,9 +307,17 @@ class ClusterDriver:
         runner = self._runner()
         key_paths = inventory.remote_key_paths(
             self.spec, cluster, runner.workspace.file(KEY_DIR))
-        files = inventory.render_files(self.spec, cluster, key_paths)
+        # A node's labels and taints are fixed when it first appears
+        # here; the record keeps them (mgmt_driver.labels).
+        settings = self.node_settings()
+        for node in cluster.k8s_nodes:
+            settings.setdefault(node.name, self.spec.node_settings(node))
+        files = inventory.render_files(self.spec, cluster, key_paths,
+                                       settings=settings)
         documents = {name: (rendered.content, rendered.mode)
                      for name, rendered in files.items()}
+        documents[labels_mod.RECORD_FILE] = (
+            labels_mod.render_record(settings), inventory.PUBLIC_MODE)
         key_texts = {login.key_file: login.key_text for login in (
             self.spec.master.login, self.spec.worker.login)}
         for local, remote in sorted(key_paths.items()):
@@ -589,6 +615,7 @@ class ClusterDriver:
                       ', '.join(names))
             if joined:
                 self._remove_from_kubernetes(cluster, joined)
+            self.forget_node_settings(names)
             self.upload_inventory(cluster.remove(*names))
         except _PLAYBOOK_ERRORS + (exceptions.MgmtDriverOtherError,) as exc:
             LOG.warning('[%s] could not take %s out after the failed join '
@@ -612,6 +639,8 @@ class ClusterDriver:
             to join).
         """
         masters = set(self.recorded_masters())
+        self.forget_node_settings(
+            set(self.node_settings()) - set(cluster.names))
         client = self.kubectl_client(cluster, exclude=exclude)
         known = set(client.node_names())
         for name in sorted(known - set(cluster.names) - masters):
@@ -620,12 +649,14 @@ class ClusterDriver:
             client.delete_node(name)
         return [name for name in cluster.names if name not in known]
 
-    def remove_workers(self, cluster, names):
+    def remove_workers(self, cluster, names, rejoin=False):
         """Take the workers *names* out of the LB, drain and remove them.
 
         Nodes that never joined (or are already gone) are only dropped
         from the inventory and the LB.
 
+        :param rejoin: they join again later (a heal): their recorded
+            labels and taints are kept for it.
         :returns: the cluster without them.
         """
         cluster = self.in_recorded_order(cluster)
@@ -634,6 +665,8 @@ class ClusterDriver:
         self.update_load_balancer(remaining)
         if names:
             self._remove_from_kubernetes(cluster, names)
+        if not rejoin:
+            self.forget_node_settings(names)
         self.upload_inventory(remaining)
         self._forget_host_keys(cluster, names)
         return remaining
@@ -782,31 +815,56 @@ class ClusterDriver:
         self.update_load_balancer(cluster)
 
     def relabel(self, cluster, names, labels=(), taints=()):
-        """Set labels and taints on existing Kubernetes nodes (day 2).
+        """Change the labels and taints of existing nodes (day 2).
 
-        One ``kubectl label`` and one ``kubectl taint`` per node, each
-        value an argv entry of its own, over the values the keys had.
-        The values are not recorded: a node that joins again (heal)
-        gets its role's ``labels``/``taints`` from the parameters only.
+        The record (:mod:`mgmt_driver.labels`) and the inventory change
+        first, so kubespray's later runs and a node that joins again (a
+        heal) keep the new values; then ``kubectl label`` and ``kubectl
+        taint`` with what each node lacks (each value an argv entry of
+        its own; a taint removal only for a taint the node has), one
+        command for all the nodes that need the same change.  Running it
+        again converges, and costs one ``kubectl get`` once done.
 
         :param names: node names of *cluster*.
         :param labels: ``(key, value)`` pairs, as
-            :func:`mgmt_driver.params.parse_label_list` returns them.
-        :param taints: ``key=value:Effect`` strings, as
-            :func:`mgmt_driver.params.parse_taint_list` returns them.
-        :returns: the names of the nodes Kubernetes does not know
-            (nothing was set on them).
+            :func:`mgmt_driver.params.parse_label_list` returns them
+            (a None value removes the label).
+        :param taints: strings, as
+            :func:`mgmt_driver.params.parse_taint_list` returns them
+            (``key=value:Effect``, or a removal ending in ``-``).
+        :returns: the names of the nodes that are not both in *cluster*
+            and in Kubernetes (nothing was changed on them).
         """
         client = self.kubectl_client(cluster)
-        missing = []
-        for name in names:
-            self.step('relabelling %s', name)
-            done = client.label(name, labels) if labels else True
-            if done and taints:
-                done = client.taint(name, taints)
-            if not done:
-                self.warn('%s is not a Kubernetes node: nothing set', name)
-                missing.append(name)
+        settings = self.node_settings()
+        recorded = dict(settings)
+        names = list(dict.fromkeys(names))
+        present = client.nodes_named([n for n in names
+                                      if n in cluster.names])
+        missing = [name for name in names if name not in present]
+        for name in missing:
+            self.warn('%s is not a Kubernetes node of this cluster: '
+                      'nothing set', name)
+        for name in present:
+            settings[name] = labels_mod.apply_change(
+                settings.get(name) or self.spec.node_settings(
+                    cluster.get(name)), labels, taints)
+        if settings != recorded:
+            self.upload_inventory(cluster)
+        # Nodes that need the same change share one command.
+        label_groups, taint_groups = {}, {}
+        for name, info in present.items():
+            label_groups.setdefault(tuple(labels_mod.labels_to_send(
+                labels, info.labels)), []).append(name)
+            taint_groups.setdefault(tuple(labels_mod.taints_to_send(
+                taints, info.taints)), []).append(name)
+        self.step('relabelling %s', ', '.join(present) or 'no node')
+        for change, group in label_groups.items():
+            if change:
+                client.label(group, change)
+        for change, group in taint_groups.items():
+            if change:
+                client.taint(group, change)
         return missing
 
     def upgrade(self, cluster, target, serial=None, field='kube_version',
@@ -1238,7 +1296,8 @@ class LcmHooks:
                                   'heal_start')
             driver.reconcile(cluster, exclude=masters)
             if workers:
-                cluster = driver.remove_workers(cluster, workers)
+                cluster = driver.remove_workers(cluster, workers,
+                                                rejoin=True)
             if masters:
                 driver.remove_masters(cluster, masters)
 
@@ -1266,6 +1325,10 @@ class LcmHooks:
                                    self._vim_name(spec, vnf_instance),
                                    gateways))
             missing = driver.reconcile(cluster)
+            if params.sets_node_settings(_additional_params(request)):
+                # The request gives the healed nodes new labels or
+                # taints; without, they join with what they had.
+                driver.forget_node_settings(healed)
             if master_names.intersection(missing):
                 driver.add_masters(cluster)
             driver.scale_out(cluster, [n for n in missing

@@ -33,6 +33,9 @@ from mgmt_driver import safeyaml
 
 LOG = logging.getLogger(__name__)
 
+#: Most node names one ``kubectl get``/``label``/``taint`` names, so the
+#: command line stays far below the system's limit.
+NODES_PER_COMMAND = 200
 _NOT_FOUND = re.compile(r'\(NotFound\)|\b[a-z]+ "[^"]*" not found')
 _DNS_LABEL = re.compile(r'^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$')
 _NODE_NAME = re.compile(r'^[A-Za-z0-9]([-A-Za-z0-9_.]{0,251}[A-Za-z0-9])?$')
@@ -220,6 +223,8 @@ class NodeInfo:
     :param internal_ip: the ``InternalIP`` address or ''.
     :param labels: every label, ``{key: value}``.
     :param schedulable: False when cordoned.
+    :param taints: ``key=value:Effect`` (``key:Effect`` without a value)
+        strings, in the node's order.
     """
 
     name: str
@@ -229,6 +234,7 @@ class NodeInfo:
     internal_ip: str
     labels: dict
     schedulable: bool
+    taints: tuple = ()
 
 
 def _node_info(item, where):
@@ -240,6 +246,9 @@ def _node_info(item, where):
             raise _BadShape('%s.metadata.labels values must be strings'
                             % where)
     spec = _field(item, 'spec', dict, where, {})
+    taints = tuple(_taint_text(entry, where + '.spec.taints[]')
+                   for entry in _field(spec, 'taints', list,
+                                       where + '.spec', []))
     name = _name_of(item, where)
     status = _field(item, 'status', dict, where, {})
     where += '.status'
@@ -252,7 +261,18 @@ def _node_info(item, where):
         kubelet_version=_field(info, 'kubeletVersion', str,
                                where + '.nodeInfo', ''),
         internal_ip=_address(status, 'InternalIP', where),
-        labels=dict(labels), schedulable=not spec.get('unschedulable'))
+        labels=dict(labels), schedulable=not spec.get('unschedulable'),
+        taints=taints)
+
+
+def _taint_text(entry, where):
+    """One ``spec.taints`` entry as ``key=value:Effect``."""
+    if not isinstance(entry, dict):
+        raise _BadShape('%s must be objects' % where)
+    key = _field(entry, 'key', str, where)
+    value = _field(entry, 'value', str, where, '')
+    effect = _field(entry, 'effect', str, where)
+    return '%s%s:%s' % (key, '=' + value if value else '', effect)
 
 
 def _condition(status, kind, where):
@@ -396,6 +416,32 @@ class KubectlClient:
         """
         return self._items(_node_info, 'get', 'nodes')
 
+    def nodes_named(self, names):
+        """The nodes of *names* that are registered, as :meth:`nodes`
+        sees them: one command per :data:`NODES_PER_COMMAND` names.
+
+        :returns: ``{name: NodeInfo}``.
+        :raises RemoteDataInvalid: kubectl printed no valid node.
+        """
+        found = {}
+        for start in range(0, len(names), NODES_PER_COMMAND):
+            chunk = [_check_node_name(name)
+                     for name in names[start:start + NODES_PER_COMMAND]]
+            result = self._run('get', 'node', *chunk, '--ignore-not-found',
+                               '-o', 'json')
+            if not result.stdout.strip():
+                continue
+            with _parsing(self.conn.host, 'output of kubectl get node'):
+                doc = _load_json(result.stdout)
+                # One name: the object itself; several: a List.
+                items = _field(doc, 'items', list, 'the output') \
+                    if isinstance(doc, dict) and 'items' in doc else [doc]
+                infos = [_node_info(item, 'items[%d]' % index)
+                         for index, item in enumerate(items)]
+            found.update((info.name, info) for info in infos
+                         if info.name in chunk)
+        return found
+
     def node_exists(self, name):
         """Whether node *name* is registered: one command."""
         result = self._run('get', 'node', _check_node_name(name),
@@ -447,26 +493,32 @@ class KubectlClient:
         args.append('--timeout=%ds' % timeout)
         return self._on_node(name, *args, timeout=timeout + DRAIN_MARGIN)
 
-    def label(self, name, labels):
-        """Set *labels* (``(key, value)`` pairs) on node *name*, over
-        any value they had: one command.
+    def label(self, names, labels):
+        """Set *labels* (``(key, value)`` pairs) on the nodes *names*,
+        over any value they had; a None value removes the label: one
+        command.
 
-        :returns: False when the node does not exist (nothing to do).
+        :returns: False when a node does not exist.
         :raises RemoteCommandFailed: kubectl failed for another reason.
         """
         return self._on_node(
-            name, 'label', 'node', _check_node_name(name), '--overwrite',
-            *('%s=%s' % pair for pair in labels))
+            ', '.join(names), 'label', 'node',
+            *(_check_node_name(name) for name in names), '--overwrite',
+            *(key + '-' if value is None else '%s=%s' % (key, value)
+              for key, value in labels))
 
-    def taint(self, name, taints):
-        """Set *taints* (``key=value:Effect`` strings) on node *name*,
-        replacing a taint of the same key and effect: one command.
+    def taint(self, names, taints):
+        """Set *taints* (``key=value:Effect`` strings) on the nodes
+        *names*, replacing a taint of the same key and effect, or remove
+        them (``key:Effect-``, ``key-``: kubectl fails for a taint a node
+        does not have): one command.
 
-        :returns: False when the node does not exist (nothing to do).
+        :returns: False when a node does not exist.
         :raises RemoteCommandFailed: kubectl failed for another reason.
         """
         return self._on_node(
-            name, 'taint', 'node', _check_node_name(name), '--overwrite',
+            ', '.join(names), 'taint', 'node',
+            *(_check_node_name(name) for name in names), '--overwrite',
             *taints)
 
     def pods_left(self, name):

@@ -185,6 +185,21 @@ class Workspace:
         LOG.debug('Workspace %s ready on %s', self.path, self.conn.host)
         return detached.busy_holder(result.stdout)
 
+    def read_record(self, name, parse):
+        """A record file of the workspace, parsed by *parse* (which
+        gets None for a missing file and raises ValueError for what it
+        refuses).
+
+        :raises RemoteDataInvalid: *parse* refused the file (its message
+            names the file and the problem, which names no value).
+        """
+        path = self.file(name)
+        try:
+            return parse(self.conn.read_file(path, missing_ok=True))
+        except ValueError as exc:
+            raise exceptions.RemoteDataInvalid(
+                host=self.conn.host, what=path, problem=str(exc))
+
     def upload(self, documents, mode=0o600):
         """Write each document atomically into the workspace.
 

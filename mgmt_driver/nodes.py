@@ -48,6 +48,11 @@ def node_name(role, address):
     return name
 
 
+def is_node_name(name):
+    """Whether *name* could be a node name (a DNS-1123 label)."""
+    return isinstance(name, str) and bool(_DNS_1123_LABEL_RE.fullmatch(name))
+
+
 def _address_key(node):
     ip = ipaddress.ip_address(node.cluster_address)
     return ip.version, int(ip)

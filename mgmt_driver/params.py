@@ -854,17 +854,24 @@ def _taint_problem(text):
     return None
 
 
-def parse_label_list(text, field):
+def parse_label_list(text, field, removals=False):
     """Node labels from ``k=v,k2=v2`` (a command-line option).
 
+    :param removals: accept ``key-`` too (remove the label), returned
+        as ``(key, None)``.
     :returns: sorted ``(key, value)`` pairs, checked as ``labels`` are.
     :raises ParamsInvalid: every bad entry, naming *field*.
     """
     labels, problems = {}, []
     for entry in _list_entries(text):
         key, equals, value = entry.partition('=')
-        problem = None if equals else 'must be key=value'
-        problem = problem or _label_problem(key, value)
+        if removals and not equals and key.endswith('-'):
+            key, value = key[:-1], None
+            problem = _label_problem(key, '')
+        else:
+            problem = None if equals else 'must be key=value' + (
+                ' or key-' if removals else '')
+            problem = problem or _label_problem(key, value)
         if problem:
             problems.append('%s: %s: %s' % (field, _show(entry), problem))
         else:
@@ -874,15 +881,20 @@ def parse_label_list(text, field):
     return tuple(sorted(labels.items()))
 
 
-def parse_taint_list(text, field):
+def parse_taint_list(text, field, removals=False):
     """Node taints from ``k=v:Effect,...`` (a command-line option).
 
+    :param removals: accept ``key:Effect-`` (remove that taint) and
+        ``key-`` (every taint of the key) too, returned as given.
     :returns: the taints, checked as ``taints`` are, repeats dropped.
     :raises ParamsInvalid: every bad entry, naming *field*.
     """
     taints, problems = [], []
     for entry in _list_entries(text):
-        problem = _taint_problem(entry)
+        if removals and entry.endswith('-'):
+            problem = _taint_removal_problem(entry[:-1])
+        else:
+            problem = _taint_problem(entry)
         if problem:
             problems.append('%s: %s' % (field, problem))
         elif entry not in taints:
@@ -890,6 +902,24 @@ def parse_taint_list(text, field):
     if problems:
         raise exceptions.ParamsInvalid(problems)
     return tuple(taints)
+
+
+def _taint_removal_problem(text):
+    if ':' in text:
+        return _taint_problem(text)
+    problem = _label_problem(text, '')
+    if problem and not problem.startswith('the kubelet'):
+        return '%s: %s' % (_show(text + '-'),
+                           problem.replace('label', 'taint'))
+    return None
+
+
+#: The checks of one label and one taint, and the short repr of a
+#: value, for other modules (a record read back, a relabel by metadata:
+#: :mod:`mgmt_driver.labels`).
+label_problem = _label_problem
+taint_problem = _taint_problem
+show = _show
 
 
 def _list_entries(text):
@@ -1654,6 +1684,23 @@ def _merge_pools(problems, path, target, overrides, operation_name):
                         operation_name, ', '.join(OVERRIDABLE_POOL_KEYS)))
             if not refused:
                 pools[name].update(copy.deepcopy(changes))
+
+
+def sets_node_settings(operation):
+    """Whether a scale or heal request's ``additionalParams`` give
+    labels or taints (``worker_node``, ``node_pools``): the nodes it
+    joins take them instead of what was recorded for them."""
+    overrides = operation.get(ROOT) if isinstance(operation, dict) \
+        else None
+    if not isinstance(overrides, dict):
+        return False
+    worker = overrides.get('worker_node')
+    pools = overrides.get('node_pools')
+    sections = [worker] + (list(pools.values())
+                           if isinstance(pools, dict) else [])
+    return any(isinstance(section, dict) and (
+        'labels' in section or 'taints' in section)
+        for section in sections)
 
 
 def parse_for_operation(instantiated, operation, operation_name='scale',

@@ -45,7 +45,13 @@ def _answer(command):
     if ' get secret ' in command:
         return _PLACEHOLDER_SECRET
     if ' get node ' in command:
-        return 'node/%s\n' % command.split(' get node ', 1)[1].split()[0]
+        words = command.split(' get node ', 1)[1].split()
+        if ' -o json' in command:
+            # Every node named is there (as for "-o name"), unchanged.
+            names = words[:[w.startswith('-') for w in words].index(True)]
+            return json.dumps({'items': [{'metadata': {'name': name}}
+                                         for name in names]})
+        return 'node/%s\n' % words[0]
     if ' get nodes ' in command or ' get pods ' in command:
         return json.dumps({'items': []})
     if ' get configmap cluster-info ' in command:

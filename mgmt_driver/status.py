@@ -33,6 +33,7 @@ from mgmt_driver import exceptions
 from mgmt_driver import inventory
 from mgmt_driver import kubectl
 from mgmt_driver import kubespray
+from mgmt_driver import labels
 from mgmt_driver import loadbalancer
 from mgmt_driver import ssh
 from mgmt_driver import trust
@@ -226,15 +227,18 @@ def _member(member, where):
 
 # ------------------------------------------------------ differences --
 
-def differences(recorded, nodes=None, members=None, backends=None):
+def differences(recorded, nodes=None, members=None, backends=None,
+                settings=None):
     """How the cluster differs from the recorded inventory.
 
     :param recorded: the ``inventory.RecordedInventory`` last uploaded.
-    :param nodes: Kubernetes node dicts (``name``, ``ready``), or None
-        when they could not be read (not compared).
+    :param nodes: Kubernetes node dicts (``name``, ``ready``, ``labels``,
+        ``taints``), or None when they could not be read (not compared).
     :param members: etcd member dicts (``name``), or None.
     :param backends: LB backend dicts (``backend``, ``server``,
         ``status``), or None.
+    :param settings: the recorded labels and taints (``{node name:
+        NodeSettings}``, :mod:`mgmt_driver.labels`), or None.
     :returns: ``[{kind, name, detail}]``, sorted.
     """
     masters = set(recorded.masters)
@@ -242,6 +246,7 @@ def differences(recorded, nodes=None, members=None, backends=None):
     found = []
     if nodes is not None:
         found += _node_differences(masters | workers, nodes)
+        found += _settings_differences(settings or {}, nodes)
     if members is not None:
         found += _set_differences(
             masters, {m['name'] for m in members if m['name']},
@@ -284,6 +289,28 @@ def _node_differences(listed, nodes):
     return found + [_difference('node_not_ready', n['name'],
                                 'Ready is %s' % n['ready'])
                     for n in nodes if n['ready'] != 'True']
+
+
+def _settings_differences(settings, nodes):
+    """Recorded labels and taints a node does not have (keys only: the
+    values came from the node)."""
+    found = []
+    for node in nodes:
+        wanted = settings.get(node['name'])
+        if wanted is None:
+            continue
+        labels = [key for key, value in wanted.labels
+                  if node['labels'].get(key) != value]
+        taints = [taint for taint in wanted.taints
+                  if taint not in node['taints']]
+        if labels or taints:
+            found.append(_difference(
+                'labels_not_as_recorded', node['name'], '; '.join(
+                    part for part in (
+                        labels and 'label(s) %s' % ', '.join(labels),
+                        taints and 'taint(s) %s' % ', '.join(taints))
+                    if part) + ': not as recorded (relabel again)'))
+    return found
 
 
 def _backend_differences(masters, workers, backends):
@@ -386,7 +413,8 @@ class StatusReader:
         section = _section(host=client.conn.host, items=[])
         try:
             section['items'] = [dict(dataclasses.asdict(n),
-                                     roles=list(n.roles))
+                                     roles=list(n.roles),
+                                     taints=list(n.taints))
                                 for n in client.nodes()]
         except _READ_ERRORS as exc:
             return _failed(section, exc)
@@ -471,6 +499,11 @@ class StatusReader:
         return inventory.parse_recorded(
             conn.read_file(path, missing_ok=True), conn.host, path)
 
+    def _recorded_settings(self):
+        return kubespray.Workspace(
+            self._ansible(), self.workspace_path).read_record(
+            labels.RECORD_FILE, labels.parse_record)
+
     def _differences(self, report):
         section = _section(items=[])
         try:
@@ -483,11 +516,17 @@ class StatusReader:
                                     '(not instantiated?)'
                            % self.workspace_path)
 
+        try:
+            settings = self._recorded_settings()
+        except _READ_ERRORS as exc:
+            return _failed(section, 'the recorded labels and taints '
+                                    'cannot be read: %s' % exc)
+
         def read(name, key):
             return report[name][key] if report[name]['ok'] else None
         section['items'] = differences(
             recorded, read('nodes', 'items'), read('etcd', 'members'),
-            read('load_balancer', 'backends'))
+            read('load_balancer', 'backends'), settings)
         section['ok'] = not section['items']
         return section
 

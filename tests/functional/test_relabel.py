@@ -100,3 +100,34 @@ def test_relabel_sets_and_overwrites_labels_and_taints(run):
         code, out = run('relabel', '--nodes', W1, *extra)
         assert code == cli.EXIT_BAD_INPUT and text in out, out
     assert site.nodes() == before and len(site.runs()) == runs
+
+    _relabel_outlives_heal_and_not_scale_in(run, site)
+
+
+def _relabel_outlives_heal_and_not_scale_in(run, site):
+    """Removals; a healed node joins again with what the relabels left
+    (the driver's record), a node scaled in and out again with the
+    parameters' values."""
+    code, out = run('relabel', '--nodes', '%s,%s' % (W1, W2),
+                    '--labels', 'example.com/zone-,rack=r1',
+                    '--taints', 'gpu:NoSchedule-')
+    assert code == cli.EXIT_OK, out[-2000:]
+    for name in (W1, W2):
+        node = site.nodes()[name]
+        assert 'example.com/zone' not in node['labels']
+        assert node['labels']['rack'] == 'r1'
+        assert [t for t in _taints(node) if t[0] == 'gpu'] == []
+
+    code, out = run('heal', '--nodes', W1)
+    assert code == cli.EXIT_OK, out[-2000:]
+    node = site.nodes()[W1]
+    assert node['labels']['pool'] == 'b' and node['labels']['rack'] == 'r1'
+    assert 'example.com/zone' not in node['labels']
+    assert [t for t in _taints(node) if t[0] == 'gpu'] == []
+
+    code, out = run('scale-in', '--nodes', W2)
+    assert code == cli.EXIT_OK, out[-2000:]
+    code, out = run('scale-out', '--nodes', W2)
+    assert code == cli.EXIT_OK, out[-2000:]
+    node = site.nodes()[W2]
+    assert 'pool' not in node['labels'] and 'rack' not in node['labels']

@@ -1,13 +1,19 @@
 """Day-2 relabel of existing nodes: the option checks (params), the
 kubectl commands and ClusterDriver.relabel (recording SSH fake)."""
 
+import json
+
 import pytest
+import yaml
 
 from mgmt_driver import cli
 from mgmt_driver import driver
 from mgmt_driver import exceptions
+from mgmt_driver import kubectl
+from mgmt_driver import labels
 from mgmt_driver import params
 from tests.fakes import FakePool
+from tests.unit.test_driver import LAYOUT
 from tests.unit.test_driver import conf  # noqa: F401 (a fixture)
 from tests.unit.test_inventory import _cluster
 from tests.unit.test_inventory import _spec
@@ -26,6 +32,22 @@ def test_label_and_taint_lists_are_checked_as_the_parameters():
         'gpu=yes:NoSchedule,,gpu=yes:NoSchedule,x:NoExecute',
         '--taints') == ('gpu=yes:NoSchedule', 'x:NoExecute')
     assert params.parse_label_list(None, '--labels') == ()
+
+
+def test_removals_are_accepted_only_when_asked():
+    assert params.parse_label_list('zone-,pool=a', '--labels',
+                                   removals=True) == (
+        ('pool', 'a'), ('zone', None))
+    assert params.parse_taint_list('gpu:NoSchedule-,gpu-,a=b:NoExecute',
+                                   '--taints', removals=True) == (
+        'gpu:NoSchedule-', 'gpu-', 'a=b:NoExecute')
+    with pytest.raises(exceptions.ParamsInvalid):
+        params.parse_label_list('zone-', '--labels')
+    with pytest.raises(exceptions.ParamsInvalid):
+        params.parse_taint_list('gpu-', '--taints')
+    with pytest.raises(exceptions.ParamsInvalid) as caught:
+        params.parse_taint_list('a b-,x:Never-', '--taints', removals=True)
+    assert len(caught.value.problems) == 2
 
 
 @pytest.mark.parametrize('parse, text, problems', [
@@ -50,48 +72,172 @@ def test_bad_entries_are_all_named(parse, text, problems):
 
 def test_kubectl_label_and_taint_are_argv_with_overwrite():
     client = make_client()
-    assert client.label(W1, (('pool', 'a'), ('zone', ''))) is True
-    assert client.taint(W1, ('gpu=yes:NoSchedule', 'x:NoExecute')) is True
+    assert client.label([W1], (('pool', 'a'), ('zone', ''))) is True
+    assert client.taint([W1, W2], ('gpu=yes:NoSchedule', 'x:NoExecute')
+                        ) is True
     assert client.conn.commands == [
         'kubectl label node %s --overwrite pool=a zone=' % W1,
-        'kubectl taint node %s --overwrite gpu=yes:NoSchedule x:NoExecute'
-        % W1]
+        'kubectl taint node %s %s --overwrite gpu=yes:NoSchedule '
+        'x:NoExecute' % (W1, W2)]
+    assert client.label([W1], (('pool', None),)) is True
+    assert client.conn.commands[-1] == (
+        'kubectl label node %s --overwrite pool-' % W1)
     client.conn.script(r'label', exit_code=1, stderr=NOT_FOUND % W2)
-    assert client.label(W2, (('pool', 'a'),)) is False
+    assert client.label([W2], (('pool', 'a'),)) is False
     with pytest.raises(exceptions.MgmtDriverParamInvalid):
-        client.label('bad name; id', (('pool', 'a'),))
+        client.label(['bad name; id'], (('pool', 'a'),))
+
+
+def test_nodes_are_read_by_name_in_bounded_commands(monkeypatch):
+    client = make_client()
+    monkeypatch.setattr(kubectl, 'NODES_PER_COMMAND', 2)
+    names = ['worker-%d' % i for i in range(5)]
+    client.conn.script(r'get node worker-0 worker-1 ', stdout=json.dumps(
+        {'kind': 'List', 'items': [json.loads(_node_json('worker-1'))]}))
+    client.conn.script(r'get node worker-4 ', stdout=_node_json('worker-4'))
+    assert sorted(client.nodes_named(names)) == ['worker-1', 'worker-4']
+    assert [c.split(' --')[0] for c in client.conn.commands] == [
+        'kubectl get node worker-0 worker-1', 'kubectl get node worker-2 '
+        'worker-3', 'kubectl get node worker-4']
+    # A node kubectl did not name is not taken; bad JSON is refused.
+    client.conn.script(r'get node x ', stdout=_node_json('worker-4'))
+    assert client.nodes_named(['x']) == {}
+    client.conn.script(r'get node y ', stdout='{"items": 1}')
+    with pytest.raises(exceptions.RemoteDataInvalid):
+        client.nodes_named(['y'])
 
 
 def _driver(conf):  # noqa: F811
     spec = _spec()
     pool = FakePool()
+    pool.connection(spec.ansible.ip_address).script(r'KS:MISSING',
+                                                    stdout=LAYOUT)
+    master = pool.connection(MASTER)
+    master.script(r'get (nodes|pods) ', stdout=json.dumps({'items': []}))
     return (driver.ClusterDriver(spec, 'i1', pool, conf=conf),
-            _cluster(spec), pool.connection(MASTER))
+            _cluster(spec), master)
 
 
-def test_relabel_sets_labels_then_taints_node_by_node(conf):  # noqa: F811
+def _node_json(name, taints=(), labels=None):
+    return json.dumps({'metadata': {'name': name, 'labels': labels or {}},
+                       'spec': {'taints': [dict(t) for t in taints]}})
+
+
+def _workspace_file(drv, name):
+    return drv.pool.connection(drv.spec.ansible.ip_address).files[
+        drv._workspace().file(name)]
+
+
+def test_relabel_records_then_changes_node_by_node(conf):  # noqa: F811
     drv, cluster, master = _driver(conf)
-    missing = drv.relabel(cluster, [W1, W2], (('pool', 'a'),),
-                          ('gpu=yes:NoSchedule',))
+    _nodes_are(master, json.loads(_node_json(W1, [
+        {'key': 'old', 'effect': 'NoSchedule'}], {'zone': 'z'})),
+        json.loads(_node_json(W2)))
+    missing = drv.relabel(cluster, [W1, W2], (('pool', 'a'), ('zone', None)),
+                          ('gpu=yes:NoSchedule', 'old:NoSchedule-'))
     assert missing == []
-    assert [c for c in master.commands if ' label ' in c or ' taint ' in c
-            ] == [KUBECTL + c for c in (
-                'label node %s --overwrite pool=a' % W1,
-                'taint node %s --overwrite gpu=yes:NoSchedule' % W1,
-                'label node %s --overwrite pool=a' % W2,
-                'taint node %s --overwrite gpu=yes:NoSchedule' % W2)]
+    assert _changes(master) == [KUBECTL + c for c in (
+        'label node %s --overwrite pool=a zone-' % W1,
+        'label node %s --overwrite pool=a' % W2,
+        'taint node %s --overwrite gpu=yes:NoSchedule old:NoSchedule-' % W1,
+        # W2 has neither "zone" nor "old": kubectl would fail to remove
+        # the taint.
+        'taint node %s --overwrite gpu=yes:NoSchedule' % W2)]
+    assert [c for c in master.commands if ' get node ' in c] == [
+        KUBECTL + 'get node %s %s --ignore-not-found -o json' % (W1, W2)]
+    recorded = labels.parse_record(_workspace_file(drv, labels.RECORD_FILE))
+    for name in (W1, W2):
+        assert recorded[name].label_map['pool'] == 'a'
+        assert recorded[name].taints == ('gpu=yes:NoSchedule',)
+    hosts = yaml.safe_load(_workspace_file(drv, 'hosts.yaml'))
+    assert hosts['all']['hosts'][W1]['node_labels']['pool'] == 'a'
+    assert hosts['all']['hosts'][W1]['node_taints'] == ['gpu=yes:NoSchedule']
+
+
+def _nodes_are(master, *items):
+    master.script(r' get node ', stdout=json.dumps({'items': list(items)}))
+
+
+def test_nodes_that_need_the_same_change_share_a_command(conf):  # noqa: F811
+    drv, cluster, master = _driver(conf)
+    _nodes_are(master, *(json.loads(_node_json(n)) for n in (W1, W2)))
+    drv.relabel(cluster, [W1, W2, W1], (('pool', 'a'),), ('x:NoExecute',))
+    assert _changes(master) == [KUBECTL + c % (W1, W2) for c in (
+        'label node %s %s --overwrite pool=a',
+        'taint node %s %s --overwrite x:NoExecute')]
+
+
+def _changes(master):
+    return [c for c in master.commands if ' label ' in c or ' taint ' in c]
+
+
+def test_a_relabel_the_node_has_already_changes_nothing(conf):  # noqa: F811
+    drv, cluster, master = _driver(conf)
+    master.script(r'get node %s ' % W1, stdout=_node_json(
+        W1, [{'key': 'gpu', 'value': 'yes', 'effect': 'NoSchedule'}],
+        {'pool': 'a'}))
+    assert drv.kubectl_client(cluster).nodes_named([W1])[W1].taints == (
+        'gpu=yes:NoSchedule',)
+    drv.relabel(cluster, [W1], (('pool', 'a'), ('zone', None)),
+                ('gpu=yes:NoSchedule', 'old-'))
+    assert _changes(master) == []
+    assert labels.parse_record(_workspace_file(drv, labels.RECORD_FILE))[
+        W1].taints == ('gpu=yes:NoSchedule',)
 
 
 def test_relabel_names_a_node_kubernetes_lacks(conf):  # noqa: F811
     drv, cluster, master = _driver(conf)
-    master.script(r'label node %s' % W1, exit_code=1, stderr=NOT_FOUND % W1)
-    assert drv.relabel(cluster, [W1, W2], (), ('x:NoExecute',)) == []
-    assert drv.relabel(cluster, [W1, W2], (('pool', 'a'),),
-                       ('x:NoExecute',)) == [W1]
-    # No taint command for the node that is not there.
-    taint = KUBECTL + 'taint node %s --overwrite x:NoExecute'
-    assert master.commands.count(taint % W2) == 2
-    assert master.commands.count(taint % W1) == 1
+    _nodes_are(master, json.loads(_node_json(W2)))
+    assert drv.relabel(cluster, [W1, W2, 'worker-9-9-9-9'], (('pool', 'a'),),
+                       ('x:NoExecute',)) == [W1, 'worker-9-9-9-9']
+    assert not [c for c in master.commands
+                if ' label node %s' % W1 in c or ' taint node %s' % W1 in c]
+    recorded = labels.parse_record(_workspace_file(drv, labels.RECORD_FILE))
+    assert recorded[W1] == drv.spec.node_settings(cluster.get(W1))
+    assert recorded[W2].label_map['pool'] == 'a'
+
+
+def test_a_new_driver_renders_the_recorded_values(conf):  # noqa: F811
+    drv, cluster, master = _driver(conf)
+    master.script(r'get node %s ' % W1, stdout=_node_json(W1))
+    drv.relabel(cluster, [W1], (('pool', 'a'),), ())
+    # The next operation (a new driver, the parameters unchanged) keeps
+    # W1's label; a heal keeps it too, a scale-in forgets it.
+    again = driver.ClusterDriver(drv.spec, 'i1', drv.pool, conf=conf)
+    again.upload_inventory(cluster)
+    hosts = yaml.safe_load(_workspace_file(drv, 'hosts.yaml'))['all']
+    assert hosts['hosts'][W1]['node_labels']['pool'] == 'a'
+    assert 'pool' not in hosts['hosts'][W2].get('node_labels', {})
+    again.remove_workers(cluster, [W1], rejoin=True)
+    assert W1 in labels.parse_record(_workspace_file(drv, labels.RECORD_FILE))
+    again.remove_workers(cluster, [W1])
+    assert W1 not in labels.parse_record(
+        _workspace_file(drv, labels.RECORD_FILE))
+
+
+def test_reconcile_forgets_nodes_whose_vm_is_gone(conf):  # noqa: F811
+    drv, cluster, master = _driver(conf)
+    drv.upload_inventory(cluster)
+    assert W2 in labels.parse_record(_workspace_file(drv, labels.RECORD_FILE))
+    fresh = driver.ClusterDriver(drv.spec, 'i1', drv.pool, conf=conf)
+    fresh.reconcile(cluster.remove(W2))
+    fresh.upload_inventory(cluster.remove(W2))
+    assert sorted(labels.parse_record(
+        _workspace_file(drv, labels.RECORD_FILE))) == [
+        'master-10-10-0-11', W1]
+
+
+def test_a_tampered_record_is_refused(conf):  # noqa: F811
+    drv, cluster, master = _driver(conf)
+    drv.upload_inventory(cluster)
+    ansible = drv.pool.connection(drv.spec.ansible.ip_address)
+    ansible.files[drv._workspace().file(labels.RECORD_FILE)] = (
+        'nodes: {%s: {labels: {a: "$(id)"}, taints: []}}\n' % W1)
+    fresh = driver.ClusterDriver(drv.spec, 'i1', drv.pool, conf=conf)
+    with pytest.raises(exceptions.RemoteDataInvalid) as caught:
+        fresh.upload_inventory(cluster)
+    assert 'nodes.%s.labels' % W1 in str(caught.value)
+    assert '$(id)' not in str(caught.value)
 
 
 @pytest.mark.parametrize('extra, text', [

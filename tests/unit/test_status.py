@@ -265,6 +265,26 @@ def test_every_kind_of_difference():
     assert found[0]['detail'] == 'kube_apiserver: HAProxy says DOWN (L4CON)'
 
 
+def test_recorded_labels_and_taints_a_node_lacks():
+    settings = {
+        WORKER: params.NodeSettings((('pool', 'a'), ('rack', 'r1')),
+                                    ('gpu=yes:NoSchedule', 'x:NoExecute')),
+        MASTER: params.NodeSettings((('pool', 'cp'),)),
+        GONE: params.NodeSettings((('pool', 'a'),))}
+    nodes = [{'name': MASTER, 'ready': 'True', 'labels': {'pool': 'cp'},
+              'taints': ['node-role.kubernetes.io/control-plane:NoSchedule']},
+             {'name': WORKER, 'ready': 'True',
+              'labels': {'pool': 'b', 'rack': 'r1', 'extra': 'e'},
+              'taints': ['x:NoExecute', 'gpu=no:NoSchedule']}]
+    found = [d for d in status.differences(RECORDED, nodes=nodes,
+                                           settings=settings)
+             if d['kind'] == 'labels_not_as_recorded']
+    assert found == [{
+        'kind': 'labels_not_as_recorded', 'name': WORKER,
+        'detail': 'label(s) pool; taint(s) gpu=yes:NoSchedule: not as '
+                  'recorded (relabel again)'}]
+
+
 def test_parts_not_read_are_not_compared():
     assert status.differences(RECORDED) == []
 
