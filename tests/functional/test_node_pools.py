@@ -14,6 +14,7 @@ from mgmt_driver import cli
 from mgmt_driver import params
 from mgmt_driver.localsite import lab as lab_mod
 from mgmt_driver.localsite import site as site_mod
+from tests.functional import test_faults
 
 ANSIBLE = '127.0.23.1'
 LB = '127.0.23.2'
@@ -39,23 +40,19 @@ def lab(tmp_path_factory):
     """One lab for the module; every worker VM runs sshd from the start,
     the topology file lists what the test says."""
     tmp_path = tmp_path_factory.mktemp('pools')
-    try:
-        lab = lab_mod.Lab(ANSIBLE, LB, MASTERS, WORKERS,
-                          backends=False).start()
-    except lab_mod.LabError as exc:
-        pytest.skip(str(exc))
-    options = dict(site_mod.driver_options(
-        lab.site, lab.haproxy, tmp_path / 'known_hosts',
-        key_dirs=[lab.sshd.key_dir]),
-        kubeconfig_dir=str(tmp_path / 'kubeconfigs'))
-    lab.config_path = tmp_path / 'kubespray-mgmt.conf'
-    lab.config_path.write_text(site_mod.config_file_text(options))
-    lab.tmp_path = tmp_path
-    try:
-        yield lab
-    finally:
-        lab.stop()
-        cfg.CONF([], project='kubespray-mgmt', default_config_files=[])
+    with test_faults.running(lab_mod.Lab(ANSIBLE, LB, MASTERS, WORKERS,
+                                         backends=False)) as lab:
+        lab.tmp_path = tmp_path
+        lab.config_path = tmp_path / 'kubespray-mgmt.conf'
+        lab.config_path.write_text(site_mod.config_file_text(dict(
+            site_mod.driver_options(lab.site, lab.haproxy,
+                                    tmp_path / 'known_hosts',
+                                    key_dirs=[lab.sshd.key_dir]),
+            kubeconfig_dir=str(tmp_path / 'kubeconfigs'))))
+        try:
+            yield lab
+        finally:
+            cfg.CONF([], project='kubespray-mgmt', default_config_files=[])
 
 
 def _run(lab, capsys, operation, workers, pools, *extra):

@@ -15,6 +15,7 @@ from tests.unit.test_driver import Harness
 from tests.unit.test_driver import _instantiate_params
 from tests.unit.test_driver import _request
 from tests.unit.test_driver import conf  # noqa: F401 (a fixture)
+from tests.unit.test_heat import FakeHeat
 from tests.unit.test_heat import _fip
 from tests.unit.test_heat import _port
 from tests.unit.test_heat import _res
@@ -30,11 +31,12 @@ GROUPS = {'master_instance': ('masterNode', {'m1': 11}),
 CP_SUFFIX = {'masterNode': 'CP1', 'workerNode': 'CP2', 'dpdkNode': 'CP2'}
 
 
-class GroupHeat:
+class GroupHeat(FakeHeat):
     """A v1 top stack ``stack`` with three scaling groups (masters,
     workers, the dpdk pool) and the LB's floating IP."""
 
     def __init__(self):
+        super().__init__()
         self.stacks = {'stack': {'externalLB_FloatingIP': _fip(
             'externalLB_FloatingIP', '192.168.10.40')}}
         for aspect, (_, members) in GROUPS.items():
@@ -56,15 +58,6 @@ class GroupHeat:
             vdu + '_FloatingIP': _fip(vdu + '_FloatingIP',
                                       '192.168.10.%d' % octet)}
         return 'member-' + member
-
-    def resource_get(self, stack_id, name):
-        try:
-            return self.stacks[stack_id][name]
-        except KeyError:
-            raise RuntimeError('HTTPNotFound')
-
-    def resource_get_list(self, stack_id, nested_depth=0):
-        return list(self.stacks[stack_id].values())
 
 
 def _heat_params(pool=POOL):
