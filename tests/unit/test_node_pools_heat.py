@@ -2,6 +2,7 @@
 LCM hooks on a pool's scaling group, and v2 role detection."""
 
 import json
+import types
 
 import pytest
 import yaml
@@ -244,3 +245,34 @@ def test_the_v2_kinds_list_every_aspect_pool():
     kinds = v2._vm_kinds(_v2_spec())
     assert [(k.role, k.pool, k.ssh_cp_name, k.section) for k in kinds][-1] \
         == ('worker', 'dpdk', 'dpdkNode_FloatingIP', P + '.node_pools.dpdk')
+
+
+def _heal(h, hook, override=None):
+    instance = h.instance(_heat_params())
+    instance.instantiated_vnf_info.vnfc_resource_info = [
+        types.SimpleNamespace(id='vnfc-d1', compute_resource=types.
+                              SimpleNamespace(resource_id='srv-d1'))]
+    hook(None, instance, _request(override or {},
+                                  vnfc_instance_id=['vnfc-d1']),
+         None, None)
+
+
+def test_heal_of_a_pool_vnfc_removes_then_rejoins_it_in_its_pool(conf):  # noqa: F811,E501
+    known = ['master-10-10-0-11', 'worker-10-10-0-21', 'worker-10-10-0-22',
+             'worker-10-10-0-31']
+    h = _hooks_with_heat(conf, GroupHeat(), k8s_nodes=known)
+    h.master.script(r'get node worker-10-10-0-31',
+                    stdout='node/worker-10-10-0-31\n')
+    h.master.script(r'get pods', stdout=json.dumps({'items': []}))
+    _heal(h, h.hooks.heal_start)
+    assert yaml.safe_load(h.workspace_files()['remove-node-vars.yaml'])[
+        'node'] == 'worker-10-10-0-31'
+    h.master.script(r'get nodes -o json', first=True, stdout=json.dumps(
+        {'items': [{'metadata': {'name': n}} for n in known[:-1]]}))
+    _heal(h, h.hooks.heal_end, {P: {'node_pools': {'dpdk': {
+        'labels': {'example.com/pool': 'dpdk-healed'}}}}})
+    scale = [c for c in h.ansible.commands
+             if 'ansible-playbook' in c and 'scale.yml' in c]
+    assert len(scale) == 1 and '--limit=worker-10-10-0-31 ' in scale[0]
+    assert _hosts(h)['worker-10-10-0-31']['node_labels'] == {
+        'example.com/pool': 'dpdk-healed'}
