@@ -33,12 +33,6 @@ MAX_NODES = 10000
 _NODE_KEYS = ('labels', 'taints')
 
 
-def taint_key_effect(taint):
-    """``(key, effect)`` of ``key=value:Effect`` or ``key:Effect``."""
-    pair, _, effect = taint.rpartition(':')
-    return pair.partition('=')[0], effect
-
-
 def apply_change(settings, labels=(), taints=()):
     """*settings* changed as ``kubectl label``/``taint`` would change a
     node.
@@ -63,7 +57,7 @@ def apply_change(settings, labels=(), taints=()):
             kept = [t for t in kept if not _removes(taint[:-1], t)]
         else:
             kept = [t for t in kept
-                    if taint_key_effect(t) != taint_key_effect(taint)]
+                    if params.taint_slot(t) != params.taint_slot(taint)]
             kept.append(taint)
     return params.NodeSettings(tuple(sorted(label_map.items())),
                                tuple(kept))
@@ -89,9 +83,9 @@ def taints_to_send(taints, present):
 
 
 def _removes(removal, taint):
-    key, effect = taint_key_effect(taint)
+    key, effect = params.taint_slot(taint)
     if ':' in removal:
-        return (key, effect) == taint_key_effect(removal)
+        return (key, effect) == params.taint_slot(removal)
     return key == removal
 
 

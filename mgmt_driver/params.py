@@ -235,17 +235,18 @@ class NodeSettings:
         """
         labels = dict(self.labels)
         labels.update(top.labels)
-        replacing = {_taint_slot(taint): taint for taint in top.taints}
+        replacing = {taint_slot(taint): taint for taint in top.taints}
         taints = []
-        for taint in [replacing.get(_taint_slot(t), t) for t in self.taints
+        for taint in [replacing.get(taint_slot(t), t) for t in self.taints
                       ] + list(top.taints):
             if taint not in taints:
                 taints.append(taint)
         return NodeSettings(tuple(sorted(labels.items())), tuple(taints))
 
 
-def _taint_slot(taint):
-    """``(key, effect)`` of a ``key=value:Effect`` taint."""
+def taint_slot(taint):
+    """``(key, effect)`` of a ``key=value:Effect`` (or ``key:Effect``)
+    taint: a node holds at most one taint of each."""
     pair, _, effect = taint.rpartition(':')
     return pair.partition('=')[0], effect
 
