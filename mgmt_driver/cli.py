@@ -128,10 +128,12 @@ def _read_nodes(spec, topology_path):
 def _check_request(args):
     document = localfiles.load_document(args.params, 'PARAMS')
     kind = args.kind or lcm_requests.detect_kind(document)
-    if args.instantiated and kind == lcm_requests.INSTANTIATE:
+    if args.instantiated and kind in (lcm_requests.INSTANTIATE,
+                                      lcm_requests.MODIFY):
         raise exceptions.ParamsInvalid([
             '--instantiated: only for scale, heal and terminate requests '
-            '(PARAMS is an instantiate request)'])
+            '(PARAMS is %s %s request)' % (
+                'an' if kind == lcm_requests.INSTANTIATE else 'a', kind)])
     instantiated = args.instantiated and localfiles.load_document(
         args.instantiated, 'INSTANTIATED')
     return lcm_requests.check(
@@ -141,7 +143,7 @@ def _check_request(args):
 
 def _request_summary(checked):
     summary = lcm_requests.describe(checked)
-    if checked.spec.nodes is not None:
+    if checked.spec is not None and checked.spec.nodes is not None:
         found = nodes.nodes_from_spec(checked.spec)
         summary += ' (%d master(s), %d worker(s))' % (
             len(found.masters), len(found.workers))
@@ -202,13 +204,15 @@ def _add_params_commands(subparsers):
         'check', help='validate PARAMS; print a summary or every problem')
     check.add_argument('params', metavar='PARAMS',
                        help='JSON/YAML request body (instantiate, scale, '
-                            'heal or terminate) or its additionalParams; '
-                            '- reads standard input')
+                            'heal, terminate or modify: a PATCH) or its '
+                            'additionalParams; - reads standard input')
     check.add_argument('--kind', choices=lcm_requests.KINDS,
                        help='the kind of request (default: told by the '
                             "body's fields: type/aspectId scale, "
                             'vnfcInstanceId/cause heal, terminationType '
-                            'terminate, else instantiate)')
+                            'terminate, flavourId instantiate, metadata/'
+                            'vnfInstanceName/vnfdId modify, else '
+                            'instantiate)')
     check.add_argument('--instantiated', metavar='FILE',
                        help='for scale, heal and terminate: the '
                             'instantiate request (or its additionalParams) '

@@ -1067,31 +1067,33 @@ class LcmHooks:
         self._noop('modify_information_start', vnf_instance)
 
     def modify_information_end(self, context, vnf_instance, request,
-                               grant, grant_request, **kwargs):
+                               grant, grant_request,
+                               metadata_field='vnf_metadata', **kwargs):
         """A PATCH with ``vnf_metadata.kube_version`` upgrades the cluster.
 
         Tacker v1 passes no request here and has already stored the new
         metadata: the version is read from the instance, and a version
         the cluster already runs on every node is nothing to do, so any
         other PATCH leaves the cluster alone.  ``kube_upgrade_serial``
-        sets the worker batch size.
+        sets the worker batch size.  The keys are checked by
+        :func:`mgmt_driver.upgrade.check_metadata`.
+
+        :param metadata_field: the metadata's name in messages (the v2
+            adapter passes ``'metadata'``).
         """
-        metadata = dict(getattr(vnf_instance, 'vnf_metadata', None) or {})
-        target = metadata.get(upgrade_mod.METADATA_VERSION)
-        if target is None:
+        wanted = upgrade_mod.check_metadata(
+            dict(getattr(vnf_instance, 'vnf_metadata', None) or {}),
+            metadata_field)
+        if wanted.kube_version is None:
             self._noop('modify_information_end', vnf_instance)
             return
-        field = 'vnf_metadata.%s' % upgrade_mod.METADATA_VERSION
-        upgrade_mod.parse_version(target, field)
-        serial = upgrade_mod.parse_serial(
-            metadata.get(upgrade_mod.METADATA_SERIAL),
-            'vnf_metadata.%s' % upgrade_mod.METADATA_SERIAL)
         spec = self._spec(context, vnf_instance, None, 'upgrade')
         cluster, _ = self._vms(context, vnf_instance, None, spec)
         with self._pool_factory() as pool:
             self._driver(context, vnf_instance, spec, pool,
                          'modify_information_end').upgrade(
-                cluster, target, serial, field)
+                cluster, upgrade_mod.version_text(wanted.kube_version),
+                wanted.serial, wanted.field(upgrade_mod.METADATA_VERSION))
 
     # Inputs.
 

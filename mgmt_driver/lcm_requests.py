@@ -6,7 +6,9 @@ the body.  This module tells the kind from the body's shape (or is told
 it) and checks the ``additionalParams`` the way the driver will read
 them: an instantiate request in full, a scale, heal or terminate request
 as overrides laid over the instantiated parameters
-(:func:`mgmt_driver.params.parse_for_operation`).
+(:func:`mgmt_driver.params.parse_for_operation`), a modify request (the
+PATCH body, v1 and v2 alike) by the metadata keys the driver reads
+(:func:`mgmt_driver.upgrade.check_metadata`).
 
 Without the instantiated parameters, the overrides are laid over a
 complete placeholder instantiation, so every override is still checked in
@@ -19,19 +21,27 @@ import dataclasses
 
 from mgmt_driver import exceptions
 from mgmt_driver import params
+from mgmt_driver import upgrade
 
 INSTANTIATE = 'instantiate'
 SCALE = 'scale'
 HEAL = 'heal'
 TERMINATE = 'terminate'
-KINDS = (INSTANTIATE, SCALE, HEAL, TERMINATE)
+MODIFY = 'modify'
+KINDS = (INSTANTIATE, SCALE, HEAL, TERMINATE, MODIFY)
+#: A PATCH body's metadata field (VnfInfoModificationRequest, v1 and v2).
+METADATA = 'metadata'
 
 #: Fields only one kind of SOL003 request body has (the others are
 #: optional or shared), in the order they are looked for.
 _SHAPES = ((SCALE, ('type', 'aspectId', 'numberOfSteps')),
            (HEAL, ('vnfcInstanceId', 'cause', 'healScript')),
            (TERMINATE, ('terminationType', 'gracefulTerminationTimeout')),
-           (INSTANTIATE, ('flavourId', 'instantiationLevelId')))
+           (INSTANTIATE, ('flavourId', 'instantiationLevelId')),
+           # After instantiate: an InstantiateVnfRequest may have
+           # vimConnectionInfo and extensions too, never these.
+           (MODIFY, (METADATA, 'vnfInstanceName', 'vnfInstanceDescription',
+                     'vnfdId', 'vnfPkgId', 'vnfcInfoModifications')))
 _SCALE_TYPES = ('SCALE_OUT', 'SCALE_IN')
 
 _LOGIN = {'username': 'placeholder', 'password': 'placeholder'}
@@ -53,9 +63,11 @@ class Checked:
     """The outcome of :func:`check` for a valid request."""
 
     kind: str
-    spec: object            # the ClusterSpec that applies
+    spec: object            # the ClusterSpec that applies (None: modify)
     overrides: list         # sections a non-instantiate request replaces
     merged: bool            # checked against the real instantiation
+    metadata: object = None  # a modify's upgrade.MetadataRequest
+    other_keys: tuple = ()   # a modify's metadata keys left to Tacker
 
 
 def detect_kind(body):
@@ -105,6 +117,8 @@ def check(document, kind=None, instantiated=None, default_key_file=None):
 
 
 def _check_kind(document, kind, instantiated, default_key_file):
+    if kind == MODIFY:
+        return _check_modify(document)
     if kind == INSTANTIATE:
         spec = params.parse_params(additional_params(document),
                                    default_key_file=default_key_file)
@@ -136,6 +150,18 @@ def _placeholder(operation):
     return base
 
 
+def _check_modify(document):
+    """A PATCH body: the metadata keys the driver reads, the way its
+    hooks check them; the body's other fields are Tacker's."""
+    metadata = document.get(METADATA) if isinstance(document, dict) \
+        else document
+    wanted = upgrade.check_metadata({} if metadata is None else metadata,
+                                    METADATA)
+    known = {key for key, _ in upgrade.METADATA_CHECKS}
+    return Checked(MODIFY, None, [], False, wanted, tuple(sorted(
+        key for key in (metadata or {}) if key not in known)))
+
+
 def _overridden(operation):
     overrides = (operation or {}).get(params.ROOT) \
         if isinstance(operation, dict) else None
@@ -152,6 +178,8 @@ def _scale_type_problems(document):
 
 def describe(checked):
     """One line for a valid request, without any secret."""
+    if checked.kind == MODIFY:
+        return _describe_modify(checked)
     if checked.kind == INSTANTIATE:
         return params.describe(checked.spec)
     overrides = 'overrides %s' % ', '.join(checked.overrides) \
@@ -164,3 +192,18 @@ def describe(checked):
     merged = params.describe(checked.spec).split(': ', 1)[1]
     return 'valid %s request: %s; with the instantiation: %s' % (
         checked.kind, overrides, merged)
+
+
+def _describe_modify(checked):
+    wanted = checked.metadata
+    if wanted.kube_version is None:
+        done = 'no %s: runs no playbook' % wanted.field(
+            upgrade.METADATA_VERSION)
+    else:
+        done = 'upgrades Kubernetes to %s' % upgrade.version_text(
+            wanted.kube_version)
+        if wanted.serial is not None:
+            done += ', workers in batches of %s' % wanted.serial
+    others = ', '.join(checked.other_keys) or 'none'
+    return 'valid modify request: %s; other metadata keys (left to ' \
+           'Tacker): %s' % (done, others)

@@ -27,7 +27,8 @@ from mgmt_driver import exceptions
 
 #: The workspace file holding the version of the last upgrade.
 RECORD_FILE = 'kube-version.yaml'
-#: ``vnf_metadata`` keys of a Tacker v1 PATCH (modify_information).
+#: Metadata keys of a PATCH (modify_information): Tacker v1 keeps them
+#: in ``vnf_metadata``, v2 in ``metadata``; :func:`check_metadata`.
 METADATA_VERSION = 'kube_version'
 METADATA_SERIAL = 'kube_upgrade_serial'
 
@@ -79,6 +80,62 @@ def parse_serial(value, field):
             '%s: must be a number of workers upgraded at once (1 or more) '
             'or a percentage such as 20%%, not %s' % (field, _shown(value))])
     return '%d%%' % number if match.group(2) else number
+
+
+@dataclasses.dataclass(frozen=True)
+class MetadataRequest:
+    """What the metadata of a PATCH asks of the driver.
+
+    :param kube_version: ``(major, minor, patch)``, or None (no upgrade).
+    :param serial: as :func:`parse_serial` returns it, or None.
+    :param prefix: the metadata's field name, for messages.
+    """
+
+    kube_version: tuple = None
+    serial: object = None
+    prefix: str = 'metadata'
+
+    def field(self, key):
+        """``'<prefix>.<key>'``: how messages name a metadata key."""
+        return '%s.%s' % (self.prefix, key)
+
+
+def check_metadata(metadata, prefix):
+    """Check the metadata keys the driver reads; leave the others alone.
+
+    The one place that knows them: the v1 hook (``vnf_metadata``), the
+    v2 script and ``kubespray-mgmt params check`` (``metadata`` of a
+    PATCH body) all call it.  An absent or null key is not asked for.
+
+    :param metadata: the merged metadata (v1, v2) or a PATCH body's.
+    :param prefix: its field name in messages: ``'vnf_metadata'``,
+        ``'metadata'``.
+    :returns: a :class:`MetadataRequest`.
+    :raises ParamsInvalid: every problem at once, each naming
+        ``<prefix>.<key>``.
+    """
+    if not isinstance(metadata, dict):
+        raise exceptions.ParamsInvalid([
+            '%s: must be an object of key-value pairs, not %s'
+            % (prefix, type(metadata).__name__)])
+    problems, found = [], {}
+    for key, check in METADATA_CHECKS:
+        if metadata.get(key) is None:
+            continue
+        try:
+            found[key] = check(metadata[key], '%s.%s' % (prefix, key))
+        except exceptions.ParamsInvalid as exc:
+            problems += exc.problems
+    if problems:
+        raise exceptions.ParamsInvalid(problems)
+    return MetadataRequest(found.get(METADATA_VERSION),
+                           found.get(METADATA_SERIAL), prefix)
+
+
+#: Metadata key -> its check ``(value, field) -> parsed``, in the order
+#: problems are listed: a key the driver reads is added here.
+METADATA_CHECKS = ((METADATA_VERSION, parse_version),
+                    (METADATA_SERIAL, parse_serial))
 
 
 def _shown(value):

@@ -77,6 +77,8 @@ SCRIPT = 'Scripts/kubespray_mgmt_v2.py'
 CONFIG_ENV = 'KUBESPRAY_MGMT_CONFIG_FILES'
 #: Our key in ``user_script_err_handling_data``.
 DATA_KEY = 'kubespray_mgmt'
+#: The instance's (and a PATCH's) metadata field, as messages name it.
+METADATA = 'metadata'
 OPENSTACK_VIM_PREFIX = 'ETSINFV.OPENSTACK_KEYSTONE'
 _ROLES = (params.ROLE_MASTER, params.ROLE_WORKER, params.ROLE_EXTERNAL_LB)
 _SECTION = {params.ROLE_MASTER: 'master_node',
@@ -560,15 +562,19 @@ class Operation:
 
     def modify_information_end(self):
         """A PATCH whose metadata names ``kube_version`` upgrades the
-        cluster (v1's hook).  Tacker v2 merged the request's metadata
-        into the instance before this call and saves the instance only
-        if it succeeds; a failure is retried whole."""
-        metadata = self.inst.get('metadata') or {}
-        if upgrade_mod.METADATA_VERSION not in metadata or \
-                not self.inst.get('instantiatedVnfInfo'):
+        cluster (v1's hook, its messages naming ``metadata``).  Tacker v2
+        merged the request's metadata into the instance before this call
+        and saves the instance only if it succeeds; a failure is retried
+        whole."""
+        if not self.inst.get('instantiatedVnfInfo'):
             return self.nothing()
-        self.hooks.modify_information_end(None, self._view(),
-                                          request_view(self.req), None, None)
+        wanted = upgrade_mod.check_metadata(self.inst.get('metadata') or {},
+                                            METADATA)
+        if wanted.kube_version is None:
+            return self.nothing()
+        self.hooks.modify_information_end(
+            None, self._view(), request_view(self.req), None, None,
+            metadata_field=METADATA)
 
     def nothing(self):
         LOG.info('%s: nothing to do for VNF instance %s', self.name,

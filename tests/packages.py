@@ -36,13 +36,15 @@ MGMT_NAMESPACE = 'tacker.tacker.mgmt.drivers'
 NOOP_DRIVER = 'vnflcm_noop'
 #: Hooks the VNFDs map to our driver; Tacker runs vnflcm_noop for others.
 # terminate_start: kubespray.reset_on_terminate runs reset.yml there,
-# while the VMs still exist.
+# while the VMs still exist; modify_information_end: a PATCH's
+# vnf_metadata.kube_version upgrades the cluster.
 DRIVER_HOOKS = ('instantiate_end', 'scale_start', 'scale_end', 'heal_start',
-                'heal_end', 'terminate_start', 'terminate_end')
+                'heal_end', 'terminate_start', 'terminate_end',
+                'modify_information_end')
 NOOP_HOOKS = ('instantiate_start',
               'change_external_connectivity_start',
               'change_external_connectivity_end',
-              'modify_information_start', 'modify_information_end')
+              'modify_information_start')
 
 _STAND_IN_LB_SCRIPT = b'#!/bin/sh\n# stand-in used by the tests\nexit 0\n'
 

@@ -19,6 +19,9 @@ Faked, each at the smallest boundary we found (see :func:`tacker_seams`):
 * the database: ``save``/``create``/``get`` of Tacker's objects, the VIM
   lookup (``VimClient.get_vim``), the package lookups of ``vnflcm.utils``
   and the conductor's status, placement, grant and notification helpers;
+  for a PATCH (``Conductor.update``), only the query that writes the
+  instance's row: Tacker's own ``_update_vnf_instances`` merges the
+  body into it (:class:`InstanceRows`);
 * ``NfvoPlugin`` (VIM registration) -> :class:`FakeNfvo`;
 * RPC notifications and the VNFM plugin's status updates (mocks).
 """
@@ -475,6 +478,53 @@ def tacker_seams(patch, infra, nfvo, package_dir, package_id, ops):
     patch.setattr(heat_client, 'HeatClient',
                   lambda *args, **kwargs: infra.vnf.heat)
     patch.setattr(registry.TackerVimRegistry, '_nfvo', lambda self: nfvo)
+    _patch_seams(patch, ops)
+
+
+def _patch_seams(patch, ops):
+    """The database under a v1 PATCH (``Conductor.update``)."""
+    from tacker import objects
+    from tacker.objects import vnf_instance
+
+    # Tacker's merge without its transaction, writing through our rows
+    # (a second world patches over the first: already unwrapped).
+    merge = vnf_instance._update_vnf_instances
+    patch.setattr(vnf_instance, '_update_vnf_instances',
+                  getattr(merge, '__wrapped__', merge))
+    patch.setattr(vnf_instance, 'api', InstanceRows(ops.instances))
+    patch.setattr(objects.VnfLcmOpOcc, 'create', lambda self: None)
+    patch.setattr(objects.VNF, 'save', lambda self: ops.vnf_status.update(
+        {self.id: self.status}))
+
+
+class InstanceRows:
+    """``tacker.db.db_sqlalchemy.api`` as ``_update_vnf_instances`` uses
+    it: ``model_query(context, VnfInstance).filter_by(id=).update(values)``
+    sets *values* on the in-memory instance, as reading the row back
+    would (the object's fields coerce them: ``vnf_metadata`` holds
+    strings).  Any other query is an error: nothing else is modelled.
+
+    :param instances: ``{id: VnfInstance}`` (:attr:`OpOccs.instances`).
+    """
+
+    def __init__(self, instances):
+        self.instances = instances
+        self.instance_id = None
+
+    def model_query(self, context, model, *args, **kwargs):
+        from tacker.db.db_sqlalchemy import models
+
+        assert model is models.VnfInstance, model
+        return self
+
+    def filter_by(self, id):
+        self.instance_id = id
+        return self
+
+    def update(self, values, synchronize_session=None):
+        instance = self.instances[self.instance_id]
+        for name, value in values.items():
+            setattr(instance, name, value)
 
 
 class OpOccs:
@@ -482,10 +532,21 @@ class OpOccs:
 
     def __init__(self):
         self.reports = []   # dicts of _send_lcm_op_occ_notification
+        self.notifications = []  # send_notification's (a PATCH's)
         self.instances = {}
+        self.vnf_status = {}   # VNF id -> status Tacker saved
 
     def last(self):
         return self.reports[-1]
+
+    def result(self, occ_id):
+        """The RESULT notification of op occurrence *occ_id*: what Tacker
+        also saved in it (``operationState``, ``error``,
+        ``changed_info``)."""
+        [found] = [n for n in self.notifications
+                   if n['vnfLcmOpOccId'] == occ_id and
+                   n['notificationStatus'] == 'RESULT']
+        return found
 
 
 def conductor_without_db(patch, lcm_driver, infra, ops):
@@ -516,6 +577,9 @@ def conductor_without_db(patch, lcm_driver, infra, ops):
                             'state': operation_state, 'error': error,
                             'error_point': error_point})
     patch.setattr(cls, '_send_lcm_op_occ_notification', report)
+    patch.setattr(cls, 'send_notification',
+                  lambda self, context, notification:
+                  ops.notifications.append(copy.deepcopy(notification)))
     return conductor
 
 

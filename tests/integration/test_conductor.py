@@ -20,6 +20,7 @@ keepalived file it had checked (its peers).
 ``pytest -s`` prints the hooks Tacker invoked per scenario, with times.
 """
 
+import copy
 import json
 import shutil
 import time
@@ -27,6 +28,7 @@ import uuid
 
 import pytest
 import yaml
+from oslo_utils import timeutils
 
 pytest.importorskip('tacker')
 # Registers CLI options: must happen at collection, before the session's
@@ -178,6 +180,31 @@ class World:
                             self.vnf_dict(error_point), request,
                             str(uuid.uuid4()))
         return self.ops.last()
+
+    def modify(self, body):
+        """``PATCH /vnflcm/v1/vnf_instances/{id}`` with *body*: the
+        controller's ``body_data`` and op occurrence, then
+        ``Conductor.update`` (an RPC cast: nobody sees what it raises).
+
+        :returns: the operation's RESULT notification.
+        """
+        occ_id = str(uuid.uuid4())
+        occ = {'vnf_instance_id': self.instance.id, 'id': occ_id,
+               'state_entered_time': timeutils.utcnow(),
+               'operationParams': str(body),
+               'tenant_id': cs.TENANT}
+        body_data = {'vnf_instance_name': body.get('vnfInstanceName'),
+                     'vnf_instance_description': body.get(
+                         'vnfInstanceDescription'),
+                     'vnfd_id': body.get('vnfdId'),
+                     'metadata': copy.deepcopy(body.get('metadata')),
+                     'vim_connection_info': body.get('vimConnectionInfo')}
+        try:
+            self.conductor.update(self.context, occ, body_data, {},
+                                  self.instance.vnfd_id)
+        except Exception:  # noqa: S110 (recorded in the notification)
+            pass
+        return self.ops.result(occ_id)
 
     def terminate(self):
         request = self.objects.TerminateVnfRequest(
@@ -437,6 +464,75 @@ def test_heal_whole_vnf(scenario):
     assert w.log.hooks('heal_whole_vnf') == [(OURS, 'heal_start', 'ok'),
                                              (OURS, 'heal_end', 'ok')]
     assert w.vms(cs.MASTER) == MASTERS[1:2]
+    w.check()
+
+
+def _versions(w):
+    return {n['kubelet_version'] for n in w.lab.site.nodes().values()}
+
+
+def test_modify_upgrades_the_cluster(scenario):
+    """Tacker's v1 PATCH with ``samples/modify_upgrade.json``: Tacker
+    merges the metadata into the instance's, then our
+    modify_information_end upgrades every node, a worker at a time."""
+    w = scenario
+    w.instance.vnf_metadata = {'owner': 'ops'}
+    assert _versions(w) == {'v1.31.4'}
+    runs = len(w.lab.site.runs())
+    body = json.loads((packages.SAMPLES_DIR / 'modify_upgrade.json')
+                      .read_text())
+    result = w.modify(body)
+    assert result['operationState'] == 'COMPLETED', result.get('error')
+    assert w.log.hooks('modify_upgrades_the_cluster') == [
+        (NOOP, 'modify_information_start', 'ok'),
+        (OURS, 'modify_information_end', 'ok')]
+    merged = dict(body['metadata'], owner='ops')
+    assert w.instance.vnf_metadata == merged
+    assert result['changed_info']['metadata'] == merged
+    assert _versions(w) == {'v1.32.5'}
+    # Each master alone, then the workers one at a time (serial "1").
+    inventory = site_mod.read_inventory(w.lab.workspace(w.instance.id))
+    masters, workers = (list(inventory[group]) for group in (
+        'kube_control_plane', 'kube_node'))
+    assert [r['limit'] for r in w.lab.site.runs()[runs:]
+            if r['playbook'] == 'upgrade-cluster.yml'] == masters + [
+        ','.join(workers)]
+    assert [s['batch'] for s in w.lab.site.state()['upgrades']][
+        -len(workers):] == [[name] for name in workers]
+    w.check()
+
+    # Another PATCH: a key removed (null), a number stored as a string;
+    # the version every node runs is nothing to do.
+    w.log.scenario = 'modify_other_metadata'
+    runs = len(w.lab.site.runs())
+    result = w.modify({'metadata': {'owner': None, 'replicas': 3}})
+    assert result['operationState'] == 'COMPLETED', result.get('error')
+    assert w.log.hooks('modify_other_metadata')[-1] == (
+        OURS, 'modify_information_end', 'ok')
+    assert w.instance.vnf_metadata == dict(body['metadata'], replicas='3')
+    assert w.lab.site.runs()[runs:] == []
+    assert _versions(w) == {'v1.32.5'}
+
+
+def test_modify_refuses_a_downgrade(scenario):
+    """The hook refuses the version before any change: Tacker fails the
+    operation (FAILED_TEMP, the field named in its error) and marks the
+    VNF ERROR; the refused value stays in the instance's metadata."""
+    w = scenario
+    runs = len(w.lab.site.runs())
+    result = w.modify({'metadata': {'kube_version': '1.31.4'}})
+    assert result['operationState'] == 'FAILED_TEMP'
+    error = json.loads(result['error'])
+    assert 'vnf_metadata.kube_version: 1.31.4 is older than 1.32.5' in \
+        error['detail']
+    assert 'downgrades are not supported' in error['detail']
+    assert w.ops.vnf_status[w.instance.id] == 'ERROR'
+    assert w.log.hooks('modify_refuses_a_downgrade') == [
+        (NOOP, 'modify_information_start', 'ok'),
+        (OURS, 'modify_information_end', 'raised ParamsInvalid')]
+    assert w.instance.vnf_metadata['kube_version'] == '1.31.4'
+    assert w.lab.site.runs()[runs:] == []
+    assert _versions(w) == {'v1.32.5'}
     w.check()
 
 

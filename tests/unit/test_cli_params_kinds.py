@@ -18,7 +18,8 @@ KINDS = {'instantiate_simple.json': 'instantiate',
          'instantiate_node_pools.json': 'instantiate',
          'scale_out.json': 'scale', 'scale_in.json': 'scale',
          'heal_vnf.json': 'heal', 'heal_vnfc.json': 'heal',
-         'terminate.json': 'terminate'}
+         'terminate.json': 'terminate', 'modify_upgrade.json': 'modify',
+         'v2/modify_upgrade.json': 'modify'}
 
 
 def _check(capsys, *args):
@@ -85,13 +86,17 @@ def test_instantiated_is_refused_for_an_instantiate_request(capsys):
                    'terminate requests (PARAMS is an instantiate request)\n')
 
 
-def _pool_scale(tmp_path, pools):
-    body = {'type': 'SCALE_OUT', 'aspectId': 'dpdk_worker_instance',
-            'additionalParams': {'k8s_cluster_installation_param': {
-                'node_pools': pools}}}
-    path = tmp_path / 'scale.json'
+def _write(tmp_path, body):
+    path = tmp_path / 'request.json'
     path.write_text(json.dumps(body))
     return str(path)
+
+
+def _pool_scale(tmp_path, pools):
+    return _write(tmp_path, {
+        'type': 'SCALE_OUT', 'aspectId': 'dpdk_worker_instance',
+        'additionalParams': {'k8s_cluster_installation_param': {
+            'node_pools': pools}}})
 
 
 def test_pool_overrides_are_checked_alone_and_merged(tmp_path, capsys):
@@ -114,3 +119,51 @@ def test_a_pool_override_problem_names_the_field(tmp_path, capsys):
     assert code == cli.EXIT_BAD_INPUT
     assert 'node_pools.dpdk.nodes: cannot be changed by a scale request ' \
         '(only labels, taints)' in err
+
+
+@pytest.mark.parametrize('sample', ['modify_upgrade.json',
+                                    'v2/modify_upgrade.json'])
+def test_a_patch_body_is_checked_as_the_hooks_check_it(capsys, sample):
+    code, out, err = _check(capsys, str(SAMPLES / sample))
+    assert code == cli.EXIT_OK, err
+    assert out == ('valid modify request: upgrades Kubernetes to 1.32.5, '
+                   'workers in batches of 1; other metadata keys (left to '
+                   'Tacker): none\n')
+
+
+def test_a_patch_without_a_version_runs_no_playbook(tmp_path, capsys):
+    code, out, err = _check(capsys, _write(tmp_path, {
+        'vnfInstanceName': 'k8s', 'metadata': {
+            'owner': 'ops', 'tags': ['a'], 'kube_version': None}}))
+    assert code == cli.EXIT_OK, err
+    assert out == ('valid modify request: no metadata.kube_version: runs '
+                   'no playbook; other metadata keys (left to Tacker): '
+                   'owner, tags\n')
+
+
+def test_every_metadata_problem_names_its_field(tmp_path, capsys):
+    code, out, err = _check(capsys, '--output', 'json', _write(tmp_path, {
+        'metadata': {'kube_version': '1.32', 'kube_upgrade_serial': '0',
+                     'owner': 'ops'}}))
+    assert code == cli.EXIT_BAD_INPUT
+    report = json.loads(out)
+    assert report['kind'] is None and not report['valid']
+    assert [p.split(': ')[0] for p in report['problems']] == [
+        'metadata.kube_version', 'metadata.kube_upgrade_serial']
+
+
+def test_kind_modify_refuses_metadata_that_is_not_an_object(tmp_path,
+                                                            capsys):
+    code, _, err = _check(capsys, '--kind', 'modify', _write(
+        tmp_path, {'metadata': 'kube_version=1.32.5'}))
+    assert code == cli.EXIT_BAD_INPUT
+    assert err == ('kubespray-mgmt: metadata: must be an object of '
+                   'key-value pairs, not str\n')
+
+
+def test_instantiated_is_refused_for_a_modify_request(capsys):
+    code, _, err = _check(capsys, '--instantiated', INSTANTIATE,
+                          str(SAMPLES / 'modify_upgrade.json'))
+    assert code == cli.EXIT_BAD_INPUT
+    assert err == ('kubespray-mgmt: --instantiated: only for scale, heal and '
+                   'terminate requests (PARAMS is a modify request)\n')

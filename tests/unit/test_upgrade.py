@@ -170,6 +170,36 @@ def _k8s_nodes(version):
                   'worker-10-10-0-22')]})
 
 
+def test_check_metadata_reads_its_keys_and_leaves_the_others():
+    wanted = upgrade.check_metadata(
+        {'kube_version': 'v1.32.5', 'kube_upgrade_serial': '25%',
+         'owner': {'any': ['thing']}}, 'metadata')
+    assert wanted == upgrade.MetadataRequest((1, 32, 5), '25%', 'metadata')
+    assert wanted.field('kube_version') == 'metadata.kube_version'
+
+
+@pytest.mark.parametrize('metadata', [{}, {'owner': 'ops'},
+                                      {'kube_version': None}])
+def test_check_metadata_without_a_version_asks_nothing(metadata):
+    assert upgrade.check_metadata(metadata, 'metadata') == \
+        upgrade.MetadataRequest(prefix='metadata')
+
+
+def test_check_metadata_lists_every_problem_with_its_field():
+    with pytest.raises(exceptions.ParamsInvalid) as caught:
+        upgrade.check_metadata({'kube_version': '1.32',
+                                'kube_upgrade_serial': 'all'}, 'metadata')
+    assert [p.split(': ')[0] for p in caught.value.problems] == [
+        'metadata.kube_version', 'metadata.kube_upgrade_serial']
+
+
+def test_check_metadata_refuses_a_non_object():
+    with pytest.raises(exceptions.ParamsInvalid) as caught:
+        upgrade.check_metadata(['kube_version'], 'metadata')
+    assert caught.value.problems == [
+        'metadata: must be an object of key-value pairs, not list']
+
+
 def _upgrade_harness(conf, version='v1.31.4'):  # noqa: F811
     h = Harness(conf)
     h.master.script(r'get nodes -o json', stdout=_k8s_nodes(version),
@@ -199,6 +229,9 @@ def test_modify_information_without_a_version_does_nothing(conf):  # noqa
 @pytest.mark.parametrize('metadata, field', [
     ({'kube_version': '1.32'}, 'vnf_metadata.kube_version'),
     ({'kube_version': '1.32.5', 'kube_upgrade_serial': 'all'},
+     'vnf_metadata.kube_upgrade_serial'),
+    # A bad value is refused even while no upgrade is asked for.
+    ({'kube_upgrade_serial': '0', 'owner': 'ops'},
      'vnf_metadata.kube_upgrade_serial')])
 def test_a_bad_patch_is_refused_before_any_connection(conf, metadata,  # noqa
                                                       field):

@@ -194,20 +194,27 @@ def test_a_vip_port_name_is_refused_naming_the_field(conf):
     assert h.ansible.commands == []
 
 
-def _modify(h, metadata, instantiated=True):
-    """v2's modify_information_end after Tacker merged *metadata*; the
-    v1 hook's calls are recorded instead of run."""
-    calls = []
+def _modify_call(h, metadata, instantiated=True):
+    """The v2 operation modify_information_end after Tacker merged
+    *metadata* into the instance."""
     inst = h.vnf.dict()
     inst['metadata'] = metadata
     if not instantiated:
         del inst['instantiatedVnfInfo']
-    call = v2.operation({'operation': 'modify_information_end',
+    return v2.operation({'operation': 'modify_information_end',
                          'request': {'metadata': metadata},
                          'vnf_instance': inst}, h.conf,
                         pool_factory=lambda: h.pool,
                         heat_factory=lambda inst: h.vnf.heat)
-    call.hooks.modify_information_end = lambda *args: calls.append(args)
+
+
+def _modify(h, metadata, instantiated=True):
+    """v2's modify_information_end after Tacker merged *metadata*; the
+    v1 hook's calls are recorded instead of run."""
+    calls = []
+    call = _modify_call(h, metadata, instantiated)
+    call.hooks.modify_information_end = \
+        lambda *args, **kwargs: calls.append((args, kwargs))
     assert call.run() == {}
     return calls
 
@@ -216,7 +223,8 @@ def test_modify_information_with_a_kube_version_runs_the_upgrade(conf):
     h = Harness(conf)
     h.instantiate()
     calls = _modify(h, {'kube_version': '1.32.5', 'owner': 'ops'})
-    [(context, view, request, grant, grant_request)] = calls
+    [((context, view, request, grant, grant_request), kwargs)] = calls
+    assert kwargs == {'metadata_field': 'metadata'}
     assert view.vnf_metadata == {'kube_version': '1.32.5', 'owner': 'ops'}
     assert view.instantiated_vnf_info.additional_params == _params()
     assert view.id == h.vnf.id
@@ -231,6 +239,22 @@ def test_modify_information_without_an_upgrade_does_nothing(
     h = Harness(conf)
     assert _modify(h, metadata, instantiated) == []
     assert h.ansible.commands == []
+
+
+@pytest.mark.parametrize('metadata, field', [
+    ({'kube_version': 'latest'}, 'metadata.kube_version'),
+    ({'kube_version': '1.32.5', 'kube_upgrade_serial': '101%'},
+     'metadata.kube_upgrade_serial')])
+def test_modify_information_names_the_v2_metadata_field(conf, metadata,
+                                                         field):
+    """v2's PATCH field is metadata (v1 stores it as vnf_metadata)."""
+    h = Harness(conf)
+    h.instantiate()
+    commands = len(h.ansible.commands)
+    with pytest.raises(exceptions.ParamsInvalid) as caught:
+        _modify_call(h, metadata).run()
+    assert [p.split(': ')[0] for p in caught.value.problems] == [field]
+    assert h.ansible.commands[commands:] == []
 
 
 def test_scale_out_reads_the_kept_params(conf):
