@@ -25,6 +25,7 @@ from mgmt_driver import detached
 from mgmt_driver import driver
 from mgmt_driver import exceptions
 from mgmt_driver import inventory
+from mgmt_driver import labels
 from mgmt_driver import lcm_requests
 from mgmt_driver import loadbalancer
 from mgmt_driver import localfiles
@@ -481,11 +482,11 @@ def _relabel_args(args):
     """``{labels, taints}`` for relabel; None for another operation."""
     if args.operation != 'relabel':
         _only_for('relabel', ('--labels', args.labels),
-                  ('--taints', args.taints))
+                  ('--taints', args.taints), ('--pools', args.pools))
         return None
-    if not args.nodes:
+    if not args.nodes and not args.pools:
         raise exceptions.ParamsNotFound(
-            ['--nodes: missing (which nodes to relabel?)'])
+            ['--nodes, --pools: missing (which nodes to relabel?)'])
     extra = {'labels': params.parse_label_list(args.labels, '--labels',
                                                removals=True),
              'taints': params.parse_taint_list(args.taints, '--taints',
@@ -493,6 +494,7 @@ def _relabel_args(args):
     if not (extra['labels'] or extra['taints']):
         raise exceptions.ParamsNotFound(
             ['--labels, --taints: missing (what to set?)'])
+    extra['pools'] = [p for p in (args.pools or '').split(',') if p]
     return extra
 
 
@@ -553,6 +555,8 @@ def _run(args):
         cluster = _read_nodes(spec, args.topology)
         names = _node_list(args.nodes, cluster, args.operation)
         extra = _operation_args(args)
+        names += labels.pool_members(spec, cluster, extra.pop('pools', ()),
+                                     '--pools')
         progress = None if args.dry_run else _progress_printer()
         drv = _cluster_driver(args, spec, _lb_script(spec, args), progress)
     except (exceptions.ParamsInvalid, exceptions.ParamsNotFound) as exc:
@@ -613,6 +617,8 @@ def _add_run_commands(subparsers):
                      help='relabel: node labels set (KEY-: removed) on '
                           '--nodes, checked as master_node.labels are; '
                           'kept for later runs and re-joins')
+    run.add_argument('--pools', metavar='POOL[,...]',
+                     help='relabel: every node of these node_pools too')
     run.add_argument('--taints', metavar='KEY=VALUE:EFFECT|KEY:EFFECT-|'
                                          'KEY-[,...]',
                      help='relabel: node taints set (or removed) on '

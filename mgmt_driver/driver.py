@@ -1069,14 +1069,19 @@ class LcmHooks:
     def modify_information_end(self, context, vnf_instance, request,
                                grant, grant_request,
                                metadata_field='vnf_metadata', **kwargs):
-        """A PATCH with ``vnf_metadata.kube_version`` upgrades the cluster.
+        """A PATCH with ``vnf_metadata.kube_version`` upgrades the cluster;
+        one with ``relabel_nodes`` or ``relabel_pools`` and
+        ``relabel_labels`` or ``relabel_taints`` relabels those nodes
+        (first).
 
         Tacker v1 passes no request here and has already stored the new
-        metadata: the version is read from the instance, and a version
-        the cluster already runs on every node is nothing to do, so any
-        other PATCH leaves the cluster alone.  ``kube_upgrade_serial``
-        sets the worker batch size.  The keys are checked by
-        :func:`mgmt_driver.upgrade.check_metadata`.
+        metadata: the keys are read from the instance, and a version the
+        cluster already runs on every node, or labels and taints the
+        nodes have, are nothing to do, so any other PATCH changes nothing
+        (it reads the nodes).  ``kube_upgrade_serial`` sets the worker
+        batch size.  The keys are checked by
+        :func:`mgmt_driver.upgrade.check_metadata`, the pools named
+        before any connection.
 
         :param metadata_field: the metadata's name in messages (the v2
             adapter passes ``'metadata'``).
@@ -1084,16 +1089,25 @@ class LcmHooks:
         wanted = upgrade_mod.check_metadata(
             dict(getattr(vnf_instance, 'vnf_metadata', None) or {}),
             metadata_field)
-        if wanted.kube_version is None:
+        if wanted.empty:
             self._noop('modify_information_end', vnf_instance)
             return
         spec = self._spec(context, vnf_instance, None, 'upgrade')
         cluster, _ = self._vms(context, vnf_instance, None, spec)
+        relabel = wanted.relabel
+        names = list(relabel.nodes) + labels_mod.pool_members(
+            spec, cluster, relabel.pools,
+            wanted.field(labels_mod.METADATA_POOLS)) if relabel else []
         with self._pool_factory() as pool:
-            self._driver(context, vnf_instance, spec, pool,
-                         'modify_information_end').upgrade(
-                cluster, upgrade_mod.version_text(wanted.kube_version),
-                wanted.serial, wanted.field(upgrade_mod.METADATA_VERSION))
+            driver = self._driver(context, vnf_instance, spec, pool,
+                                  'modify_information_end')
+            if relabel is not None:
+                driver.relabel(cluster, names, relabel.labels,
+                               relabel.taints)
+            if wanted.kube_version is not None:
+                driver.upgrade(
+                    cluster, upgrade_mod.version_text(wanted.kube_version),
+                    wanted.serial, wanted.field(upgrade_mod.METADATA_VERSION))
 
     # Inputs.
 

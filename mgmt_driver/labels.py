@@ -92,18 +92,21 @@ def _removes(removal, taint):
 #: The ``vnf_metadata`` (v1) or ``metadata`` (v2) keys of a relabel by
 #: PATCH: strings, as ``kubespray-mgmt run relabel``'s options.
 METADATA_NODES = 'relabel_nodes'
+METADATA_POOLS = 'relabel_pools'
 METADATA_LABELS = 'relabel_labels'
 METADATA_TAINTS = 'relabel_taints'
 
 
 @dataclasses.dataclass(frozen=True)
 class Relabel:
-    """A relabel asked for by metadata: node names, and the changes as
-    :func:`apply_change` takes them."""
+    """A relabel asked for by metadata: node names, pool names (every
+    node of the pools), and the changes as :func:`apply_change` takes
+    them."""
 
-    nodes: tuple
+    nodes: tuple = ()
     labels: tuple = ()
     taints: tuple = ()
+    pools: tuple = ()
 
 
 def relabel_from_metadata(metadata, prefix):
@@ -118,7 +121,7 @@ def relabel_from_metadata(metadata, prefix):
         every problem is named.
     """
     given = {key: metadata.get(key) for key in (
-        METADATA_NODES, METADATA_LABELS, METADATA_TAINTS)
+        METADATA_NODES, METADATA_POOLS, METADATA_LABELS, METADATA_TAINTS)
         if metadata.get(key) is not None}
     if not given:
         return None
@@ -128,13 +131,17 @@ def relabel_from_metadata(metadata, prefix):
         if not isinstance(value, str)]
     if problems:
         raise exceptions.ParamsInvalid(problems)
-    names = [n for n in given.get(METADATA_NODES, '').split(',') if n]
-    problems = ['%s.%s: %s is not a node name' % (
-        prefix, METADATA_NODES, params.show(name))
-        for name in names if not nodes.is_node_name(name)]
-    if not names:
-        problems.append('%s.%s: missing (which nodes to relabel?)' % (
-            prefix, METADATA_NODES))
+    names, pools, problems = {}, {}, []
+    for key, found in ((METADATA_NODES, names), (METADATA_POOLS, pools)):
+        for name in given.get(key, '').split(','):
+            if name and not nodes.is_node_name(name):
+                problems.append('%s.%s: %s is not a %s name' % (
+                    prefix, key, params.show(name), key.split('_')[1][:-1]))
+            elif name:
+                found[name] = True
+    if not names and not pools:
+        problems.append('%s.%s, %s.%s: missing (which nodes to relabel?)'
+                        % (prefix, METADATA_NODES, prefix, METADATA_POOLS))
     changes = {}
     for key, parse in ((METADATA_LABELS, params.parse_label_list),
                        (METADATA_TAINTS, params.parse_taint_list)):
@@ -148,8 +155,26 @@ def relabel_from_metadata(metadata, prefix):
             prefix, METADATA_LABELS, prefix, METADATA_TAINTS))
     if problems:
         raise exceptions.ParamsInvalid(problems)
-    return Relabel(tuple(dict.fromkeys(names)), changes[METADATA_LABELS],
-                   changes[METADATA_TAINTS])
+    return Relabel(tuple(names), changes[METADATA_LABELS],
+                   changes[METADATA_TAINTS], tuple(pools))
+
+
+def pool_members(spec, cluster, pools, field):
+    """Names of *cluster*'s Kubernetes nodes in the node pools *pools*.
+
+    :param field: where *pools* came from, for messages.
+    :raises ParamsInvalid: a name is not in ``node_pools``.
+    """
+    if not pools:
+        return []
+    unknown = [name for name in pools if spec.pool(name) is None]
+    if unknown:
+        raise exceptions.ParamsInvalid(['%s: %s not in %s.node_pools (%s)' % (
+            field, ', '.join(unknown), params.ROOT, ', '.join(
+                p.name for p in spec.node_pools) or 'none')])
+    wanted = set(pools)
+    return [node.name for node in cluster.k8s_nodes
+            if getattr(spec.pool_of(node), 'name', None) in wanted]
 
 
 def render_record(settings):

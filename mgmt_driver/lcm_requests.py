@@ -157,7 +157,7 @@ def _check_modify(document):
         else document
     wanted = upgrade.check_metadata({} if metadata is None else metadata,
                                     METADATA)
-    known = {key for key, _ in upgrade.METADATA_CHECKS}
+    known = set(upgrade.METADATA_KEYS)
     return Checked(MODIFY, None, [], False, wanted, tuple(sorted(
         key for key in (metadata or {}) if key not in known)))
 
@@ -196,14 +196,18 @@ def describe(checked):
 
 def _describe_modify(checked):
     wanted = checked.metadata
-    if wanted.kube_version is None:
-        done = 'no %s: runs no playbook' % wanted.field(
-            upgrade.METADATA_VERSION)
-    else:
-        done = 'upgrades Kubernetes to %s' % upgrade.version_text(
-            wanted.kube_version)
-        if wanted.serial is not None:
-            done += ', workers in batches of %s' % wanted.serial
+    done = []
+    if wanted.relabel is not None:
+        done.append('relabels %s' % ', '.join(
+            list(wanted.relabel.nodes) +
+            ['pool %s' % pool for pool in wanted.relabel.pools]))
+    if wanted.kube_version is not None:
+        done.append('upgrades Kubernetes to %s' % upgrade.version_text(
+            wanted.kube_version) + (
+            ', workers in batches of %s' % wanted.serial
+            if wanted.serial is not None else ''))
+    done = '; '.join(done) or 'no %s: runs no playbook' % wanted.field(
+        upgrade.METADATA_VERSION)
     others = ', '.join(checked.other_keys) or 'none'
     return 'valid modify request: %s; other metadata keys (left to ' \
            'Tacker): %s' % (done, others)

@@ -24,6 +24,7 @@ import dataclasses
 import re
 
 from mgmt_driver import exceptions
+from mgmt_driver import labels
 
 #: The workspace file holding the version of the last upgrade.
 RECORD_FILE = 'kube-version.yaml'
@@ -89,11 +90,18 @@ class MetadataRequest:
     :param kube_version: ``(major, minor, patch)``, or None (no upgrade).
     :param serial: as :func:`parse_serial` returns it, or None.
     :param prefix: the metadata's field name, for messages.
+    :param relabel: a :class:`mgmt_driver.labels.Relabel`, or None.
     """
 
     kube_version: tuple = None
     serial: object = None
     prefix: str = 'metadata'
+    relabel: object = None
+
+    @property
+    def empty(self):
+        """True when the metadata asks the driver for nothing."""
+        return self.kube_version is None and self.relabel is None
 
     def field(self, key):
         """``'<prefix>.<key>'``: how messages name a metadata key."""
@@ -126,16 +134,27 @@ def check_metadata(metadata, prefix):
             found[key] = check(metadata[key], '%s.%s' % (prefix, key))
         except exceptions.ParamsInvalid as exc:
             problems += exc.problems
+    relabel = None
+    try:
+        relabel = labels.relabel_from_metadata(metadata, prefix)
+    except exceptions.ParamsInvalid as exc:
+        problems += exc.problems
     if problems:
         raise exceptions.ParamsInvalid(problems)
     return MetadataRequest(found.get(METADATA_VERSION),
-                           found.get(METADATA_SERIAL), prefix)
+                           found.get(METADATA_SERIAL), prefix, relabel)
 
 
 #: Metadata key -> its check ``(value, field) -> parsed``, in the order
-#: problems are listed: a key the driver reads is added here.
+#: problems are listed: a key the driver reads is added here (the
+#: relabel keys, read together, are checked by
+#: :func:`mgmt_driver.labels.relabel_from_metadata` after these).
 METADATA_CHECKS = ((METADATA_VERSION, parse_version),
-                    (METADATA_SERIAL, parse_serial))
+                   (METADATA_SERIAL, parse_serial))
+#: Every metadata key the driver reads.
+METADATA_KEYS = tuple(key for key, _ in METADATA_CHECKS) + (
+    labels.METADATA_NODES, labels.METADATA_POOLS, labels.METADATA_LABELS,
+    labels.METADATA_TAINTS)
 
 
 def _shown(value):

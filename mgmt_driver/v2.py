@@ -562,7 +562,8 @@ class Operation:
 
     def modify_information_end(self):
         """A PATCH whose metadata names ``kube_version`` upgrades the
-        cluster (v1's hook, its messages naming ``metadata``).  Tacker v2
+        cluster, one with the ``relabel_*`` keys relabels nodes (v1's
+        hook, its messages naming ``metadata``).  Tacker v2
         merged the request's metadata into the instance before this call
         and saves the instance only if it succeeds; a failure is retried
         whole."""
@@ -570,7 +571,7 @@ class Operation:
             return self.nothing()
         wanted = upgrade_mod.check_metadata(self.inst.get('metadata') or {},
                                             METADATA)
-        if wanted.kube_version is None:
+        if wanted.empty:
             return self.nothing()
         self.hooks.modify_information_end(
             None, self._view(), request_view(self.req), None, None,

@@ -1,5 +1,5 @@
-"""``samples/modify_upgrade.json``, the v1 PATCH body, against Tacker 16's
-own schema for it.
+"""``samples/modify_upgrade.json`` and ``modify_relabel.json``, v1 PATCH
+bodies, against Tacker 16's own schema for them.
 
 Tacker 16 defines ``tacker.api.schemas.vnf_lcm.update`` for ``PATCH
 /vnflcm/v1/vnf_instances/{id}`` but its controller does not apply it
@@ -16,7 +16,7 @@ pytest.importorskip('tacker')
 
 from tests import packages  # noqa: E402
 
-SAMPLE = packages.SAMPLES_DIR / 'modify_upgrade.json'
+SAMPLES = ('modify_upgrade.json', 'modify_relabel.json')
 
 
 def _validate(body):
@@ -26,8 +26,9 @@ def _validate(body):
     validators._SchemaValidator(vnf_lcm.update).validate(body)
 
 
-def test_v1_modify_sample_passes_tackers_update_schema():
-    body = json.loads(SAMPLE.read_text())
+@pytest.mark.parametrize('sample', SAMPLES)
+def test_v1_modify_sample_passes_tackers_update_schema(sample):
+    body = json.loads((packages.SAMPLES_DIR / sample).read_text())
     _validate(body)
     # Tacker keeps vnf_metadata as strings: the sample's values are.
     assert all(isinstance(v, str) for v in body['metadata'].values())

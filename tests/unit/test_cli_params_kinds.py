@@ -19,6 +19,7 @@ KINDS = {'instantiate_simple.json': 'instantiate',
          'scale_out.json': 'scale', 'scale_in.json': 'scale',
          'heal_vnf.json': 'heal', 'heal_vnfc.json': 'heal',
          'terminate.json': 'terminate', 'modify_upgrade.json': 'modify',
+         'modify_relabel.json': 'modify',
          'v2/modify_upgrade.json': 'modify'}
 
 
@@ -129,6 +130,14 @@ def test_a_patch_body_is_checked_as_the_hooks_check_it(capsys, sample):
     assert out == ('valid modify request: upgrades Kubernetes to 1.32.5, '
                    'workers in batches of 1; other metadata keys (left to '
                    'Tacker): none\n')
+
+
+def test_a_relabel_patch_names_what_it_relabels(capsys):
+    code, out, err = _check(capsys, str(SAMPLES / 'modify_relabel.json'))
+    assert code == cli.EXIT_OK, err
+    assert out == ('valid modify request: relabels worker-10-10-0-24, '
+                   'pool dpdk; other metadata keys (left to Tacker): '
+                   'none\n')
 
 
 def test_a_patch_without_a_version_runs_no_playbook(tmp_path, capsys):

@@ -108,18 +108,23 @@ def test_a_relabel_by_metadata_reads_like_the_options():
         'relabel_taints': 'gpu-'}, 'vnf_metadata')
     assert got == labels.Relabel((W1,), (('pool', 'a'), ('zone', None)),
                                  ('gpu-',))
+    assert labels.relabel_from_metadata(
+        {'relabel_pools': 'dpdk,dpdk', 'relabel_taints': 'x-'},
+        'metadata') == labels.Relabel(taints=('x-',), pools=('dpdk',))
 
 
 @pytest.mark.parametrize('metadata, problems', [
-    ({'relabel_labels': 'a=b'}, ['metadata.relabel_nodes: missing']),
+    ({'relabel_labels': 'a=b'}, ['metadata.relabel_nodes, '
+                                 'metadata.relabel_pools: missing']),
     ({'relabel_nodes': W1}, ['metadata.relabel_labels, '
                              'metadata.relabel_taints: missing']),
     ({'relabel_nodes': ['x'], 'relabel_taints': 1}, [
         'metadata.relabel_nodes: must be a string',
         'metadata.relabel_taints: must be a string']),
     ({'relabel_nodes': 'Bad;id,' + W1, 'relabel_labels': 'a=$(id)',
-      'relabel_taints': 'x:Never'}, [
+      'relabel_taints': 'x:Never', 'relabel_pools': 'dpdk,-x'}, [
         "metadata.relabel_nodes: 'Bad;id' is not a node name",
+        "metadata.relabel_pools: '-x' is not a pool name",
         "metadata.relabel_labels: 'a=$(id)'",
         "metadata.relabel_taints: 'x:Never'"]),
 ])

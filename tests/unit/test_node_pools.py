@@ -7,6 +7,7 @@ import pytest
 
 from mgmt_driver import exceptions
 from mgmt_driver import inventory
+from mgmt_driver import labels
 from mgmt_driver import nodes
 from mgmt_driver import params
 from tests.unit import params_data
@@ -356,3 +357,22 @@ def test_the_sample_has_an_aspect_pool_and_a_listed_pool():
     dpdk, zone = spec.node_pools
     assert dpdk.aspect_id == 'dpdk_worker_instance' and not dpdk.listed
     assert zone.nodes == ('master-10-10-0-11', '10.10.0.21')
+
+
+def test_a_relabel_names_the_nodes_of_pools():
+    spec = _spec({'dpdk': DPDK, 'zone': ZONE, 'empty': {'nodes': [
+        'worker-10-10-0-99']}})
+    cluster = nodes.build_nodes(spec, [
+        params.NodeAddress('master', '10.10.0.11', '10.10.0.11'),
+        params.NodeAddress('worker', '10.10.0.21', '10.10.0.21', pool='dpdk'),
+        params.NodeAddress('worker', '10.10.0.22', '10.10.0.22'),
+        params.NodeAddress('worker', '10.10.0.23', '10.10.0.23'),
+        params.NodeAddress('external_lb', '10.10.0.40', '10.10.0.40')])
+    assert labels.pool_members(spec, cluster, ['zone', 'dpdk'], 'f') == [
+        'master-10-10-0-11', 'worker-10-10-0-21', 'worker-10-10-0-22']
+    assert labels.pool_members(spec, cluster, ['empty'], 'f') == []
+    assert labels.pool_members(spec, cluster, [], 'f') == []
+    with pytest.raises(exceptions.ParamsInvalid) as info:
+        labels.pool_members(spec, cluster, ['dpdk', 'gpu', 'x'], '--pools')
+    assert info.value.problems == [
+        '--pools: gpu, x not in %s.node_pools (dpdk, zone, empty)' % P]

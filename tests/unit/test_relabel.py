@@ -241,7 +241,9 @@ def test_a_tampered_record_is_refused(conf):  # noqa: F811
 
 
 @pytest.mark.parametrize('extra, text', [
-    (['--labels', 'a=b'], '--nodes: missing'),
+    (['--labels', 'a=b'], '--nodes, --pools: missing'),
+    (['--pools', 'nope', '--labels', 'a=b'],
+     "--pools: nope not in k8s_cluster_installation_param.node_pools"),
     (['--nodes', W1], '--labels, --taints: missing'),
     (['--nodes', W1, '--labels', 'a=$(id)'], "--labels: 'a=$(id)'"),
     (['--nodes', W1, '--taints', 'a=b'], "--taints: 'a=b'"),

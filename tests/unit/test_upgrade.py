@@ -9,6 +9,7 @@ import yaml
 
 from mgmt_driver import cli
 from mgmt_driver import exceptions
+from mgmt_driver import labels
 from mgmt_driver import upgrade
 from tests.unit import test_cli_run
 from tests.unit.test_driver import Harness
@@ -374,3 +375,50 @@ def test_supported_versions_are_the_amd64_kubelet_keys(tmp_path, path,
     assert upgrade.parse_supported(found) == {(1, 31, 4), (1, 30, 8)}
     target.unlink()
     assert kubespray.supported_kube_versions(Local(), str(tmp_path)) == []
+
+
+# ------------------------------------------------------ relabel by PATCH --
+
+W1 = 'worker-10-10-0-21'
+
+
+def test_a_patch_relabels_nodes_before_any_upgrade(conf):  # noqa: F811
+    h = _upgrade_harness(conf)
+    h.master.script(r'get node %s ' % W1, stdout=json.dumps({
+        'metadata': {'name': W1, 'labels': {'zone': 'z'}}}))
+    _patch(h, {'relabel_nodes': W1, 'relabel_labels': 'pool=a,zone-',
+               'relabel_taints': 'gpu=yes:NoSchedule', 'owner': 'ops'})
+    assert [c.split('admin.conf ')[1] for c in h.master.commands
+            if ' label ' in c or ' taint ' in c] == [
+        'label node %s --overwrite pool=a zone-' % W1,
+        'taint node %s --overwrite gpu=yes:NoSchedule' % W1]
+    assert h.playbooks() == []
+    record = labels.parse_record(h.workspace_files()[labels.RECORD_FILE])
+    assert record[W1].label_map['pool'] == 'a'
+    # The same metadata again (any later PATCH): nothing to change.
+    h.master.script(r'get node %s ' % W1, stdout=json.dumps({
+        'metadata': {'name': W1, 'labels': {'pool': 'a'}},
+        'spec': {'taints': [{'key': 'gpu', 'value': 'yes',
+                             'effect': 'NoSchedule'}]}}), first=True)
+    before = len(h.master.commands)
+    _patch(h, {'relabel_nodes': W1, 'relabel_labels': 'pool=a,zone-',
+               'relabel_taints': 'gpu=yes:NoSchedule'})
+    assert not [c for c in h.master.commands[before:]
+                if ' label ' in c or ' taint ' in c]
+
+
+@pytest.mark.parametrize('metadata, problem', [
+    ({'relabel_labels': 'pool=a'}, 'vnf_metadata.relabel_nodes, '
+     'vnf_metadata.relabel_pools: missing'),
+    ({'relabel_nodes': W1, 'relabel_labels': 'pool=$(id)',
+      'kube_version': '1.32.5'}, "vnf_metadata.relabel_labels: 'pool=$(id)'"),
+    ({'relabel_pools': 'gpu', 'relabel_labels': 'pool=a'},
+     'vnf_metadata.relabel_pools: gpu not in '),
+])
+def test_a_bad_relabel_patch_is_refused_before_any_connection(
+        conf, metadata, problem):  # noqa: F811
+    h = _upgrade_harness(conf)
+    with pytest.raises(exceptions.ParamsInvalid) as caught:
+        _patch(h, metadata)
+    assert caught.value.problems[0].startswith(problem), caught.value
+    assert not any(c.calls for c in (h.ansible, h.master, h.lb))

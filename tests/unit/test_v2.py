@@ -230,6 +230,15 @@ def test_modify_information_with_a_kube_version_runs_the_upgrade(conf):
     assert view.id == h.vnf.id
 
 
+def test_modify_information_with_relabel_keys_runs_the_hook(conf):
+    h = Harness(conf)
+    h.instantiate()
+    calls = _modify(h, {'relabel_pools': 'dpdk', 'relabel_taints': 'x-'})
+    [((_, view, _, _, _), kwargs)] = calls
+    assert kwargs == {'metadata_field': 'metadata'}
+    assert view.vnf_metadata['relabel_pools'] == 'dpdk'
+
+
 @pytest.mark.parametrize('metadata, instantiated', [
     ({'owner': 'ops'}, True),            # another PATCH
     ({'kube_version': '1.32.5'}, False),  # never instantiated
@@ -244,7 +253,9 @@ def test_modify_information_without_an_upgrade_does_nothing(
 @pytest.mark.parametrize('metadata, field', [
     ({'kube_version': 'latest'}, 'metadata.kube_version'),
     ({'kube_version': '1.32.5', 'kube_upgrade_serial': '101%'},
-     'metadata.kube_upgrade_serial')])
+     'metadata.kube_upgrade_serial'),
+    ({'relabel_nodes': 'worker-1', 'relabel_labels': 'a'},
+     "metadata.relabel_labels")])
 def test_modify_information_names_the_v2_metadata_field(conf, metadata,
                                                          field):
     """v2's PATCH field is metadata (v1 stores it as vnf_metadata)."""
