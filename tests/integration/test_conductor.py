@@ -514,6 +514,32 @@ def test_modify_upgrades_the_cluster(scenario):
     assert _versions(w) == {'v1.32.5'}
 
 
+def test_modify_relabels_nodes(scenario):
+    """A PATCH with ``relabel_*`` keys: our modify_information_end sets
+    the label and the taint on the named worker only, records them for
+    later runs, and runs no playbook."""
+    w = scenario
+    worker = _worker_name(WORKERS[3])
+    runs = len(w.lab.site.runs())
+    before = w.lab.site.nodes()
+    result = w.modify({'metadata': {
+        'relabel_nodes': worker, 'relabel_labels': 'example.com/pool=edge',
+        'relabel_taints': 'example.com/edge=yes:NoSchedule'}})
+    assert result['operationState'] == 'COMPLETED', result.get('error')
+    nodes = w.lab.site.nodes()
+    assert nodes[worker]['labels']['example.com/pool'] == 'edge'
+    assert {'key': 'example.com/edge', 'value': 'yes',
+            'effect': 'NoSchedule'} in nodes[worker]['taints']
+    assert {name: node for name, node in nodes.items() if name != worker
+            } == {name: node for name, node in before.items()
+                  if name != worker}
+    assert w.lab.site.runs()[runs:] == []
+    inventory = site_mod.read_inventory(w.lab.workspace(w.instance.id))
+    assert inventory['hosts'][worker]['node_labels'][
+        'example.com/pool'] == 'edge'
+    w.check()
+
+
 def test_modify_refuses_a_downgrade(scenario):
     """The hook refuses the version before any change: Tacker fails the
     operation (FAILED_TEMP, the field named in its error) and marks the
