@@ -575,6 +575,24 @@ def test_modify_information_upgrades_the_cluster(w):
     assert w.lab.site.runs()[runs:] == []
 
 
+def test_modify_information_relabels_a_node(w):
+    """A PATCH with the relabel_* keys: the worker's label and taint
+    are set (and recorded for later runs), nothing else changes."""
+    worker = sorted(n for n in w.lab.site.nodes() if n.startswith(
+        'worker-'))[0]
+    runs = len(w.lab.site.runs())
+    done = w.modify({'relabel_nodes': worker,
+                     'relabel_labels': 'example.com/rack=r7',
+                     'relabel_taints': 'example.com/rack=r7:NoSchedule'})
+    assert done['state'] == 'COMPLETED', done.get('error')
+    node = w.lab.site.nodes()[worker]
+    assert node['labels']['example.com/rack'] == 'r7'
+    assert {'key': 'example.com/rack', 'value': 'r7',
+            'effect': 'NoSchedule'} in node['taints']
+    assert w.lab.site.runs()[runs:] == []
+    w.check()
+
+
 def test_terminate(w):
     done = w.terminate()
     assert done['state'] == 'COMPLETED', done.get('error')
