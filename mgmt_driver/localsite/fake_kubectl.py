@@ -581,48 +581,128 @@ def _node_and_changes(command, positional):
     return positional[1], positional[2:]
 
 
-def cmd_label(positional, flags):
-    """Set ``key=value`` labels; an existing other value needs
-    ``--overwrite``, as kubectl's."""
-    name, changes = _node_and_changes('label', positional)
-    with cluster() as state:
-        labels = _node_or_404(state, name)['labels']
-        for change in changes:
-            key, equals, value = change.partition('=')
-            if not equals or not key:
+def _aggregate(errors):
+    """kubectl's error for several failures at once (one: itself)."""
+    if len(errors) == 1:
+        return KubectlError('error: %s' % errors[0])
+    return KubectlError('error: [%s]' % ', '.join(errors))
+
+
+def _label_changes(changes):
+    """``key=value`` to set and ``key-`` to remove, as kubectl parses
+    them: (labels, removals)."""
+    labels, remove = {}, []
+    for change in changes:
+        if '=' in change:
+            parts = change.split('=')
+            if len(parts) != 2 or not parts[0]:
                 raise KubectlError('error: invalid label spec: %s' % change)
-            if labels.get(key, value) != value and not flags.get(
-                    'overwrite'):
-                raise KubectlError("error: '%s' already has a value (%s), "
-                                   "and --overwrite is false"
-                                   % (key, labels[key]))
-            labels[key] = value
-    return 'node/%s labeled' % name
+            labels[parts[0]] = parts[1]
+        elif change.endswith('-'):
+            remove.append(change[:-1])
+        else:
+            raise KubectlError('error: unknown label spec: %s' % change)
+    if any(key in labels for key in remove):
+        raise KubectlError('error: can not both modify and remove a label '
+                           'in the same command')
+    return labels, remove
+
+
+def cmd_label(positional, flags):
+    """Set ``key=value`` labels (an existing other value needs
+    ``--overwrite``) and remove ``key-`` ones, as kubectl's: removing a
+    label the node lacks only says so on stdout."""
+    name, changes = _node_and_changes('label', positional)
+    labels, remove = _label_changes(changes)
+    overwrite = flags.get('overwrite')
+    with cluster() as state:
+        current = _node_or_404(state, name)['labels']
+        notes = ['label "%s" not found.' % key for key in remove
+                 if key not in current]
+        clashes = ["'%s' already has a value (%s), and --overwrite is false"
+                   % (key, current[key]) for key, value in labels.items()
+                   if current.get(key, value) != value]
+        if clashes and not overwrite:
+            raise _aggregate(clashes)
+        before = dict(current)
+        current.update(labels)
+        for key in remove:
+            current.pop(key, None)
+    # kubectl compares the object's JSON before and after.
+    verb = 'labeled'
+    if current == before:
+        verb = 'not labeled'
+    elif not overwrite and len(json.dumps(current)) < len(
+            json.dumps(before)):
+        verb = 'unlabeled'
+    return '\n'.join(notes + ['node/%s %s' % (name, verb)])
+
+
+def _taint_changes(changes):
+    """``key=value:Effect`` to add and ``key:Effect-``/``key-`` to
+    remove, as kubectl parses them: (taints, removals)."""
+    add, remove = [], []
+    for change in changes:
+        removal = change.endswith('-')
+        taint = cs.parse_taint(change[:-1] if removal else change)
+        if taint is None or not (removal or taint['effect']):
+            raise KubectlError('error: invalid taint spec: %s' % change)
+        if removal:
+            remove.append({'key': taint['key'], 'effect': taint['effect']})
+        elif (taint['key'], taint['effect']) in [
+                (t['key'], t['effect']) for t in add]:
+            raise KubectlError('error: duplicated taints with the same key '
+                               'and effect: %s' % cs.taint_text(taint))
+        else:
+            add.append(taint)
+    conflicts = ['%s=%s' % (gone['key'], gone['effect']) for taint in add
+                 for gone in remove if taint['key'] == gone['key'] and (
+                     gone['effect'] in ('', taint['effect']))]
+    if conflicts:
+        raise KubectlError('error: can not both modify and remove the '
+                           'following taint(s) in the same command: %s'
+                           % ', '.join(conflicts))
+    return add, remove
+
+
+def _remove_taints(node, remove):
+    """Drop the taints *remove* names (a bare key: every effect).
+
+    :returns: kubectl's errors for those the node does not have.
+    """
+    errors = []
+    for gone in remove:
+        kept = [t for t in node['taints'] if t['key'] != gone['key'] or (
+            gone['effect'] and t['effect'] != gone['effect'])]
+        if len(kept) == len(node['taints']):
+            errors.append('taint "%s" not found' % cs.taint_text(gone))
+        node['taints'] = kept
+    return errors
 
 
 def cmd_taint(positional, flags):
-    """Add ``key=value:Effect`` taints; one of the same key and effect
-    is replaced only with ``--overwrite``, as kubectl's."""
+    """Add ``key=value:Effect`` taints (one of the same key and effect
+    is replaced only with ``--overwrite``) and remove ``key:Effect-`` or
+    ``key-`` ones, as kubectl's: removing a taint the node lacks is an
+    error and changes nothing."""
     name, changes = _node_and_changes('taint', positional)
+    add, remove = _taint_changes(changes)
+    overwrite = flags.get('overwrite')
     with cluster() as state:
         node = _node_or_404(state, name)
-        for change in changes:
-            pair, _, effect = change.rpartition(':')
-            key, _, value = pair.partition('=')
-            if not key or effect not in ('NoSchedule', 'PreferNoSchedule',
-                                         'NoExecute'):
-                raise KubectlError('error: invalid taint spec: %s' % change)
-            same = [t for t in node['taints']
-                    if (t['key'], t['effect']) == (key, effect)]
-            if same and not flags.get('overwrite'):
-                raise KubectlError('error: node %s already has %s taint(s) '
-                                   'with same effect(s) and --overwrite is '
-                                   'false' % (name, key))
-            node['taints'] = [t for t in node['taints'] if t not in same]
-            node['taints'].append(dict({'key': key, 'effect': effect},
-                                       **({'value': value} if value
-                                          else {})))
-    return 'node/%s tainted' % name
+        same = [t['key'] for t in add for old in node['taints']
+                if (t['key'], t['effect']) == (old['key'], old['effect'])]
+        if same and not overwrite:
+            raise KubectlError('error: node %s already has %s taint(s) '
+                               'with same effect(s) and --overwrite is '
+                               'false' % (name, ','.join(same)))
+        added = cs.put_taints(node, add)
+        errors = _remove_taints(node, remove)
+        if errors:
+            raise _aggregate(errors)  # the transaction saves nothing
+    if overwrite or (added and remove):
+        return 'node/%s modified' % name
+    return 'node/%s %s' % (name, 'tainted' if added else 'untainted')
 
 
 def _movable(pods, flags):
