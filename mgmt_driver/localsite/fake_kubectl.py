@@ -573,19 +573,76 @@ def cmd_uncordon(positional, flags):
     return _set_schedulable('uncordon', positional, True)
 
 
-def _node_and_changes(command, positional):
-    """``kubectl label|taint node NAME CHANGE...``: (name, changes)."""
-    if len(positional) < 3 or positional[0] not in ('node', 'nodes'):
-        raise KubectlError("error: USAGE: %s node NAME CHANGE... [flags]"
+def _nodes_and_changes(command, positional, is_change):
+    """``kubectl label|taint node NAME... CHANGE...``: (names, changes),
+    split as kubectl splits them (*is_change* tells a change)."""
+    if not positional or positional[0] not in ('node', 'nodes', 'no'):
+        raise KubectlError("error: USAGE: %s node NAME... CHANGE... [flags]"
                            % command)
-    return positional[1], positional[2:]
+    names, changes = [], []
+    for arg in positional[1:]:
+        if is_change(arg):
+            changes.append(arg)
+        elif changes:
+            raise KubectlError('error: all resources must be specified '
+                               'before %s changes: %s' % (command, arg))
+        else:
+            names.append(arg)
+    if not names:
+        raise KubectlError('error: one or more resources must be specified '
+                           'as <resource> <name>')
+    if not changes:
+        raise KubectlError('error: at least one %s update is required'
+                           % command)
+    return names, changes
 
 
-def _aggregate(errors):
-    """kubectl's error for several failures at once (one: itself)."""
+class _Refused(Exception):
+    """A node's change fails: kubectl's messages, several at once."""
+
+    def __init__(self, messages):
+        super().__init__(messages)
+        self.messages = messages
+
+
+def _failure(errors):
+    """kubectl's report (cmdutil.CheckErr) of *errors*, one per node
+    (each a list of messages); a lone error is unwrapped."""
     if len(errors) == 1:
-        return KubectlError('error: %s' % errors[0])
-    return KubectlError('error: [%s]' % ', '.join(errors))
+        errors = errors[0]
+        if len(errors) == 1:
+            text = errors[0]
+            return KubectlError(text if text.startswith(
+                'Error from server') else 'error: ' + text)
+        return KubectlError('\n'.join(errors))
+    return KubectlError('\n'.join(
+        e[0] if len(e) == 1 else '[%s]' % ', '.join(e) for e in errors))
+
+
+def _each_node(names, change):
+    """Run ``change(name, node)`` (a copy of the node; the output line)
+    on every node named, as kubectl visits them: a node that is missing
+    or refused keeps its state, the others are changed and their lines
+    printed, then the errors, exit status 1."""
+    out, errors = [], []
+    with cluster() as state:
+        for name in names:
+            if name not in state['nodes']:
+                errors.append(['Error from server (NotFound): nodes "%s" '
+                               'not found' % name])
+                continue
+            node = json.loads(json.dumps(state['nodes'][name]))
+            try:
+                out.append(change(name, node))
+            except _Refused as exc:
+                errors.append(exc.messages)
+                continue
+            state['nodes'][name] = node
+    if errors:
+        if out:
+            print('\n'.join(out), flush=True)
+        raise _failure(errors)
+    return '\n'.join(out)
 
 
 def _label_changes(changes):
@@ -595,13 +652,11 @@ def _label_changes(changes):
     for change in changes:
         if '=' in change:
             parts = change.split('=')
-            if len(parts) != 2 or not parts[0]:
+            if len(parts) != 2:
                 raise KubectlError('error: invalid label spec: %s' % change)
             labels[parts[0]] = parts[1]
-        elif change.endswith('-'):
-            remove.append(change[:-1])
         else:
-            raise KubectlError('error: unknown label spec: %s' % change)
+            remove.append(change[:-1])
     if any(key in labels for key in remove):
         raise KubectlError('error: can not both modify and remove a label '
                            'in the same command')
@@ -610,32 +665,35 @@ def _label_changes(changes):
 
 def cmd_label(positional, flags):
     """Set ``key=value`` labels (an existing other value needs
-    ``--overwrite``) and remove ``key-`` ones, as kubectl's: removing a
-    label the node lacks only says so on stdout."""
-    name, changes = _node_and_changes('label', positional)
+    ``--overwrite``) and remove ``key-`` ones on one or more nodes, as
+    kubectl's: removing a label a node lacks only says so on stdout."""
+    names, changes = _nodes_and_changes('label', positional, lambda arg: (
+        '=' in arg and arg[0] != '=') or (arg.endswith('-') and arg != '-'))
     labels, remove = _label_changes(changes)
     overwrite = flags.get('overwrite')
-    with cluster() as state:
-        current = _node_or_404(state, name)['labels']
-        notes = ['label "%s" not found.' % key for key in remove
-                 if key not in current]
+
+    def change(name, node):
+        current = node['labels']
         clashes = ["'%s' already has a value (%s), and --overwrite is false"
                    % (key, current[key]) for key, value in labels.items()
                    if current.get(key, value) != value]
         if clashes and not overwrite:
-            raise _aggregate(clashes)
+            raise _Refused(clashes)
+        notes = ['label "%s" not found.' % key for key in remove
+                 if key not in current]
         before = dict(current)
         current.update(labels)
         for key in remove:
             current.pop(key, None)
-    # kubectl compares the object's JSON before and after.
-    verb = 'labeled'
-    if current == before:
-        verb = 'not labeled'
-    elif not overwrite and len(json.dumps(current)) < len(
-            json.dumps(before)):
-        verb = 'unlabeled'
-    return '\n'.join(notes + ['node/%s %s' % (name, verb)])
+        # kubectl compares the object's JSON before and after.
+        verb = 'labeled'
+        if current == before:
+            verb = 'not labeled'
+        elif not overwrite and len(json.dumps(current)) < len(
+                json.dumps(before)):
+            verb = 'unlabeled'
+        return '\n'.join(notes + ['node/%s %s' % (name, verb)])
+    return _each_node(names, change)
 
 
 def _taint_changes(changes):
@@ -683,26 +741,28 @@ def _remove_taints(node, remove):
 def cmd_taint(positional, flags):
     """Add ``key=value:Effect`` taints (one of the same key and effect
     is replaced only with ``--overwrite``) and remove ``key:Effect-`` or
-    ``key-`` ones, as kubectl's: removing a taint the node lacks is an
-    error and changes nothing."""
-    name, changes = _node_and_changes('taint', positional)
+    ``key-`` ones on one or more nodes, as kubectl's: removing a taint a
+    node lacks is an error and leaves that node as it was."""
+    names, changes = _nodes_and_changes('taint', positional, lambda arg: (
+        '=' in arg or ':' in arg or arg.endswith('-')))
     add, remove = _taint_changes(changes)
     overwrite = flags.get('overwrite')
-    with cluster() as state:
-        node = _node_or_404(state, name)
+
+    def change(name, node):
         same = [t['key'] for t in add for old in node['taints']
                 if (t['key'], t['effect']) == (old['key'], old['effect'])]
         if same and not overwrite:
-            raise KubectlError('error: node %s already has %s taint(s) '
-                               'with same effect(s) and --overwrite is '
-                               'false' % (name, ','.join(same)))
+            raise _Refused(['node %s already has %s taint(s) with same '
+                            'effect(s) and --overwrite is false'
+                            % (name, ','.join(same))])
         added = cs.put_taints(node, add)
         errors = _remove_taints(node, remove)
         if errors:
-            raise _aggregate(errors)  # the transaction saves nothing
-    if overwrite or (added and remove):
-        return 'node/%s modified' % name
-    return 'node/%s %s' % (name, 'tainted' if added else 'untainted')
+            raise _Refused(errors)
+        if overwrite or (added and remove):
+            return 'node/%s modified' % name
+        return 'node/%s %s' % (name, 'tainted' if added else 'untainted')
+    return _each_node(names, change)
 
 
 def _movable(pods, flags):

@@ -509,8 +509,10 @@ def test_kubectl_label_removal(seeded):
     both = kubectl(seeded, 'label', 'node', 'w1', 'a=1', 'a-')
     assert both.returncode == 1
     assert 'can not both modify and remove a label' in both.stderr
+    # kubectl takes an argument without = or a trailing - for a node.
     assert kubectl(seeded, 'label', 'node', 'w1', 'pool'
-                   ).stderr.strip() == 'error: unknown label spec: pool'
+                   ).stderr.strip() == (
+        'error: at least one label update is required')
 
 
 def test_kubectl_taint_removal(seeded):
@@ -536,8 +538,8 @@ def test_kubectl_taint_removal(seeded):
     assert kubectl(seeded, 'taint', 'node', 'w1', 'gpu-').returncode == 0
     assert taints() == ['spot:PreferNoSchedule']
     gone = kubectl(seeded, 'taint', 'node', 'w1', 'gpu-', 'x:NoExecute-')
-    assert gone.stderr.strip() == (
-        'error: [taint "gpu" not found, taint "x:NoExecute" not found]')
+    assert gone.stderr.splitlines() == [
+        'taint "gpu" not found', 'taint "x:NoExecute" not found']
     both = kubectl(seeded, 'taint', 'node', 'w1', 'spot=1:NoSchedule',
                    'spot-')
     assert both.returncode == 1
@@ -548,6 +550,27 @@ def test_kubectl_taint_removal(seeded):
     assert kubectl(seeded, 'taint', 'node', 'w1', 'spot=2:PreferNoSchedule',
                    '--overwrite').stdout.strip() == 'node/w1 modified'
     assert [t.get('value') for t in seeded.nodes()['w1']['taints']] == ['2']
+
+
+def test_kubectl_label_and_taint_several_nodes(seeded):
+    both = kubectl(seeded, 'label', 'node', 'w1', 'w2', 'pool=a')
+    assert both.stdout.splitlines() == ['node/w1 labeled', 'node/w2 labeled']
+    assert kubectl(seeded, 'taint', 'node', 'w1', 'gpu=1:NoSchedule'
+                   ).returncode == 0
+    # w2 has no such taint: it fails and stays as it was, w1 goes on.
+    result = kubectl(seeded, 'taint', 'node', 'w1', 'w9', 'w2',
+                     'gpu:NoSchedule-', 'spot=1:NoExecute')
+    assert result.returncode == 1
+    assert result.stdout.splitlines() == ['node/w1 modified']
+    assert result.stderr.splitlines() == [
+        'Error from server (NotFound): nodes "w9" not found',
+        'taint "gpu:NoSchedule" not found']
+    nodes = seeded.nodes()
+    assert [t['key'] for t in nodes['w1']['taints']] == ['spot']
+    assert nodes['w2']['taints'] == []
+    assert kubectl(seeded, 'label', 'node', 'w1', 'a=1', 'w2'
+                   ).stderr.strip() == (
+        'error: all resources must be specified before label changes: w2')
 
 
 @pytest.mark.parametrize('argv, message', [
