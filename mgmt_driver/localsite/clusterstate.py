@@ -68,6 +68,47 @@ class StateError(Exception):
     """A request the cluster would refuse; the message is for the user."""
 
 
+TAINT_EFFECTS = ('NoSchedule', 'PreferNoSchedule', 'NoExecute')
+
+
+def parse_taint(spec):
+    """A taint as kubectl reads one: ``key=value:Effect``, ``key:Effect``
+    or ``key`` (no effect: only a removal may say that).
+
+    :returns: ``{'key', 'effect'[, 'value']}`` (``effect`` '' for a bare
+        key), or None when kubectl would call it an invalid taint spec.
+    """
+    parts = spec.split(':')
+    if len(parts) > 2 or (len(parts) == 2 and parts[1] not in TAINT_EFFECTS):
+        return None
+    pair = parts[0].split('=')
+    if len(pair) > 2 or not pair[0] or (len(parts) == 1 and len(pair) > 1):
+        return None
+    taint = {'key': pair[0], 'effect': parts[1] if len(parts) == 2 else ''}
+    if len(pair) == 2 and pair[1]:
+        taint['value'] = pair[1]
+    return taint
+
+
+def taint_text(taint):
+    """kubectl's way of writing a taint: ``key=value:Effect``."""
+    return '%s%s%s' % (taint['key'], '=%s' % taint['value'] if taint.get(
+        'value') else '', ':%s' % taint['effect'] if taint['effect'] else '')
+
+
+def put_taints(node, taints):
+    """``kubectl taint node --overwrite``: *taints* replace those of the
+    same key and effect and come first; every other taint stays.
+
+    :returns: whether the node has more taints than before.
+    """
+    given = [(t['key'], t['effect']) for t in taints]
+    old = node['taints']
+    node['taints'] = list(taints) + [t for t in old if (
+        t['key'], t['effect']) not in given]
+    return len(node['taints']) != len(old)
+
+
 def state_path(state_dir):
     return os.path.join(state_dir, STATE_FILE)
 

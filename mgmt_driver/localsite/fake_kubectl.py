@@ -573,56 +573,196 @@ def cmd_uncordon(positional, flags):
     return _set_schedulable('uncordon', positional, True)
 
 
-def _node_and_changes(command, positional):
-    """``kubectl label|taint node NAME CHANGE...``: (name, changes)."""
-    if len(positional) < 3 or positional[0] not in ('node', 'nodes'):
-        raise KubectlError("error: USAGE: %s node NAME CHANGE... [flags]"
+def _nodes_and_changes(command, positional, is_change):
+    """``kubectl label|taint node NAME... CHANGE...``: (names, changes),
+    split as kubectl splits them (*is_change* tells a change)."""
+    if not positional or positional[0] not in ('node', 'nodes', 'no'):
+        raise KubectlError("error: USAGE: %s node NAME... CHANGE... [flags]"
                            % command)
-    return positional[1], positional[2:]
+    names, changes = [], []
+    for arg in positional[1:]:
+        if is_change(arg):
+            changes.append(arg)
+        elif changes:
+            raise KubectlError('error: all resources must be specified '
+                               'before %s changes: %s' % (command, arg))
+        else:
+            names.append(arg)
+    if not names:
+        raise KubectlError('error: one or more resources must be specified '
+                           'as <resource> <name>')
+    if not changes:
+        raise KubectlError('error: at least one %s update is required'
+                           % command)
+    return names, changes
+
+
+class _Refused(Exception):
+    """A node's change fails: kubectl's messages, several at once."""
+
+    def __init__(self, messages):
+        super().__init__(messages)
+        self.messages = messages
+
+
+def _failure(errors):
+    """kubectl's report (cmdutil.CheckErr) of *errors*, one per node
+    (each a list of messages); a lone error is unwrapped."""
+    if len(errors) == 1:
+        errors = errors[0]
+        if len(errors) == 1:
+            text = errors[0]
+            return KubectlError(text if text.startswith(
+                'Error from server') else 'error: ' + text)
+        return KubectlError('\n'.join(errors))
+    return KubectlError('\n'.join(
+        e[0] if len(e) == 1 else '[%s]' % ', '.join(e) for e in errors))
+
+
+def _each_node(names, change):
+    """Run ``change(name, node)`` (a copy of the node; the output line)
+    on every node named, as kubectl visits them: a node that is missing
+    or refused keeps its state, the others are changed and their lines
+    printed, then the errors, exit status 1."""
+    out, errors = [], []
+    with cluster() as state:
+        for name in names:
+            if name not in state['nodes']:
+                errors.append(['Error from server (NotFound): nodes "%s" '
+                               'not found' % name])
+                continue
+            node = json.loads(json.dumps(state['nodes'][name]))
+            try:
+                out.append(change(name, node))
+            except _Refused as exc:
+                errors.append(exc.messages)
+                continue
+            state['nodes'][name] = node
+    if errors:
+        if out:
+            print('\n'.join(out), flush=True)
+        raise _failure(errors)
+    return '\n'.join(out)
+
+
+def _label_changes(changes):
+    """``key=value`` to set and ``key-`` to remove, as kubectl parses
+    them: (labels, removals)."""
+    labels, remove = {}, []
+    for change in changes:
+        if '=' in change:
+            parts = change.split('=')
+            if len(parts) != 2:
+                raise KubectlError('error: invalid label spec: %s' % change)
+            labels[parts[0]] = parts[1]
+        else:
+            remove.append(change[:-1])
+    if any(key in labels for key in remove):
+        raise KubectlError('error: can not both modify and remove a label '
+                           'in the same command')
+    return labels, remove
 
 
 def cmd_label(positional, flags):
-    """Set ``key=value`` labels; an existing other value needs
-    ``--overwrite``, as kubectl's."""
-    name, changes = _node_and_changes('label', positional)
-    with cluster() as state:
-        labels = _node_or_404(state, name)['labels']
-        for change in changes:
-            key, equals, value = change.partition('=')
-            if not equals or not key:
-                raise KubectlError('error: invalid label spec: %s' % change)
-            if labels.get(key, value) != value and not flags.get(
-                    'overwrite'):
-                raise KubectlError("error: '%s' already has a value (%s), "
-                                   "and --overwrite is false"
-                                   % (key, labels[key]))
-            labels[key] = value
-    return 'node/%s labeled' % name
+    """Set ``key=value`` labels (an existing other value needs
+    ``--overwrite``) and remove ``key-`` ones on one or more nodes, as
+    kubectl's: removing a label a node lacks only says so on stdout."""
+    names, changes = _nodes_and_changes('label', positional, lambda arg: (
+        '=' in arg and arg[0] != '=') or (arg.endswith('-') and arg != '-'))
+    labels, remove = _label_changes(changes)
+    overwrite = flags.get('overwrite')
+
+    def change(name, node):
+        current = node['labels']
+        clashes = ["'%s' already has a value (%s), and --overwrite is false"
+                   % (key, current[key]) for key, value in labels.items()
+                   if current.get(key, value) != value]
+        if clashes and not overwrite:
+            raise _Refused(clashes)
+        notes = ['label "%s" not found.' % key for key in remove
+                 if key not in current]
+        before = dict(current)
+        current.update(labels)
+        for key in remove:
+            current.pop(key, None)
+        # kubectl compares the object's JSON before and after.
+        verb = 'labeled'
+        if current == before:
+            verb = 'not labeled'
+        elif not overwrite and len(json.dumps(current)) < len(
+                json.dumps(before)):
+            verb = 'unlabeled'
+        return '\n'.join(notes + ['node/%s %s' % (name, verb)])
+    return _each_node(names, change)
+
+
+def _taint_changes(changes):
+    """``key=value:Effect`` to add and ``key:Effect-``/``key-`` to
+    remove, as kubectl parses them: (taints, removals)."""
+    add, remove = [], []
+    for change in changes:
+        removal = change.endswith('-')
+        taint = cs.parse_taint(change[:-1] if removal else change)
+        if taint is None or not (removal or taint['effect']):
+            raise KubectlError('error: invalid taint spec: %s' % change)
+        if removal:
+            remove.append({'key': taint['key'], 'effect': taint['effect']})
+        elif (taint['key'], taint['effect']) in [
+                (t['key'], t['effect']) for t in add]:
+            raise KubectlError('error: duplicated taints with the same key '
+                               'and effect: %s' % cs.taint_text(taint))
+        else:
+            add.append(taint)
+    conflicts = ['%s=%s' % (gone['key'], gone['effect']) for taint in add
+                 for gone in remove if taint['key'] == gone['key'] and (
+                     gone['effect'] in ('', taint['effect']))]
+    if conflicts:
+        raise KubectlError('error: can not both modify and remove the '
+                           'following taint(s) in the same command: %s'
+                           % ', '.join(conflicts))
+    return add, remove
+
+
+def _remove_taints(node, remove):
+    """Drop the taints *remove* names (a bare key: every effect).
+
+    :returns: kubectl's errors for those the node does not have.
+    """
+    errors = []
+    for gone in remove:
+        kept = [t for t in node['taints'] if t['key'] != gone['key'] or (
+            gone['effect'] and t['effect'] != gone['effect'])]
+        if len(kept) == len(node['taints']):
+            errors.append('taint "%s" not found' % cs.taint_text(gone))
+        node['taints'] = kept
+    return errors
 
 
 def cmd_taint(positional, flags):
-    """Add ``key=value:Effect`` taints; one of the same key and effect
-    is replaced only with ``--overwrite``, as kubectl's."""
-    name, changes = _node_and_changes('taint', positional)
-    with cluster() as state:
-        node = _node_or_404(state, name)
-        for change in changes:
-            pair, _, effect = change.rpartition(':')
-            key, _, value = pair.partition('=')
-            if not key or effect not in ('NoSchedule', 'PreferNoSchedule',
-                                         'NoExecute'):
-                raise KubectlError('error: invalid taint spec: %s' % change)
-            same = [t for t in node['taints']
-                    if (t['key'], t['effect']) == (key, effect)]
-            if same and not flags.get('overwrite'):
-                raise KubectlError('error: node %s already has %s taint(s) '
-                                   'with same effect(s) and --overwrite is '
-                                   'false' % (name, key))
-            node['taints'] = [t for t in node['taints'] if t not in same]
-            node['taints'].append(dict({'key': key, 'effect': effect},
-                                       **({'value': value} if value
-                                          else {})))
-    return 'node/%s tainted' % name
+    """Add ``key=value:Effect`` taints (one of the same key and effect
+    is replaced only with ``--overwrite``) and remove ``key:Effect-`` or
+    ``key-`` ones on one or more nodes, as kubectl's: removing a taint a
+    node lacks is an error and leaves that node as it was."""
+    names, changes = _nodes_and_changes('taint', positional, lambda arg: (
+        '=' in arg or ':' in arg or arg.endswith('-')))
+    add, remove = _taint_changes(changes)
+    overwrite = flags.get('overwrite')
+
+    def change(name, node):
+        same = [t['key'] for t in add for old in node['taints']
+                if (t['key'], t['effect']) == (old['key'], old['effect'])]
+        if same and not overwrite:
+            raise _Refused(['node %s already has %s taint(s) with same '
+                            'effect(s) and --overwrite is false'
+                            % (name, ','.join(same))])
+        added = cs.put_taints(node, add)
+        errors = _remove_taints(node, remove)
+        if errors:
+            raise _Refused(errors)
+        if overwrite or (added and remove):
+            return 'node/%s modified' % name
+        return 'node/%s %s' % (name, 'tainted' if added else 'untainted')
+    return _each_node(names, change)
 
 
 def _movable(pods, flags):

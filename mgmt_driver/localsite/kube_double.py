@@ -15,6 +15,9 @@ they stand for.
                it fails, as kubeadm's discovery does, unless that
                endpoint is a live control-plane node or the cluster's
                load balancer
+  label        kubespray's node-label and node-taint roles on one node:
+               ``node_labels`` set, ``node_taints`` put with --overwrite,
+               nothing removed; logged in ``state['labelled']``
   reset        kubeadm reset on one node (kubelet stops: node NotReady;
                once no control-plane node is left running, the cluster
                is gone)
@@ -72,15 +75,12 @@ def _taints(text):
     """kubespray's ``node_taints`` (``key=value:Effect`` strings) as
     node taints; ``kubectl taint`` refuses anything else."""
     result = []
-    for taint in _json_arg('--taints', text, list, '[]'):
-        pair, _, effect = str(taint).rpartition(':')
-        key, _, value = pair.partition('=')
-        if not key or effect not in ('NoSchedule', 'PreferNoSchedule',
-                                     'NoExecute'):
+    for spec in _json_arg('--taints', text, list, '[]'):
+        taint = cs.parse_taint(str(spec))
+        if taint is None or not taint['effect']:
             raise cs.StateError('kubectl taint: invalid taint spec: %s'
-                                % taint)
-        result.append(dict({'key': key, 'effect': effect},
-                           **({'value': value} if value else {})))
+                                % spec)
+        result.append(taint)
     return result
 
 
@@ -115,8 +115,6 @@ def _node(args, roles):
             # kubespray keeps the control-plane taint unless the host is
             # in kube_node too.
             taints.append(dict(cs.CP_TAINT))
-    labels.update(_labels(args.labels))
-    taints += _taints(args.taints)
     return {'name': args.node, 'host': args.host or args.node,
             'address': args.address, 'roles': roles,
             'labels': labels, 'taints': taints, 'schedulable': True,
@@ -257,6 +255,28 @@ def cmd_reset(args, txn):
         return 'node %s reset; no control plane left: cluster gone' % (
             args.node)
     return 'node %s reset' % args.node
+
+
+def cmd_label(args, txn):
+    """kubespray's node-label and node-taint roles for one node, as
+    ``kubectl label node N KEY=VALUE --overwrite=true`` per label and
+    ``kubectl taint node N TAINT... --overwrite=true``: the keys given
+    get their value, a taint of the same key and effect is replaced, and
+    nothing else is removed.  Logged in ``state['labelled']``."""
+    state = txn.state
+    node = state['nodes'].get(args.node) if cs.running(state) else None
+    if node is None:
+        raise cs.StateError('nodes "%s" not found (kubectl label)'
+                            % args.node)
+    labels, taints = _labels(args.labels), _taints(args.taints)
+    node['labels'].update(labels)
+    cs.put_taints(node, taints)
+    state.setdefault('labelled', []).append({
+        'node': args.node, 'host': args.host, 'playbook': args.during,
+        'labels': labels, 'taints': [cs.taint_text(t) for t in taints],
+        'time': time.time()})
+    return 'node %s: %d label(s), %d taint(s) applied' % (
+        args.node, len(labels), len(taints))
 
 
 def _minor(version):
@@ -408,8 +428,6 @@ def _parser():
         p.add_argument('--host', help='inventory host name')
         p.add_argument('--address', required=True)
         p.add_argument('--worker', action='store_true')
-        p.add_argument('--labels', help='node labels, a JSON object')
-        p.add_argument('--taints', help='node_taints, a JSON list')
         p.add_argument('--kube-version', default=cs.DEFAULT_KUBE_VERSION)
         p.add_argument('--playbook', help='consult the failure hook')
         p.add_argument('--ssh', help='host:port of the VM\'s sshd')
@@ -433,6 +451,12 @@ def _parser():
                    help='kubeadm upgrade apply (first control-plane node)')
     p.add_argument('--batch', help='the hosts of the play batch, JSON')
     p.add_argument('--playbook', help='consult the failure hook')
+    p = sub.add_parser('label')
+    p.add_argument('--node', required=True)
+    p.add_argument('--host')
+    p.add_argument('--labels', help='node_labels, a JSON object')
+    p.add_argument('--taints', help='node_taints, a JSON list')
+    p.add_argument('--during', help='the playbook, for the log')
     p = sub.add_parser('reset')
     p.add_argument('--node', required=True)
     p.add_argument('--host')
@@ -450,7 +474,7 @@ def _parser():
 
 
 COMMANDS = {'init': cmd_init, 'join': cmd_join, 'reset': cmd_reset,
-            'upgrade': cmd_upgrade,
+            'upgrade': cmd_upgrade, 'label': cmd_label,
             'etcd-add': cmd_etcd_add, 'etcd-remove': cmd_etcd_remove,
             'status': cmd_status}
 

@@ -31,19 +31,25 @@ LIMIT_REFUSED = ("Kubespray does not support '--limit' without a populated "
                  "facts cache")
 
 
-@pytest.fixture(scope='module')
-def server():
-    """One sshd for this module's hosts (key logins; passwords as root)."""
+def serve(addresses):
+    """A started sshd on *addresses* (key logins; passwords as root),
+    cleaned up after: the body of a module's ``server`` fixture."""
     reason = sshd_site.available()
     if reason:
         pytest.skip(reason)
     if not os.access(ANSIBLE_PLAYBOOK, os.X_OK):
         pytest.skip('ansible-playbook not found at %s' % ANSIBLE_PLAYBOOK)
-    site = sshd_site.Sshd(addresses=ADDRESSES)
+    site = sshd_site.Sshd(addresses=addresses)
     try:
         yield site.start()
     finally:
         site.cleanup()
+
+
+@pytest.fixture(scope='module')
+def server():
+    """One sshd for this module's hosts."""
+    yield from serve(ADDRESSES)
 
 
 @pytest.fixture
@@ -484,6 +490,87 @@ def test_kubectl_apply_and_read_token(seeded):
     assert again.stdout.count('unchanged') == 3
     assert base64.b64decode(kubectl(seeded, *token_path).stdout).decode() \
         == token
+
+
+def test_kubectl_label_removal(seeded):
+    assert kubectl(seeded, 'label', 'node', 'w1', 'pool=a', 'zone=z1'
+                   ).stdout.strip() == 'node/w1 labeled'
+    removed = kubectl(seeded, 'label', 'node', 'w1', 'pool-')
+    assert removed.returncode == 0, removed.stderr
+    assert removed.stdout.strip() == 'node/w1 unlabeled'
+    labels = seeded.nodes()['w1']['labels']
+    assert 'pool' not in labels and labels['zone'] == 'z1'
+    # A missing label is not an error: kubectl says so and goes on.
+    again = kubectl(seeded, 'label', 'node', 'w1', 'pool-', 'zone-')
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.splitlines() == ['label "pool" not found.',
+                                         'node/w1 unlabeled']
+    assert 'zone' not in seeded.nodes()['w1']['labels']
+    both = kubectl(seeded, 'label', 'node', 'w1', 'a=1', 'a-')
+    assert both.returncode == 1
+    assert 'can not both modify and remove a label' in both.stderr
+    # kubectl takes an argument without = or a trailing - for a node.
+    assert kubectl(seeded, 'label', 'node', 'w1', 'pool'
+                   ).stderr.strip() == (
+        'error: at least one label update is required')
+
+
+def test_kubectl_taint_removal(seeded):
+    def taints():
+        return sorted('%s:%s' % (t['key'], t['effect'])
+                      for t in seeded.nodes()['w1']['taints'])
+    assert kubectl(seeded, 'taint', 'node', 'w1', 'gpu=yes:NoSchedule',
+                   'gpu=yes:NoExecute', 'spot:PreferNoSchedule'
+                   ).stdout.strip() == 'node/w1 tainted'
+    one = kubectl(seeded, 'taint', 'node', 'w1', 'gpu:NoSchedule-')
+    assert one.returncode == 0, one.stderr
+    assert one.stdout.strip() == 'node/w1 untainted'
+    assert taints() == ['gpu:NoExecute', 'spot:PreferNoSchedule']
+    # A missing taint is an error, and nothing of the command is done.
+    missing = kubectl(seeded, 'taint', 'node', 'w1', 'spot-',
+                      'gpu:NoSchedule-')
+    assert missing.returncode == 1
+    assert missing.stderr.strip() == (
+        'error: taint "gpu:NoSchedule" not found')
+    assert taints() == ['gpu:NoExecute', 'spot:PreferNoSchedule']
+    # key- removes every effect of the key.
+    kubectl(seeded, 'taint', 'node', 'w1', 'gpu=no:NoSchedule')
+    assert kubectl(seeded, 'taint', 'node', 'w1', 'gpu-').returncode == 0
+    assert taints() == ['spot:PreferNoSchedule']
+    gone = kubectl(seeded, 'taint', 'node', 'w1', 'gpu-', 'x:NoExecute-')
+    assert gone.stderr.splitlines() == [
+        'taint "gpu" not found', 'taint "x:NoExecute" not found']
+    both = kubectl(seeded, 'taint', 'node', 'w1', 'spot=1:NoSchedule',
+                   'spot-')
+    assert both.returncode == 1
+    assert 'can not both modify and remove the following taint(s) in the ' \
+        'same command: spot=' in both.stderr
+    assert taints() == ['spot:PreferNoSchedule']
+    # --overwrite replaces the taint of the same key and effect.
+    assert kubectl(seeded, 'taint', 'node', 'w1', 'spot=2:PreferNoSchedule',
+                   '--overwrite').stdout.strip() == 'node/w1 modified'
+    assert [t.get('value') for t in seeded.nodes()['w1']['taints']] == ['2']
+
+
+def test_kubectl_label_and_taint_several_nodes(seeded):
+    both = kubectl(seeded, 'label', 'node', 'w1', 'w2', 'pool=a')
+    assert both.stdout.splitlines() == ['node/w1 labeled', 'node/w2 labeled']
+    assert kubectl(seeded, 'taint', 'node', 'w1', 'gpu=1:NoSchedule'
+                   ).returncode == 0
+    # w2 has no such taint: it fails and stays as it was, w1 goes on.
+    result = kubectl(seeded, 'taint', 'node', 'w1', 'w9', 'w2',
+                     'gpu:NoSchedule-', 'spot=1:NoExecute')
+    assert result.returncode == 1
+    assert result.stdout.splitlines() == ['node/w1 modified']
+    assert result.stderr.splitlines() == [
+        'Error from server (NotFound): nodes "w9" not found',
+        'taint "gpu:NoSchedule" not found']
+    nodes = seeded.nodes()
+    assert [t['key'] for t in nodes['w1']['taints']] == ['spot']
+    assert nodes['w2']['taints'] == []
+    assert kubectl(seeded, 'label', 'node', 'w1', 'a=1', 'w2'
+                   ).stderr.strip() == (
+        'error: all resources must be specified before label changes: w2')
 
 
 @pytest.mark.parametrize('argv, message', [
