@@ -41,7 +41,11 @@ def run(tmp_path, capsys):
     config = tmp_path / 'kubespray-mgmt.conf'
     config.write_text(site_mod.config_file_text(options))
     params_file = tmp_path / 'params.json'
-    params_file.write_text(json.dumps(lab.additional_params))
+    request = lab.additional_params
+    # A label the parameters give every worker: kubespray sets it again
+    # on every run that reaches a worker.
+    request[params.ROOT]['worker_node']['labels'] = {'pool': 'base'}
+    params_file.write_text(json.dumps(request))
     topology = tmp_path / 'topology.yaml'
     topology.write_text(yaml.safe_dump(lab.topology(MASTERS, WORKERS)))
 
@@ -130,4 +134,13 @@ def _relabel_outlives_heal_and_not_scale_in(run, site):
     code, out = run('scale-out', '--nodes', W2)
     assert code == cli.EXIT_OK, out[-2000:]
     node = site.nodes()[W2]
-    assert 'pool' not in node['labels'] and 'rack' not in node['labels']
+    assert node['labels']['pool'] == 'base' and 'rack' not in node['labels']
+
+    # An upgrade reaches every node, and kubespray sets each node's
+    # node_labels again: W1 keeps its relabelled value.
+    code, out = run('upgrade', '--kube-version', '1.32.5')
+    assert code == cli.EXIT_OK, out[-2000:]
+    assert {n['kubelet_version'] for n in site.nodes().values()} == {
+        'v1.32.5'}
+    assert site.nodes()[W1]['labels']['pool'] == 'b'
+    assert site.nodes()[W2]['labels']['pool'] == 'base'
