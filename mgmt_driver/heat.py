@@ -92,7 +92,7 @@ class HeatNodeFinder:
 
     def _vm(self, stack_id, role, ssh_cp_name, nic_cp_name, member=None,
             pool=None):
-        section = _section_path(role, pool)
+        section = section_path(role, pool)
         ssh_ip = self._address(stack_id, ssh_cp_name,
                                section + '.ssh_cp_name')
         nic_ip = self._address(stack_id, nic_cp_name,
@@ -118,7 +118,7 @@ class HeatNodeFinder:
             role's own VMs; messages then name the pool's fields.
         :raises MgmtDriverNotFound: a named resource is not in the stack.
         """
-        section = _section_path(role, pool)
+        section = section_path(role, pool)
         if not ssh_cp_name:
             raise _not_found('%s.ssh_cp_name' % section)
         if not aspect_id:
@@ -188,16 +188,13 @@ def resolve_vip(spec, finder, top_stack_id):
         lb, vip=vip))
 
 
-_SECTION = {params.ROLE_MASTER: 'master_node',
-            params.ROLE_WORKER: 'worker_node',
-            params.ROLE_EXTERNAL_LB: 'external_lb_param'}
 
-
-def _section_path(role, pool=None):
-    """The field path of the section that names a VM's resources."""
+def section_path(role, pool=None):
+    """The field path of the section that names a VM's resources: its
+    role's, or its node pool's."""
     if pool is not None:
         return '%s.node_pools.%s' % (params.ROOT, pool)
-    return '%s.%s' % (params.ROOT, _SECTION[role])
+    return '%s.%s' % (params.ROOT, params.ROLE_SECTIONS[role])
 
 
 def server_ids_for_vnfcs(vnf_instance, vnfc_instance_ids):

@@ -37,6 +37,9 @@ ROLE_MASTER = 'master'
 ROLE_WORKER = 'worker'
 ROLE_EXTERNAL_LB = 'external_lb'
 ROLES = (ROLE_MASTER, ROLE_WORKER, ROLE_EXTERNAL_LB)
+#: The section of ``k8s_cluster_installation_param`` of each role.
+ROLE_SECTIONS = {ROLE_MASTER: 'master_node', ROLE_WORKER: 'worker_node',
+                 ROLE_EXTERNAL_LB: 'external_lb_param'}
 
 # kubespray's own defaults (roles/kubespray_defaults), made explicit so that
 # the overlap check and no_proxy always know the cluster's networks.
@@ -1080,12 +1083,9 @@ def _role_claims(spec):
         for key in ('aspect_id', 'ssh_cp_name'):
             value = getattr(group, key, None) if group else None
             if value is not None:
-                claims[key, value] = '%s.%s' % (_ROLE_SECTIONS[role], key)
+                claims[key, value] = '%s.%s' % (ROLE_SECTIONS[role], key)
     return claims
 
-
-_ROLE_SECTIONS = {ROLE_MASTER: 'master_node', ROLE_WORKER: 'worker_node',
-                  ROLE_EXTERNAL_LB: 'external_lb_param'}
 
 
 def check_pool_references(problems, spec, addresses):

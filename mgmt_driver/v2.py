@@ -81,10 +81,6 @@ DATA_KEY = 'kubespray_mgmt'
 METADATA = 'metadata'
 OPENSTACK_VIM_PREFIX = 'ETSINFV.OPENSTACK_KEYSTONE'
 _ROLES = (params.ROLE_MASTER, params.ROLE_WORKER, params.ROLE_EXTERNAL_LB)
-_SECTION = {params.ROLE_MASTER: 'master_node',
-            params.ROLE_WORKER: 'worker_node',
-            params.ROLE_EXTERNAL_LB: 'external_lb_param'}
-
 
 def script_path():
     """The installed script ``csar build`` packages as :data:`SCRIPT`."""
@@ -349,14 +345,13 @@ def _vm_kinds(spec):
                  params.ROLE_WORKER: spec.worker,
                  params.ROLE_EXTERNAL_LB: spec.external_lb}[role]
         kinds.append(_VmKind(role, None, group.ssh_cp_name,
-                             group.nic_cp_name,
-                             '%s.%s' % (params.ROOT, _SECTION[role])))
+                             group.nic_cp_name, heat.section_path(role)))
     for pool in spec.node_pools:
         if pool.ssh_cp_name:
             kinds.append(_VmKind(params.ROLE_WORKER, pool.name,
                                  pool.ssh_cp_name, pool.nic_cp_name,
-                                 '%s.node_pools.%s' % (params.ROOT,
-                                                       pool.name)))
+                                 heat.section_path(params.ROLE_WORKER,
+                                                   pool.name)))
     return kinds
 
 
