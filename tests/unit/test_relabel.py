@@ -275,3 +275,26 @@ def test_dry_run_of_relabel_plans_the_kubectl_commands(capsys):
     assert 'ansible-playbook' not in out
     assert out.rstrip().splitlines()[-1] == (
         'dry run, nothing done: relabelled worker-10-10-0-22')
+
+
+def _relabel_workers(conf, count):  # noqa: F811
+    spec = _spec()
+    workers = ['10.10.1.%d' % i for i in range(1, count + 1)]
+    cluster = _cluster(spec, workers=workers)
+    pool = FakePool()
+    pool.connection(spec.ansible.ip_address).script(r'KS:MISSING',
+                                                    stdout=LAYOUT)
+    master = pool.connection(MASTER)
+    names = [n.name for n in cluster.workers]
+    _nodes_are(master, *(json.loads(_node_json(n)) for n in names))
+    drv = driver.ClusterDriver(spec, 'i1', pool, conf=conf)
+    assert drv.relabel(cluster, names, (('pool', 'a'),),
+                       ('x:NoExecute',)) == []
+    return pool
+
+
+def test_relabel_commands_do_not_grow_with_the_node_count(conf):  # noqa
+    small, large = _relabel_workers(conf, 3), _relabel_workers(conf, 150)
+    for host in (MASTER, _spec().ansible.ip_address):
+        assert len(small.connection(host).calls) == len(
+            large.connection(host).calls), host
