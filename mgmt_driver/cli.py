@@ -615,14 +615,14 @@ def _add_run_commands(subparsers):
                           'serial; default: its 20%%)')
     run.add_argument('--labels', metavar='KEY=VALUE|KEY-[,...]',
                      help='relabel: node labels set (KEY-: removed) on '
-                          '--nodes, checked as master_node.labels are; '
+                          'the nodes, checked as master_node.labels are; '
                           'kept for later runs and re-joins')
     run.add_argument('--pools', metavar='POOL[,...]',
                      help='relabel: every node of these node_pools too')
     run.add_argument('--taints', metavar='KEY=VALUE:EFFECT|KEY:EFFECT-|'
                                          'KEY-[,...]',
                      help='relabel: node taints set (or removed) on '
-                          '--nodes, checked as master_node.taints are; '
+                          'the nodes, checked as master_node.taints are; '
                           'kept for later runs and re-joins')
     run.add_argument('--dry-run', action='store_true',
                      help='print every remote command and document '
