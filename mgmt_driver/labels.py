@@ -95,6 +95,8 @@ METADATA_NODES = 'relabel_nodes'
 METADATA_POOLS = 'relabel_pools'
 METADATA_LABELS = 'relabel_labels'
 METADATA_TAINTS = 'relabel_taints'
+#: Longest value of one of them (a few hundred nodes, or changes).
+MAX_METADATA_TEXT = 65536
 
 
 @dataclasses.dataclass(frozen=True)
@@ -129,6 +131,10 @@ def relabel_from_metadata(metadata, prefix):
         prefix, key, type(value).__name__)
         for key, value in sorted(given.items())
         if not isinstance(value, str)]
+    problems += ['%s.%s: longer than %d characters' % (
+        prefix, key, MAX_METADATA_TEXT)
+        for key, value in sorted(given.items())
+        if isinstance(value, str) and len(value) > MAX_METADATA_TEXT]
     if problems:
         raise exceptions.ParamsInvalid(problems)
     names, pools, problems = {}, {}, []

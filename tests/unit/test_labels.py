@@ -134,3 +134,13 @@ def test_a_bad_relabel_by_metadata_names_every_field(metadata, problems):
     got = caught.value.problems
     assert len(got) == len(problems), got
     assert all(g.startswith(p) for g, p in zip(got, problems, strict=True))
+
+
+def test_a_relabel_by_metadata_is_bounded():
+    huge = ','.join(['x;'] * 40000)
+    with pytest.raises(exceptions.ParamsInvalid) as caught:
+        labels.relabel_from_metadata({'relabel_nodes': huge,
+                                      'relabel_labels': huge}, 'metadata')
+    assert caught.value.problems == [
+        'metadata.relabel_labels: longer than 65536 characters',
+        'metadata.relabel_nodes: longer than 65536 characters']
