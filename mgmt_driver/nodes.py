@@ -225,8 +225,9 @@ def _check_one_pool_each(spec, built):
 
     :raises ParamsInvalid: naming each such node and its pools.
     """
-    problems = [params.pool_conflict(node, spec.pools_of(node))
-                for node in built if len(spec.pools_of(node)) > 1]
+    claims = ((node, spec.pools_of(node)) for node in built)
+    problems = [params.pool_conflict(node, pools)
+                for node, pools in claims if len(pools) > 1]
     if problems:
         raise exceptions.ParamsInvalid(problems)
 

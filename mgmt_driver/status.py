@@ -492,17 +492,19 @@ class StatusReader:
         section['runs'] = parse_runs(result.stdout, logs)
         return section
 
+    def _workspace(self):
+        return kubespray.Workspace(self._ansible(), self.workspace_path)
+
     def _recorded_inventory(self):
-        conn = self._ansible()
-        path = kubespray.Workspace(conn, self.workspace_path).file(
-            inventory.HOSTS_FILE)
+        workspace = self._workspace()
+        path = workspace.file(inventory.HOSTS_FILE)
         return inventory.parse_recorded(
-            conn.read_file(path, missing_ok=True), conn.host, path)
+            workspace.conn.read_file(path, missing_ok=True),
+            workspace.conn.host, path)
 
     def _recorded_settings(self):
-        return kubespray.Workspace(
-            self._ansible(), self.workspace_path).read_record(
-            labels.RECORD_FILE, labels.parse_record)
+        return self._workspace().read_record(labels.RECORD_FILE,
+                                             labels.parse_record)
 
     def _differences(self, report):
         section = _section(items=[])

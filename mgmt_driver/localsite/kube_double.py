@@ -419,13 +419,19 @@ def pause_if_asked(state_dir, playbook):
     time.sleep(min(seconds, 600.0))
 
 
+def _node_command(sub, name):
+    """A subcommand about one node: ``--node`` and ``--host``."""
+    p = sub.add_parser(name)
+    p.add_argument('--node', required=True, help='Kubernetes node name')
+    p.add_argument('--host', help='inventory host name')
+    return p
+
+
 def _parser():
     parser = argparse.ArgumentParser(prog='kube-double')
     sub = parser.add_subparsers(dest='command', required=True)
     for name in ('init', 'join'):
-        p = sub.add_parser(name)
-        p.add_argument('--node', required=True, help='Kubernetes node name')
-        p.add_argument('--host', help='inventory host name')
+        p = _node_command(sub, name)
         p.add_argument('--address', required=True)
         p.add_argument('--worker', action='store_true')
         p.add_argument('--kube-version', default=cs.DEFAULT_KUBE_VERSION)
@@ -443,23 +449,17 @@ def _parser():
             p.add_argument('--control-plane', action='store_true')
             p.add_argument('--existing-control-plane', action='store_true',
                            help='only check that it is one already')
-    p = sub.add_parser('upgrade')
-    p.add_argument('--node', required=True)
-    p.add_argument('--host')
+    p = _node_command(sub, 'upgrade')
     p.add_argument('--kube-version', required=True)
     p.add_argument('--apply', action='store_true',
                    help='kubeadm upgrade apply (first control-plane node)')
     p.add_argument('--batch', help='the hosts of the play batch, JSON')
     p.add_argument('--playbook', help='consult the failure hook')
-    p = sub.add_parser('label')
-    p.add_argument('--node', required=True)
-    p.add_argument('--host')
+    p = _node_command(sub, 'label')
     p.add_argument('--labels', help='node_labels, a JSON object')
     p.add_argument('--taints', help='node_taints, a JSON list')
     p.add_argument('--during', help='the playbook, for the log')
-    p = sub.add_parser('reset')
-    p.add_argument('--node', required=True)
-    p.add_argument('--host')
+    p = _node_command(sub, 'reset')
     p.add_argument('--playbook', help='consult the failure hook')
     p = sub.add_parser('etcd-add')
     for opt in ('--name', '--peer-url', '--host'):
