@@ -50,6 +50,9 @@ SECRET_MODE = 0o600
 
 #: Calico's encapsulation overhead (VXLAN; IPIP needs less).
 CALICO_OVERHEAD = {4: 50, 6: 70}
+#: The MTUs :func:`render_cluster_vars` accepts (IPv6 needs 1280; 576 is
+#: IPv4's minimum datagram every host must take).
+MIN_MTU, MAX_MTU = 576, 65535
 DEFAULT_DNS_DOMAIN = 'cluster.local'
 
 
@@ -380,8 +383,9 @@ def render_cluster_vars(spec, nodes, mtu=None):
     :raises ValueError: if *mtu* is not a sensible MTU.
     """
     if mtu is not None and (isinstance(mtu, bool) or not isinstance(
-            mtu, int) or not 576 <= mtu <= 65535):
-        raise ValueError('mtu must be an integer from 576 to 65535')
+            mtu, int) or not MIN_MTU <= mtu <= MAX_MTU):
+        raise ValueError('mtu must be an integer from %d to %d' % (
+            MIN_MTU, MAX_MTU))
     extra_vars = dict(spec.kubespray.extra_vars)
     first, last = spec.external_lb.nodeport_range
     result = {
