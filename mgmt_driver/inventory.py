@@ -27,6 +27,12 @@
 :func:`parse_recorded` reads a ``hosts.yaml`` back from the workspace,
 where it may have been tampered with, and checks every type it uses.
 
+No text from a request is ever templated by Ansible: every string with
+"{" is written ``!unsafe`` (:func:`_inert`), a request's mapping keys may
+not hold "{" (:mod:`mgmt_driver.params` refuses them), and
+:func:`check_inert` reads each document back before it is returned and
+refuses any key with "{" or untagged string with "{" that got through.
+
 Whoever writes the directory replaces ``host_vars/`` as a whole, so a
 removed node leaves no file behind.  Output is deterministic: the same
 spec and node set give the same bytes, however the set was reached.
@@ -97,6 +103,68 @@ def _inert(data):
     if isinstance(data, str) and '{' in data:
         return Unsafe(data)
     return data
+
+
+#: What starts every Jinja2 delimiter ("{{", "{%", "{#").
+TEMPLATE_MARK = '{'
+#: Characters of a field path shown in a :class:`TemplatedText` error.
+_MAX_SHOWN_PATH = 200
+
+
+class _Loader(getattr(yaml, 'CSafeLoader', yaml.SafeLoader)):
+    """Reads a rendered document as Ansible will: ``!unsafe`` scalars
+    come back as :class:`Unsafe`."""
+
+
+_Loader.add_constructor('!unsafe', lambda loader, node: Unsafe(
+    loader.construct_scalar(node)))
+
+
+def _shown_path(trail):
+    """The field path of a ``(parent trail, key)`` chain, clipped."""
+    parts = []
+    while trail is not None:
+        trail, key = trail
+        parts.append('[%d]' % key if isinstance(key, int) else '.%s' % key)
+    return exceptions.clip(''.join(reversed(parts)).lstrip('.') or '(top)',
+                           _MAX_SHOWN_PATH)
+
+
+def check_inert(name, text):
+    """The last guard before upload: *text*, read back as Ansible will
+    read it, holds nothing Ansible would template.
+
+    Every mapping key must be free of :data:`TEMPLATE_MARK` (kubespray
+    templates some keys: ``item.key`` of ``dict2items`` loops), and
+    every string holding it must be tagged ``!unsafe``.  Whatever
+    :func:`_inert` or request validation missed is refused here.  Walks
+    without recursion, each value once (linear time).
+
+    :param name: the document's name (for the error).
+    :param text: the rendered YAML document.
+    :returns: *text*.
+    :raises TemplatedText: naming the document and the path, never the
+        text.
+    """
+    stack = [(yaml.load(text, Loader=_Loader), None)]
+    while stack:
+        value, trail = stack.pop()
+        if isinstance(value, dict):
+            for position, (key, child) in enumerate(value.items(), 1):
+                if isinstance(key, str) and TEMPLATE_MARK in key:
+                    raise exceptions.TemplatedText(
+                        document=name, what='mapping key #%d' % position,
+                        path=_shown_path(trail))
+                stack.append((child, (trail, key)))
+        elif isinstance(value, list):
+            stack.extend((child, (trail, index))
+                         for index, child in enumerate(value))
+        elif isinstance(value, str) and TEMPLATE_MARK in value and \
+                not isinstance(value, Unsafe):
+            raise exceptions.TemplatedText(
+                document=name, what='a string not tagged !unsafe',
+                path=_shown_path(trail))
+    return text
 
 
 def _sorted(data):
@@ -430,20 +498,22 @@ def render_files(spec, nodes, key_paths=None, mtu=None, settings=None):
     :param mtu: see :func:`render_cluster_vars`.
     :param settings: see :func:`render_hosts`.
     :returns: ``{relative path: RenderedFile}``.
+    :raises TemplatedText: a document would hold text Ansible templates
+        (see :func:`check_inert`).
     """
     # kubespray.extra_vars may hold secrets (registry or OIDC passwords):
     # the file that carries them is 0600 (and hidden by --dry-run).
-    files = {
-        HOSTS_FILE: RenderedFile(dump_yaml(_inert(render_hosts(
-            spec, nodes, settings)))),
-        CLUSTER_VARS_FILE: RenderedFile(
-            dump_yaml(_inert(render_cluster_vars(spec, nodes, mtu))),
+    documents = {
+        HOSTS_FILE: (render_hosts(spec, nodes, settings), PUBLIC_MODE),
+        CLUSTER_VARS_FILE: (
+            render_cluster_vars(spec, nodes, mtu),
             SECRET_MODE if spec.kubespray.extra_vars else PUBLIC_MODE),
-        SECRET_VARS_FILE: RenderedFile(
-            dump_yaml(_inert(render_secret_vars(spec))), SECRET_MODE),
+        SECRET_VARS_FILE: (render_secret_vars(spec), SECRET_MODE),
     }
     credentials = render_credentials(spec, nodes, key_paths)
     for name in sorted(credentials):
-        files['%s/%s.yaml' % (HOST_VARS_DIR, name)] = RenderedFile(
-            dump_yaml(_inert(credentials[name])), SECRET_MODE)
-    return files
+        documents['%s/%s.yaml' % (HOST_VARS_DIR, name)] = (
+            credentials[name], SECRET_MODE)
+    return {name: RenderedFile(check_inert(name, dump_yaml(_inert(data))),
+                               mode)
+            for name, (data, mode) in documents.items()}
