@@ -111,34 +111,41 @@ TEMPLATE_MARK = '{'
 _MAX_SHOWN_PATH = 200
 
 
-class _Loader(getattr(yaml, 'CSafeLoader', yaml.SafeLoader)):
-    """Reads a rendered document as Ansible will: ``!unsafe`` scalars
-    come back as :class:`Unsafe`."""
+#: libyaml's parser when PyYAML has it (the guard reads whole documents).
+_PARSER = getattr(yaml, 'CSafeLoader', yaml.SafeLoader)
+_STARTS = (yaml.MappingStartEvent, yaml.SequenceStartEvent)
+_ENDS = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
 
 
-_Loader.add_constructor('!unsafe', lambda loader, node: Unsafe(
-    loader.construct_scalar(node)))
+def _event_path(frames, inner):
+    """The field path of the node being read, clipped.
 
-
-def _shown_path(trail):
-    """The field path of a ``(parent trail, key)`` chain, clipped."""
+    :param frames: ``[is mapping, nodes read, last key]`` of each open
+        mapping or sequence, outermost first.
+    :param inner: whether the node is a value of the innermost frame
+        (False for a key: the path is the mapping's).
+    """
     parts = []
-    while trail is not None:
-        trail, key = trail
-        parts.append('[%d]' % key if isinstance(key, int) else '.%s' % key)
-    return exceptions.clip(''.join(reversed(parts)).lstrip('.') or '(top)',
+    for depth, (mapping, count, key) in enumerate(frames):
+        if depth == len(frames) - 1 and not inner:
+            break
+        # An outer frame counted the open child already, the innermost
+        # one not yet.
+        index = count - 1 if depth < len(frames) - 1 else count
+        parts.append('.%s' % key if mapping else '[%d]' % index)
+    return exceptions.clip(''.join(parts).lstrip('.') or '(top)',
                            _MAX_SHOWN_PATH)
 
 
 def check_inert(name, text):
-    """The last guard before upload: *text*, read back as Ansible will
-    read it, holds nothing Ansible would template.
+    """The last guard before upload: *text*, read as Ansible will read
+    it, holds nothing Ansible would template.
 
     Every mapping key must be free of :data:`TEMPLATE_MARK` (kubespray
     templates some keys: ``item.key`` of ``dict2items`` loops), and
-    every string holding it must be tagged ``!unsafe``.  Whatever
-    :func:`_inert` or request validation missed is refused here.  Walks
-    without recursion, each value once (linear time).
+    every scalar holding it must be tagged ``!unsafe``.  Whatever
+    :func:`_inert` or request validation missed is refused here.  Reads
+    the parser's events, each once, building nothing (linear time).
 
     :param name: the document's name (for the error).
     :param text: the rendered YAML document.
@@ -146,24 +153,30 @@ def check_inert(name, text):
     :raises TemplatedText: naming the document and the path, never the
         text.
     """
-    stack = [(yaml.load(text, Loader=_Loader), None)]
-    while stack:
-        value, trail = stack.pop()
-        if isinstance(value, dict):
-            for position, (key, child) in enumerate(value.items(), 1):
-                if isinstance(key, str) and TEMPLATE_MARK in key:
-                    raise exceptions.TemplatedText(
-                        document=name, what='mapping key #%d' % position,
-                        path=_shown_path(trail))
-                stack.append((child, (trail, key)))
-        elif isinstance(value, list):
-            stack.extend((child, (trail, index))
-                         for index, child in enumerate(value))
-        elif isinstance(value, str) and TEMPLATE_MARK in value and \
-                not isinstance(value, Unsafe):
-            raise exceptions.TemplatedText(
-                document=name, what='a string not tagged !unsafe',
-                path=_shown_path(trail))
+    frames = []
+    for event in yaml.parse(text, Loader=_PARSER):
+        if isinstance(event, _ENDS):
+            frames.pop()
+            continue
+        frame = frames[-1] if frames else None
+        key = frame is not None and frame[0] and frame[1] % 2 == 0
+        if isinstance(event, yaml.ScalarEvent) and \
+                TEMPLATE_MARK in event.value:
+            if key:
+                raise exceptions.TemplatedText(
+                    document=name, what='mapping key #%d' % (
+                        frame[1] // 2 + 1), path=_event_path(frames, False))
+            if event.tag != '!unsafe':
+                raise exceptions.TemplatedText(
+                    document=name, what='a string not tagged !unsafe',
+                    path=_event_path(frames, True))
+        if frame is not None:
+            if key:
+                frame[2] = getattr(event, 'value', '?')
+            frame[1] += 1
+        if isinstance(event, _STARTS):
+            frames.append([isinstance(event, yaml.MappingStartEvent), 0,
+                           None])
     return text
 
 
