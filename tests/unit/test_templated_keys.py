@@ -154,6 +154,10 @@ def test_render_refuses_an_untagged_value(monkeypatch):
     ("a: [{b: [x, '{']}]\n", 'a string not tagged !unsafe at a[0].b[1]'),
     ("? !unsafe '{{ x }}'\n: 1\n", 'mapping key #1 at (top)'),
     ("a: {b: 1, '{#': 2}\n", 'mapping key #2 at a'),
+    # A key that is not a scalar (the driver never writes one) is read
+    # through too, and a document that is a single string.
+    ("? [a, '{']\n: 1\n", 'a string not tagged !unsafe at ?[1]'),
+    ("'{{ x }}'\n", 'a string not tagged !unsafe at (top)'),
 ])
 def test_check_inert_reads_the_document_as_ansible_does(text, refused):
     if refused is None:
