@@ -182,6 +182,11 @@ def _params_check(args):
 
 
 def _render_inventory(args):
+    if args.mtu is not None and not \
+            inventory.MIN_MTU <= args.mtu <= inventory.MAX_MTU:
+        _say('kubespray-mgmt: --mtu: must be an integer from %d to %d' % (
+            inventory.MIN_MTU, inventory.MAX_MTU), file=sys.stderr)
+        return EXIT_BAD_INPUT
     try:
         spec = _read_spec(args.params, need_cp_names=False)
         cluster = _read_nodes(spec, args.topology)

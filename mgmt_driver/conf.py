@@ -250,13 +250,19 @@ trust_opts = [
                     'kubectl_localhost', 'artifacts_dir', 'credentials_dir',
                     'local_release_dir', 'inventory_dir', 'inventory_file',
                     'playbook_dir', 'role_path', 'hostvars', 'groups',
-                    'group_names', 'inventory_hostname'],
+                    'group_names', 'inventory_hostname',
+                    'group_mappings', 'sysctl_minimum_values', 'cert_files',
+                    '_*'],
                 help='Names (shell-style patterns) of kubespray extra vars '
                      'a request may not set. The default refuses the ones '
                      'that make kubespray download, write or run on the '
                      'Ansible server itself (which may be shared by '
-                     'several VNFs) and Ansible\'s magic variables; '
-                     'ansible_* is always refused.'),
+                     'several VNFs), Ansible\'s magic variables, and '
+                     'kubespray\'s internal tables that its roles loop '
+                     'over (group_mappings, which every playbook runs '
+                     'first, sysctl_minimum_values, cert_files, and '
+                     'private names starting with "_"); ansible_*, '
+                     'node_labels and node_taints are always refused.'),
 ]
 
 

@@ -346,3 +346,18 @@ class RemoteDataInvalid(MgmtDriverOtherError):
     """
 
     message = 'Invalid %(what)s from %(host)s: %(problem)s'
+
+
+class TemplatedText(MgmtDriverOtherError):
+    """A rendered Ansible document holds text Ansible would evaluate as a
+    Jinja2 template (a mapping key with "{", or a string with "{" not
+    tagged ``!unsafe``); it is never uploaded.
+
+    :param document: the document's name in the inventory directory.
+    :param what: which kind of text (never the text itself).
+    :param path: where in the document.
+    """
+
+    message = ('Refusing to upload %(document)s: %(what)s at %(path)s holds '
+               '"{", which Ansible would evaluate as a Jinja2 template on '
+               'the Ansible server')

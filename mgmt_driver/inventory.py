@@ -27,6 +27,12 @@
 :func:`parse_recorded` reads a ``hosts.yaml`` back from the workspace,
 where it may have been tampered with, and checks every type it uses.
 
+No text from a request is ever templated by Ansible: every string with
+"{" is written ``!unsafe`` (:func:`_inert`), a request's mapping keys may
+not hold "{" (:mod:`mgmt_driver.params` refuses them), and
+:func:`check_inert` reads each document back before it is returned and
+refuses any key with "{" or untagged string with "{" that got through.
+
 Whoever writes the directory replaces ``host_vars/`` as a whole, so a
 removed node leaves no file behind.  Output is deterministic: the same
 spec and node set give the same bytes, however the set was reached.
@@ -50,6 +56,9 @@ SECRET_MODE = 0o600
 
 #: Calico's encapsulation overhead (VXLAN; IPIP needs less).
 CALICO_OVERHEAD = {4: 50, 6: 70}
+#: The MTUs :func:`render_cluster_vars` accepts (IPv6 needs 1280; 576 is
+#: IPv4's minimum datagram every host must take).
+MIN_MTU, MAX_MTU = 576, 65535
 DEFAULT_DNS_DOMAIN = 'cluster.local'
 
 
@@ -94,6 +103,81 @@ def _inert(data):
     if isinstance(data, str) and '{' in data:
         return Unsafe(data)
     return data
+
+
+#: What starts every Jinja2 delimiter ("{{", "{%", "{#").
+TEMPLATE_MARK = '{'
+#: Characters of a field path shown in a :class:`TemplatedText` error.
+_MAX_SHOWN_PATH = 200
+
+
+#: libyaml's parser when PyYAML has it (the guard reads whole documents).
+_PARSER = getattr(yaml, 'CSafeLoader', yaml.SafeLoader)
+_STARTS = (yaml.MappingStartEvent, yaml.SequenceStartEvent)
+_ENDS = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
+
+
+def _event_path(frames, inner):
+    """The field path of the node being read, clipped.
+
+    :param frames: ``[is mapping, nodes read, last key]`` of each open
+        mapping or sequence, outermost first.
+    :param inner: whether the node is a value of the innermost frame
+        (False for a key: the path is the mapping's).
+    """
+    parts = []
+    for depth, (mapping, count, key) in enumerate(frames):
+        if depth == len(frames) - 1 and not inner:
+            break
+        # An outer frame counted the open child already, the innermost
+        # one not yet.
+        index = count - 1 if depth < len(frames) - 1 else count
+        parts.append('.%s' % key if mapping else '[%d]' % index)
+    return exceptions.clip(''.join(parts).lstrip('.') or '(top)',
+                           _MAX_SHOWN_PATH)
+
+
+def check_inert(name, text):
+    """The last guard before upload: *text*, read as Ansible will read
+    it, holds nothing Ansible would template.
+
+    Every mapping key must be free of :data:`TEMPLATE_MARK` (kubespray
+    templates some keys: ``item.key`` of ``dict2items`` loops), and
+    every scalar holding it must be tagged ``!unsafe``.  Whatever
+    :func:`_inert` or request validation missed is refused here.  Reads
+    the parser's events, each once, building nothing (linear time).
+
+    :param name: the document's name (for the error).
+    :param text: the rendered YAML document.
+    :returns: *text*.
+    :raises TemplatedText: naming the document and the path, never the
+        text.
+    """
+    frames = []
+    for event in yaml.parse(text, Loader=_PARSER):
+        if isinstance(event, _ENDS):
+            frames.pop()
+            continue
+        frame = frames[-1] if frames else None
+        key = frame is not None and frame[0] and frame[1] % 2 == 0
+        if isinstance(event, yaml.ScalarEvent) and \
+                TEMPLATE_MARK in event.value:
+            if key:
+                raise exceptions.TemplatedText(
+                    document=name, what='mapping key #%d' % (
+                        frame[1] // 2 + 1), path=_event_path(frames, False))
+            if event.tag != '!unsafe':
+                raise exceptions.TemplatedText(
+                    document=name, what='a string not tagged !unsafe',
+                    path=_event_path(frames, True))
+        if frame is not None:
+            if key:
+                frame[2] = getattr(event, 'value', '?')
+            frame[1] += 1
+        if isinstance(event, _STARTS):
+            frames.append([isinstance(event, yaml.MappingStartEvent), 0,
+                           None])
+    return text
 
 
 def _sorted(data):
@@ -380,8 +464,9 @@ def render_cluster_vars(spec, nodes, mtu=None):
     :raises ValueError: if *mtu* is not a sensible MTU.
     """
     if mtu is not None and (isinstance(mtu, bool) or not isinstance(
-            mtu, int) or not 576 <= mtu <= 65535):
-        raise ValueError('mtu must be an integer from 576 to 65535')
+            mtu, int) or not MIN_MTU <= mtu <= MAX_MTU):
+        raise ValueError('mtu must be an integer from %d to %d' % (
+            MIN_MTU, MAX_MTU))
     extra_vars = dict(spec.kubespray.extra_vars)
     first, last = spec.external_lb.nodeport_range
     result = {
@@ -426,20 +511,22 @@ def render_files(spec, nodes, key_paths=None, mtu=None, settings=None):
     :param mtu: see :func:`render_cluster_vars`.
     :param settings: see :func:`render_hosts`.
     :returns: ``{relative path: RenderedFile}``.
+    :raises TemplatedText: a document would hold text Ansible templates
+        (see :func:`check_inert`).
     """
     # kubespray.extra_vars may hold secrets (registry or OIDC passwords):
     # the file that carries them is 0600 (and hidden by --dry-run).
-    files = {
-        HOSTS_FILE: RenderedFile(dump_yaml(_inert(render_hosts(
-            spec, nodes, settings)))),
-        CLUSTER_VARS_FILE: RenderedFile(
-            dump_yaml(_inert(render_cluster_vars(spec, nodes, mtu))),
+    documents = {
+        HOSTS_FILE: (render_hosts(spec, nodes, settings), PUBLIC_MODE),
+        CLUSTER_VARS_FILE: (
+            render_cluster_vars(spec, nodes, mtu),
             SECRET_MODE if spec.kubespray.extra_vars else PUBLIC_MODE),
-        SECRET_VARS_FILE: RenderedFile(
-            dump_yaml(_inert(render_secret_vars(spec))), SECRET_MODE),
+        SECRET_VARS_FILE: (render_secret_vars(spec), SECRET_MODE),
     }
     credentials = render_credentials(spec, nodes, key_paths)
     for name in sorted(credentials):
-        files['%s/%s.yaml' % (HOST_VARS_DIR, name)] = RenderedFile(
-            dump_yaml(_inert(credentials[name])), SECRET_MODE)
-    return files
+        documents['%s/%s.yaml' % (HOST_VARS_DIR, name)] = (
+            credentials[name], SECRET_MODE)
+    return {name: RenderedFile(check_inert(name, dump_yaml(_inert(data))),
+                               mode)
+            for name, (data, mode) in documents.items()}

@@ -35,6 +35,7 @@ from oslo_log import log as logging
 from mgmt_driver import conf as kconf
 from mgmt_driver import detached
 from mgmt_driver import exceptions
+from mgmt_driver import inventory
 from mgmt_driver import ssh
 
 LOG = logging.getLogger(__name__)
@@ -868,4 +869,5 @@ class Runner:
     def _write_vars(self, name, values):
         text = yaml.safe_dump(values, default_flow_style=False,
                               sort_keys=False)
-        return self.workspace.upload({name: text})[0]
+        return self.workspace.upload({name: inventory.check_inert(
+            name, text)})[0]

@@ -109,6 +109,10 @@ _DERIVED_VARS = {
     'delete_nodes_confirmation': 'the operation',
     'reset_nodes': 'the operation',
     'allow_ungraceful_removal': 'the operation',
+    # Rendered per node from the validated, recorded labels and taints;
+    # an extra var would win over every node's host vars unchecked.
+    'node_labels': 'labels (master_node, worker_node, node_pools)',
+    'node_taints': 'taints (master_node, worker_node, node_pools)',
 }
 # Well-known kubespray variables whose type kubespray relies on.
 _EXTRA_VAR_TYPES = {
@@ -119,6 +123,15 @@ _EXTRA_VAR_TYPES = {
 }
 _TYPE_NAMES = {str: 'a string', int: 'an integer', bool: 'a boolean',
                dict: 'a mapping', list: 'a list'}
+
+#: What starts every Jinja2 delimiter ("{{", "{%", "{#"): a mapping key
+#: from a request may not hold it (see :func:`templated_keys`).
+TEMPLATE_MARK = '{'
+#: Mapping keys holding :data:`TEMPLATE_MARK` reported one by one, at most.
+MAX_KEY_PROBLEMS = 10
+_TEMPLATED_KEY = ('mapping key contains "%s": Ansible would evaluate it as '
+                  'a Jinja2 template on the Ansible server; keys may not '
+                  'contain it (values may)' % TEMPLATE_MARK)
 
 _VAR_NAME_RE = re.compile(r'[A-Za-z_][A-Za-z0-9_]*')
 _USERNAME_RE = re.compile(r'[A-Za-z_][A-Za-z0-9_.-]{0,31}')
@@ -1295,17 +1308,66 @@ def _extra_var_problem(name, value):
     return None
 
 
+def templated_keys(value, path):
+    """Where *value* has a mapping key holding :data:`TEMPLATE_MARK`.
+
+    Ansible evaluates a mapping key that a playbook templates (kubespray
+    loops over ``dict2items`` of variables and templates ``item.key``),
+    so a key is never data the way an ``!unsafe`` value is.  Walks
+    without recursion, each value once (linear time); stops collecting
+    after :data:`MAX_KEY_PROBLEMS`.
+
+    :param path: the field path of *value*.
+    :returns: ``(paths, count)``: the field paths of the first mappings
+        found with such a key, each followed by the key's position
+        (``#1`` is the first key, so the key itself is never shown), and
+        how many such keys there are in all.
+    """
+    found, count, stack = [], 0, [(value, (None, path))]
+    while stack:
+        item, trail = stack.pop()
+        if isinstance(item, list):
+            stack.extend((child, (trail, index))
+                         for index, child in enumerate(item))
+            continue
+        if not isinstance(item, dict):
+            continue
+        for position, (key, child) in enumerate(item.items(), 1):
+            if isinstance(key, str) and TEMPLATE_MARK in key:
+                count += 1
+                if len(found) < MAX_KEY_PROBLEMS:
+                    found.append('%s (key #%d)' % (_trail_path(trail),
+                                                   position))
+            else:
+                stack.append((child, (trail, key)))
+    return found, count
+
+
+def report_templated_keys(problems, value, path):
+    """Report each key of *value* that :func:`templated_keys` finds.
+
+    :returns: True when there is none.
+    """
+    found, count = templated_keys(value, path)
+    for where in found:
+        problems.invalid(where, _TEMPLATED_KEY)
+    if count > len(found):
+        problems.invalid(path, '%d more mapping keys contain "%s"' % (
+            count - len(found), TEMPLATE_MARK))
+    return not count
+
+
 def _extra_vars(sec):
     data = sec.value('extra_vars', dict)
     if data is None:
         return {}
     accepted = {}
     for name, value in data.items():
+        path = sec.at('extra_vars.%s' % _key_text(name))
         problem = _extra_var_problem(name, value)
         if problem:
-            sec.problems.invalid(sec.at('extra_vars.%s' % _key_text(name)),
-                                 problem)
-        else:
+            sec.problems.invalid(path, problem)
+        elif report_templated_keys(sec.problems, value, path):
             accepted[name] = copy.deepcopy(value)
     return accepted
 

@@ -303,3 +303,14 @@ def test_failed_swap_restores_the_old_directory(tmp_path, monkeypatch):
             'hosts.yaml': inventory.RenderedFile('b')})
     assert (target / 'hosts.yaml').read_text() == 'a'
     assert os.listdir(tmp_path) == ['inv']
+
+
+@pytest.mark.parametrize('mtu', ['1', '575', '65536', '-1500'])
+def test_render_inventory_refuses_an_mtu_out_of_range(tmp_path, capsys, mtu):
+    code, out = _render(tmp_path, extra=['--mtu', mtu])
+    assert code == 1
+    captured = capsys.readouterr()
+    assert captured.err == ('kubespray-mgmt: --mtu: must be an integer from '
+                            '576 to 65535\n')
+    assert 'Traceback' not in captured.err + captured.out
+    assert not out.exists()

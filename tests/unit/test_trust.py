@@ -231,3 +231,18 @@ def test_a_bad_ansible_server_entry_is_an_operator_error():
             '10.0.0.0/8', 'nothost']))
     message = str(info.value)
     assert 'default_key_ansible_servers' in message and 'nothost' in message
+
+
+def test_kubespray_internal_tables_are_denied_by_default():
+    # Issue 27: kubespray loops over these and templates their keys;
+    # group_mappings runs first in every playbook (dynamic_groups).
+    internal = ('group_mappings', 'sysctl_minimum_values', 'cert_files',
+                '_openeuler_metalink_repos')
+    extra = params_data.minimal()
+    extra[ROOT]['kubespray'] = {'extra_vars': dict.fromkeys(
+        internal + ('containerd_base_runtime_specs',), {'k': 'v'})}
+    spec = params.parse_params(extra, need_cp_names=False)
+    assert sorted(_refusal(lambda: _apply(spec))) == sorted(
+        ROOT + '.kubespray.extra_vars.%s: not allowed by the operator '
+               '([kubespray_mgmt] extra_vars_denied)' % name
+        for name in internal)
