@@ -882,7 +882,7 @@ class ClusterDriver:
         skipped, so the same request run again after a failure
         completes the upgrade.
 
-        :param target: the version, ``'1.32.5'`` or ``'v1.32.5'``.
+        :param target: the version, ``'1.34.3'`` or ``'v1.34.3'``.
         :param serial: workers upgraded at once (``3`` or ``'25%'``), or
             None for kubespray's default.
         :param field: where *target* came from, for messages.

@@ -146,7 +146,7 @@ def test_cluster_yml_builds_and_replaces_the_first_control_plane(
     # cp3 is in kube_node too: a control-plane node that runs workloads.
     cluster = Cluster(server, site, hosts, ['cp1', 'cp2', 'cp3'], ['cp3'],
                       host_vars=host_vars)
-    ok(cluster.play('cluster.yml', extra={'kube_version': '1.31.4'}))
+    ok(cluster.play('cluster.yml', extra={'kube_version': '1.33.5'}))
 
     assert roles(site) == {'cp1': ['control-plane'],
                            'cp2': ['control-plane'],

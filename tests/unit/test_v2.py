@@ -222,10 +222,10 @@ def _modify(h, metadata, instantiated=True):
 def test_modify_information_with_a_kube_version_runs_the_upgrade(conf):
     h = Harness(conf)
     h.instantiate()
-    calls = _modify(h, {'kube_version': '1.32.5', 'owner': 'ops'})
+    calls = _modify(h, {'kube_version': '1.34.3', 'owner': 'ops'})
     [((context, view, request, grant, grant_request), kwargs)] = calls
     assert kwargs == {'metadata_field': 'metadata'}
-    assert view.vnf_metadata == {'kube_version': '1.32.5', 'owner': 'ops'}
+    assert view.vnf_metadata == {'kube_version': '1.34.3', 'owner': 'ops'}
     assert view.instantiated_vnf_info.additional_params == _params()
     assert view.id == h.vnf.id
 
@@ -241,7 +241,7 @@ def test_modify_information_with_relabel_keys_runs_the_hook(conf):
 
 @pytest.mark.parametrize('metadata, instantiated', [
     ({'owner': 'ops'}, True),            # another PATCH
-    ({'kube_version': '1.32.5'}, False),  # never instantiated
+    ({'kube_version': '1.34.3'}, False),  # never instantiated
 ])
 def test_modify_information_without_an_upgrade_does_nothing(
         conf, metadata, instantiated):
@@ -252,7 +252,7 @@ def test_modify_information_without_an_upgrade_does_nothing(
 
 @pytest.mark.parametrize('metadata, field', [
     ({'kube_version': 'latest'}, 'metadata.kube_version'),
-    ({'kube_version': '1.32.5', 'kube_upgrade_serial': '101%'},
+    ({'kube_version': '1.34.3', 'kube_upgrade_serial': '101%'},
      'metadata.kube_upgrade_serial'),
     ({'relabel_nodes': 'worker-1', 'relabel_labels': 'a'},
      "metadata.relabel_labels")])
