@@ -220,14 +220,18 @@ class ClusterDriver:
             if not self._workspace_ready:
                 workspace.ensure()
             root = self.spec.ansible.kubespray_root_path
-            layout = kubespray.detect_layout(conn, root)
-            self.step('kubespray at %s: %s', root,
-                      layout.version or 'version unknown')
-            kubespray.check_version(layout, self.spec.kubespray.version,
-                                    conn.host, root)
-            self._follow_recorded_version(workspace)
             settings = kubespray.PlaybookSettings.from_conf(
                 self.conf, forks=self.spec.kubespray.forks)
+            layout = kubespray.detect_layout(conn, root,
+                                             settings.ansible_playbook)
+            self.step('kubespray at %s: %s (Ansible %s)', root,
+                      layout.version or 'version unknown',
+                      layout.ansible or 'version unknown')
+            kubespray.check_version(layout, self.spec.kubespray.version,
+                                    conn.host, root)
+            kubespray.check_ansible(layout, conn.host, root,
+                                    settings.ansible_playbook)
+            self._follow_recorded_version(workspace)
             self._runner_obj = kubespray.Runner(
                 conn, root, layout, workspace,
                 inventory=inventory.HOSTS_FILE,

@@ -218,7 +218,7 @@ def _patch(h, metadata):
 def _playbook_limits(h):
     return [(c.rsplit(' ', 1)[-1], c.split('--limit=')[1].split()[0]
              if '--limit=' in c else None)
-            for c in h.ansible.commands if 'ansible-playbook' in c]
+            for c in h.ansible.commands if 'ansible-playbook -i' in c]
 
 
 def test_modify_information_without_a_version_does_nothing(conf):  # noqa

@@ -143,7 +143,7 @@ class Harness:
 
     def playbooks(self):
         return [c.rsplit(' ', 1)[-1] for c in self.ansible.commands
-                if 'ansible-playbook' in c]
+                if 'ansible-playbook -i' in c]
 
 
 def _removing(*vnfcs):
@@ -281,7 +281,7 @@ def test_scale_out_reads_the_kept_params(conf):
     h.vnf.add('worker', *WORKERS[2])
     h.run('scale_end', request)
     scale = [c for c in h.ansible.commands
-             if 'ansible-playbook' in c and c.endswith(' scale.yml')]
+             if 'ansible-playbook -i' in c and c.endswith(' scale.yml')]
     assert len(scale) == 1 and '--limit=worker-10-10-0-23' in scale[0]
 
 
