@@ -220,14 +220,18 @@ class ClusterDriver:
             if not self._workspace_ready:
                 workspace.ensure()
             root = self.spec.ansible.kubespray_root_path
-            layout = kubespray.detect_layout(conn, root)
-            self.step('kubespray at %s: %s', root,
-                      layout.version or 'version unknown')
-            kubespray.check_version(layout, self.spec.kubespray.version,
-                                    conn.host, root)
-            self._follow_recorded_version(workspace)
             settings = kubespray.PlaybookSettings.from_conf(
                 self.conf, forks=self.spec.kubespray.forks)
+            layout = kubespray.detect_layout(conn, root,
+                                             settings.ansible_playbook)
+            self.step('kubespray at %s: %s (Ansible %s)', root,
+                      layout.version or 'version unknown',
+                      layout.ansible or 'version unknown')
+            kubespray.check_version(layout, self.spec.kubespray.version,
+                                    conn.host, root)
+            kubespray.check_ansible(layout, conn.host, root,
+                                    settings.ansible_playbook)
+            self._follow_recorded_version(workspace)
             self._runner_obj = kubespray.Runner(
                 conn, root, layout, workspace,
                 inventory=inventory.HOSTS_FILE,
@@ -882,7 +886,7 @@ class ClusterDriver:
         skipped, so the same request run again after a failure
         completes the upgrade.
 
-        :param target: the version, ``'1.32.5'`` or ``'v1.32.5'``.
+        :param target: the version, ``'1.34.3'`` or ``'v1.34.3'``.
         :param serial: workers upgraded at once (``3`` or ``'25%'``), or
             None for kubespray's default.
         :param field: where *target* came from, for messages.

@@ -286,11 +286,19 @@ class Layout:
         ``version:`` of its ``galaxy.yml``, else None.  Checked against
         a request's ``kubespray.version`` (:func:`check_version`); the
         decisions above come from the files themselves.
+    :param ansible_range: ``(minimal, maximal)`` Ansible versions the
+        checkout's first play accepts (``ansible_version.yml``:
+        minimal <= version < maximal), or None where it has no such file.
+    :param ansible: the version of the server's ``ansible-playbook``
+        (``2.18.19``), or None when it was not asked or did not answer.
+        :func:`check_ansible` compares the two.
     """
 
     facts_playbook: str
     has_skip_confirmation: bool
     version: str | None = None
+    ansible_range: tuple[str, str] | None = None
+    ansible: str | None = None
 
 
 # One remote command prints a marker per finding; paths are "$1" only.
@@ -307,23 +315,36 @@ then echo KS:LEGACY_GROUPS; fi
 if v=$(git describe --tags 2>/dev/null); then echo "KS:GIT:$v"; fi
 sed -n 's/^version:[[:space:]]*//p' galaxy.yml 2>/dev/null | \\
   head -n 1 | sed 's/^/KS:GALAXY:/'
+for f in playbooks/ansible_version.yml ansible_version.yml; do
+  if [ -f "$f" ]; then
+    sed -n 's/^ *\\(m[a-z]*imal_ansible_version\\): */KS:\\1:/p' "$f" |
+      head -n 2
+    break
+  fi
+done
+if [ -n "${2:-}" ]; then
+  "$2" --version 2>/dev/null | head -n 1 | sed 's/^/KS:ANSIBLE:/'
+fi
 exit 0
 '''
 
 _REQUIRED_PLAYBOOKS = ('cluster.yml', 'scale.yml', 'remove-node.yml')
 
 
-def detect_layout(conn, kubespray_root):
+def detect_layout(conn, kubespray_root, ansible_playbook=None):
     """Inspect the kubespray checkout at *kubespray_root*: one command.
 
     :param conn: an ``ssh.Connection`` to the Ansible server.
     :param kubespray_root: absolute path of the checkout.
+    :param ansible_playbook: the command whose ``--version`` to ask, in
+        the checkout (as the playbooks run), or None not to ask.
     :returns: a :class:`Layout`.
     :raises KubesprayCheckoutUnsupported: the directory is missing, a
         playbook is missing, or the checkout predates v2.16 (legacy
         group names such as ``kube-master``).
     """
-    result = conn.run(['sh', '-c', _DETECT_SCRIPT, 'sh', kubespray_root])
+    result = conn.run(['sh', '-c', _DETECT_SCRIPT, 'sh', kubespray_root]
+                      + ([ansible_playbook] if ansible_playbook else []))
     found = _markers(result.stdout)
     layout = _layout_from(found, _refuser(conn.host, kubespray_root))
     LOG.info('kubespray checkout %s on %s: version %s, facts playbook %s, '
@@ -338,21 +359,33 @@ _MAX_VERSION_CHARS = 64
 
 
 def _markers(stdout):
-    found = {'files': set(), 'flags': set(), 'git': None, 'galaxy': None}
+    found = {'files': set(), 'flags': set(), 'git': None, 'galaxy': None,
+             'ansible': None, 'minimal_ansible_version': None,
+             'maximal_ansible_version': None}
     for line in stdout.splitlines():
         if not line.startswith('KS:'):
             continue
         kind, _, value = line.strip()[3:].partition(':')
         if kind == 'FILE':
             found['files'].add(value)
-        elif kind in ('GIT', 'GALAXY'):
+        elif kind in ('GIT', 'GALAXY', 'ANSIBLE'):
             # Cut: it goes into log records and messages, and the
             # checkout (or the server) may be hostile.
             found[kind.lower()] = found[kind.lower()] or \
                 value.strip()[:_MAX_VERSION_CHARS]
+        elif kind in ('minimal_ansible_version', 'maximal_ansible_version'):
+            found[kind] = _plain_version(value)
         else:
             found['flags'].add(kind)
     return found
+
+
+def _plain_version(text):
+    """``2.18.0`` from ``2.18.0``, ``"2.18.0"`` or ``ansible-playbook
+    [core 2.18.19]``; None for text that holds no version."""
+    match = re.search(r'(?<![\d.])(\d{1,4}(?:\.\d{1,6}){1,2})(?![\d.])',
+                      text[:_MAX_VERSION_CHARS])
+    return match.group(1) if match else None
 
 
 def _refuser(host, root):
@@ -378,10 +411,15 @@ def _layout_from(found, refuse):
     if missing:
         raise refuse('playbook(s) %s not found; is this a kubespray '
                      'checkout of v2.16 or newer?' % ', '.join(missing))
+    bounds = (found['minimal_ansible_version'],
+              found['maximal_ansible_version'])
     return Layout(facts_playbook=_facts_playbook(found['files'], refuse),
                   has_skip_confirmation='SKIP_CONFIRMATION'
                   in found['flags'],
-                  version=version)
+                  version=version,
+                  ansible_range=bounds if all(bounds) else None,
+                  ansible=found['ansible'] and _plain_version(
+                      found['ansible']))
 
 
 def _facts_playbook(files, refuse):
@@ -411,6 +449,33 @@ def check_version(layout, wanted, host, root):
                    'but the checkout is %s' % (
                        wanted, layout.version or 'of unknown version (no '
                        'git tag, no galaxy.yml)'))
+
+
+def check_ansible(layout, host, root, command):
+    """Refuse an Ansible the checkout's first play would refuse, before
+    any change: kubespray stops at its first play otherwise, after the
+    operation has started.
+
+    Nothing is refused when the checkout names no range or the server's
+    version is unknown (the playbook's own check then decides).
+
+    :param layout: the checkout's :class:`Layout`.
+    :param command: the ``ansible-playbook`` command, for the message.
+    :raises KubesprayCheckoutUnsupported: the version is outside the range.
+    """
+    if layout.ansible_range is None or layout.ansible is None:
+        return
+    low, high = layout.ansible_range
+    have = _version_parts(layout.ansible)
+    if _version_parts(low) <= have < _version_parts(high):
+        return
+    raise exceptions.KubesprayCheckoutUnsupported(
+        root=root, host=host,
+        reason='its first play accepts Ansible %s <= version < %s '
+               '(ansible_version.yml) but %s there is %s; install an '
+               'ansible-core in that range on the Ansible server or point '
+               '[kubespray_mgmt] ansible_playbook_command at one' % (
+                   low, high, command, layout.ansible))
 
 
 def _version_parts(version):

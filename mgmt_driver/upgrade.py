@@ -35,7 +35,7 @@ METADATA_SERIAL = 'kube_upgrade_serial'
 
 # A requested version: full x.y.z, optional "v".  Bounded digit runs.
 _VERSION_RE = re.compile(r'v?([0-9]{1,3})\.([0-9]{1,3})\.([0-9]{1,4})')
-# A kubelet version may carry a suffix (v1.31.4+rke2r1, -eks-...).
+# A kubelet version may carry a suffix (v1.33.5+rke2r1, -eks-...).
 _KUBELET_RE = re.compile(r'v?([0-9]{1,3})\.([0-9]{1,3})\.([0-9]{1,4})'
                          r'(?:[-+.][A-Za-z0-9.+-]{0,60})?')
 _SERIAL_RE = re.compile(r'([0-9]{1,4})(%?)')
@@ -48,20 +48,20 @@ _SHOWN = 8
 def parse_version(text, field):
     """``(major, minor, patch)`` of a requested version.
 
-    :param text: ``'1.32.5'`` or ``'v1.32.5'``.
+    :param text: ``'1.34.3'`` or ``'v1.34.3'``.
     :param field: where the value came from, for the message.
     :raises ParamsInvalid: naming *field*.
     """
     match = _VERSION_RE.fullmatch(text) if isinstance(text, str) else None
     if match is None:
         raise exceptions.ParamsInvalid([
-            '%s: must be a Kubernetes version such as 1.32.5, not %s'
+            '%s: must be a Kubernetes version such as 1.34.3, not %s'
             % (field, _shown(text))])
     return tuple(int(part) for part in match.groups())
 
 
 def version_text(version):
-    """``'1.32.5'``: how kubespray wants ``kube_version`` (no "v")."""
+    """``'1.34.3'``: how kubespray wants ``kube_version`` (no "v")."""
     return '%d.%d.%d' % version
 
 

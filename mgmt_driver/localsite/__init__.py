@@ -48,6 +48,9 @@ _OLD_ROOT = {'cluster.yml': 'cluster.yml', 'scale.yml': 'scale.yml',
              'remove-node.yml': 'remove_node.yml', 'reset.yml': 'reset.yml',
              'facts.yml': 'facts.yml', 'boilerplate.yml': 'boilerplate.yml',
              'internal_facts.yml': 'internal_facts.yml',
+             # Old releases checked an older Ansible range; the double
+             # keeps the one of the release it claims in both layouts.
+             'ansible_version.yml': 'ansible_version.yml',
              'upgrade-cluster.yml': 'upgrade_cluster.yml'}
 
 

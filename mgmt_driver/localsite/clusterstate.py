@@ -34,7 +34,7 @@ CA_FILE = 'ca.crt'
 FAIL_PREFIX = 'fail-next-'
 #: ``slow-next-<playbook>`` holds seconds the next run of it pauses.
 SLOW_PREFIX = 'slow-next-'
-DEFAULT_KUBE_VERSION = 'v1.31.4'
+DEFAULT_KUBE_VERSION = 'v1.33.5'
 
 #: Tunables a test may change in ``state['settings']``.
 DEFAULT_SETTINGS = {

@@ -73,7 +73,7 @@ COMMAND_FLAGS = {
                'grace-period': True, 'now': False},
     'apply': {'filename': True},
 }
-CLIENT_VERSION = 'v1.31.4'
+CLIENT_VERSION = 'v1.33.5'
 NO_SERVER = ('The connection to the server 127.0.0.1:6443 was refused - '
              'did you specify the right host or port?')
 

@@ -146,7 +146,7 @@ def test_cluster_yml_builds_and_replaces_the_first_control_plane(
     # cp3 is in kube_node too: a control-plane node that runs workloads.
     cluster = Cluster(server, site, hosts, ['cp1', 'cp2', 'cp3'], ['cp3'],
                       host_vars=host_vars)
-    ok(cluster.play('cluster.yml', extra={'kube_version': '1.31.4'}))
+    ok(cluster.play('cluster.yml', extra={'kube_version': '1.33.5'}))
 
     assert roles(site) == {'cp1': ['control-plane'],
                            'cp2': ['control-plane'],
@@ -322,6 +322,25 @@ def test_remove_node_refusals(server, site):
     assert set(site.nodes()) == {'cp1', 'w1'}
 
 
+def test_first_plays_refuse_what_the_release_refuses(server, site):
+    """kubespray v2.31.0 stops in its first plays, before contacting a
+    host, for a Kubernetes version older than its checksums list and
+    for an ansible-core outside [2.18.0, 2.19.0)."""
+    cluster = Cluster(server, site, {'cp1': ADDRESSES[0]}, ['cp1'], [])
+    failed(cluster.play('cluster.yml', extra={'kube_version': '1.32.9'}),
+           'only support newer version of Kubernetes than 1.33.0 - You are '
+           'trying to apply 1.32.9')
+    assert site.state() is None
+    # This machine's ansible-core is in the range; a range that excludes
+    # it (extra vars win over play vars) shows the check runs first.
+    failed(cluster.play('scale.yml', extra={
+        'maximal_ansible_version': '2.18.0'}),
+        'Ansible must be between 2.18.0 and 2.18.0 exclusive')
+    assert cluster.last_run()['touched'] == []
+    ok(cluster.play('cluster.yml', extra={'kube_version': '1.33.0'}))
+    assert site.nodes()['cp1']['kubelet_version'] == 'v1.33.0'
+
+
 def test_remove_node_drains_resets_and_deletes(server, site):
     site.seed([('cp1', ADDRESSES[0])],
               [('w1', ADDRESSES[1]), ('w2', ADDRESSES[2])])
@@ -457,7 +476,8 @@ def test_kubectl_drain_times_out_on_a_stuck_pod(seeded):
 
 
 def test_kubectl_apply_and_read_token(seeded):
-    seeded.settings(token_delay=0.3)
+    # Long enough that a loaded machine never fills it before the check.
+    seeded.settings(token_delay=600)
     manifests = {'apiVersion': 'v1', 'kind': 'List', 'items': [
         {'apiVersion': 'v1', 'kind': 'ServiceAccount',
          'metadata': {'name': 'vim-admin', 'namespace': 'kube-system'}},

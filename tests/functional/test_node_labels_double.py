@@ -121,7 +121,7 @@ def test_upgrade_puts_the_inventory_values_back_on_every_node(cluster):
     site = cluster.site
     drift(site)
     ok(cluster.play('upgrade-cluster.yml',
-                    extra={'kube_version': '1.32.0'}))
+                    extra={'kube_version': '1.34.0'}))
     nodes = site.nodes()
     assert nodes['cp1']['labels']['tier'] == 'control'
     assert_w1_back(nodes)

@@ -138,9 +138,9 @@ def _relabel_outlives_heal_and_not_scale_in(run, site):
 
     # An upgrade reaches every node, and kubespray sets each node's
     # node_labels again: W1 keeps its relabelled value.
-    code, out = run('upgrade', '--kube-version', '1.32.5')
+    code, out = run('upgrade', '--kube-version', '1.34.3')
     assert code == cli.EXIT_OK, out[-2000:]
     assert {n['kubelet_version'] for n in site.nodes().values()} == {
-        'v1.32.5'}
+        'v1.34.3'}
     assert site.nodes()[W1]['labels']['pool'] == 'b'
     assert site.nodes()[W2]['labels']['pool'] == 'base'

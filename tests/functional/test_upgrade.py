@@ -141,9 +141,9 @@ class Prober:
 def test_refused_versions_change_nothing(chain):
     before = (chain.versions(), chain.workspace_file('cluster-vars.yaml'),
               len(chain.lab.site.runs()))
-    for version, why in (('1.30.8', 'downgrades are not supported'),
-                         ('1.33.0', 'skips a minor release'),
-                         ('1.32.9', 'not supported by the kubespray '
+    for version, why in (('1.33.0', 'downgrades are not supported'),
+                         ('1.35.0', 'skips a minor release'),
+                         ('1.34.9', 'not supported by the kubespray '
                                     'checkout'),
                          ('latest', 'must be a Kubernetes version')):
         with pytest.raises(exceptions.ParamsInvalid) as caught:
@@ -151,12 +151,12 @@ def test_refused_versions_change_nothing(chain):
         assert caught.value.problems[0].startswith(FIELD + ': ')
         assert why in str(caught.value)
     with pytest.raises(exceptions.ParamsInvalid, match='kube_upgrade_serial'):
-        chain.patch(kube_version='1.32.5', kube_upgrade_serial='0')
+        chain.patch(kube_version='1.34.3', kube_upgrade_serial='0')
     chain.vnf.metadata.clear()
     assert (chain.versions(), chain.workspace_file('cluster-vars.yaml'),
             len(chain.lab.site.runs())) == before
     assert chain.workspace_file(upgrade.RECORD_FILE) is None
-    assert set(chain.versions().values()) == {'v1.31.4'}
+    assert set(chain.versions().values()) == {'v1.33.5'}
 
 
 def test_rolling_upgrade_keeps_the_api_served(chain):
@@ -166,7 +166,7 @@ def test_rolling_upgrade_keeps_the_api_served(chain):
     lab.site.settings(upgrade_delay=UPGRADE_DELAY)
     runs = len(lab.site.runs())
     with Prober(LB, lab.api_port) as prober:
-        chain.patch(kube_version='1.32.5', kube_upgrade_serial='1')
+        chain.patch(kube_version='1.34.3', kube_upgrade_serial='1')
     lab.site.settings(upgrade_delay=0.0)
 
     steps = chain.upgrades()
@@ -176,8 +176,8 @@ def test_rolling_upgrade_keeps_the_api_served(chain):
     assert [s['batch'] for s in steps] == [[n] for n in order]
     assert [r['limit'] for r in chain.upgrade_runs(runs)] == (
         chain.masters() + [','.join(chain.workers_order())])
-    assert set(chain.versions().values()) == {'v1.32.5'}
-    assert lab.site.state()['cluster']['kube_version'] == 'v1.32.5'
+    assert set(chain.versions().values()) == {'v1.34.3'}
+    assert lab.site.state()['cluster']['kube_version'] == 'v1.34.3'
     assert lab.check(MASTERS, chain.workers) == []
 
     # The API frontend answered every attempt, never from a master
@@ -195,14 +195,14 @@ def test_rolling_upgrade_keeps_the_api_served(chain):
 
 
 def test_a_worker_added_later_joins_at_the_new_version(chain):
-    assert 'kube_version: 1.32.5' in chain.workspace_file(
+    assert 'kube_version: 1.34.3' in chain.workspace_file(
         'cluster-vars.yaml')
     chain.vnf.add_vm(params.ROLE_WORKER, WORKERS[2])
     chain.workers = WORKERS[:3]
     chain.call('scale_end', scale_request('SCALE_OUT', {params.ROOT: {
         'worker_node': {'taints': ['dedicated=sriov:NoSchedule']}}}),
         scale_out_id_list=[])
-    assert chain.versions()[name(WORKERS[2])] == 'v1.32.5'
+    assert chain.versions()[name(WORKERS[2])] == 'v1.34.3'
     # The request's taints reach the node it adds (kubespray's
     # node_taints), not those that joined before.
     nodes = chain.lab.site.nodes()
@@ -218,10 +218,10 @@ def test_a_failed_upgrade_run_again_converges(chain):
     lab.site.inject_failure('upgrade-cluster.yml', host=second)
     runs = len(lab.site.runs())
     with pytest.raises(exceptions.MgmtDriverRemoteCommandError):
-        chain.patch(kube_version='1.33.0')
+        chain.patch(kube_version='1.35.0')
     versions = chain.versions()
-    assert versions.pop(first) == 'v1.33.0'
-    assert set(versions.values()) == {'v1.32.5'}
+    assert versions.pop(first) == 'v1.35.0'
+    assert set(versions.values()) == {'v1.34.3'}
     assert lab.site.nodes()[second]['schedulable'] is False  # drained
 
     # The same PATCH again (Tacker cannot retry it): the first master is
@@ -230,7 +230,7 @@ def test_a_failed_upgrade_run_again_converges(chain):
     chain.call('modify_information_end')
     assert [r['limit'] for r in chain.upgrade_runs(runs)] == [
         second, third, ','.join(chain.workers_order())]
-    assert set(chain.versions().values()) == {'v1.33.0'}
+    assert set(chain.versions().values()) == {'v1.35.0'}
     assert all(n['schedulable'] for n in lab.site.nodes().values())
     assert lab.check(MASTERS, chain.workers) == []
 

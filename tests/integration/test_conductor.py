@@ -477,7 +477,7 @@ def test_modify_upgrades_the_cluster(scenario):
     modify_information_end upgrades every node, a worker at a time."""
     w = scenario
     w.instance.vnf_metadata = {'owner': 'ops'}
-    assert _versions(w) == {'v1.31.4'}
+    assert _versions(w) == {'v1.33.5'}
     runs = len(w.lab.site.runs())
     body = json.loads((packages.SAMPLES_DIR / 'modify_upgrade.json')
                       .read_text())
@@ -489,7 +489,7 @@ def test_modify_upgrades_the_cluster(scenario):
     merged = dict(body['metadata'], owner='ops')
     assert w.instance.vnf_metadata == merged
     assert result['changed_info']['metadata'] == merged
-    assert _versions(w) == {'v1.32.5'}
+    assert _versions(w) == {'v1.34.3'}
     # Each master alone, then the workers one at a time (serial "1").
     inventory = site_mod.read_inventory(w.lab.workspace(w.instance.id))
     masters, workers = (list(inventory[group]) for group in (
@@ -511,7 +511,7 @@ def test_modify_upgrades_the_cluster(scenario):
         OURS, 'modify_information_end', 'ok')
     assert w.instance.vnf_metadata == dict(body['metadata'], replicas='3')
     assert w.lab.site.runs()[runs:] == []
-    assert _versions(w) == {'v1.32.5'}
+    assert _versions(w) == {'v1.34.3'}
 
 
 def test_modify_relabels_nodes(scenario):
@@ -546,19 +546,19 @@ def test_modify_refuses_a_downgrade(scenario):
     VNF ERROR; the refused value stays in the instance's metadata."""
     w = scenario
     runs = len(w.lab.site.runs())
-    result = w.modify({'metadata': {'kube_version': '1.31.4'}})
+    result = w.modify({'metadata': {'kube_version': '1.33.5'}})
     assert result['operationState'] == 'FAILED_TEMP'
     error = json.loads(result['error'])
-    assert 'vnf_metadata.kube_version: 1.31.4 is older than 1.32.5' in \
+    assert 'vnf_metadata.kube_version: 1.33.5 is older than 1.34.3' in \
         error['detail']
     assert 'downgrades are not supported' in error['detail']
     assert w.ops.vnf_status[w.instance.id] == 'ERROR'
     assert w.log.hooks('modify_refuses_a_downgrade') == [
         (NOOP, 'modify_information_start', 'ok'),
         (OURS, 'modify_information_end', 'raised ParamsInvalid')]
-    assert w.instance.vnf_metadata['kube_version'] == '1.31.4'
+    assert w.instance.vnf_metadata['kube_version'] == '1.33.5'
     assert w.lab.site.runs()[runs:] == []
-    assert _versions(w) == {'v1.32.5'}
+    assert _versions(w) == {'v1.34.3'}
     w.check()
 
 

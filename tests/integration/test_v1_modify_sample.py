@@ -38,4 +38,4 @@ def test_the_schema_refuses_metadata_that_is_not_an_object():
     from tacker.common import exceptions
 
     with pytest.raises(exceptions.ValidationError):
-        _validate({'metadata': ['kube_version', '1.32.5']})
+        _validate({'metadata': ['kube_version', '1.34.3']})

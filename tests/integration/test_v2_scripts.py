@@ -560,12 +560,12 @@ def test_heal_whole_vnf(w):
 
 def test_modify_information_upgrades_the_cluster(w):
     """A PATCH with metadata kube_version: every node upgraded."""
-    done = w.modify({'kube_version': '1.32.5'})
+    done = w.modify({'kube_version': '1.34.3'})
     assert done['state'] == 'COMPLETED', done.get('error')
     assert w.scripts == [('modify_information_end', 'ok')]
     assert {n['kubelet_version'] for n in w.lab.site.nodes().values()} == \
-        {'v1.32.5'}
-    assert w.inst.metadata == {'kube_version': '1.32.5'}
+        {'v1.34.3'}
+    assert w.inst.metadata == {'kube_version': '1.34.3'}
     w.check()
     # Another PATCH leaves the cluster alone.
     w.scripts = []

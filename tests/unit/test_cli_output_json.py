@@ -58,7 +58,7 @@ def test_dry_run_json_has_every_step_and_no_secret(capsys):
     assert secret and all(s['content'] is None for s in secret)
     assert 'ansible_password' not in out  # host_vars are 0600
     playbooks = [s['text'].rsplit(' ', 1)[-1] for s in plan['steps']
-                 if 'ansible-playbook' in s['text']]
+                 if 'ansible-playbook -i' in s['text']]
     assert playbooks == ['cluster.yml']
 
 

@@ -127,7 +127,7 @@ def test_a_pool_override_problem_names_the_field(tmp_path, capsys):
 def test_a_patch_body_is_checked_as_the_hooks_check_it(capsys, sample):
     code, out, err = _check(capsys, str(SAMPLES / sample))
     assert code == cli.EXIT_OK, err
-    assert out == ('valid modify request: upgrades Kubernetes to 1.32.5, '
+    assert out == ('valid modify request: upgrades Kubernetes to 1.34.3, '
                    'workers in batches of 1; other metadata keys (left to '
                    'Tacker): none\n')
 
@@ -164,7 +164,7 @@ def test_every_metadata_problem_names_its_field(tmp_path, capsys):
 def test_kind_modify_refuses_metadata_that_is_not_an_object(tmp_path,
                                                             capsys):
     code, _, err = _check(capsys, '--kind', 'modify', _write(
-        tmp_path, {'metadata': 'kube_version=1.32.5'}))
+        tmp_path, {'metadata': 'kube_version=1.34.3'}))
     assert code == cli.EXIT_BAD_INPUT
     assert err == ('kubespray-mgmt: metadata: must be an object of '
                    'key-value pairs, not str\n')

@@ -42,7 +42,7 @@ def test_dry_run_plans_without_secrets(capsys, operation, extra, playbooks):
     assert code == cli.EXIT_OK, err
     assert out.rstrip().splitlines()[-1].startswith('dry run, nothing done')
     ran = [line.rsplit(' ', 1)[-1] for line in out.splitlines()
-           if line.startswith('$ ') and 'ansible-playbook' in line]
+           if line.startswith('$ ') and 'ansible-playbook -i' in line]
     assert ran == playbooks
     for secret in _secrets():
         assert 'password: %s' % secret not in out
@@ -71,7 +71,7 @@ def test_scale_in_takes_node_out_of_lb_before_draining_and_removal():
     lb = next(i for i, t in enumerate(texts) if 'haproxy -c' in t)
     drain = next(i for i, t in enumerate(texts) if ' drain ' in t)
     removal = next(i for i, t in enumerate(texts)
-                   if 'ansible-playbook' in t and 'remove-node.yml' in t)
+                   if 'ansible-playbook -i' in t and 'remove-node.yml' in t)
     assert lb < drain < removal
 
 
@@ -107,9 +107,9 @@ def test_terminate_resets_first_when_asked(monkeypatch, tmp_path, capsys,
 
 
 def _playbooks_and_removals(out):
-    return [line.rsplit(' ', 1)[-1] if 'ansible-playbook' in line
+    return [line.rsplit(' ', 1)[-1] if 'ansible-playbook -i' in line
             else 'rm workspace' for line in out.splitlines()
-            if line.startswith('$ ') and ('ansible-playbook' in line
+            if line.startswith('$ ') and ('ansible-playbook -i' in line
                                           or line.startswith('$ rm -rf'))]
 
 

@@ -86,15 +86,15 @@ def test_the_double_supports_a_version_one_minor_above_its_default():
 
 
 def test_the_upgrade_check_names_nodes_at_another_version():
-    nodes = {'master-1': {'kubelet_version': 'v1.32.5'},
-             'worker-1': {'kubelet_version': 'v1.31.4'}}
+    nodes = {'master-1': {'kubelet_version': 'v1.34.3'},
+             'worker-1': {'kubelet_version': 'v1.33.5'}}
     lab = types.SimpleNamespace(site=types.SimpleNamespace(
         nodes=lambda: nodes))
-    assert demo._installed_version(lab) == (1, 31, 4)
-    assert demo._version_problems(lab, (1, 32, 5)) == [
-        'worker-1 runs kubelet v1.31.4, expected v1.32.5']
-    nodes['worker-1']['kubelet_version'] = 'v1.32.5'
-    assert demo._version_problems(lab, (1, 32, 5)) == []
+    assert demo._installed_version(lab) == (1, 33, 5)
+    assert demo._version_problems(lab, (1, 34, 3)) == [
+        'worker-1 runs kubelet v1.33.5, expected v1.34.3']
+    nodes['worker-1']['kubelet_version'] = 'v1.34.3'
+    assert demo._version_problems(lab, (1, 34, 3)) == []
 
 
 def test_summary_marks_a_failed_step():

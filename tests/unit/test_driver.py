@@ -89,7 +89,7 @@ class Harness:
 
     def playbooks(self):
         return [c.rsplit(' ', 1)[-1] for c in self.ansible.commands
-                if 'ansible-playbook' in c]
+                if 'ansible-playbook -i' in c]
 
     def workspace_files(self):
         prefix = '/home/ubuntu/kubespray/inventory/mycluster/inst-1/'
@@ -99,6 +99,24 @@ class Harness:
 
 def _request(extra, **fields):
     return types.SimpleNamespace(additional_params=extra, **fields)
+
+
+def test_an_ansible_the_checkout_refuses_stops_before_any_change(conf):
+    """kubespray's first play would stop the run; the driver says so
+    before uploading anything or touching a node."""
+    h = Harness(conf)
+    h.ansible.script(r'KS:MISSING', stdout=LAYOUT + (
+        'KS:minimal_ansible_version:2.18.0\n'
+        'KS:maximal_ansible_version:2.19.0\n'
+        'KS:ANSIBLE:ansible-playbook [core 2.19.14]\n'), first=True)
+    extra = _instantiate_params()
+    with pytest.raises(exceptions.KubesprayCheckoutUnsupported,
+                       match=r'Ansible 2\.18\.0 <= version < 2\.19\.0 .* '
+                             r'is 2\.19\.14'):
+        h.hooks.instantiate_end(None, h.instance(extra), _request(extra),
+                                None, None)
+    assert h.playbooks() == [] and h.workspace_files() == {}
+    assert h.lb.commands == [] and h.master.commands == []
 
 
 def test_instantiate_end(conf):
@@ -133,7 +151,7 @@ def test_instantiate_runs_commands_in_order(conf):
     cmds = h.ansible.commands
     ensure = next(i for i, c in enumerate(cmds) if 'mkdir' in c)
     detect = next(i for i, c in enumerate(cmds) if 'KS:MISSING' in c)
-    play = next(i for i, c in enumerate(cmds) if 'ansible-playbook' in c)
+    play = next(i for i, c in enumerate(cmds) if 'ansible-playbook -i' in c)
     assert ensure < detect < play
     lb_calls = [c[0] for c in h.lb.calls]
     assert lb_calls.index('write_file') < lb_calls.index('run')
@@ -166,7 +184,7 @@ def test_scale_end_adds_only_missing_workers(conf):
                       None, None, scale_out_id_list=['s3', 's4'])
     assert base  # the instantiated params are what the instance holds
     scale = [c for c in h.ansible.commands
-             if 'ansible-playbook' in c and 'scale.yml' in c]
+             if 'ansible-playbook -i' in c and 'scale.yml' in c]
     assert len(scale) == 1
     assert '--limit=worker-10-10-0-23,worker-10-10-0-24' in scale[0]
     assert h.playbooks() == ['playbooks/facts.yml', 'scale.yml']
@@ -194,7 +212,7 @@ def _fresh_cache(names):
 def test_scale_end_refreshes_only_stale_facts(conf):
     h = _scale_out_by_two(conf, 3, probe=_fresh_cache)
     facts = [c for c in h.ansible.commands
-             if 'ansible-playbook' in c and 'facts.yml' in c]
+             if 'ansible-playbook -i' in c and 'facts.yml' in c]
     # The last old worker has no entry: only it is gathered.
     assert len(facts) == 1 and '--limit=worker-10-10-0-23 ' in facts[0]
     probe = [c for c in h.ansible.commands if 'FC:PLUGIN' in c]

@@ -35,7 +35,7 @@ def make_runner(probe_stdout):
 
 def facts_runs(runner):
     return [c.split(' --forks 10')[1].strip() for c in runner.conn.commands
-            if 'ansible-playbook' in c]
+            if 'ansible-playbook -i' in c]
 
 
 # ------------------------------------------------------------------ parse --

@@ -2,6 +2,7 @@
 
 import io
 import logging
+import shlex
 import subprocess
 import tarfile
 
@@ -677,3 +678,60 @@ def test_check_version_refuses_another_version(have, wanted):
     message = str(info.value)
     assert 'ansible-1' in message and '/ks' in message
     assert 'kubespray.version' in message and str(wanted) in message
+
+
+# --- the Ansible the checkout accepts ------------------------------------
+
+def _fake_ansible_playbook(path, first_line):
+    path.write_text('#!/bin/sh\nprintf "%%s\\n" %s\necho "  config file"\n'
+                    % shlex.quote(first_line))
+    path.chmod(0o755)
+    return str(path)
+
+
+def test_detect_reads_the_ansible_range_and_the_servers_version(tmp_path):
+    make_checkout(tmp_path / 'k', 'playbooks/facts.yml', REMOVE_V217,
+                  ['kube_control_plane'], galaxy='2.31.0')
+    (tmp_path / 'k' / 'playbooks' / 'ansible_version.yml').write_text(
+        '- hosts: all\n  vars:\n    minimal_ansible_version: 2.18.0\n'
+        '    maximal_ansible_version: "2.19.0"\n')
+    command = _fake_ansible_playbook(tmp_path / 'ap',
+                                     'ansible-playbook [core 2.19.14]')
+    layout = kubespray.detect_layout(LocalShell(), str(tmp_path / 'k'),
+                                     command)
+    assert (layout.ansible_range, layout.ansible) == (
+        ('2.18.0', '2.19.0'), '2.19.14')
+    with pytest.raises(exceptions.KubesprayCheckoutUnsupported) as caught:
+        kubespray.check_ansible(layout, 'ansible', ROOT, command)
+    message = str(caught.value)
+    for part in ('2.18.0 <= version < 2.19.0', 'is 2.19.14', ROOT,
+                 'ansible_playbook_command'):
+        assert part in message
+    # Not asked (no command): nothing to compare, nothing refused.
+    quiet = kubespray.detect_layout(LocalShell(), str(tmp_path / 'k'))
+    assert quiet.ansible is None
+    kubespray.check_ansible(quiet, 'ansible', ROOT, 'ansible-playbook')
+
+
+@pytest.mark.parametrize('version, refused', [
+    ('2.18.0', False), ('2.18.19', False), ('2.17.14', True),
+    ('2.19.0', True), ('2.9.27', True), (None, False)])
+def test_check_ansible_compares_versions_not_strings(version, refused):
+    layout = kubespray.Layout('playbooks/facts.yml', True, '2.31.0',
+                              ('2.18.0', '2.19.0'), version)
+    if refused:
+        with pytest.raises(exceptions.KubesprayCheckoutUnsupported):
+            kubespray.check_ansible(layout, 'a', ROOT, 'ansible-playbook')
+    else:
+        kubespray.check_ansible(layout, 'a', ROOT, 'ansible-playbook')
+
+
+@pytest.mark.parametrize('line, version', [
+    ('ansible-playbook [core 2.18.19]', '2.18.19'),
+    ('ansible-playbook 2.9.27', '2.9.27'),
+    ('ansible-playbook [core 2.18.19]' + 'x' * 10 ** 6, '2.18.19'),
+    ('\x1b]0;owned\x07 no version here', None),
+    ('9' * 100000 + '.1', None)])
+def test_the_servers_version_line_is_untrusted(line, version):
+    found = kubespray._markers('KS:ANSIBLE:%s\n' % line)
+    assert kubespray._plain_version(found['ansible'] or '') == version

@@ -100,7 +100,7 @@ def test_which_requests_give_joining_nodes_new_settings(request_params,
 
 
 def test_a_relabel_by_metadata_reads_like_the_options():
-    assert labels.relabel_from_metadata({'kube_version': '1.32.5'},
+    assert labels.relabel_from_metadata({'kube_version': '1.34.3'},
                                         'vnf_metadata') is None
     got = labels.relabel_from_metadata({
         'relabel_nodes': '%s,,%s' % (W1, W1),

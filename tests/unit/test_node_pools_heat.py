@@ -141,7 +141,7 @@ def test_scale_out_of_the_pool_aspect_joins_with_pool_labels(conf):  # noqa: F81
         {}, type='SCALE_OUT', aspect_id='dpdk_instance'), None, None,
         scale_out_id_list=[new])
     scale = [c for c in h.ansible.commands
-             if 'ansible-playbook' in c and 'scale.yml' in c]
+             if 'ansible-playbook -i' in c and 'scale.yml' in c]
     assert len(scale) == 1 and '--limit=worker-10-10-0-32 ' in scale[0]
     hosts = _hosts(h)
     assert hosts['worker-10-10-0-32']['node_labels'] == {
@@ -272,7 +272,7 @@ def test_heal_of_a_pool_vnfc_removes_then_rejoins_it_in_its_pool(conf):  # noqa:
     _heal(h, h.hooks.heal_end, {P: {'node_pools': {'dpdk': {
         'labels': {'example.com/pool': 'dpdk-healed'}}}}})
     scale = [c for c in h.ansible.commands
-             if 'ansible-playbook' in c and 'scale.yml' in c]
+             if 'ansible-playbook -i' in c and 'scale.yml' in c]
     assert len(scale) == 1 and '--limit=worker-10-10-0-31 ' in scale[0]
     assert _hosts(h)['worker-10-10-0-31']['node_labels'] == {
         'example.com/pool': 'dpdk-healed'}

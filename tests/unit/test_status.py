@@ -180,7 +180,7 @@ def test_etcd_members_malformed(text, field):
 
 # ---------------------------------------------------------------- nodes --
 
-def _node(name, roles=(), ready='True', version='v1.31.4', labels=None):
+def _node(name, roles=(), ready='True', version='v1.33.5', labels=None):
     labels = dict(labels or {}, **{
         'node-role.kubernetes.io/' + r: '' for r in roles})
     return {'metadata': {'name': name, 'labels': labels},
@@ -200,8 +200,8 @@ def test_kubectl_nodes():
     found = client.nodes()
     assert [(n.name, n.roles, n.ready, n.kubelet_version, n.schedulable)
             for n in found] == [
-        (MASTER, ('control-plane',), 'True', 'v1.31.4', True),
-        (WORKER, (), 'False', 'v1.31.4', True),
+        (MASTER, ('control-plane',), 'True', 'v1.33.5', True),
+        (WORKER, (), 'False', 'v1.33.5', True),
         ('bare', (), 'Unknown', '', False)]
     assert found[1].labels == {'zone': 'a'}
     assert found[0].internal_ip == '10.0.0.1'
@@ -464,8 +464,8 @@ def test_text_format_is_a_table_per_section(conf):
     assert text.split('\n\n')[0].splitlines() == [
         'Nodes (kubectl on 192.168.10.11)',
         '  NAME               ROLES          READY  VERSION  LABELS',
-        '  %s  control-plane  True   v1.31.4  -' % MASTER,
-        '  %s  -              True   v1.31.4  -' % WORKER]
+        '  %s  control-plane  True   v1.33.5  -' % MASTER,
+        '  %s  -              True   v1.33.5  -' % WORKER]
     assert '  2026-11-23T23:00:00Z  scale_out    scale     running    ' \
         in text
     assert text.endswith('Differences from the inventory\n'

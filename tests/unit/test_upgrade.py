@@ -16,12 +16,12 @@ from tests.unit.test_driver import Harness
 from tests.unit.test_driver import _instantiate_params
 from tests.unit.test_driver import conf  # noqa: F401 (fixture)
 
-SUPPORTED = {(1, 30, 8), (1, 31, 4), (1, 32, 0), (1, 32, 5), (1, 33, 0)}
+SUPPORTED = {(1, 33, 0), (1, 33, 5), (1, 34, 0), (1, 34, 3), (1, 35, 0)}
 MASTERS = ['m1', 'm2', 'm3']
 WORKERS = ['w1', 'w2']
 
 
-def _nodes(version='v1.31.4', **special):
+def _nodes(version='v1.33.5', **special):
     """NodeInfo-like nodes; *special*: ``{name: (version, schedulable)}``."""
     return [types.SimpleNamespace(
         name=n, kubelet_version=special.get(n, (version, True))[0],
@@ -36,15 +36,15 @@ def _plan(target, nodes=None, supported=SUPPORTED):
 
 
 @pytest.mark.parametrize('text, expected', [
-    ('1.32.5', (1, 32, 5)), ('v1.32.5', (1, 32, 5)),
+    ('1.34.3', (1, 34, 3)), ('v1.34.3', (1, 34, 3)),
     ('1.33.10', (1, 33, 10))])
 def test_parse_version(text, expected):
     assert upgrade.parse_version(text, 'f') == expected
 
 
 @pytest.mark.parametrize('text', [
-    '1.32', '1.32.5.1', ' 1.32.5', '1.32.5\n', 'latest', '', None, 1.32,
-    '1.32.5; rm -rf /', '{{ lookup("pipe", "id") }}', '9' * 60])
+    '1.32', '1.34.3.1', ' 1.34.3', '1.34.3\n', 'latest', '', None, 1.32,
+    '1.34.3; rm -rf /', '{{ lookup("pipe", "id") }}', '9' * 60])
 def test_parse_version_refuses_and_names_the_field(text):
     with pytest.raises(exceptions.ParamsInvalid) as caught:
         upgrade.parse_version(text, 'vnf_metadata.kube_version')
@@ -66,19 +66,19 @@ def test_parse_serial_refuses(value):
 
 
 def test_one_minor_up_upgrades_every_node_masters_in_order():
-    got = _plan('1.32.5')
+    got = _plan('1.34.3')
     assert (got.masters, got.workers) == (tuple(MASTERS), tuple(WORKERS))
     assert not got.done
 
 
 @pytest.mark.parametrize('target, problem', [
-    ('1.30.8', 'f: 1.30.8 is older than 1.31.4, the version of m1 '
+    ('1.33.0', 'f: 1.33.0 is older than 1.33.5, the version of m1 '
                '(downgrades are not supported)'),
-    ('1.33.0', 'f: 1.33.0 skips a minor release: the cluster runs 1.31.4 '
-               '(upgrade to 1.32 first; patch releases may be skipped)'),
-    ('1.32.9', 'f: 1.32.9 is not supported by the kubespray checkout (its '
-               'kubelet_checksums list 1.33.0, 1.32.5, 1.32.0, 1.31.4, '
-               '1.30.8)'),
+    ('1.35.0', 'f: 1.35.0 skips a minor release: the cluster runs 1.33.5 '
+               '(upgrade to 1.34 first; patch releases may be skipped)'),
+    ('1.34.9', 'f: 1.34.9 is not supported by the kubespray checkout (its '
+               'kubelet_checksums list 1.35.0, 1.34.3, 1.34.0, 1.33.5, '
+               '1.33.0)'),
 ])
 def test_refused_targets(target, problem):
     with pytest.raises(exceptions.ParamsInvalid) as caught:
@@ -94,43 +94,43 @@ def test_a_major_release_and_an_unknown_one_are_both_reported():
 
 
 def test_patch_releases_may_be_skipped_and_an_unknown_list_is_not_checked():
-    assert _plan('1.31.9', supported=None).masters == tuple(MASTERS)
+    assert _plan('1.33.9', supported=None).masters == tuple(MASTERS)
 
 
 def test_a_half_done_upgrade_continues_where_it_stopped():
     # m1 and w1 are done; m2 was drained and upgraded but not uncordoned.
-    nodes = _nodes(m1=('v1.32.5', True), w1=('v1.32.5', True),
-                   m2=('v1.32.5', False))
-    got = _plan('1.32.5', nodes)
+    nodes = _nodes(m1=('v1.34.3', True), w1=('v1.34.3', True),
+                   m2=('v1.34.3', False))
+    got = _plan('1.34.3', nodes)
     assert (got.masters, got.workers) == (('m2', 'm3'), ('w2',))
     # Back to the old version is a downgrade of m1; two minors up from
     # the oldest node is a skip.
-    for target in ('1.31.4', '1.33.0'):
+    for target in ('1.33.5', '1.35.0'):
         with pytest.raises(exceptions.ParamsInvalid):
             _plan(target, nodes)
 
 
 def test_every_node_at_the_target_is_nothing_to_do():
-    assert _plan('1.31.4').done
+    assert _plan('1.33.5').done
 
 
 def test_nodes_outside_the_cluster_do_not_count():
     nodes = _nodes() + [types.SimpleNamespace(
-        name='stray', kubelet_version='v1.33.0', schedulable=True)]
-    assert _plan('1.32.5', nodes).masters == tuple(MASTERS)
+        name='stray', kubelet_version='v1.35.0', schedulable=True)]
+    assert _plan('1.34.3', nodes).masters == tuple(MASTERS)
 
 
 def test_no_registered_node_is_an_error_but_a_dry_run_plans_every_node():
     with pytest.raises(exceptions.MgmtDriverOtherError):
-        _plan('1.32.5', [])
-    got = upgrade.plan((1, 32, 5), None, MASTERS, WORKERS, SUPPORTED, 'f')
+        _plan('1.34.3', [])
+    got = upgrade.plan((1, 34, 3), None, MASTERS, WORKERS, SUPPORTED, 'f')
     assert got.masters == tuple(MASTERS)
     with pytest.raises(exceptions.ParamsInvalid):
-        upgrade.plan((1, 32, 9), None, MASTERS, WORKERS, SUPPORTED, 'f')
+        upgrade.plan((1, 34, 9), None, MASTERS, WORKERS, SUPPORTED, 'f')
 
 
 @pytest.mark.parametrize('text, expected', [
-    ('v1.31.4', (1, 31, 4)), ('v1.31.4+rke2r1', (1, 31, 4)),
+    ('v1.33.5', (1, 33, 5)), ('v1.33.5+rke2r1', (1, 33, 5)),
     ('1.30.2-eks-1234', (1, 30, 2))])
 def test_kubelet_versions_with_suffixes(text, expected):
     node = types.SimpleNamespace(name='n', kubelet_version=text)
@@ -145,12 +145,12 @@ def test_a_bad_kubelet_version_names_the_node_and_is_cut():
 
 
 def test_record_round_trip_and_tampering():
-    text = upgrade.render_record((1, 32, 5))
-    assert text == 'kube_version: "1.32.5"\n'
-    assert upgrade.parse_record(text) == (1, 32, 5)
+    text = upgrade.render_record((1, 34, 3))
+    assert text == 'kube_version: "1.34.3"\n'
+    assert upgrade.parse_record(text) == (1, 34, 3)
     assert upgrade.parse_record(None) is None
-    for bad in ('', 'kube_version: "{{ x }}"\n', 'kube_version: 1.32.5\n',
-                text + text, 'kube_version: "1.32.5"\nother: 1\n'):
+    for bad in ('', 'kube_version: "{{ x }}"\n', 'kube_version: 1.34.3\n',
+                text + text, 'kube_version: "1.34.3"\nother: 1\n'):
         with pytest.raises(ValueError):
             upgrade.parse_record(bad)
 
@@ -173,9 +173,9 @@ def _k8s_nodes(version):
 
 def test_check_metadata_reads_its_keys_and_leaves_the_others():
     wanted = upgrade.check_metadata(
-        {'kube_version': 'v1.32.5', 'kube_upgrade_serial': '25%',
+        {'kube_version': 'v1.34.3', 'kube_upgrade_serial': '25%',
          'owner': {'any': ['thing']}}, 'metadata')
-    assert wanted == upgrade.MetadataRequest((1, 32, 5), '25%', 'metadata')
+    assert wanted == upgrade.MetadataRequest((1, 34, 3), '25%', 'metadata')
     assert wanted.field('kube_version') == 'metadata.kube_version'
 
 
@@ -201,11 +201,11 @@ def test_check_metadata_refuses_a_non_object():
         'metadata: must be an object of key-value pairs, not list']
 
 
-def _upgrade_harness(conf, version='v1.31.4'):  # noqa: F811
+def _upgrade_harness(conf, version='v1.33.5'):  # noqa: F811
     h = Harness(conf)
     h.master.script(r'get nodes -o json', stdout=_k8s_nodes(version),
                     first=True)
-    h.ansible.script(r'KS:KUBE:', stdout='KS:KUBE:1.32.5\nKS:KUBE:1.31.4\n')
+    h.ansible.script(r'KS:KUBE:', stdout='KS:KUBE:1.34.3\nKS:KUBE:1.33.5\n')
     return h
 
 
@@ -218,7 +218,7 @@ def _patch(h, metadata):
 def _playbook_limits(h):
     return [(c.rsplit(' ', 1)[-1], c.split('--limit=')[1].split()[0]
              if '--limit=' in c else None)
-            for c in h.ansible.commands if 'ansible-playbook' in c]
+            for c in h.ansible.commands if 'ansible-playbook -i' in c]
 
 
 def test_modify_information_without_a_version_does_nothing(conf):  # noqa
@@ -229,7 +229,7 @@ def test_modify_information_without_a_version_does_nothing(conf):  # noqa
 
 @pytest.mark.parametrize('metadata, field', [
     ({'kube_version': '1.32'}, 'vnf_metadata.kube_version'),
-    ({'kube_version': '1.32.5', 'kube_upgrade_serial': 'all'},
+    ({'kube_version': '1.34.3', 'kube_upgrade_serial': 'all'},
      'vnf_metadata.kube_upgrade_serial'),
     # A bad value is refused even while no upgrade is asked for.
     ({'kube_upgrade_serial': '0', 'owner': 'ops'},
@@ -246,7 +246,7 @@ def test_a_bad_patch_is_refused_before_any_connection(conf, metadata,  # noqa
 def test_a_refused_version_writes_nothing_and_runs_no_playbook(conf):  # noqa
     h = _upgrade_harness(conf)
     with pytest.raises(exceptions.ParamsInvalid, match='skips a minor'):
-        _patch(h, {'kube_version': '1.33.0'})
+        _patch(h, {'kube_version': '1.35.0'})
     assert h.playbooks() == []
     assert h.workspace_files() == {}
     assert h.lb.calls == []
@@ -254,31 +254,31 @@ def test_a_refused_version_writes_nothing_and_runs_no_playbook(conf):  # noqa
 
 def test_upgrade_records_the_version_and_runs_node_by_node(conf):  # noqa
     h = _upgrade_harness(conf)
-    _patch(h, {'kube_version': 'v1.32.5', 'kube_upgrade_serial': '50%'})
+    _patch(h, {'kube_version': 'v1.34.3', 'kube_upgrade_serial': '50%'})
     assert _playbook_limits(h) == [
         ('playbooks/facts.yml', None),
         ('upgrade-cluster.yml', 'master-10-10-0-11'),
         ('upgrade-cluster.yml', 'worker-10-10-0-21,worker-10-10-0-22')]
     files = h.workspace_files()
-    assert files[upgrade.RECORD_FILE] == 'kube_version: "1.32.5"\n'
+    assert files[upgrade.RECORD_FILE] == 'kube_version: "1.34.3"\n'
     assert yaml.safe_load(files['cluster-vars.yaml'])['kube_version'] == \
-        '1.32.5'
+        '1.34.3'
     assert yaml.safe_load(files['upgrade-vars.yaml']) == {'serial': '50%'}
 
 
 def test_a_later_operation_renders_the_recorded_version(conf):  # noqa
-    h = _upgrade_harness(conf, 'v1.32.5')
+    h = _upgrade_harness(conf, 'v1.34.3')
     prefix = '/home/ubuntu/kubespray/inventory/mycluster/inst-1/'
     h.ansible.files[prefix + upgrade.RECORD_FILE] = \
-        'kube_version: "1.32.5"\n'
+        'kube_version: "1.34.3"\n'
     extra = _instantiate_params(3)
     extra['k8s_cluster_installation_param']['kubespray'] = {
-        'extra_vars': {'kube_version': '1.31.4'}}
+        'extra_vars': {'kube_version': '1.33.5'}}
     instance = h.instance(extra)
     h.hooks.scale_end(None, instance, types.SimpleNamespace(
         additional_params={}, type='SCALE_OUT'), None, None)
     assert yaml.safe_load(h.workspace_files()['cluster-vars.yaml'])[
-        'kube_version'] == '1.32.5'
+        'kube_version'] == '1.34.3'
     assert 'scale.yml' in h.playbooks()
 
 
@@ -288,7 +288,7 @@ def test_a_tampered_record_is_refused(conf):  # noqa
     h.ansible.files[prefix + upgrade.RECORD_FILE] = 'kube_version: "{{x}}"'
     with pytest.raises(exceptions.RemoteDataInvalid,
                        match=upgrade.RECORD_FILE):
-        _patch(h, {'kube_version': '1.32.5'})
+        _patch(h, {'kube_version': '1.34.3'})
     assert h.playbooks() == []
 
 
@@ -296,23 +296,23 @@ def test_a_tampered_record_is_refused(conf):  # noqa
 
 def test_cli_dry_run_plans_the_upgrade(capsys):
     code, out, err = test_cli_run._run(
-        capsys, 'upgrade', '--dry-run', '--kube-version', '1.32.5',
+        capsys, 'upgrade', '--dry-run', '--kube-version', '1.34.3',
         '--serial', '2')
     assert code == cli.EXIT_OK, err
     assert out.rstrip().splitlines()[-1] == (
-        'dry run, nothing done: upgraded %s to 1.32.5: 3 node(s) upgraded'
+        'dry run, nothing done: upgraded %s to 1.34.3: 3 node(s) upgraded'
         % 'kubernetes_vim_simple')
     ran = [line.split('--limit=')[-1] for line in out.splitlines()
            if line.startswith('$ ') and 'upgrade-cluster.yml' in line]
     assert ran == ['master-10-10-0-11 upgrade-cluster.yml',
                    'worker-10-10-0-21,worker-10-10-0-22 upgrade-cluster.yml']
-    assert 'kube_version: "1.32.5"' in out
+    assert 'kube_version: "1.34.3"' in out
 
 
 @pytest.mark.parametrize('extra, text', [
     ([], '--kube-version: missing'),
     (['--kube-version', '1.32'], '--kube-version: must be a Kubernetes'),
-    (['--kube-version', '1.32.5', '--serial', '0'], '--serial: must be'),
+    (['--kube-version', '1.34.3', '--serial', '0'], '--serial: must be'),
 ])
 def test_cli_upgrade_arguments(capsys, extra, text):
     code, out, err = test_cli_run._run(capsys, 'upgrade', '--dry-run',
@@ -322,7 +322,7 @@ def test_cli_upgrade_arguments(capsys, extra, text):
 
 def test_cli_upgrade_options_only_for_upgrade(capsys):
     code, _, err = test_cli_run._run(capsys, 'scale-out', '--dry-run',
-                                     '--kube-version', '1.32.5')
+                                     '--kube-version', '1.34.3')
     assert code == cli.EXIT_BAD_INPUT
     assert '--kube-version: only for run upgrade' in err
 
@@ -337,9 +337,9 @@ kubelet_checksums:
   arm:
     %(prefix)s1.30.9: 0
   amd64:
-    %(prefix)s1.31.4: sha256:0
+    %(prefix)s1.33.5: sha256:0
     # a comment
-    %(prefix)s1.30.8: sha256:0
+    %(prefix)s1.33.0: sha256:0
   ppc64le:
     %(prefix)s1.29.0: sha256:0
 kubectl_checksums:
@@ -371,8 +371,8 @@ def test_supported_versions_are_the_amd64_kubelet_keys(tmp_path, path,
     target.parent.mkdir(parents=True)
     target.write_text(_CHECKSUMS % {'prefix': prefix})
     found = kubespray.supported_kube_versions(Local(), str(tmp_path))
-    assert found == [prefix + '1.31.4', prefix + '1.30.8']
-    assert upgrade.parse_supported(found) == {(1, 31, 4), (1, 30, 8)}
+    assert found == [prefix + '1.33.5', prefix + '1.33.0']
+    assert upgrade.parse_supported(found) == {(1, 33, 5), (1, 33, 0)}
     target.unlink()
     assert kubespray.supported_kube_versions(Local(), str(tmp_path)) == []
 
@@ -411,7 +411,7 @@ def test_a_patch_relabels_nodes_before_any_upgrade(conf):  # noqa: F811
     ({'relabel_labels': 'pool=a'}, 'vnf_metadata.relabel_nodes, '
      'vnf_metadata.relabel_pools: missing'),
     ({'relabel_nodes': W1, 'relabel_labels': 'pool=$(id)',
-      'kube_version': '1.32.5'}, "vnf_metadata.relabel_labels: 'pool=$(id)'"),
+      'kube_version': '1.34.3'}, "vnf_metadata.relabel_labels: 'pool=$(id)'"),
     ({'relabel_pools': 'gpu', 'relabel_labels': 'pool=a'},
      'vnf_metadata.relabel_pools: gpu not in '),
 ])

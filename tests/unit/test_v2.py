@@ -143,7 +143,7 @@ class Harness:
 
     def playbooks(self):
         return [c.rsplit(' ', 1)[-1] for c in self.ansible.commands
-                if 'ansible-playbook' in c]
+                if 'ansible-playbook -i' in c]
 
 
 def _removing(*vnfcs):
@@ -222,10 +222,10 @@ def _modify(h, metadata, instantiated=True):
 def test_modify_information_with_a_kube_version_runs_the_upgrade(conf):
     h = Harness(conf)
     h.instantiate()
-    calls = _modify(h, {'kube_version': '1.32.5', 'owner': 'ops'})
+    calls = _modify(h, {'kube_version': '1.34.3', 'owner': 'ops'})
     [((context, view, request, grant, grant_request), kwargs)] = calls
     assert kwargs == {'metadata_field': 'metadata'}
-    assert view.vnf_metadata == {'kube_version': '1.32.5', 'owner': 'ops'}
+    assert view.vnf_metadata == {'kube_version': '1.34.3', 'owner': 'ops'}
     assert view.instantiated_vnf_info.additional_params == _params()
     assert view.id == h.vnf.id
 
@@ -241,7 +241,7 @@ def test_modify_information_with_relabel_keys_runs_the_hook(conf):
 
 @pytest.mark.parametrize('metadata, instantiated', [
     ({'owner': 'ops'}, True),            # another PATCH
-    ({'kube_version': '1.32.5'}, False),  # never instantiated
+    ({'kube_version': '1.34.3'}, False),  # never instantiated
 ])
 def test_modify_information_without_an_upgrade_does_nothing(
         conf, metadata, instantiated):
@@ -252,7 +252,7 @@ def test_modify_information_without_an_upgrade_does_nothing(
 
 @pytest.mark.parametrize('metadata, field', [
     ({'kube_version': 'latest'}, 'metadata.kube_version'),
-    ({'kube_version': '1.32.5', 'kube_upgrade_serial': '101%'},
+    ({'kube_version': '1.34.3', 'kube_upgrade_serial': '101%'},
      'metadata.kube_upgrade_serial'),
     ({'relabel_nodes': 'worker-1', 'relabel_labels': 'a'},
      "metadata.relabel_labels")])
@@ -281,7 +281,7 @@ def test_scale_out_reads_the_kept_params(conf):
     h.vnf.add('worker', *WORKERS[2])
     h.run('scale_end', request)
     scale = [c for c in h.ansible.commands
-             if 'ansible-playbook' in c and c.endswith(' scale.yml')]
+             if 'ansible-playbook -i' in c and c.endswith(' scale.yml')]
     assert len(scale) == 1 and '--limit=worker-10-10-0-23' in scale[0]
 
 
