@@ -33,6 +33,7 @@ import logging as std_logging
 import os
 import pathlib
 import re
+import stat
 import sys
 import tempfile
 import zipfile
@@ -168,14 +169,63 @@ def _tacker_sol001_dir():
 
 
 def _source_files(src_dir):
-    """Read the package source: ``{archive name: bytes}``."""
-    files = {}
+    """Read the package source: ``{archive name: bytes}``.
+
+    A package is what tenants may download from Tacker, so only files
+    meant for a package go in: regular files of the source, and links to
+    a regular file inside the source or inside another package source
+    beside it (a directory holding ``TOSCA-Metadata/TOSCA.meta``; the HA
+    packages share the simple one's ``UserData/`` that way).  Any other
+    link (to ``tacker.conf``, a key, a directory), and any other kind of
+    file (FIFO, device), is refused by name before anything is read.
+
+    :raises exceptions.CsarError: naming the first such file.
+    """
+    src_dir = src_dir.resolve()
+    roots = _package_roots(src_dir)
+    paths = []
     for path in sorted(src_dir.rglob('*')):
         relative = path.relative_to(src_dir)
-        if path.is_dir() or _ignored(relative):
+        if _ignored(relative):
             continue
-        files[relative.as_posix()] = path.read_bytes()
-    return files
+        mode = path.lstat().st_mode
+        if stat.S_ISLNK(mode):
+            _check_link(path, relative, roots)
+        elif stat.S_ISDIR(mode):
+            continue
+        elif not stat.S_ISREG(mode):
+            raise exceptions.CsarError(
+                reason='%s in the package source is not a regular file'
+                       % relative.as_posix())
+        paths.append((relative.as_posix(), path))
+    return {name: path.read_bytes() for name, path in paths}
+
+
+def _package_roots(src_dir):
+    """The source and the package sources beside it (resolved)."""
+    roots = {src_dir}
+    for sibling in src_dir.parent.iterdir():
+        if (sibling / TOSCA_META).is_file():
+            roots.add(sibling.resolve())
+    return roots
+
+
+def _check_link(path, relative, roots):
+    """Refuse the link *path* unless it leads to a regular file in one of
+    *roots*, not a hidden or ignored one there."""
+    try:
+        target = path.resolve()
+    except (OSError, RuntimeError):  # a loop of links
+        target = None
+    root = next((p for p in target.parents if p in roots), None) \
+        if target else None
+    if root is None or not target.is_file() or \
+            _ignored(target.relative_to(root)):
+        raise exceptions.CsarError(
+            reason='%s in the package source is a symbolic link to a file '
+                   'outside it and outside the package sources beside it '
+                   '(or not to a regular file); copy the file in instead'
+                   % relative.as_posix())
 
 
 def _ignored(relative):

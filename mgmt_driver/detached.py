@@ -17,7 +17,8 @@ Files in the workspace (mode 0600, directory ``logs/`` 0700)::
                                  its process ends, so a lock is never
                                  stale, only its description may be
     run.info                     the last run: id, stem, operation,
-                                 playbook, owner, started, pid
+                                 playbook, owner (a random name, see
+                                 :func:`owner`), started, pid
     logs/<stem>.log              its whole output
     logs/<stem>.rc               its exit status, once it ended
     logs/<stem>.seen             a driver collected that exit status
@@ -42,6 +43,7 @@ import hashlib
 import math
 import os
 import re
+import secrets
 import socket
 import time
 
@@ -170,11 +172,28 @@ tail -c "$4" -- "logs/$2.log" 2>/dev/null
 exit 0
 '''
 
+# The shell function is_run PID RC: process PID is the leader of the run
+# whose exit status file is RC, not whatever process has that pid now (a
+# pid read from run.info may be stale: the run gone, its pid reused).
+# The leader's argv, as _START_SCRIPT's setsid gives it, is
+# "sh -c SCRIPT sh RC ...": NULs become newlines and SCRIPT's newlines
+# \001, so its fifth line is RC.  Without /proc nothing is verified, so
+# nothing is killed.
+_IS_RUN = '''\
+is_run() {
+  [ -r "/proc/$1/cmdline" ] || return 1
+  [ "$(tr '\\n\\000' '\\001\\n' < "/proc/$1/cmdline" |
+       sed -n 5p)" = "$2" ]
+}
+'''
+
 _STOP_SCRIPT = '''\
 # kubespray-mgmt: stop a detached playbook run (its whole session)
 cd -- "$1" || exit 0
 [ -f "logs/$2.rc" ] && exit 0
 grep -qx "pid=$3" run.info || exit 0
+''' + _IS_RUN + '''\
+is_run "$3" "$1/logs/$2.rc" || { echo "KR:NOTOURS:$3"; exit 0; }
 pkill -TERM -s "$3" || kill -TERM -- "-$3"
 sleep 5
 pkill -KILL -s "$3" || kill -KILL -- "-$3"
@@ -184,12 +203,18 @@ exit 0
 #: Delete a workspace, first stopping the run that holds its lock.
 REMOVE_SCRIPT = '''\
 # kubespray-mgmt: stop the run holding the lock, delete the workspace
+''' + _IS_RUN + '''\
 if [ -f "$1/run.info" ] && command -v flock >/dev/null 2>&1 &&
    ! ( flock -n 9 ) 9>>"$1/run.lock"; then
   pid=$(sed -n 's/^pid=\\([0-9][0-9]*\\)$/\\1/p' "$1/run.info" | head -n 1)
-  if [ -n "$pid" ]; then
+  stem=$(sed -n 's/^stem=//p' "$1/run.info" | head -n 1)
+  case $stem in ''|*[!A-Za-z0-9_.-]*) stem= ;; esac
+  if [ -n "$pid" ] && [ -n "$stem" ] &&
+     is_run "$pid" "$1/logs/$stem.rc"; then
     pkill -KILL -s "$pid" || kill -KILL -- "-$pid"
     echo "KR:STOPPED:$pid"
+  elif [ -n "$pid" ]; then
+    echo "KR:NOTOURS:$pid"
   fi
 fi 2>/dev/null
 rm -rf -- "$1"
@@ -370,9 +395,16 @@ def parse_stem(stem):
 
 
 def owner():
-    """Who starts a run: this host and process, for the lock's record."""
-    text = '%s:%d' % (socket.gethostname(), os.getpid())
-    return re.sub(r'[^A-Za-z0-9_.:-]', '_', text)[:64]
+    """An opaque name for who starts a run, for the lock's record.
+
+    Random for each run: the Ansible server may be the tenant's, and
+    nothing there needs the conductor's host name or process id (the
+    lock is flock(1)'s, a run started again is recognised by its id).
+    :meth:`DetachedRuns.run` logs the name on the conductor beside that
+    host and process, so an operator who reads it in a "cluster busy"
+    message finds the conductor that started the run.
+    """
+    return 'run-' + secrets.token_hex(6)
 
 
 def _token(value, what):
@@ -475,9 +507,12 @@ class DetachedRuns:
         book = book[:-4] if book.endswith('.yml') else book
         key = hashlib.sha256('\0'.join(
             [operation] + list(argv)).encode('utf-8')).hexdigest()[:32]
+        who = owner()
+        LOG.info('Starting %s on %s as %s (this is %s, pid %d)', playbook,
+                 self.conn.host, who, socket.gethostname(), os.getpid())
         command = ['sh', '-c', _START_SCRIPT, 'sh', self.workspace, root,
                    operation, book[:60], key,
-                   str(math.ceil(timeout)), owner(), str(self.keep_logs)]
+                   str(math.ceil(timeout)), who, str(self.keep_logs)]
         answers = []
 
         def attempt():
@@ -615,8 +650,12 @@ class DetachedRuns:
         LOG.warning('Stopping the playbook run %s on %s (pid %s): past its '
                     'deadline', stem, self.conn.host, pid)
         try:
-            self.conn.run(['sh', '-c', _STOP_SCRIPT, 'sh', self.workspace,
-                           stem, str(pid)], check=False)
+            result = self.conn.run(['sh', '-c', _STOP_SCRIPT, 'sh',
+                                    self.workspace, stem, str(pid)],
+                                   check=False)
+            if 'KR:NOTOURS:' in result.stdout:
+                LOG.warning('Did not stop pid %s on %s: it is not the run '
+                            '%s any more', pid, self.conn.host, stem)
         except (exceptions.MgmtDriverOtherError,
                 exceptions.MgmtDriverRemoteCommandError,
                 exceptions.MgmtDriverRemoteCommandTimeOut) as exc:

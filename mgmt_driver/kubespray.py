@@ -267,6 +267,11 @@ class Workspace:
         if 'KR:STOPPED:' in result.stdout:
             LOG.warning('Stopped the playbook run still running in %s on '
                         '%s', self.path, self.conn.host)
+        elif 'KR:NOTOURS:' in result.stdout:
+            LOG.warning('Did not stop the process run.info names in %s on '
+                        '%s: it is not that playbook run (its pid is '
+                        'stale, or /proc is missing)', self.path,
+                        self.conn.host)
         self._made_dirs.clear()
         LOG.info('Removed workspace %s on %s', self.path, self.conn.host)
 

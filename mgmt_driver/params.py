@@ -648,6 +648,20 @@ def _text(sec, key, required=False, secret=False):
     return sec.value(key, str, required=required, secret=secret)
 
 
+#: Characters of a VIM name: Tacker keeps it in a column of 255.
+MAX_VIM_NAME = 255
+
+
+def _vim_name(sec):
+    name = _text(sec, 'vim_name')
+    if name is not None and len(name) > MAX_VIM_NAME:
+        sec.problems.invalid(sec.at('vim_name'), 'is %d characters long, '
+                             'more than the %d a VIM name may have'
+                             % (len(name), MAX_VIM_NAME))
+        return None
+    return name
+
+
 def _username(sec, key):
     name = sec.value(key, str, required=True)
     if name is not None and not _USERNAME_RE.fullmatch(name):
@@ -1608,7 +1622,7 @@ def _build(root, options):
     if worker_sec is not None:
         worker = _node_group(worker_sec, ROLE_WORKER, options)
     spec = ClusterSpec(
-        vim_name=_text(root, 'vim_name'),
+        vim_name=_vim_name(root),
         script_path=_package_path(root, 'script_path'),
         master=master, worker=worker, pod_cidr=pod, service_cidr=service,
         cluster_cp_name=_text(master_sec, 'cluster_cp_name')

@@ -97,6 +97,29 @@ def render_kubeconfig(access, user='kubespray-mgmt-admin'):
     return yaml.safe_dump(doc, sort_keys=True, default_flow_style=False)
 
 
+#: Bytes of a VIM name that names a kubeconfig file: the name of its
+#: temporary file, ``<name>.kubeconfig.<8 hex>.tmp``, must fit in 255.
+MAX_FILE_NAME_BYTES = 255 - len('.kubeconfig.12345678.tmp')
+
+
+def check_file_name(name):
+    """Refuse a VIM name that cannot name a kubeconfig file.
+
+    Called before any work by the adapters whose VIM is a file (v2, the
+    CLI), so that a name too long fails at once, not when the file is
+    written at the end of an instantiate.
+
+    :raises MgmtDriverParamInvalid: naming the field.
+    """
+    if not name or '/' in name or name.startswith('.') or \
+            len(name.encode('utf-8')) > MAX_FILE_NAME_BYTES:
+        raise exceptions.MgmtDriverParamInvalid(
+            param='%s (%r is not usable as a kubeconfig file name: no "/", '
+                  'no leading ".", at most %d bytes in UTF-8)' % (
+                      VIM_NAME_FIELD, exceptions.clip(name or '', 80),
+                      MAX_FILE_NAME_BYTES))
+
+
 class KubeconfigRegistry:
     """Outside Tacker: one kubeconfig file per cluster in *directory*."""
 
@@ -104,9 +127,7 @@ class KubeconfigRegistry:
         self.directory = directory
 
     def path(self, name):
-        if not name or '/' in name or name.startswith('.'):
-            raise exceptions.MgmtDriverParamInvalid(
-                param='vim_name (%r is not usable as a file name)' % name)
+        check_file_name(name)
         return os.path.join(self.directory, '%s.kubeconfig' % name)
 
     def check_free(self, name, owned_id=None):

@@ -430,6 +430,9 @@ class V2Hooks(driver.LcmHooks):
         """As v1's, calling *keep* once the parameters are valid and
         before any remote work."""
         spec = self._spec(context, vnf_instance, request, 'instantiate')
+        # v2's VIM is a kubeconfig file named after it: refused now, not
+        # when the file is written after the whole instantiate.
+        registry.check_file_name(self._vim_name(spec, vnf_instance))
         if keep is not None:
             keep()
         self._instantiate(context, vnf_instance, request, spec)

@@ -7,7 +7,8 @@ from mgmt_driver import ssh
 from mgmt_driver import tacker_compat
 
 needs_standins = pytest.mark.skipif(
-    tacker_compat.TACKER_AVAILABLE, reason='tacker is installed')
+    tacker_compat.TACKER_AVAILABLE,
+    reason='optional: tacker is installed (its own classes are used)')
 
 
 @needs_standins

@@ -9,6 +9,7 @@ import hashlib
 import io
 import os
 import re
+import threading
 import zipfile
 
 import pytest
@@ -396,3 +397,82 @@ def test_zip_bytes_round_trip():
     with zipfile.ZipFile(io.BytesIO(data)) as archive:
         assert archive.namelist() == ['a/a.txt', 'b.txt']
         assert archive.read('a/a.txt') == b'1'
+
+
+# ------------------------------------------------- links in a source --
+# A CSAR is downloadable by tenants: a link in a package source must not
+# pack a file of the operator's (tacker.conf, a key) into it.
+
+SECRET = 'password = operator-secret\n'
+
+
+@pytest.fixture
+def sources(tmp_path):
+    """``(src, beside)``: a package source and a second one beside it,
+    plus a non-package directory and an operator file near them."""
+    top = tmp_path / 'sources'
+    src = packages.copy_tree(packages.PACKAGES_DIR / 'kubespray_simple',
+                             top / 'src')
+    beside = packages.copy_tree(packages.PACKAGES_DIR / 'kubespray_simple',
+                                top / 'beside')
+    (beside / '.git').mkdir()
+    (beside / '.git' / 'config').write_text(SECRET)
+    (top / 'notes').mkdir()
+    (top / 'notes' / 'tacker.conf').write_text(SECRET)
+    (tmp_path / 'tacker.conf').write_text(SECRET)
+    return src, beside
+
+
+@pytest.mark.parametrize('target', [
+    '../../../tacker.conf',            # an operator file above the sources
+    '../../notes/tacker.conf',         # a directory beside, not a package
+    '../../beside/.git/config',        # a hidden file of a package beside
+    '../../notes',                     # a directory
+    '../no-such-file',                 # dangling
+    'conf.py',                         # a loop: the link to itself
+])
+def test_build_refuses_a_link_out_of_the_package_sources(
+        sources, tmp_path, lb, capsys, target):
+    src, _ = sources
+    (src / 'UserData' / 'conf.py').symlink_to(target)
+    out = tmp_path / 'out.zip'
+    rc = cli.main(['csar', 'build', str(src), '-o', str(out),
+                   '--sol001-dir', str(packages.sol001_dir())])
+    err = capsys.readouterr().err
+    assert rc == cli.EXIT_BAD_INPUT, err
+    assert 'UserData/conf.py in the package source is a symbolic link' in err
+    assert 'operator-secret' not in err
+    assert not out.exists()
+
+
+def test_build_refuses_a_fifo_without_blocking(sources, tmp_path, lb):
+    src, _ = sources
+    os.mkfifo(src / 'UserData' / 'pipe')
+    sol001, errors = packages.sol001_dir(), []
+
+    def build():
+        try:
+            csar.build(src, tmp_path / 'out.zip', sol001_dir=sol001)
+        except exceptions.CsarError as exc:
+            errors.append(str(exc))
+
+    worker = threading.Thread(target=build, daemon=True)
+    worker.start()
+    worker.join(30)
+    assert not worker.is_alive(), 'csar build blocked on a FIFO'
+    assert errors and 'UserData/pipe in the package source is not a ' \
+        'regular file' in errors[0]
+
+
+def test_build_packs_a_link_inside_or_into_a_package_beside(sources,
+                                                            tmp_path, lb):
+    src, beside = sources
+    (beside / 'UserData' / 'shared.py').write_text('# shared\n')
+    (src / 'UserData' / 'shared.py').symlink_to(
+        '../../beside/UserData/shared.py')
+    (src / 'UserData' / 'again.py').symlink_to('shared.py')
+    built = csar.build(src, tmp_path / 'out.zip',
+                       sol001_dir=packages.sol001_dir())
+    with zipfile.ZipFile(built.path) as archive:
+        assert archive.read('UserData/shared.py') == b'# shared\n'
+        assert archive.read('UserData/again.py') == b'# shared\n'

@@ -1,10 +1,16 @@
 """mgmt_driver.detached: what it reads back from the Ansible server
 (untrusted), its waiting, and how a dry run shows its commands."""
 
+import logging
+import os
+import re
+import socket
+
 import pytest
 
 from mgmt_driver import detached
 from mgmt_driver import exceptions
+from mgmt_driver import ssh
 from tests.fakes import FakeConnection
 
 WS = '/srv/ws/vnf-1'
@@ -131,3 +137,38 @@ def test_the_plan_shows_the_start_and_the_removal_only():
                                STEM, '1', '9']) is None
     assert detached.plan_text(['sh', '-c', 'true']) is False
     assert detached.plan_text(['ls']) is False
+
+
+class StartRecorder:
+    """Answers every start with a started run; keeps the commands."""
+
+    host = 'ansible'
+
+    def __init__(self):
+        self.commands = []
+
+    def run(self, command, **kwargs):
+        self.commands.append(command)
+        return ssh.CommandResult('ansible', 'start',
+                                 'KR:STARTED:%s:4242\n' % STEM, '', 0)
+
+
+def test_the_ansible_server_learns_no_conductor_host_or_pid(caplog):
+    """run.info's owner is a random name per run; the conductor's log
+    (not the Ansible server) maps it to the conductor's host and pid."""
+    caplog.set_level(logging.INFO, logger=detached.__name__)
+    conn = StartRecorder()
+    runs = detached.DetachedRuns(conn, WS)
+    for _ in range(2):
+        assert runs._start('/ks', ['ansible-playbook', 'scale.yml'],
+                           'scale_end', 'scale.yml', 60, 1e9) == (STEM, 4242)
+    owners = [command[10] for command in conn.commands]
+    host, pid = socket.gethostname(), str(os.getpid())
+    for who in owners:
+        assert re.fullmatch(r'run-[0-9a-f]{12}', who)
+        assert host not in who and pid not in who
+        assert '%s (this is %s, pid %s)' % (who, host, pid) in caplog.text
+    assert owners[0] != owners[1]
+    # Nothing else in the command comes from the conductor process.
+    first, second = conn.commands
+    assert first[:10] + first[11:] == second[:10] + second[11:]

@@ -252,6 +252,9 @@ CASES = [
      '(letters, digits, "_.-", at most 32)'),
     ('vim_name', 'vim\nname',
      'vim_name: must not contain control characters (newline, tab, ...)'),
+    ('vim_name', 'v' * 256,
+     'vim_name: is 256 characters long, more than the 255 a VIM name may '
+     'have'),
     ('ansible.kubespray_root_path', 'kubespray',
      "ansible.kubespray_root_path: 'kubespray' is not an absolute path"),
     ('ansible.transferring_inventory_path', '~/inventory',
@@ -402,6 +405,7 @@ def test_each_problem_has_its_message(path, value, expected):
     ('external_lb_param.api_port', 443),
     ('master_node.cluster_cp_name', 'vip_CP'),
     ('vim_name', ''),
+    ('vim_name', 'v' * 255),
 ])
 def test_accepted_values(path, value):
     request = _set(params_data.minimal(), path, value)

@@ -246,3 +246,64 @@ def test_kubespray_internal_tables_are_denied_by_default():
         ROOT + '.kubespray.extra_vars.%s: not allowed by the operator '
                '([kubespray_mgmt] extra_vars_denied)' % name
         for name in internal)
+
+
+# Each rule of trust.py has a test that fails when the rule is weakened:
+# a string-prefix containment check, a read that follows a final link,
+# a read without the size cap.
+
+def test_a_sibling_directory_sharing_the_prefix_is_outside(dirs):
+    """``/x/keys`` allows ``/x/keys/...``, never ``/x/keys-evil/...``:
+    containment compares path components, not strings."""
+    keys, package, _ = dirs
+    for sibling in (keys.parent / (keys.name + '-evil'),
+                    package.parent / (package.name + 'x') / 'Files'):
+        sibling.mkdir(parents=True)
+        (sibling / 'id_ed25519').write_text((keys / 'id_ed25519')
+                                            .read_text())
+    assert _refusal(lambda: _apply(_spec(
+        master_node=str(keys) + '-evil/id_ed25519'), keys))
+    assert _refusal(lambda: _apply(_spec(
+        master_node='../%sx/Files/id_ed25519' % package.name),
+        package=package))
+
+
+def test_a_file_swapped_for_a_link_after_resolving_is_not_followed(
+        dirs, monkeypatch):
+    """The race the final-link rule closes: the path resolved inside
+    the directory is a link by the time it is opened (to a key outside):
+    the open refuses it rather than read through it."""
+    keys, _, outside = dirs
+    resolve = trust._resolve
+
+    def resolve_then_swap(path, policy):
+        real = resolve(path, policy)
+        os.unlink(real)
+        os.symlink(outside / 'id_ed25519', real)
+        return real
+
+    monkeypatch.setattr(trust, '_resolve', resolve_then_swap)
+    assert _refusal(lambda: _apply(_spec(
+        master_node=str(keys / 'id_ed25519')), keys))
+
+
+def test_a_link_named_directly_is_not_read(dirs, key_text):
+    keys, _, outside = dirs
+    (keys / 'link').symlink_to(outside / 'id_ed25519')
+    assert trust._read_key(str(outside / 'id_ed25519')) == key_text
+    assert trust._read_key(str(keys / 'link')) is None
+
+
+def test_a_real_key_padded_past_the_cap_is_refused(dirs, key_text):
+    """A valid key with trailing blank lines and a comment: accepted up to
+    64 KiB, refused one byte past it, though it still parses as a key."""
+    keys, _, _ = dirs
+    padding = trust.MAX_KEY_BYTES - len(key_text) - len('# x\n')
+    (keys / 'at_cap').write_text(key_text + '\n' * padding + '# x\n')
+    (keys / 'past_cap').write_text(key_text + '\n' * (padding + 1) +
+                                   '# x\n')
+    assert os.path.getsize(keys / 'at_cap') == trust.MAX_KEY_BYTES
+    spec = _apply(_spec(master_node=str(keys / 'at_cap')), keys)
+    assert spec.master.login.key_text.startswith(key_text)
+    assert _refusal(lambda: _apply(_spec(
+        master_node=str(keys / 'past_cap')), keys))

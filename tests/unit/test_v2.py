@@ -180,6 +180,38 @@ def test_invalid_params_are_not_kept_and_nothing_is_contacted(conf):
     assert h.ansible.commands == []
 
 
+@pytest.mark.parametrize('name, error', [
+    ('v' * 240, exceptions.MgmtDriverParamInvalid),  # no file name
+    ('\u00e9' * 116, exceptions.MgmtDriverParamInvalid),  # 232 bytes
+    ('v' * 256, exceptions.ParamsInvalid),  # no VIM name either
+    ('../escape', exceptions.MgmtDriverParamInvalid),
+])
+def test_a_vim_name_unusable_as_a_file_name_is_refused_first(
+        conf, tmp_path, name, error):
+    """v2's VIM is a kubeconfig file named after vim_name: a name that
+    cannot be one is refused before the parameters are kept and before
+    any SSH command, not after the whole instantiate."""
+    h = Harness(conf)
+    params = _params()
+    params['k8s_cluster_installation_param']['vim_name'] = name
+    with pytest.raises(error) as info:
+        h.run('instantiate_end', {'additionalParams': params})
+    assert 'k8s_cluster_installation_param.vim_name' in str(info.value)
+    assert len(str(info.value)) < 400
+    assert h.store.load(h.vnf.id) is None
+    assert h.ansible.commands == []
+    assert not (tmp_path / 'kubeconfigs').exists()
+
+
+def test_the_longest_file_name_vim_name_is_accepted(conf, tmp_path):
+    h = Harness(conf)
+    params = _params()
+    name = '\u00e9' * 115 + 'v'  # 231 bytes
+    params['k8s_cluster_installation_param']['vim_name'] = name
+    assert h.run('instantiate_end', {'additionalParams': params}) == {}
+    assert (tmp_path / 'kubeconfigs' / (name + '.kubeconfig')).is_file()
+
+
 def test_a_vip_port_name_is_refused_naming_the_field(conf):
     h = Harness(conf)
     params = _params()
