@@ -897,12 +897,20 @@ class ClusterDriver:
         """
         wanted = upgrade_mod.parse_version(target, field)
         cluster = self.in_recorded_order(cluster)
-        todo = self._upgrade_plan(cluster, wanted, field, every_node)
+        nodes = None if every_node else self.kubectl_client(cluster).nodes()
+        before = self._cordoned_before(wanted, nodes)
+        todo = self._upgrade_plan(cluster, wanted, field, nodes, before)
         self.step('upgrade to %s: control plane %s; workers %s',
                   upgrade_mod.version_text(wanted),
                   ', '.join(todo.masters) or 'done',
                   ', '.join(todo.workers) or 'done')
         self._record_version(wanted)
+        if nodes is not None:
+            self._workspace().upload({upgrade_mod.CORDONS_FILE: (
+                upgrade_mod.render_cordons(wanted, before))},
+                mode=inventory.PUBLIC_MODE)
+            self._uncordon_left(cluster, upgrade_mod.left_cordoned(
+                nodes, todo, before))
         self.upload_inventory(cluster)
         if not todo.done:
             self.refresh_facts(cluster, ())
@@ -912,18 +920,42 @@ class ClusterDriver:
         self.update_load_balancer(cluster)
         return todo
 
-    def _upgrade_plan(self, cluster, wanted, field, every_node):
+    def _upgrade_plan(self, cluster, wanted, field, nodes, before):
         runner = self._runner()
         supported = upgrade_mod.parse_supported(
             kubespray.supported_kube_versions(runner.conn, runner.root))
         if supported is None:
             self.warn('the kubespray checkout lists no kubelet_checksums: '
                       'kubespray itself checks the version')
-        nodes = None if every_node else self.kubectl_client(cluster).nodes()
         return upgrade_mod.plan(
             wanted, nodes,
             [n.name for n in cluster.masters],
-            [n.name for n in cluster.workers], supported, field)
+            [n.name for n in cluster.workers], supported, field, before)
+
+    def _cordoned_before(self, wanted, nodes):
+        """The nodes that were cordoned when the upgrade to *wanted*
+        started: recorded by its first run, kept by the runs after."""
+        if nodes is None:
+            return frozenset()
+        recorded = self._workspace().read_record(
+            upgrade_mod.CORDONS_FILE, upgrade_mod.parse_cordons)
+        if recorded is not None and recorded[0] == wanted:
+            return recorded[1]
+        return frozenset(n.name for n in nodes if not n.schedulable)
+
+    def _uncordon_left(self, cluster, names):
+        """Make schedulable the nodes an earlier, failed run of this
+        upgrade left cordoned, so that kubespray drains them and
+        uncordons them afterwards (it does neither for a node it finds
+        cordoned)."""
+        if not names:
+            return
+        self.step('uncordoning %s, left cordoned by an earlier run of '
+                  'this upgrade, so that kubespray drains and uncordons '
+                  'them', ', '.join(names))
+        client = self.kubectl_client(cluster)
+        for name in names:
+            client.uncordon(name)
 
     def _record_version(self, version):
         self._set_kube_version(version)

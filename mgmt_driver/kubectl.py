@@ -467,6 +467,14 @@ class KubectlClient:
         """
         return self._on_node(name, 'cordon', _check_node_name(name))
 
+    def uncordon(self, name):
+        """Mark node *name* schedulable again: one command.
+
+        :returns: False when the node does not exist (nothing to do).
+        :raises RemoteCommandFailed: kubectl failed for another reason.
+        """
+        return self._on_node(name, 'uncordon', _check_node_name(name))
+
     def drain(self, name, timeout=None, force=True, grace_period=None):
         """Evict the pods of node *name* (cordons it first): one command.
 

@@ -21,6 +21,7 @@ it, so scale-outs and heals join nodes at the new version.
 """
 
 import dataclasses
+import json
 import re
 
 from mgmt_driver import exceptions
@@ -28,6 +29,11 @@ from mgmt_driver import labels
 
 #: The workspace file holding the version of the last upgrade.
 RECORD_FILE = 'kube-version.yaml'
+#: The workspace file naming the nodes that were cordoned when the
+#: upgrade to its target started (:func:`render_cordons`).
+CORDONS_FILE = 'upgrade-cordons.json'
+#: Most node names :data:`CORDONS_FILE` may hold.
+MAX_CORDONED = 10000
 #: Metadata keys of a PATCH (modify_information): Tacker v1 keeps them
 #: in ``vnf_metadata``, v2 in ``metadata``; :func:`check_metadata`.
 METADATA_VERSION = 'kube_version'
@@ -195,7 +201,8 @@ class Plan:
         return not self.masters and not self.workers
 
 
-def plan(target, nodes, masters, workers, supported, field):
+def plan(target, nodes, masters, workers, supported, field,
+         cordoned_before=frozenset()):
     """Check *target* against the cluster and list the nodes to upgrade.
 
     :param target: ``(major, minor, patch)``.
@@ -207,8 +214,12 @@ def plan(target, nodes, masters, workers, supported, field):
     :param supported: versions the checkout supports (tuples), or None
         when it does not say.
     :param field: the field that asked for *target*, for messages.
-    :returns: a :class:`Plan`; nodes at *target* and schedulable are done
-        (a re-run after a failure skips them).
+    :param cordoned_before: names of the nodes that were cordoned when
+        the upgrade to *target* started: kubespray upgrades such a node
+        where it stands and leaves it cordoned, so it is done once at
+        *target*.
+    :returns: a :class:`Plan`; nodes at *target* and schedulable (or
+        cordoned before) are done (a re-run after a failure skips them).
     :raises ParamsInvalid: a downgrade, a skipped minor release or a
         version the checkout lacks; every problem, naming *field*.
     """
@@ -226,7 +237,7 @@ def plan(target, nodes, masters, workers, supported, field):
     problems = _problems(target, versions, supported, field)
     if problems:
         raise exceptions.ParamsInvalid(problems)
-    ready = {n.name for n in nodes if n.schedulable}
+    ready = {n.name for n in nodes if n.schedulable} | set(cordoned_before)
     todo = [name for name, v in versions.items()
             if v != target or name not in ready]
     return Plan(target, tuple(n for n in masters if n in todo),
@@ -299,3 +310,60 @@ def parse_record(text):
     if match is None:
         raise ValueError('not a single "kube_version: X.Y.Z" line')
     return tuple(int(part) for part in match.groups())
+
+
+def left_cordoned(nodes, todo, cordoned_before):
+    """The nodes of *todo* that are cordoned although they were not when
+    the upgrade started: an earlier run of it cordoned them and failed.
+
+    kubespray's pre-upgrade cordons and drains only a Ready, schedulable
+    node and its post-upgrade uncordons only what it cordoned, so such a
+    node must be made schedulable again before the run, or it would be
+    upgraded undrained and stay cordoned.
+
+    :param nodes: ``kubectl.NodeInfo`` of the cluster.
+    :param todo: the :class:`Plan`.
+    :returns: their names, in *todo*'s order.
+    """
+    cordoned = {n.name for n in nodes if not n.schedulable}
+    return [name for name in todo.masters + todo.workers
+            if name in cordoned and name not in cordoned_before]
+
+
+def render_cordons(target, names):
+    """The text of :data:`CORDONS_FILE`: *target* and the cordoned
+    nodes' *names* (sorted)."""
+    return json.dumps({'target': version_text(target),
+                       'cordoned_before': sorted(names)}) + '\n'
+
+
+_NODE_NAME_RE = re.compile(r'[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?')
+
+
+def parse_cordons(text):
+    """``(target, names)`` of :data:`CORDONS_FILE`, or None if absent.
+
+    The file lives on the Ansible server: its shape is checked exactly.
+
+    :raises ValueError: not such a record (the message names no value).
+    """
+    if text is None:
+        return None
+    try:
+        data = json.loads(text)
+    except ValueError:
+        raise ValueError('not JSON') from None
+    if not isinstance(data, dict) or set(data) != {'target',
+                                                   'cordoned_before'}:
+        raise ValueError('not an object with target and cordoned_before')
+    target = data['target']
+    match = _VERSION_RE.fullmatch(target) if isinstance(target, str) \
+        else None
+    names = data['cordoned_before']
+    if match is None:
+        raise ValueError('target is not a version')
+    if not isinstance(names, list) or len(names) > MAX_CORDONED or not all(
+            isinstance(n, str) and _NODE_NAME_RE.fullmatch(n)
+            for n in names):
+        raise ValueError('cordoned_before is not a list of node names')
+    return tuple(int(p) for p in match.groups()), frozenset(names)

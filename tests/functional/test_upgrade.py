@@ -213,8 +213,16 @@ def test_a_worker_added_later_joins_at_the_new_version(chain):
 
 
 def test_a_failed_upgrade_run_again_converges(chain):
+    """The double cordons, drains and uncordons as kubespray does: only a
+    Ready, schedulable node, and it uncordons only what it cordoned.  The
+    master the failed run left cordoned is made schedulable again before
+    the re-run, so it is drained and uncordoned; a worker an operator
+    cordoned before the upgrade is upgraded and stays cordoned."""
     lab = chain.lab
     first, second, third = chain.masters()
+    kept = chain.workers_order()[-1]
+    lab.site.tool('kubectl', '--kubeconfig', '/etc/kubernetes/admin.conf',
+                  'cordon', kept)
     lab.site.inject_failure('upgrade-cluster.yml', host=second)
     runs = len(lab.site.runs())
     with pytest.raises(exceptions.MgmtDriverRemoteCommandError):
@@ -231,7 +239,10 @@ def test_a_failed_upgrade_run_again_converges(chain):
     assert [r['limit'] for r in chain.upgrade_runs(runs)] == [
         second, third, ','.join(chain.workers_order())]
     assert set(chain.versions().values()) == {'v1.35.0'}
-    assert all(n['schedulable'] for n in lab.site.nodes().values())
+    assert {name for name, n in lab.site.nodes().items()
+            if not n['schedulable']} == {kept}
+    steps = {s['node']: s for s in lab.site.state()['upgrades']}  # last
+    assert steps[second]['cordoned'] and steps[second]['workload_pods'] == []
     assert lab.check(MASTERS, chain.workers) == []
 
     # Nothing left to do: a PATCH of other metadata runs no playbook.

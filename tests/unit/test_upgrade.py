@@ -110,6 +110,41 @@ def test_a_half_done_upgrade_continues_where_it_stopped():
             _plan(target, nodes)
 
 
+def test_a_node_cordoned_before_the_upgrade_is_done_at_the_target():
+    # w1 was cordoned by an operator before the upgrade: kubespray
+    # upgrades it where it stands and leaves it cordoned.  m2 was
+    # cordoned by a failed run of this upgrade: not done, and to be
+    # uncordoned before the next run so that kubespray drains it.
+    nodes = _nodes(m1=('v1.34.3', True), w1=('v1.34.3', False),
+                   m2=('v1.33.5', False))
+    target = upgrade.parse_version('1.34.3', 'f')
+    got = upgrade.plan(target, nodes, MASTERS, WORKERS, SUPPORTED, 'f',
+                       frozenset({'w1'}))
+    assert (got.masters, got.workers) == (('m2', 'm3'), ('w2',))
+    assert upgrade.left_cordoned(nodes, got, frozenset({'w1'})) == ['m2']
+    # Without the record, w1 would be upgraded again and again.
+    assert 'w1' in _plan('1.34.3', nodes).workers
+
+
+def test_the_cordon_record_round_trips_and_is_untrusted():
+    text = upgrade.render_cordons((1, 34, 3), {'w2', 'w1'})
+    assert json.loads(text) == {'target': '1.34.3',
+                                'cordoned_before': ['w1', 'w2']}
+    assert upgrade.parse_cordons(text) == ((1, 34, 3),
+                                           frozenset({'w1', 'w2'}))
+    assert upgrade.parse_cordons(None) is None
+    for bad in ('', '[]', '{"target": "1.34.3"}',
+                '{"target": "latest", "cordoned_before": []}',
+                '{"target": "1.34.3", "cordoned_before": ["W 1"]}',
+                '{"target": "1.34.3", "cordoned_before": [1]}',
+                '{"target": "1.34.3", "cordoned_before": ["a"], "x": 1}',
+                json.dumps({'target': '1.34.3', 'cordoned_before': [
+                    'n%d' % i for i in range(upgrade.MAX_CORDONED + 1)]})):
+        with pytest.raises(ValueError) as caught:
+            upgrade.parse_cordons(bad)
+        assert 'W 1' not in str(caught.value)
+
+
 def test_every_node_at_the_target_is_nothing_to_do():
     assert _plan('1.33.5').done
 
@@ -219,6 +254,43 @@ def _playbook_limits(h):
     return [(c.rsplit(' ', 1)[-1], c.split('--limit=')[1].split()[0]
              if '--limit=' in c else None)
             for c in h.ansible.commands if 'ansible-playbook -i' in c]
+
+
+WORKSPACE = '/home/ubuntu/kubespray/inventory/mycluster/inst-1/'
+
+
+def _k8s_nodes_cordoned(version, cordoned):
+    data = json.loads(_k8s_nodes(version))
+    for item in data['items']:
+        if item['metadata']['name'] in cordoned:
+            item['spec'] = {'unschedulable': True}
+    return json.dumps(data)
+
+
+def test_a_rerun_uncordons_what_the_failed_run_left_cordoned(conf):  # noqa
+    h = _upgrade_harness(conf)
+    h.master.script(r'get nodes -o json', first=True, stdout=(
+        _k8s_nodes_cordoned('v1.33.5', {'worker-10-10-0-21',
+                                        'worker-10-10-0-22'})))
+    # The first run for 1.34.3 found worker-10-10-0-22 cordoned already.
+    h.ansible.files[WORKSPACE + upgrade.CORDONS_FILE] = \
+        upgrade.render_cordons((1, 34, 3), {'worker-10-10-0-22'})
+    _patch(h, {'kube_version': '1.34.3'})
+    uncordoned = [c for c in h.master.commands if ' uncordon ' in c]
+    assert len(uncordoned) == 1 and uncordoned[0].endswith(
+        ' uncordon worker-10-10-0-21')
+    assert json.loads(h.workspace_files()[upgrade.CORDONS_FILE]) == {
+        'target': '1.34.3', 'cordoned_before': ['worker-10-10-0-22']}
+
+
+def test_a_first_run_records_the_nodes_cordoned_before_it(conf):  # noqa
+    h = _upgrade_harness(conf)
+    h.master.script(r'get nodes -o json', first=True, stdout=(
+        _k8s_nodes_cordoned('v1.33.5', {'worker-10-10-0-22'})))
+    _patch(h, {'kube_version': '1.34.3'})
+    assert [c for c in h.master.commands if ' uncordon ' in c] == []
+    assert json.loads(h.workspace_files()[upgrade.CORDONS_FILE]) == {
+        'target': '1.34.3', 'cordoned_before': ['worker-10-10-0-22']}
 
 
 def test_modify_information_without_a_version_does_nothing(conf):  # noqa
