@@ -272,7 +272,7 @@ def test_dry_run_of_relabel_plans_the_kubectl_commands(capsys):
     assert 'label node worker-10-10-0-22 --overwrite pool=a' in out
     assert 'taint node worker-10-10-0-22 --overwrite gpu=yes:NoSchedule' \
         in out
-    assert 'ansible-playbook' not in out
+    assert 'ansible-playbook -i' not in out
     assert out.rstrip().splitlines()[-1] == (
         'dry run, nothing done: relabelled worker-10-10-0-22')
 
