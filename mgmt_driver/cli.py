@@ -34,6 +34,7 @@ from mgmt_driver import params
 from mgmt_driver import plan
 from mgmt_driver import records
 from mgmt_driver import registry
+from mgmt_driver import safetext
 from mgmt_driver import ssh
 from mgmt_driver import status
 from mgmt_driver import upgrade
@@ -54,25 +55,16 @@ def terminal_safe(text):
     Playbook logs, progress lines, error messages and status reports
     carry bytes from the Ansible server and the nodes, which may be the
     tenant's own hosts: they are shown, never obeyed (no cursor moves,
-    window titles or hidden text on the operator's terminal).
+    window titles or hidden text on the operator's terminal).  The one
+    escaping of the command: :func:`safetext.for_terminal`.
     """
-    if text.isprintable():
-        return text
-    return ''.join(c if c.isprintable() or c in '\n\t' else _escape(c)
-                   for c in text)
-
-
-def _escape(char):
-    code = ord(char)
-    if code < 0x100:
-        return '\\x%02x' % code
-    return '\\u%04x' % code if code < 0x10000 else '\\U%08x' % code
+    return safetext.for_terminal(text)
 
 
 def _say(text, file=None):
     """Print *text* (from anywhere, remote hosts included) as
     :func:`terminal_safe` shows it."""
-    print(terminal_safe(text), file=file or sys.stdout, flush=True)
+    safetext.say(text, file=file or sys.stdout)
 
 
 def _version():
