@@ -52,6 +52,13 @@ class _Bounded:
         super().__init__(**kwargs)
 
 
+def is_driver_error(exc):
+    """True for an exception of this package: its message was written
+    for whoever asked for the operation (bounded, escaped, no secret,
+    no path of the conductor host the request did not name)."""
+    return isinstance(exc, _Bounded)
+
+
 class MgmtDriverOtherError(_Bounded, tacker_compat.MgmtDriverOtherError):
     """Tacker's ``MgmtDriverOtherError``, its fields bounded."""
 
