@@ -250,6 +250,10 @@ class GatewaysFailed(MgmtDriverOtherError):
             for name, exc in sorted(failures.items())))
 
 
+#: Host names a playbook error lists (its recap may name thousands).
+SHOWN_HOSTS = 50
+
+
 class PlaybookFailed(MgmtDriverRemoteCommandError):
     """``ansible-playbook`` exited non-zero on the Ansible server.
 
@@ -276,8 +280,9 @@ class PlaybookFailed(MgmtDriverRemoteCommandError):
             h for h, c in recap.items() if c.get('unreachable'))
         super().__init__(
             playbook=playbook, host=result.host, exit_code=result.exit_code,
-            failed=', '.join(self.failed_hosts) or 'none',
-            unreachable=', '.join(self.unreachable_hosts) or 'none',
+            failed=clip_list(self.failed_hosts, SHOWN_HOSTS) or 'none',
+            unreachable=clip_list(self.unreachable_hosts,
+                                  SHOWN_HOSTS) or 'none',
             errors=' | '.join(errors) or 'none', tail=tail or '(no output)',
             log_text='; its whole log on %s: %s' % (result.host, log)
             if log else '')

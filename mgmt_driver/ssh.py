@@ -838,7 +838,9 @@ def _shorten(text, limit=120):
 
 
 def _describe(exc):
-    text = str(exc).strip()
+    # paramiko quotes what the server sent (a banner line, for one):
+    # clipped and escaped, it goes into messages and warnings.
+    text = safetext.clip(str(exc).strip(), 500)
     return '%s: %s' % (type(exc).__name__, text) if text \
         else type(exc).__name__
 

@@ -205,3 +205,38 @@ def test_a_message_given_whole_is_bounded_too():
     exc = exceptions.MgmtDriverParamInvalid(message=BIG)
     assert len(str(exc)) <= exceptions.FIELD_WIDTH + 7
     assert _obeyable(str(exc)) == []
+
+
+# ------------------------------------------------- playbooks and SSH --
+
+def test_a_playbook_error_lists_at_most_50_failed_hosts():
+    from mgmt_driver import kubespray
+    recap = {'node-%05d' % i: {'failed': 1} for i in range(10000)}
+    result = ssh.CommandResult(host='10.0.0.5', command='ansible-playbook',
+                               stdout='', stderr='', exit_code=2)
+    exc = exceptions.PlaybookFailed('cluster.yml', result, recap, [],
+                                    'tail')
+    message = str(exc)
+    assert 'node-00049, ... and 9950 more' in message
+    assert len(message) < 8000
+    assert len(exc.failed_hosts) == 10000
+    assert kubespray.LOGGED_LINE_WIDTH <= 1000
+
+
+def test_playbook_task_lines_reach_the_conductor_log_escaped(caplog):
+    from mgmt_driver import kubespray
+    progress = kubespray._Progress('10.0.0.5', 'cluster.yml')
+    with caplog.at_level('INFO', logger='mgmt_driver.kubespray'):
+        progress('TASK [x : ' + HOSTILE + 'y' * 100000 + '] ***')
+    logged = caplog.records[-1].getMessage()
+    assert _obeyable(logged, newlines=True) == []
+    assert len(logged) < kubespray.LOGGED_LINE_WIDTH + 100
+
+
+def test_an_ssh_banner_quoted_by_paramiko_is_clipped_and_escaped():
+    exc = ValueError('Indecipherable protocol version "' + HOSTILE * 1000
+                     + '"')
+    described = ssh._describe(exc)
+    assert _obeyable(described, newlines=True) == []
+    assert described.startswith('ValueError: Indecipherable protocol')
+    assert len(described) < 600
