@@ -240,3 +240,32 @@ def test_an_ssh_banner_quoted_by_paramiko_is_clipped_and_escaped():
     assert _obeyable(described, newlines=True) == []
     assert described.startswith('ValueError: Indecipherable protocol')
     assert len(described) < 600
+
+
+def _figures():
+    """Sizes for the README: ``python -m tests.unit.test_remote_text``."""
+    import time
+    client = make_client()
+    pods = _hostile_pods(40000, 250)
+    client.conn.script(r'get pods', stdout=pods)
+    start = time.monotonic()
+    with pytest.raises(exceptions.WaitTimedOut) as info:
+        client.wait_evacuated('worker-1', timeout=1)
+    print('drain timeout, a pod list of %d bytes: a message of %d '
+          'characters, %.2f s' % (len(pods), len(str(info.value)),
+                                  time.monotonic() - start))
+    masters = [HostileConnection('10.0.%d.%d' % divmod(i, 250))
+               for i in range(100)]
+    start = time.monotonic()
+    with pytest.raises(exceptions.NoReachableHost) as info:
+        kubectl.first_reachable(masters)
+    print('no reachable host, 100 masters printing %d bytes each: a '
+          'message of %d characters, %.2f s' % (
+              len(masters[0]._rules[0]['stderr'].encode()),
+              len(str(info.value)), time.monotonic() - start))
+
+
+if __name__ == '__main__':
+    import logging
+    logging.disable(logging.WARNING)
+    _figures()
