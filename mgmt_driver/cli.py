@@ -354,13 +354,21 @@ def _warnings_shown(progress, debug):
         return
     handler = safetext.EscapingHandler(progress, logging.WARNING,
                                        'warning: %(message)s')
+    muted = [h for h in logging.getLogger().handlers
+             if isinstance(h, _StderrLog)]
     logger.addHandler(handler)
-    propagate, logger.propagate = logger.propagate, False
+    for stderr_log in muted:
+        stderr_log.addFilter(_not_the_drivers)
     try:
         yield
     finally:
-        logger.propagate = propagate
+        for stderr_log in muted:
+            stderr_log.removeFilter(_not_the_drivers)
         logger.removeHandler(handler)
+
+
+def _not_the_drivers(record):
+    return not record.name.startswith('mgmt_driver')
 
 
 def _kubeconfigs(drv):
@@ -832,6 +840,10 @@ def _log_to_stderr():
     root.setLevel(logging.DEBUG)
 
 
+class _StderrLog(safetext.EscapingHandler):
+    """The command's own stderr handler (see :func:`_terminal_log`)."""
+
+
 @contextlib.contextmanager
 def _terminal_log(debug):
     """While a command runs: warnings and errors logged by the driver
@@ -846,7 +858,7 @@ def _terminal_log(debug):
         yield
         return
     root = logging.getLogger()
-    handler = safetext.EscapingHandler(
+    handler = _StderrLog(
         _to_stderr, logging.WARNING,
         'kubespray-mgmt: %(levelname)s: %(message)s')
     root.addHandler(handler)

@@ -238,3 +238,19 @@ def test_a_warning_outside_pytest_reaches_stderr_escaped():
     assert _obeyable(done.stderr) == []
     assert done.stderr == ('kubespray-mgmt: WARNING: said: '
                            '\\x1b]0;pwned\\x07\n')
+
+
+def test_run_shows_a_driver_warning_once_as_a_progress_line(capsys,
+                                                            caplog):
+    logger = cli.logging.getLogger('mgmt_driver.ssh')
+    with cli._terminal_log(debug=False):
+        with cli._warnings_shown(cli._progress_printer(), debug=False):
+            logger.warning('retrying: %s', TITLE)
+        logger.warning('after the run')
+    out, err = capsys.readouterr()
+    assert 'warning: retrying: \\x1b]0;pwned\\x07' in out
+    assert 'retrying' not in err and _obeyable(out + err) == []
+    assert err == 'kubespray-mgmt: WARNING: after the run\n'
+    # Still propagated: the conductor-side handlers see every record.
+    assert [r.getMessage() for r in caplog.records] == [
+        'retrying: ' + TITLE, 'after the run']
