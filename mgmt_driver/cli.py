@@ -34,6 +34,7 @@ from mgmt_driver import params
 from mgmt_driver import plan
 from mgmt_driver import records
 from mgmt_driver import registry
+from mgmt_driver import safetext
 from mgmt_driver import ssh
 from mgmt_driver import status
 from mgmt_driver import upgrade
@@ -54,25 +55,16 @@ def terminal_safe(text):
     Playbook logs, progress lines, error messages and status reports
     carry bytes from the Ansible server and the nodes, which may be the
     tenant's own hosts: they are shown, never obeyed (no cursor moves,
-    window titles or hidden text on the operator's terminal).
+    window titles or hidden text on the operator's terminal).  The one
+    escaping of the command: :func:`safetext.for_terminal`.
     """
-    if text.isprintable():
-        return text
-    return ''.join(c if c.isprintable() or c in '\n\t' else _escape(c)
-                   for c in text)
-
-
-def _escape(char):
-    code = ord(char)
-    if code < 0x100:
-        return '\\x%02x' % code
-    return '\\u%04x' % code if code < 0x10000 else '\\U%08x' % code
+    return safetext.for_terminal(text)
 
 
 def _say(text, file=None):
     """Print *text* (from anywhere, remote hosts included) as
     :func:`terminal_safe` shows it."""
-    print(terminal_safe(text), file=file or sys.stdout, flush=True)
+    safetext.say(text, file=file or sys.stdout)
 
 
 def _version():
@@ -177,7 +169,7 @@ def _params_check(args):
     if args.output == 'json':
         _print_json(_check_report(checked))
     else:
-        print(summary)
+        _say(summary)
     return EXIT_OK
 
 
@@ -196,7 +188,7 @@ def _render_inventory(args):
         localfiles.write_tree(args.output, files)
     except (exceptions.ParamsInvalid, exceptions.ParamsNotFound) as exc:
         return _print_problems(exc)
-    print('wrote %s: %d file(s) for %d master(s) and %d worker(s)' % (
+    _say('wrote %s: %d file(s) for %d master(s) and %d worker(s)' % (
         args.output, len(files), len(cluster.masters), len(cluster.workers)))
     return EXIT_OK
 
@@ -299,12 +291,12 @@ def _render_haproxy(args):
     layout = loadbalancer.layout_for(spec.external_lb, cluster, **options)
     _write_text(args.output, loadbalancer.render_haproxy_config(layout))
     if args.output != '-':
-        print('wrote %s: API port %d to %d master(s), NodePorts %d-%d to '
-              '%d worker(s)' % (args.output, layout.api_port,
-                                len(layout.control_plane),
-                                layout.nodeport_range[0],
-                                layout.nodeport_range[1],
-                                len(layout.workers)))
+        _say('wrote %s: API port %d to %d master(s), NodePorts %d-%d to '
+             '%d worker(s)' % (args.output, layout.api_port,
+                               len(layout.control_plane),
+                               layout.nodeport_range[0],
+                               layout.nodeport_range[1],
+                               len(layout.workers)))
     return EXIT_OK
 
 
@@ -356,30 +348,32 @@ def _progress_printer():
     return progress
 
 
-class _ProgressHandler(logging.Handler):
-    """Prints the driver's warnings (SSH retries...) as progress lines."""
-
-    def __init__(self, progress):
-        super().__init__(logging.WARNING)
-        self._progress = progress
-
-    def emit(self, record):
-        self._progress('warning: %s' % record.getMessage())
-
-
 @contextlib.contextmanager
 def _warnings_shown(progress, debug):
-    """While running, print the driver's warnings through *progress*."""
+    """While running, print the driver's warnings through *progress*
+    (SSH retries...: ``warning: ...`` progress lines), instead of the
+    command's stderr handler (:func:`_terminal_log`)."""
     logger = logging.getLogger('mgmt_driver')
     if progress is None or debug:  # --debug: the log goes to stderr
         yield
         return
-    handler = _ProgressHandler(progress)
+    handler = safetext.EscapingHandler(progress, logging.WARNING,
+                                       'warning: %(message)s')
+    muted = [h for h in logging.getLogger().handlers
+             if isinstance(h, _StderrLog)]
     logger.addHandler(handler)
+    for stderr_log in muted:
+        stderr_log.addFilter(_not_the_drivers)
     try:
         yield
     finally:
+        for stderr_log in muted:
+            stderr_log.removeFilter(_not_the_drivers)
         logger.removeHandler(handler)
+
+
+def _not_the_drivers(record):
+    return not record.name.startswith('mgmt_driver')
 
 
 def _kubeconfigs(drv):
@@ -580,7 +574,7 @@ def _run(args):
     if args.dry_run:
         sys.stdout.write(terminal_safe(plan.format_plan(drv.pool.steps)))
         summary = 'dry run, nothing done: ' + summary
-    print(summary)
+    _say(summary)
     return EXIT_OK
 
 
@@ -837,14 +831,46 @@ def _load_config(files):
     return kconf.check(cfg.CONF)
 
 
+def _to_stderr(text):
+    print(text, file=sys.stderr, flush=True)
+
+
 def _log_to_stderr():
-    """``--debug``: every log record, DEBUG and up, to standard error."""
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter(
-        '%(asctime)s %(levelname)s %(name)s: %(message)s'))
+    """``--debug``: every log record, DEBUG and up, to standard error,
+    escaped (:class:`safetext.EscapingHandler`)."""
     root = logging.getLogger()
-    root.addHandler(handler)
+    root.addHandler(safetext.EscapingHandler(
+        _to_stderr, logging.DEBUG,
+        '%(asctime)s %(levelname)s %(name)s: %(message)s'))
     root.setLevel(logging.DEBUG)
+
+
+class _StderrLog(safetext.EscapingHandler):
+    """The command's own stderr handler (see :func:`_terminal_log`)."""
+
+
+@contextlib.contextmanager
+def _terminal_log(debug):
+    """While a command runs: warnings and errors logged by the driver
+    or a library it uses on standard error, escaped.
+
+    Without a handler Python's last-resort one would print them raw,
+    and a master's kubectl stderr quoted in a warning could retitle the
+    terminal or hide lines.  With ``--debug``, :func:`_log_to_stderr`
+    already shows them.
+    """
+    if debug:
+        yield
+        return
+    root = logging.getLogger()
+    handler = _StderrLog(
+        _to_stderr, logging.WARNING,
+        'kubespray-mgmt: %(levelname)s: %(message)s')
+    root.addHandler(handler)
+    try:
+        yield
+    finally:
+        root.removeHandler(handler)
 
 
 def _take_debug(argv):
@@ -869,9 +895,15 @@ def main(argv=None):
         return EXIT_BAD_INPUT
     problems = _load_config(args.config_file)
     for problem in problems:
-        print('kubespray-mgmt: %s' % problem, file=sys.stderr)
+        _say('kubespray-mgmt: %s' % problem, file=sys.stderr)
     if problems:
         return EXIT_BAD_INPUT
+    with _terminal_log(args.debug):
+        return _call(args)
+
+
+def _call(args):
+    """Run the command; an error becomes its message and exit code."""
     try:
         return args.func(args)
     except KeyboardInterrupt:

@@ -44,6 +44,7 @@ from oslo_log import log as logging
 from mgmt_driver import DRIVER_NAME
 from mgmt_driver import exceptions
 from mgmt_driver import kubespray_mgmt
+from mgmt_driver import safetext
 from mgmt_driver import v2
 
 LOG = logging.getLogger(__name__)
@@ -724,15 +725,25 @@ def _usage(parser):
 
 def _build_command(args):
     built = build(args.src_dir, args.output, sol001_dir=args.sol001_dir)
-    print('%s  %s (%d files)' % (built.sha256, built.path, len(built.names)))
+    safetext.say('%s  %s (%d files)' % (built.sha256, built.path,
+                                        len(built.names)))
     return _EXIT_OK
 
 
+#: The longest problem line ``csar check`` prints: a TOSCA.meta entry or
+#: a file name of a tenant's package can be as long as the package.
+SHOWN_PROBLEM_WIDTH = 2000
+
+
 def _check_command(args):
+    """Print each problem as one escaped line: the names in them come
+    from the package (TOSCA.meta entries, file names), which a tenant
+    wrote, and may hold newlines or terminal escape sequences."""
     problems = check(args.path, sol001_dir=args.sol001_dir)
     for problem in problems:
-        print('%s: %s' % (args.path, problem), file=sys.stderr)
+        safetext.say('%s: %s' % (safetext.clip(args.path), safetext.clip(
+            problem, SHOWN_PROBLEM_WIDTH)), file=sys.stderr)
     if problems:
         return _EXIT_PROBLEMS
-    print('%s: OK' % args.path)
+    safetext.say('%s: OK' % args.path)
     return _EXIT_OK

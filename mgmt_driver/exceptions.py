@@ -6,28 +6,80 @@ message on the failed LCM operation, and fills its own message template
 from keyword arguments.  Tacker's ``MgmtDriverRemoteCommandError`` drops
 its detail; :class:`RemoteCommandFailed` keeps host, command and output
 tail in the message.  No message ever contains a password, key or token.
+
+Every text that fills a message is escaped and bounded on the way in
+(:class:`_Bounded`, with :mod:`mgmt_driver.safetext`): a message may
+quote a hostile host's output, never carry its control sequences or
+its megabytes.
 """
 
+from mgmt_driver import safetext
 from mgmt_driver import tacker_compat
 
-MgmtDriverOtherError = tacker_compat.MgmtDriverOtherError
-MgmtDriverParamInvalid = tacker_compat.MgmtDriverParamInvalid
-MgmtDriverNotFound = tacker_compat.MgmtDriverNotFound
-MgmtDriverRemoteCommandError = tacker_compat.MgmtDriverRemoteCommandError
-MgmtDriverRemoteCommandTimeOut = tacker_compat.MgmtDriverRemoteCommandTimeOut
+#: The most characters one keyword argument of a message keeps: a last
+#: bound for any text a message quotes; what quotes remote output bounds
+#: it much tighter itself (:func:`clip`, :func:`clip_list`).
+FIELD_WIDTH = 32000
+
+clip = safetext.clip
+clip_list = safetext.clip_list
 
 
-def clip(line, width=1000):
-    """*line*, or its start and end around ``[...]`` if longer than *width*.
+def _bounded(value, width=FIELD_WIDTH):
+    """*value* escaped (newlines kept: a tail is lines) and, when
+    longer than *width*, cut to its start and end."""
+    if not isinstance(value, str):
+        return value
+    if len(value) <= width:
+        value = safetext.escape(value, keep='\n')
+        if len(value) <= width:
+            return value
+    head = safetext.escape(value[:width // 4], keep='\n')[:width // 4]
+    tail = safetext.escape(value[width // 4 - width:], keep='\n')
+    return head + ' [...] ' + tail[width // 4 - width:]
 
-    For remote output quoted in messages: a hostile host can print
-    megabytes on one line, and Ansible puts the reason (``"msg"``) at the
-    end of a long ``fatal:`` line, so both ends are kept.
-    """
-    if len(line) <= width:
-        return line
-    head = width // 4
-    return line[:head] + ' [...] ' + line[head - width:]
+
+class _Bounded:
+    """Mixin of every exception of this package: each text that fills
+    the message template is escaped and bounded (:func:`_bounded`), so
+    no message Tacker stores or logs carries a remote host's ESC
+    sequences or megabytes, whichever code raised it."""
+
+    def __init__(self, message=None, **kwargs):
+        kwargs = {key: _bounded(value) for key, value in kwargs.items()}
+        if message:
+            kwargs['message'] = _bounded(message)
+        super().__init__(**kwargs)
+
+
+def is_driver_error(exc):
+    """True for an exception of this package: its message was written
+    for whoever asked for the operation (bounded, escaped, no secret,
+    no path of the conductor host the request did not name)."""
+    return isinstance(exc, _Bounded)
+
+
+class MgmtDriverOtherError(_Bounded, tacker_compat.MgmtDriverOtherError):
+    """Tacker's ``MgmtDriverOtherError``, its fields bounded."""
+
+
+class MgmtDriverParamInvalid(_Bounded,
+                             tacker_compat.MgmtDriverParamInvalid):
+    """Tacker's ``MgmtDriverParamInvalid``, its fields bounded."""
+
+
+class MgmtDriverNotFound(_Bounded, tacker_compat.MgmtDriverNotFound):
+    """Tacker's ``MgmtDriverNotFound``, its fields bounded."""
+
+
+class MgmtDriverRemoteCommandError(
+        _Bounded, tacker_compat.MgmtDriverRemoteCommandError):
+    """Tacker's ``MgmtDriverRemoteCommandError``, its fields bounded."""
+
+
+class MgmtDriverRemoteCommandTimeOut(
+        _Bounded, tacker_compat.MgmtDriverRemoteCommandTimeOut):
+    """Tacker's ``MgmtDriverRemoteCommandTimeOut``, its fields bounded."""
 
 
 class SSHConnectError(MgmtDriverOtherError):
@@ -198,6 +250,10 @@ class GatewaysFailed(MgmtDriverOtherError):
             for name, exc in sorted(failures.items())))
 
 
+#: Host names a playbook error lists (its recap may name thousands).
+SHOWN_HOSTS = 50
+
+
 class PlaybookFailed(MgmtDriverRemoteCommandError):
     """``ansible-playbook`` exited non-zero on the Ansible server.
 
@@ -224,8 +280,9 @@ class PlaybookFailed(MgmtDriverRemoteCommandError):
             h for h, c in recap.items() if c.get('unreachable'))
         super().__init__(
             playbook=playbook, host=result.host, exit_code=result.exit_code,
-            failed=', '.join(self.failed_hosts) or 'none',
-            unreachable=', '.join(self.unreachable_hosts) or 'none',
+            failed=clip_list(self.failed_hosts, SHOWN_HOSTS) or 'none',
+            unreachable=clip_list(self.unreachable_hosts,
+                                  SHOWN_HOSTS) or 'none',
             errors=' | '.join(errors) or 'none', tail=tail or '(no output)',
             log_text='; its whole log on %s: %s' % (result.host, log)
             if log else '')
@@ -283,7 +340,7 @@ class FactsUnavailable(MgmtDriverOtherError):
 class UnsafeRemotePath(MgmtDriverParamInvalid):
     """A remote path the driver would create, write or delete is unsafe."""
 
-    message = 'Refusing the remote path %(path)r: %(reason)s'
+    message = 'Refusing the remote path "%(path)s": %(reason)s'
 
 
 class WaitTimedOut(MgmtDriverRemoteCommandTimeOut):

@@ -53,6 +53,13 @@ MAX_TOKEN_CHARS = 16 * 1024
 MAX_CA_CHARS = 256 * 1024
 #: Longest kubeconfig accepted from the cluster-info ConfigMap.
 MAX_CLUSTER_INFO_CHARS = 512 * 1024
+# What an error message quotes of a master's answers (see safetext):
+# the pods a drain left (``namespace/name``: 63 + 1 + 253 characters),
+# and the hosts that could not run kubectl, each with its reason.
+SHOWN_PODS = 20
+SHOWN_POD_WIDTH = 320
+SHOWN_HOSTS = 5
+SHOWN_HOST_WIDTH = 600
 _PEM_BEGIN = '-----BEGIN CERTIFICATE-----'
 _PEM_END = '-----END CERTIFICATE-----'
 
@@ -564,7 +571,8 @@ class KubectlClient:
             raise exceptions.WaitTimedOut(
                 timeout=timeout, host=self.conn.host,
                 what='the pods to leave node %s' % name,
-                detail='%d pod(s) left: %s' % (len(pods), ', '.join(pods)))
+                detail='%d pod(s) left: %s' % (len(pods), exceptions.clip_list(
+                    pods, count=SHOWN_PODS, width=SHOWN_POD_WIDTH)))
         LOG.info('Node %s has no pod left to evacuate', name)
 
     def delete_node(self, name):
@@ -780,7 +788,9 @@ def first_reachable(connections, command=('kubectl', 'version', '--client'),
     if changed:
         raise changed[0]
     raise exceptions.NoReachableHost(
-        what=' '.join(command), tried='; '.join(tried) or 'no host')
+        what=' '.join(command), tried=exceptions.clip_list(
+            tried, count=SHOWN_HOSTS, width=SHOWN_HOST_WIDTH,
+            separator='; ') or 'no host')
 
 
 def client_on_first_reachable(connections, **kwargs):

@@ -594,7 +594,7 @@ def _error_lines(result, keep=5, width=300):
     lines = [line.strip() for line in
              (result.stdout + '\n' + result.stderr).splitlines()
              if _ERROR_LINE.search(line.strip())]
-    return [line[:width] for line in lines[-keep:]]
+    return [exceptions.clip(line, width) for line in lines[-keep:]]
 
 
 def _output_tail(result, lines=15):
@@ -607,6 +607,10 @@ def _output_tail(result, lines=15):
     kept += [line for line in after + result.stderr.splitlines()
              if line.strip() and not recap_entry(line)][-5:]
     return '\n'.join(exceptions.clip(line) for line in kept)
+
+
+#: The longest playbook output line copied into the driver's log.
+LOGGED_LINE_WIDTH = 500
 
 
 class _Progress:
@@ -623,11 +627,13 @@ class _Progress:
             self.callback(line)
         if line.startswith(('PLAY [', 'TASK [', 'PLAY RECAP')):
             self.in_recap = line.startswith('PLAY RECAP')
+            # Task names and recap lines come from the Ansible server:
+            # the conductor log gets them clipped and escaped.
             LOG.info('%s on %s: %s', self.playbook, self.host,
-                     line.rstrip('* '))
+                     exceptions.clip(line.rstrip('* '), LOGGED_LINE_WIDTH))
         elif self.in_recap and recap_entry(line):
             LOG.info('%s on %s: %s', self.playbook, self.host,
-                     line.strip())
+                     exceptions.clip(line.strip(), LOGGED_LINE_WIDTH))
         elif line.strip():
             # e.g. profile_tasks' summary: in the output, not the log.
             self.in_recap = False

@@ -28,6 +28,7 @@ from oslo_log import log as logging
 
 from mgmt_driver import conf as kconf
 from mgmt_driver import exceptions
+from mgmt_driver import safetext
 from mgmt_driver import sharedfiles
 
 LOG = logging.getLogger(__name__)
@@ -109,14 +110,14 @@ class CommandResult:
     def tail(self, lines=20):
         """The last *lines* lines of stderr, or of stdout if stderr is empty.
 
-        Long lines are clipped (:func:`exceptions.clip`): the output comes
-        from a host that may be hostile, and the tail ends up in messages.
+        Each line is clipped and escaped (:func:`safetext.clip_lines`):
+        the output comes from a host that may be hostile, and the tail
+        ends up in messages and logs.
 
         :returns: the lines joined by newlines ('' if there was no output).
         """
         text = self.stderr if self.stderr.strip() else self.stdout
-        return '\n'.join(exceptions.clip(line) for line in
-                         text.rstrip('\n').splitlines()[-lines:])
+        return safetext.clip_lines(text, lines)
 
     def __repr__(self):
         return '<CommandResult %s %r exit=%s>' % (
@@ -837,7 +838,9 @@ def _shorten(text, limit=120):
 
 
 def _describe(exc):
-    text = str(exc).strip()
+    # paramiko quotes what the server sent (a banner line, for one):
+    # clipped and escaped, it goes into messages and warnings.
+    text = safetext.clip(str(exc).strip(), 500)
     return '%s: %s' % (type(exc).__name__, text) if text \
         else type(exc).__name__
 

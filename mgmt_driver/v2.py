@@ -46,14 +46,17 @@ What differs from v1, and where it is handled here:
 """
 
 import contextlib
+import datetime
 import ipaddress
 import json
 import logging as std_logging
 import os
 import pickle
 import sys
+import traceback
 import types
 import typing
+import uuid
 
 from oslo_log import log as logging
 
@@ -65,6 +68,7 @@ from mgmt_driver import nodes as nodes_mod
 from mgmt_driver import params
 from mgmt_driver import records as records_mod
 from mgmt_driver import registry
+from mgmt_driver import safetext
 from mgmt_driver import sharedfiles
 from mgmt_driver import upgrade as upgrade_mod
 
@@ -647,15 +651,22 @@ def stdout_reserved():
         os.close(saved)
 
 
+#: Where, in the v2 records directory, the script writes the details of
+#: a failure that is not one of the driver's own errors; the file is
+#: renamed ``.1`` (the older one dropped) once past ERROR_LOG_BYTES.
+ERROR_LOG = 'errors.log'
+ERROR_LOG_BYTES = 1024 * 1024
+
+
 def main(stdin=None):
     """The script's body: pickle in, pickle out, exit status.
 
-    :returns: 0, or 1 after writing the reason to stderr.
+    :returns: 0, or 1 after writing the reason to stderr (see
+        :func:`failure_line`).
     """
     stdin = stdin or sys.stdin.buffer
     with stdout_reserved() as result:
-        std_logging.basicConfig(stream=sys.stderr,
-                                level=std_logging.WARNING)
+        _log_warnings_to_stderr()
         name, call, status = '(unknown operation)', None, 0
         try:
             data = pickle.load(stdin)
@@ -664,7 +675,7 @@ def main(stdin=None):
             call = operation(data)
             call.run()
         except Exception as exc:  # reported to Tacker through stderr
-            sys.stderr.write('kubespray-mgmt %s failed: %s\n' % (name, exc))
+            sys.stderr.write(failure_line(name, exc) + '\n')
             sys.stderr.flush()
             status = 1
         if call is not None:
@@ -672,3 +683,70 @@ def main(stdin=None):
             # retry or rollback.
             result.write(pickle.dumps(call.output))
     return status
+
+
+def _log_warnings_to_stderr():
+    """Warnings on stderr (Tacker shows it when the script fails),
+    escaped, unless a handler is already set."""
+    root = std_logging.getLogger()
+    if not root.handlers:
+        root.addHandler(safetext.EscapingHandler(
+            lambda text: print(text, file=sys.stderr, flush=True),
+            std_logging.WARNING, '%(levelname)s:%(name)s:%(message)s'))
+
+
+def failure_line(name, exc):
+    """The one line Tacker shows the tenant for the failure *exc* of
+    operation *name*.
+
+    Only the driver's own errors say what failed: any other exception
+    (a parse error quoting a line of tacker.conf, an OSError naming a
+    path of the conductor host, a bug) becomes a generic line with an
+    error id, and its details go to :data:`ERROR_LOG` on the conductor
+    host, which the tenant cannot read.  Tacker logs the script's
+    stderr only at DEBUG, so a line there would not reach the operator
+    either.
+    """
+    if exceptions.is_driver_error(exc):
+        return 'kubespray-mgmt %s failed: %s' % (safetext.clip(name), exc)
+    error_id = uuid.uuid4().hex[:12]
+    kept = _keep_details(error_id, name)
+    return ('kubespray-mgmt %s failed: an internal error of the driver '
+            '(error id %s); %s' % (
+                safetext.clip(name), error_id,
+                'the operator finds its details under that id in the '
+                'driver\'s v2 error log on the conductor host (%s in its '
+                'records directory)' % ERROR_LOG if kept else
+                'its details could not be kept; the operator can run '
+                'the operation again with the conductor\'s log at DEBUG'))
+
+
+def _keep_details(error_id, name):
+    """Append the traceback of the exception being handled to the error
+    log (mode 0600).  :returns: False when it cannot be written."""
+    path = os.path.join(_v2_records_directory(), ERROR_LOG)
+    try:
+        sharedfiles.ensure_directory(path)
+        if os.path.isfile(path) and os.path.getsize(path) > ERROR_LOG_BYTES:
+            os.replace(path, path + '.1')
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT |
+                     os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, 'a', encoding='utf-8') as log:
+            log.write('%s error id %s, operation %s, pid %d:\n%s\n' % (
+                datetime.datetime.now(datetime.timezone.utc).isoformat(),
+                error_id, safetext.clip(name), os.getpid(),
+                traceback.format_exc()))
+        return True
+    except OSError:
+        return False
+
+
+def _v2_records_directory():
+    """The v2 records directory, also when the configuration could not
+    be read (then its default beside the default known_hosts file)."""
+    try:
+        return SpecStore.from_conf().directory
+    except Exception:  # the configuration failed to load
+        group = {opt.dest: opt.default for opt in kconf.ALL_OPTS}
+        return os.path.join(os.path.dirname(os.path.expanduser(
+            group['known_hosts_file'])), 'records', 'v2')

@@ -2,6 +2,7 @@
 escaped: log lines, progress lines, error messages and status reports
 can show a hostile Ansible server's control sequences, never obey them."""
 
+import importlib
 import pathlib
 
 import pytest
@@ -122,3 +123,134 @@ def test_status_text_is_escaped(capsys, monkeypatch):
                      str(SAMPLES / 'topology_simple.yaml')]) == cli.EXIT_OK
     out = capsys.readouterr().out
     assert 'node w1 label=' in out and _obeyable(out) == []
+
+
+# ---------------------------------------------- the driver's warnings --
+
+#: What a master's kubectl prints to retitle the operator's window.
+TITLE = '\x1b]0;pwned\x07'
+
+
+def _leaf_commands():
+    """``(argv words, function)`` of every command of the parser."""
+    found = []
+
+    def walk(parser, words):
+        func = parser._defaults.get('func')
+        subs = [a for a in parser._actions
+                if isinstance(a, cli.argparse._SubParsersAction)]
+        for action in subs:
+            for name, sub in action.choices.items():
+                walk(sub, words + [name])
+        if not subs and func is not None:
+            found.append((words, func))
+    walk(cli.build_parser(), [])
+    return sorted(found, key=lambda item: item[0])
+
+
+LEAVES = _leaf_commands()
+
+
+#: The fewest arguments argparse accepts for each command (never read:
+#: the command's function is replaced).
+ARGV = {
+    'completion': ['bash'],
+    'csar build': ['src', '-o', 'out.zip'],
+    'csar check': ['pkg.zip'],
+    'demo': [],
+    'logs': ['--params', PARAMS],
+    'params check': [PARAMS],
+    'render haproxy': ['--params', PARAMS, '-o', '-'],
+    'render inventory': ['--params', PARAMS, '-o', 'dir'],
+    'run': ['instantiate', '--params', PARAMS],
+    'status': ['--params', PARAMS],
+}
+
+
+def test_every_command_is_tried_for_its_warnings():
+    assert {' '.join(words) for words, _ in LEAVES} == set(ARGV)
+
+
+@pytest.mark.parametrize('words, func', LEAVES,
+                         ids=[' '.join(w) for w, _ in LEAVES])
+def test_each_command_shows_a_driver_warning_escaped(capsys, monkeypatch,
+                                                     words, func):
+    """Before: Python's last-resort handler printed it raw (under
+    pytest, whose handlers are installed, it was not shown at all)."""
+    def noisy(args):
+        cli.logging.getLogger('mgmt_driver.kubectl').warning(
+            '10.0.0.5 cannot run kubectl: %s', TITLE + 'hidden')
+        return cli.EXIT_OK
+    module = importlib.import_module(func.__module__)
+    monkeypatch.setattr(module, func.__name__, noisy)
+    assert cli.main(words + ARGV[' '.join(words)]) == cli.EXIT_OK
+    out, err = capsys.readouterr()
+    assert _obeyable(out + err) == []
+    assert '10.0.0.5 cannot run kubectl: \\x1b]0;pwned\\x07hidden' in \
+        out + err
+    assert (out + err).count('cannot run kubectl') == 1
+
+
+class _HostilePool(_Pool):
+    """Every host answers; every kubectl fails with a window title."""
+
+    def connection(self, address, *args):
+        from tests.fakes import FakeConnection
+        conn = FakeConnection(address)
+        conn.script(r'kubectl', exit_code=1,
+                    stderr=TITLE + 'error: the server is gone\n')
+        return conn
+
+
+def test_status_shows_a_masters_kubectl_stderr_escaped(capsys,
+                                                       monkeypatch):
+    monkeypatch.setattr(cli.ssh, 'ConnectionPool', _HostilePool)
+    code = cli.main(['status', '--params', PARAMS, '--topology',
+                     str(SAMPLES / 'topology_simple.yaml')])
+    assert code == cli.EXIT_REMOTE_FAILURE
+    out, err = capsys.readouterr()
+    assert _obeyable(out + err) == []
+    assert '10.10.0.11 cannot run sudo: Command "sudo -n kubectl' in err
+    assert '\\x1b]0;pwned\\x07error: the server is gone' in err
+
+
+_LAST_RESORT = """
+import logging, sys
+from mgmt_driver import cli
+def noisy(args):
+    logging.getLogger('mgmt_driver.kubectl').warning('said: %%s', %r)
+    return 0
+cli._params_check = noisy
+sys.exit(cli.main(['params', 'check', %r]))
+"""
+
+
+def test_a_warning_outside_pytest_reaches_stderr_escaped():
+    """Without pytest's handlers: Python's last-resort handler printed
+    the ESC raw before."""
+    import subprocess
+    import sys
+    done = subprocess.run(
+        [sys.executable, '-c', _LAST_RESORT % (TITLE, PARAMS)],
+        capture_output=True, text=True, check=False,
+        cwd=SAMPLES.parent)
+    assert done.returncode == 0, done.stderr
+    assert _obeyable(done.stderr) == []
+    assert done.stderr == ('kubespray-mgmt: WARNING: said: '
+                           '\\x1b]0;pwned\\x07\n')
+
+
+def test_run_shows_a_driver_warning_once_as_a_progress_line(capsys,
+                                                            caplog):
+    logger = cli.logging.getLogger('mgmt_driver.ssh')
+    with cli._terminal_log(debug=False):
+        with cli._warnings_shown(cli._progress_printer(), debug=False):
+            logger.warning('retrying: %s', TITLE)
+        logger.warning('after the run')
+    out, err = capsys.readouterr()
+    assert 'warning: retrying: \\x1b]0;pwned\\x07' in out
+    assert 'retrying' not in err and _obeyable(out + err) == []
+    assert err == 'kubespray-mgmt: WARNING: after the run\n'
+    # Still propagated: the conductor-side handlers see every record.
+    assert [r.getMessage() for r in caplog.records] == [
+        'retrying: ' + TITLE, 'after the run']

@@ -476,3 +476,39 @@ def test_build_packs_a_link_inside_or_into_a_package_beside(sources,
     with zipfile.ZipFile(built.path) as archive:
         assert archive.read('UserData/shared.py') == b'# shared\n'
         assert archive.read('UserData/again.py') == b'# shared\n'
+
+
+#: A window title, a hidden line (SGR 8) and a forged "OK" line.
+HOSTILE_NAME = '\x1b]0;pwned\x07\x1b[8mhidden\npkg.zip: OK'
+
+
+def _shown_problems(capsys, path):
+    assert cli.main(['csar', 'check', str(path)]) == cli.EXIT_BAD_INPUT
+    out, err = capsys.readouterr()
+    assert out == ''
+    return err
+
+
+def test_check_shows_a_hostile_file_name_escaped(extracted, capsys):
+    (extracted / 'Scripts' / HOSTILE_NAME.replace('\n', '_')).write_text(
+        'echo\n')
+    (extracted / 'Scripts' / 'x\nforged: OK').write_text('echo\n')
+    err = _shown_problems(capsys, extracted)
+    assert '\x1b' not in err and '\x07' not in err
+    lines = err.splitlines()
+    assert len(lines) == 2 and all(
+        line.startswith(str(extracted) + ': ') for line in lines)
+    assert 'Scripts/\\x1b]0;pwned\\x07\\x1b[8mhidden_pkg.zip: OK' in err
+    assert 'Scripts/x\\x0aforged: OK' in err
+
+
+def test_check_shows_a_hostile_tosca_meta_entry_escaped(extracted, capsys):
+    meta = extracted / csar.TOSCA_META
+    meta.write_text(meta.read_text() + '\nName: "%s"\n' % (
+        HOSTILE_NAME.replace('\x1b', '\\e').replace('\x07', '\\a')
+        .replace('\n', '\\n') + 'A' * 100000))
+    err = _shown_problems(capsys, extracted)
+    assert '\x1b' not in err and '\x07' not in err
+    assert len(err.splitlines()) == 1
+    assert len(err) < csar.SHOWN_PROBLEM_WIDTH + len(str(extracted)) + 20
+    assert 'entry \\x1b]0;pwned\\x07\\x1b[8mhidden\\x0apkg.zip: OK' in err

@@ -8,6 +8,7 @@ stacks answering the v2 ``HeatClient.get_resource_info``.
 import json
 import os
 import pickle
+import re
 import stat
 import subprocess
 import sys
@@ -546,12 +547,83 @@ def test_script_failure_is_one_clear_line_on_stderr(tmp_path):
 
 
 def test_script_refuses_input_that_is_not_a_pickle(tmp_path):
+    # HOME: the error log of an unread configuration is under it.
     done = subprocess.run([sys.executable, v2.script_path()],
                           input=b'not a pickle', capture_output=True,
+                          env=dict(os.environ, HOME=str(tmp_path)),
                           check=False)
     assert done.returncode == 1 and done.stdout == b''
     assert done.stderr.decode().startswith(
         'kubespray-mgmt (unknown operation) failed: ')
+
+
+_FAILING_MAIN = """
+import sys
+from mgmt_driver import v2
+class Failing:
+    output = {}
+    def run(self):
+        raise OSError(13, 'Permission denied',
+                      '/etc/tacker/private/\\x1b]0;x\\x07key')
+v2.operation = lambda data: Failing()
+sys.exit(v2.main())
+"""
+
+_ERROR_ID = re.compile(r'\(error id ([0-9a-f]{12})\)')
+
+
+def _error_log(directory):
+    log = directory / 'v2' / v2.ERROR_LOG
+    assert log.stat().st_mode & 0o777 == 0o600
+    return log.read_text()
+
+
+def test_an_unexpected_error_tells_the_tenant_only_an_error_id(tmp_path):
+    config = tmp_path / 'kubespray.conf'
+    config.write_text('[kubespray_mgmt]\nrecords_dir = %s\n'
+                      % (tmp_path / 'records'))
+    done = subprocess.run(
+        [sys.executable, '-c', _FAILING_MAIN],
+        input=pickle.dumps({'operation': 'heal_end'}), capture_output=True,
+        env=dict(os.environ, **{v2.CONFIG_ENV: str(config)}),
+        cwd=td.SAMPLES.parent, check=False)
+    err = done.stderr.decode()
+    assert done.returncode == 1 and pickle.loads(done.stdout) == {}
+    assert '/etc/tacker' not in err and 'Permission' not in err
+    assert str(tmp_path) not in err
+    assert err.startswith('kubespray-mgmt heal_end failed: an internal '
+                          'error of the driver (error id ')
+    error_id = _ERROR_ID.search(err).group(1)
+    log = _error_log(tmp_path / 'records')
+    assert 'error id %s, operation heal_end' % error_id in log
+    assert "Permission denied: '/etc/tacker/private/" in log
+    assert 'Traceback (most recent call last)' in log
+
+
+def test_a_tacker_conf_parse_error_is_not_shown_to_the_tenant(tmp_path):
+    config = tmp_path / 'tacker.conf'
+    config.write_text('[DEFAULT]\ntransport_url = rabbit://tacker:'
+                      'hunter2@ctl\nhunter2 without an equals sign\n')
+    done = subprocess.run(
+        [sys.executable, v2.script_path()],
+        input=pickle.dumps({'operation': 'instantiate_end'}),
+        capture_output=True, check=False, env=dict(
+            os.environ, HOME=str(tmp_path),
+            **{v2.CONFIG_ENV: str(config)}))
+    err = done.stderr.decode()
+    assert done.returncode == 1
+    assert 'hunter2' not in err and str(tmp_path) not in err
+    error_id = _ERROR_ID.search(err).group(1)
+    log = _error_log(tmp_path / '.kubespray-mgmt' / 'records')
+    assert error_id in log and str(config) in log
+
+
+def test_the_drivers_own_error_is_shown_bounded_and_escaped():
+    line = v2.failure_line('scale_end', exceptions.RemoteDataInvalid(
+        host='10.0.0.5', what='kubectl output', problem='\x1b[2J' * 10**6))
+    assert line.startswith('kubespray-mgmt scale_end failed: Invalid '
+                           'kubectl output from 10.0.0.5: \\x1b[2J')
+    assert '\x1b' not in line and len(line) < exceptions.FIELD_WIDTH + 200
 
 
 V2_SAMPLES = td.SAMPLES / 'v2'
