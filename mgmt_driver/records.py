@@ -154,7 +154,10 @@ class RecordStore:
     def add_hosts(self, instance_id, hosts):
         """Add *hosts* (:class:`Host`) to the record of *instance_id*."""
         def change(record):
-            new = [h for h in hosts if h not in record.hosts]
+            # A set: a hook re-adds every node, and a request may name
+            # tens of thousands (a list scan made that quadratic).
+            known = set(record.hosts)
+            new = [h for h in dict.fromkeys(hosts) if h not in known]
             record.hosts.extend(new)
             return bool(new)
         return self._update(instance_id, change)
