@@ -274,3 +274,27 @@ def test_the_default_key_is_refused_for_named_addresses_before_connecting(
     # Nothing was contacted: no pool, no host key, no workspace.
     assert pools == [] and _kept(lab32) == set()
     assert not lab32.workspace(vnf.id).exists()
+
+
+def test_only_a_login_that_succeeds_records_and_reports_a_key(lab32, fresh):
+    port, address = lab32.sshd.port, MASTERS32[0]
+    settings = ssh.SSHSettings.from_conf(lab32.conf)
+    seen = []
+    wrong = ssh.Credentials('no-such-user',
+                            key_file=str(lab32.sshd.client_key))
+    with pytest.raises(exceptions.SSHAuthError):
+        with ssh.Connection(address, wrong, port, settings,
+                            on_new_key=lambda *a: seen.append(a)) as conn:
+            conn.run(['true'])
+    # Otherwise anyone's failed login could own a key it cannot use.
+    assert (seen, _kept(lab32)) == ([], set())
+    good = ssh.Credentials(lab32.sshd.user,
+                           key_file=str(lab32.sshd.client_key))
+    with ssh.Connection(address, good, port, settings,
+                        on_new_key=lambda *a: seen.append(a)) as conn:
+        conn.run(['true'])
+        conn.run(['true'])
+    [(host, at, key)] = seen
+    assert (host, at) == (address, port)
+    line = pathlib.Path(_known_hosts(lab32)).read_text().strip()
+    assert line == '%s %s' % (ssh.KnownHosts.entry(address, port), key)
