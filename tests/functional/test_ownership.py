@@ -154,12 +154,15 @@ def test_terminate_finishes_with_the_ansible_server_down(lab, caplog):
 
 ANSIBLE32, LB32 = '127.0.32.1', '127.0.32.2'
 MASTERS32, WORKERS32 = ['127.0.32.10'], ['127.0.32.20']
+#: A worker for scaling out.
+SPARE32 = '127.0.32.21'
 
 
 @pytest.fixture(scope='module')
 def lab32():
-    with running(lab_mod.Lab(ANSIBLE32, LB32, MASTERS32, WORKERS32,
-                             options=OPTIONS, backends=False)) as lab:
+    with running(lab_mod.Lab(ANSIBLE32, LB32, MASTERS32,
+                             WORKERS32 + [SPARE32], options=OPTIONS,
+                             backends=False)) as lab:
         yield lab
 
 
@@ -298,3 +301,35 @@ def test_only_a_login_that_succeeds_records_and_reports_a_key(lab32, fresh):
     assert (host, at) == (address, port)
     line = pathlib.Path(_known_hosts(lab32)).read_text().strip()
     assert line == '%s %s' % (ssh.KnownHosts.entry(address, port), key)
+
+
+def test_a_lifecycle_forgets_exactly_the_keys_it_recorded(lab32, fresh):
+    # No regression: scale-out, scale-in, an LB heal and terminate leave
+    # only the Ansible server's key, and what the instance owns follows.
+    port = lab32.sshd.port
+    c = Instance(lab32, MASTERS32, WORKERS32, LB32)
+    store = records.RecordStore.from_conf(lab32.conf)
+
+    def owned():
+        return set(store.load(c.vnf.id).keys)
+    assert owned() == {(a, port) for a in MASTERS32 + [LB32]}
+    vm = c.vnf.add_vm(params.ROLE_WORKER, SPARE32)
+    c.hooks.scale_end(CONTEXT, c.vnf.instance,
+                      tacker_fakes.scale_request('SCALE_OUT'), None, None,
+                      scale_out_id_list=[vm.stack_id])
+    c.hooks.scale_start(CONTEXT, c.vnf.instance,
+                        tacker_fakes.scale_request('SCALE_IN'), None, None,
+                        scale_name_list=[vm.member],
+                        scale_out_id_list=[vm.stack_id])
+    c.vnf.remove_vm(vm)
+    # The driver logged in to the leaving worker (to drain it) and
+    # forgot that key with it.
+    assert ssh.KnownHosts.entry(SPARE32, port) not in _kept(lab32)
+    assert (SPARE32, port) not in owned()
+    lb = c.vnf.vm(LB32)
+    c.call('heal_start', tacker_fakes.heal_request([lb]))
+    c.vnf.recreate_vm(lb)
+    c.call('heal_end', tacker_fakes.heal_request([lb]))
+    assert (LB32, port) in owned()
+    c.call('terminate_end', None)
+    assert _kept(lab32) == {ssh.KnownHosts.entry(ANSIBLE32, port)}
