@@ -18,9 +18,8 @@ the Ansible server: every host is put in the instance's local record
 (:mod:`mgmt_driver.records`) before it is contacted, a host key when one
 of the instance's own logins recorded it (only those are forgotten
 again), the VIM when it is registered, and terminate acts on that record
-only.  Terminate always
-finishes its local part: a remote side that fails is reported as a
-warning.
+only.  Terminate always finishes its local part: a remote side that
+fails is reported as a warning.
 """
 
 import dataclasses
