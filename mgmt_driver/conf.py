@@ -239,7 +239,20 @@ trust_opts = [
                      'no password or key of its own. The key then LEAVES '
                      'this host: list only servers the operator controls. '
                      'Empty: never copied; such requests are refused. The '
-                     'driver\'s own logins may always use the key.'),
+                     'driver\'s own logins to these servers may use the '
+                     'key too.'),
+    cfg.ListOpt('default_key_login_hosts', default=[],
+                help='Hosts (addresses or CIDRs) where the driver\'s own '
+                     'logins may use ssh_private_key_file when a request '
+                     'names them: its ansible.ip_address and the ssh_ip of '
+                     'its nodes entries. A request that names another '
+                     'address for a role logging in with the default key '
+                     'is refused before any connection (it must give its '
+                     'own password or key). Not needed for VMs found in '
+                     'Heat (Tacker created them for the instance), for '
+                     'Ansible servers in default_key_ansible_servers, or '
+                     'for kubespray-mgmt (its user wrote the request). '
+                     'Empty: only those.'),
     cfg.ListOpt('extra_vars_allowed', default=['*'],
                 help='Names (shell-style patterns) of kubespray extra vars '
                      'a request may set; a name must also not match '
@@ -330,7 +343,7 @@ def check(conf):
         except (cfg.ConfigFileValueError, ValueError) as exc:
             problems.append('[%s] %s: %s' % (GROUP, opt.dest, _reason(exc)))
             continue
-        if opt.dest == 'default_key_ansible_servers':
+        if opt.dest in NETWORK_OPTS:
             problems += ['[%s] %s: %s' % (GROUP, opt.dest, problem)
                          for problem in parse_networks(value)[1]]
     return problems
@@ -341,8 +354,12 @@ def _reason(exc):
     return str(exc).rsplit(': ', 1)[-1].strip() or type(exc).__name__
 
 
+#: Options whose entries are addresses or CIDRs.
+NETWORK_OPTS = ('default_key_ansible_servers', 'default_key_login_hosts')
+
+
 def parse_networks(entries):
-    """``default_key_ansible_servers`` entries (addresses or CIDRs).
+    """Entries of a :data:`NETWORK_OPTS` option (addresses or CIDRs).
 
     :returns: ``(networks, problems)``: the ``ipaddress`` networks of the
         valid entries, and one text for each entry that is not one.

@@ -15,10 +15,11 @@ record of the control-plane order, which kubespray cares about.
 
 What the driver may delete or forget is never taken from the request or
 the Ansible server: every host is put in the instance's local record
-(:mod:`mgmt_driver.records`) before it is contacted, the VIM when it is
-registered, and terminate acts on that record only.  Terminate always
-finishes its local part: a remote side that fails is reported as a
-warning.
+(:mod:`mgmt_driver.records`) before it is contacted, a host key when one
+of the instance's own logins recorded it (only those are forgotten
+again), the VIM when it is registered, and terminate acts on that record
+only.  Terminate always finishes its local part: a remote side that
+fails is reported as a warning.
 """
 
 import dataclasses
@@ -162,18 +163,23 @@ class ClusterDriver:
             self._progress('WARNING: ' + message)
 
     def _remember(self, hosts):
-        # Recorded before the first contact, so every key accept-new
-        # records for this instance is one terminate will forget.
+        # Recorded before the first contact.  Listing a host is not
+        # owning its key: a request may name any host; _claim_key notes
+        # the keys the instance's own logins record.
         new = [h for h in hosts if h not in self._remembered]
         if new:
             self.records.add_hosts(self.instance_id, new)
             self._remembered.update(new)
 
+    def _claim_key(self, address, port, key):
+        # Called by a connection whose login recorded the host's key.
+        self.records.claim_key(self.instance_id, address, port, key)
+
     def _connection(self, node):
         self._remember([_host_of(node)])
         login = self.spec.login_for(node.role)
         return self.pool.connection(node.ssh_address, login.credentials(),
-                                    node.ssh_port)
+                                    node.ssh_port, on_new_key=self._claim_key)
 
     def _ansible(self):
         login = self.spec.ansible.login
@@ -472,7 +478,8 @@ class ClusterDriver:
     def rebuild_load_balancer(self, cluster, vim_name, names=None):
         """Set up re-created LB VMs (a VNFC heal) from scratch.
 
-        Their old host keys are forgotten first (a new VM has a new one),
+        Their old host keys are forgotten first (a new VM has a new one;
+        only keys the instance owns, :mod:`mgmt_driver.records`),
         then the install script and the kubeconfig are put in place
         again on them, and HAProxy's (and keepalived's) configuration on
         every gateway: the other gateways keep serving meanwhile and
@@ -488,7 +495,9 @@ class ClusterDriver:
         rebuilt = [g for g, _ in self._gateways(cluster, names)]
         for lb in rebuilt:
             self.step('rebuilding the load balancer %s', lb.ssh_address)
-            self.pool.forget_host(lb.ssh_address, lb.ssh_port)
+        self.records.forget_keys(
+            self.instance_id, [_host_of(lb).endpoint for lb in rebuilt],
+            self.pool.forget_host)
         self.prepare_load_balancer(cluster, names)
         self.update_load_balancer(cluster)
         # A new address must reach the joins of later operations.
@@ -698,7 +707,8 @@ class ClusterDriver:
         if node.name not in self._reachability:
             login = self.spec.login_for(node.role)
             self._reachability[node.name] = self.pool.reachable(
-                node.ssh_address, login.credentials(), node.ssh_port)
+                node.ssh_address, login.credentials(), node.ssh_port,
+                on_new_key=self._claim_key)
             if not self._reachability[node.name]:
                 LOG.warning('%s is not reachable: removing it without '
                             'draining', node.name)
@@ -708,11 +718,11 @@ class ClusterDriver:
         gone = {_host_of(n).endpoint for n in (
             cluster.get(name) or cluster.gateway(name) for name in names)
             if n}
-        self.records.drop_hosts(self.instance_id, gone)
+        # Only the keys this instance owns (mgmt_driver.records).
+        self.records.forget_keys(self.instance_id, gone,
+                                 self.pool.forget_host, drop=True)
         self._remembered = {h for h in self._remembered
                             if h.endpoint not in gone}
-        for address, port in sorted(gone):
-            self.pool.forget_host(address, port)
 
     def remove_masters(self, cluster, names):
         """Remove control-plane nodes (for a heal), first one included.
@@ -1008,7 +1018,8 @@ class ClusterDriver:
         self._drop_runner()
         gone = records_mod.release(self.records, self.instance_id,
                                    self.pool.forget_host, kind, unregister)
-        self.step('forgot the SSH host keys of %d host(s)', len(gone))
+        self.step('forgot the SSH host keys of %d host(s) (those its own '
+                  'logins recorded)', len(gone))
 
     def remove_workspace(self):
         """Delete the workspace; a failure is only a warning.

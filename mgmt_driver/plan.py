@@ -111,17 +111,18 @@ class PlanPool:
         self.steps = []
         self._connections = {}
 
-    def connection(self, host, credentials, port=22):
+    def connection(self, host, credentials, port=22, on_new_key=None):
         key = (host, int(port))
         if key not in self._connections:
             self._connections[key] = PlanConnection(
                 host, port, credentials.username, self.steps)
         return self._connections[key]
 
-    def reachable(self, host, credentials=None, port=22, timeout=30):
+    def reachable(self, host, credentials=None, port=22, timeout=30,
+                  on_new_key=None):
         return True
 
-    def forget_host(self, host, port=22):
+    def forget_host(self, host, port=22, key=None):
         self.steps.append(Step(host, 'local',
                                'forget the SSH host key of %s:%s'
                                % (host, port)))

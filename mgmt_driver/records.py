@@ -8,16 +8,28 @@ per instance in ``[kubespray_mgmt] records_dir``::
 
     {"format": 1, "instance_id": "<id>",
      "hosts": [{"address": "192.0.2.10", "port": 22, "role": "master"}],
+     "keys": [{"address": "192.0.2.10", "port": 22,
+               "key": "ssh-ed25519 AAAA..."}],
      "vims": {"tacker_vim": {"id": "<VIM id>", "name": "<VIM name>"}}}
 
 ``hosts`` lists every host the driver connected to or put in the
-inventory for the instance (the Ansible server and the LB included;
-terminate forgets the keys of all but the Ansible server);
-``vims`` holds, by kind, what it registered: the Tacker VIM
-(``tacker_vim``) or, for ``kubespray-mgmt run``, the kubeconfig file
-(``kubeconfig``, its path as id).  Files are mode 0600, replaced
-atomically, and changed under a lock shared by all processes
-(:mod:`sharedfiles`).
+inventory for the instance (the Ansible server and the LB included);
+a request naming a host is enough to list it, so a listed host's key is
+not the instance's to forget.  ``keys`` holds the host keys the
+instance *owns*: those that one of its own logins recorded in
+``known_hosts_file`` (the host had no entry, the policy is
+``accept-new``, and the login succeeded).  Terminate, scale-in and heal
+forget only owned keys, and only while the file still holds that very
+key; never a key recorded before (the operator's pinned entries, another
+instance's), and never the key of a host that any record lists as an
+Ansible server.  A record written before ``keys`` existed says nothing
+about ownership: it is loaded (and kept) with ``legacy`` set; the keys
+of its hosts are not owned (only those a later login claims), so they
+stay, and terminate warns naming them.  ``vims`` holds, by kind, what it
+registered: the Tacker VIM (``tacker_vim``) or, for ``kubespray-mgmt
+run``, the kubeconfig file (``kubeconfig``, its path as id).  Files are
+mode 0600, replaced atomically, and changed under a lock shared by all
+processes (:mod:`sharedfiles`).
 """
 
 import dataclasses
@@ -61,16 +73,24 @@ class InstanceRecord:
     instance_id: str
     hosts: list = dataclasses.field(default_factory=list)
     vims: dict = dataclasses.field(default_factory=dict)
+    #: ``{(address, port): key_line}``: the host keys this instance owns.
+    keys: dict = dataclasses.field(default_factory=dict)
+    #: Loaded from a record written before ownership was recorded.
+    legacy: bool = False
 
     def vim_id(self, kind):
         """The id of what the instance registered as *kind*, or None."""
         return (self.vims.get(kind) or {}).get('id')
 
     def to_json(self):
-        return json.dumps({
-            'format': FORMAT, 'instance_id': self.instance_id,
-            'hosts': [dataclasses.asdict(h) for h in sorted(self.hosts)],
-            'vims': self.vims}, indent=2, sort_keys=True) + '\n'
+        doc = {'format': FORMAT, 'instance_id': self.instance_id,
+               'hosts': [dataclasses.asdict(h) for h in sorted(self.hosts)],
+               'keys': [{'address': a, 'port': p, 'key': k}
+                        for (a, p), k in sorted(self.keys.items())],
+               'vims': self.vims}
+        if self.legacy:
+            doc['legacy'] = True
+        return json.dumps(doc, indent=2, sort_keys=True) + '\n'
 
     @classmethod
     def from_json(cls, instance_id, text):
@@ -82,7 +102,10 @@ class InstanceRecord:
                  for h in doc.get('hosts') or []]
         vims = {str(kind): {'id': str(v['id']), 'name': v.get('name')}
                 for kind, v in (doc.get('vims') or {}).items()}
-        return cls(instance_id, hosts, vims)
+        keys = {(str(k['address']), int(k['port'])): str(k['key'])
+                for k in doc.get('keys') or []}
+        legacy = 'keys' not in doc or doc.get('legacy') is True
+        return cls(instance_id, hosts, vims, keys, legacy)
 
 
 def default_directory(conf=None):
@@ -154,19 +177,93 @@ class RecordStore:
     def add_hosts(self, instance_id, hosts):
         """Add *hosts* (:class:`Host`) to the record of *instance_id*."""
         def change(record):
-            new = [h for h in hosts if h not in record.hosts]
+            # A set: a hook re-adds every node, and a request may name
+            # tens of thousands (a list scan made that quadratic).
+            known = set(record.hosts)
+            new = [h for h in dict.fromkeys(hosts) if h not in known]
             record.hosts.extend(new)
             return bool(new)
         return self._update(instance_id, change)
 
     def drop_hosts(self, instance_id, endpoints):
-        """Drop the hosts at *endpoints* (``(address, port)``) again."""
+        """Drop the hosts at *endpoints* (``(address, port)``) again,
+        and the instance's claims on their keys."""
         def change(record):
             kept = [h for h in record.hosts if h.endpoint not in endpoints]
             dropped = len(kept) != len(record.hosts)
             record.hosts = kept
+            for endpoint in endpoints:
+                dropped = record.keys.pop(endpoint, None) is not None or \
+                    dropped
             return dropped
         return self._update(instance_id, change)
+
+    def claim_key(self, instance_id, address, port, key):
+        """Note that a login of *instance_id* recorded *key* for
+        *address*:*port* in known_hosts: the instance owns that key.
+
+        :param key: ``<type> <base64>`` (:func:`mgmt_driver.ssh.key_line`).
+        """
+        endpoint = (address, int(port))
+
+        def change(record):
+            if record.keys.get(endpoint) == key:
+                return False
+            record.keys[endpoint] = key
+        return self._update(instance_id, change)
+
+    def forget_keys(self, instance_id, endpoints, forget_host, drop=False):
+        """Forget the keys the instance owns among *endpoints* (their VMs
+        are removed or re-created), and its claims on them.
+
+        :param forget_host: ``(address, port, key)`` -> drops *key* of
+            the host, if known_hosts still holds it.
+        :param drop: drop the hosts from the record too.
+        :returns: the endpoints whose keys were forgotten, sorted.
+        """
+        endpoints = set(endpoints)
+        with self.locked():
+            record = self.load(instance_id)
+            gone = self._forget_owned(record, endpoints, forget_host)
+            before = (len(record.hosts), len(record.keys))
+            record.keys = {e: k for e, k in record.keys.items()
+                           if e not in endpoints}
+            if drop:
+                record.hosts = [h for h in record.hosts
+                                if h.endpoint not in endpoints]
+            if (len(record.hosts), len(record.keys)) != before:
+                self.save(record)
+            return gone
+
+    def _forget_owned(self, record, endpoints, forget_host):
+        """Forget the owned keys of *record* at *endpoints*: not those
+        of an Ansible server (any record's) or another instance owns."""
+        ansible, others = self._protected(record.instance_id)
+        gone = []
+        for endpoint, key in sorted(record.keys.items()):
+            if endpoint not in endpoints or endpoint in ansible or \
+                    (endpoint, key) in others:
+                continue
+            forget_host(endpoint[0], endpoint[1], key)
+            gone.append(endpoint)
+        return gone
+
+    def _protected(self, instance_id):
+        """``(endpoints any record lists as an Ansible server,
+        (endpoint, key) pairs other instances own)``."""
+        ansible, others = set(), set()
+        for name in self._record_names():
+            try:
+                record = self.load(name)
+            except exceptions.InstanceRecordInvalid as exc:
+                # Another instance's problem must not stop this one.
+                LOG.warning('Ignoring a damaged record: %s', exc)
+                continue
+            ansible.update(h.endpoint for h in record.hosts
+                           if h.role == ROLE_ANSIBLE)
+            if name != instance_id:
+                others.update(record.keys.items())
+        return ansible, others
 
     def set_vim(self, instance_id, kind, vim_id, name):
         """Record that this instance registered *vim_id* as *kind*."""
@@ -180,19 +277,6 @@ class RecordStore:
             return record.vims.pop(kind, None) is not None
         return self._update(instance_id, change)
 
-    def endpoints_of_others(self, instance_id):
-        """``(address, port)`` of the hosts other instances record."""
-        found = set()
-        for name in self._record_names():
-            if name == instance_id:
-                continue
-            try:
-                found.update(h.endpoint for h in self.load(name).hosts)
-            except exceptions.InstanceRecordInvalid as exc:
-                # Another instance's problem must not stop this one.
-                LOG.warning('Ignoring a damaged record: %s', exc)
-        return found
-
     def _record_names(self):
         try:
             names = os.listdir(self.directory)
@@ -202,27 +286,30 @@ class RecordStore:
                 if n.endswith('.json') and _SAFE_ID.match(n[:-5])]
 
     def release_hosts(self, instance_id, forget_host):
-        """Forget the keys of the instance's VMs and close its record.
+        """Forget the host keys the instance owns and close its record.
 
         The record is deleted, unless it still names a registration
         (kept, without hosts, for the tool that made it).
 
+        :param forget_host: ``(address, port, key)`` -> drops *key* of
+            the host, if known_hosts still holds it.
         :returns: ``(endpoints forgotten, endpoints of the VMs)``.
         """
         with self.locked():
             record = self.load(instance_id)
             endpoints = {h.endpoint for h in record.hosts
                          if h.role != ROLE_ANSIBLE}
-            gone = sorted(endpoints - self.endpoints_of_others(instance_id))
-            for address, port in gone:
-                forget_host(address, port)
+            gone = self._forget_owned(record, set(record.keys),
+                                      forget_host)
+            if record.legacy:
+                _warn_legacy(record, sorted(endpoints - set(gone)))
             if not record.vims:
                 self.remove(instance_id)
                 return gone, endpoints
             LOG.warning('VNF instance %s: keeping its record %s, which '
                         'still names a registration: %s', instance_id,
                         self.path(instance_id), ', '.join(record.vims))
-            record.hosts = []
+            record.hosts, record.keys = [], {}
             self.save(record)
             return gone, endpoints
 
@@ -234,16 +321,35 @@ class RecordStore:
             pass
 
 
+#: Hosts a legacy-record warning names (the rest are counted).
+_LEGACY_SHOWN = 10
+
+
+def _warn_legacy(record, kept):
+    if not kept:
+        return
+    shown = ', '.join('%s:%d' % e for e in kept[:_LEGACY_SHOWN])
+    more = len(kept) - _LEGACY_SHOWN
+    LOG.warning('VNF instance %s: its record was written by a version that '
+                'did not note which host keys the instance recorded itself; '
+                'the SSH host keys of %d host(s) it lists are kept in '
+                'known_hosts_file (%s%s). Where their VMs are gone, remove '
+                'them with "ssh-keygen -R <address> -f <known_hosts_file>"',
+                record.instance_id, len(kept), shown,
+                ' and %d more' % more if more > 0 else '')
+
+
 def release(store, instance_id, forget_host, kind, unregister):
     """Delete the instance's VIM, forget its hosts' keys, drop its record.
 
-    Only what the record lists is touched.  The Ansible server's key is
-    kept: it is not a VM of the instance and goes on serving others (an
-    operator may have put its key there for ``host_key_policy=reject``).
-    Keys of hosts that another instance's record lists are kept too:
-    they may be that instance's VMs now (a reused floating IP).
+    Only what the record lists is touched, and of the host keys only
+    those the instance owns (see the module's docstring): a host a
+    request merely named keeps its key, so does any host some record
+    lists as an Ansible server (an operator may have pinned its key for
+    ``host_key_policy=reject``) and a key another instance owns too.
 
-    :param forget_host: ``(address, port)`` -> drops the host's key.
+    :param forget_host: ``(address, port, key)`` -> drops *key* of the
+        host, if known_hosts still holds it.
     :param kind: the kind of registration the caller deletes
         (:data:`TACKER_VIM` or :data:`KUBECONFIG`); others are left
         alone, with the record.
@@ -257,7 +363,6 @@ def release(store, instance_id, forget_host, kind, unregister):
         unregister(vim_id)
         store.clear_vim(instance_id, kind)
     gone, endpoints = store.release_hosts(instance_id, forget_host)
-    LOG.info('Released VNF instance %s: forgot %d of %d host key(s) (the '
-             'others are listed by other instances)', instance_id,
-             len(gone), len(endpoints))
+    LOG.info('Released VNF instance %s: forgot %d host key(s) it owned; '
+             'it listed %d host(s)', instance_id, len(gone), len(endpoints))
     return gone

@@ -239,9 +239,12 @@ class KnownHosts:
         return keys
 
     def _save(self, keys):
+        self._write((host, key) for host, entry in keys.items()
+                    for key in entry.values())
+
+    def _write(self, pairs):
         sharedfiles.replace(self.path, ''.join(
-            '%s %s %s\n' % (host, key.get_name(), key.get_base64())
-            for host, entry in keys.items() for key in entry.values()))
+            '%s %s\n' % (host, key_line(key)) for host, key in pairs))
 
     def known_key_types(self, host, port):
         """Key types recorded for *host*:*port* (to prefer in negotiation)."""
@@ -249,11 +252,41 @@ class KnownHosts:
         found = self._load().lookup(self.entry(host, port))
         return list(found.keys()) if found else []
 
-    def verify(self, host, port, key):
+    def check(self, host, port, key):
         """Check *key* against the file and apply the policy.
 
+        Records nothing: under ``accept-new`` an unknown key is recorded
+        by :meth:`record` once the login succeeded, so a login that fails
+        leaves no key behind, and the instance whose login recorded a
+        key knows that it did (see :mod:`mgmt_driver.records`).
+
+        :returns: True if *key* is unknown and the policy wants it
+            recorded after the login.
         :raises HostKeyChanged: a different key is recorded for the host.
         :raises HostKeyUnknown: the key is unknown and the policy rejects.
+        """
+        entry = self.entry(host, port)
+        recorded = self._load().lookup(entry)  # replaced whole: no lock
+        if recorded:
+            self._check_recorded(host, port, entry, key, recorded)
+            return False
+        if self.policy == 'reject':
+            raise exceptions.HostKeyUnknown(
+                host=host, port=port, fingerprint=_fingerprint(key),
+                known_hosts=self.path)
+        if self.policy == 'warn':
+            LOG.warning('Accepting unknown SSH host key %s of %s without '
+                        'recording it (host_key_policy=warn)',
+                        _fingerprint(key), entry)
+            return False
+        return True
+
+    def record(self, host, port, key):
+        """Record *key* for *host*:*port* unless the host has one.
+
+        :returns: True if this call added it (the file had no entry for
+            the host); False if the same key was there already.
+        :raises HostKeyChanged: another key was recorded meanwhile.
         """
         entry = self.entry(host, port)
         with sharedfiles.locked(self.path):
@@ -261,8 +294,19 @@ class KnownHosts:
             recorded = keys.lookup(entry)
             if recorded:
                 self._check_recorded(host, port, entry, key, recorded)
-                return
-            self._apply_policy(host, port, entry, key, keys)
+                return False
+            keys.add(entry, key.get_name(), key)
+            self._save(keys)
+        LOG.info('Recorded new SSH host key %s of %s in %s',
+                 _fingerprint(key), entry, self.path)
+        return True
+
+    def verify(self, host, port, key):
+        """:meth:`check`, then :meth:`record` what the policy accepts.
+
+        :returns: True if the key was added to the file.
+        """
+        return self.check(host, port, key) and self.record(host, port, key)
 
     def _check_recorded(self, host, port, entry, key, recorded):
         same = recorded.get(key.get_name())
@@ -273,34 +317,31 @@ class KnownHosts:
             host=host, port=port, fingerprint=_fingerprint(key),
             expected=expected, known_hosts=self.path, entry=entry)
 
-    def _apply_policy(self, host, port, entry, key, keys):
-        if self.policy == 'reject':
-            raise exceptions.HostKeyUnknown(
-                host=host, port=port, fingerprint=_fingerprint(key),
-                known_hosts=self.path)
-        if self.policy == 'warn':
-            LOG.warning('Accepting unknown SSH host key %s of %s without '
-                        'recording it (host_key_policy=warn)',
-                        _fingerprint(key), entry)
-            return
-        keys.add(entry, key.get_name(), key)
-        self._save(keys)
-        LOG.info('Recorded new SSH host key %s of %s in %s',
-                 _fingerprint(key), entry, self.path)
-
-    def forget(self, host, port=22):
+    def forget(self, host, port=22, key=None):
         """Drop the keys of *host*:*port*, e.g. when its VM is re-created.
 
-        :returns: True if an entry was removed.
+        :param key: only this key (:func:`key_line` text): another key
+            recorded for the host (the operator's, a newer one) stays.
+        :returns: True if a key was removed.
         """
         entry = self.entry(host, port)
         with sharedfiles.locked(self.path):
             keys = self._load()
             if entry not in keys:
                 return False
-            del keys[entry]
-            self._save(keys)
+            pairs = [(name, k) for name, found in keys.items()
+                     for k in found.values()]
+            kept = [(name, k) for name, k in pairs if name != entry or (
+                key is not None and key_line(k) != key)]
+            if len(kept) == len(pairs):
+                return False
+            self._write(kept)
             return True
+
+
+def key_line(key):
+    """``<type> <base64>`` of a paramiko public key (no host name)."""
+    return '%s %s' % (key.get_name(), key.get_base64())
 
 
 _NEEDS_PASSPHRASE = 'the private key is encrypted and no passphrase was given'
@@ -481,10 +522,14 @@ class Connection:
     :param known_hosts: a :class:`KnownHosts` (default: from settings).
     :param stats: a :class:`Stats` to count into, or None.
     :param sleep: the sleep function used between connection attempts.
+    :param on_new_key: called with ``(host, port, key_line(key))`` after
+        a login of this connection recorded the host's key (it was
+        unknown and the policy is ``accept-new``), or None.
     """
 
     def __init__(self, host, credentials, port=22, settings=None,
-                 known_hosts=None, stats=None, sleep=time.sleep):
+                 known_hosts=None, stats=None, sleep=time.sleep,
+                 on_new_key=None):
         self.host = host
         self.port = int(port)
         self.credentials = credentials
@@ -496,6 +541,8 @@ class Connection:
         self._lock = threading.Lock()
         self._transport_obj = None
         self._sftp_obj = None
+        self._on_new_key = on_new_key
+        self._new_key = None
 
     def __repr__(self):
         return '<Connection %s@%s:%s>' % (self.credentials.username,
@@ -519,7 +566,15 @@ class Connection:
                     not self._transport_obj.is_active():
                 self._sftp_obj = None
                 self._transport_obj = self._connect_with_retries()
+                self._report_new_key()
             return self._transport_obj
+
+    def _report_new_key(self):
+        # Outside the retries: a failure to note it is no reason to
+        # connect again (the key is recorded by then).
+        key, self._new_key = self._new_key, None
+        if key is not None and self._on_new_key is not None:
+            self._on_new_key(self.host, self.port, key_line(key))
 
     def _connect_with_retries(self):
         settings = self.settings
@@ -568,9 +623,13 @@ class Connection:
             transport.auth_timeout = timeout
             self._prefer_known_key_types(transport)
             transport.start_client(timeout=timeout)
-            self.known_hosts.verify(self.host, self.port,
-                                    transport.get_remote_server_key())
+            key = transport.get_remote_server_key()
+            unknown = self.known_hosts.check(self.host, self.port, key)
             self._authenticate(transport)
+            # Only a login that succeeded records a key.
+            if unknown and self.known_hosts.record(self.host, self.port,
+                                                   key):
+                self._new_key = key
         except BaseException:
             transport.close()
             raise
@@ -867,17 +926,22 @@ class ConnectionPool:
         self._connections = {}
         self._lock = threading.Lock()
 
-    def connection(self, host, credentials, port=22):
-        """The pool's connection to *host* (created, not yet opened)."""
+    def connection(self, host, credentials, port=22, on_new_key=None):
+        """The pool's connection to *host* (created, not yet opened).
+
+        :param on_new_key: see :class:`Connection`; the first caller's
+            is kept with the connection.
+        """
         key = (host, int(port), credentials.username)
         with self._lock:
             if key not in self._connections:
                 self._connections[key] = Connection(
                     host, credentials, port, self.settings,
-                    self.known_hosts, self.stats, self._sleep)
+                    self.known_hosts, self.stats, self._sleep, on_new_key)
             return self._connections[key]
 
-    def reachable(self, host, credentials, port=22, timeout=30):
+    def reachable(self, host, credentials, port=22, timeout=30,
+                  on_new_key=None):
         """Whether *host* takes a login and a command right now.
 
         One connection attempt, not the pool's retries: for deciding
@@ -886,7 +950,8 @@ class ConnectionPool:
         probe = Connection(host, credentials, port,
                            dataclasses.replace(self.settings,
                                                connect_retries=0),
-                           self.known_hosts, self.stats, self._sleep)
+                           self.known_hosts, self.stats, self._sleep,
+                           on_new_key)
         try:
             with probe:
                 probe.run(['true'], timeout=timeout)
@@ -897,10 +962,16 @@ class ConnectionPool:
             LOG.info('%s:%s is not reachable: %s', host, port, exc)
             return False
 
-    def forget_host(self, host, port=22):
-        """Drop the recorded host key of a VM that is being replaced."""
-        if self.known_hosts.forget(host, port):
+    def forget_host(self, host, port=22, key=None):
+        """Drop the recorded host key of a VM that is being replaced.
+
+        :param key: only this key (:func:`key_line` text), if given.
+        :returns: True if a key was removed.
+        """
+        if self.known_hosts.forget(host, port, key):
             LOG.info('Forgot the SSH host key of %s:%s', host, port)
+            return True
+        return False
 
     def close_all(self):
         with self._lock:

@@ -16,7 +16,12 @@ remote work, and decides three things:
 * **the operator's default key** (``ssh_private_key_file``) is used for
   the driver's own logins, but copied to the Ansible server (so that
   Ansible logs in to the nodes with it) only when that server is in
-  ``default_key_ansible_servers``.
+  ``default_key_ansible_servers``; and it logs in to an address the
+  request names (``ansible.ip_address``, a ``nodes`` entry's ``ssh_ip``)
+  only when the operator lists that address in
+  ``default_key_login_hosts`` (an Ansible server in
+  ``default_key_ansible_servers`` too).  VMs found in Heat need no
+  entry: Tacker created them for the instance.
 * **extra vars**: names the operator denies (``extra_vars_denied``) or
   does not allow (``extra_vars_allowed``) are refused.
 
@@ -54,6 +59,8 @@ class Policy:
     :param trusted_paths: key files may be anywhere (the CLI).
     :param default_key_servers: networks of Ansible servers that may
         receive the default key.
+    :param default_key_hosts: networks of addresses a request names that
+        the driver may log in to with the default key.
     :param extra_vars_allowed: fnmatch patterns of allowed extra vars.
     :param extra_vars_denied: fnmatch patterns of refused extra vars.
     """
@@ -62,6 +69,7 @@ class Policy:
     package_dir: str | None = None
     trusted_paths: bool = False
     default_key_servers: tuple = ()
+    default_key_hosts: tuple = ()
     extra_vars_allowed: tuple = ('*',)
     extra_vars_denied: tuple = ()
 
@@ -72,17 +80,20 @@ class Policy:
             key_dirs=tuple(group.ssh_key_dirs),
             package_dir=package_dir, trusted_paths=trusted_paths,
             default_key_servers=tuple(_networks(
-                group.default_key_ansible_servers)),
+                group.default_key_ansible_servers,
+                'default_key_ansible_servers')),
+            default_key_hosts=tuple(_networks(
+                group.default_key_login_hosts, 'default_key_login_hosts')),
             extra_vars_allowed=tuple(group.extra_vars_allowed),
             extra_vars_denied=tuple(group.extra_vars_denied))
 
 
-def _networks(entries):
+def _networks(entries, option):
     networks, problems = kconf.parse_networks(entries)
     if problems:
         raise exceptions.MgmtDriverOtherError(
-            error_message='[kubespray_mgmt] default_key_ansible_servers: '
-                          '%s' % '; '.join(problems))
+            error_message='[kubespray_mgmt] %s: %s'
+                          % (option, '; '.join(problems)))
     return networks
 
 
@@ -103,6 +114,7 @@ def apply(spec, policy):
     """
     problems = []
     problems += _extra_var_problems(spec, policy)
+    problems += _default_key_login_problems(spec, policy)
     sections = {}
     for name, get in _SECTIONS:
         sections[name] = _with_key(get(spec), name, spec, policy, problems)
@@ -134,12 +146,62 @@ def _with_key(section, name, spec, policy, problems):
 
 
 def _may_receive_default_key(spec, policy):
+    return _listed(spec.ansible.ip_address, policy.default_key_servers)
+
+
+def _listed(text, networks):
     try:
-        address = ipaddress.ip_address(spec.ansible.ip_address)
+        address = ipaddress.ip_address(text)
     except ValueError:
         return False
-    return any(address in net for net in policy.default_key_servers
+    return any(address in net for net in networks
                if net.version == address.version)
+
+
+#: Addresses a refusal names (the others are counted).
+_SHOWN = 5
+_ROLE_SECTIONS = ((params.ROLE_MASTER, 'master_node'),
+                  (params.ROLE_WORKER, 'worker_node'),
+                  (params.ROLE_EXTERNAL_LB, 'external_lb_param'))
+
+
+def _default_key_login_problems(spec, policy):
+    """The request's addresses the default key may not log in to.
+
+    Only addresses the request names: the Ansible server's, and the
+    ``nodes`` entries'.  VMs found in Heat are the instance's own (Tacker
+    created them and Neutron gave them their addresses), and the command
+    line's user wrote the request: neither is restricted.
+    """
+    if policy.trusted_paths:
+        return []
+    problems = []
+    ansible = spec.ansible
+    if ansible.login.default_key and not _listed(
+            ansible.ip_address,
+            policy.default_key_hosts + policy.default_key_servers):
+        problems.append(_login_refused(
+            'ansible', [ansible.ip_address],
+            'default_key_login_hosts or default_key_ansible_servers'))
+    for role, section in _ROLE_SECTIONS:
+        if spec.nodes is None or not spec.login_for(role).default_key:
+            continue
+        refused = [n.ssh_ip for n in spec.nodes if n.role == role and
+                   not _listed(n.ssh_ip, policy.default_key_hosts)]
+        if refused:
+            problems.append(_login_refused(section, refused,
+                                           'default_key_login_hosts'))
+    return problems
+
+
+def _login_refused(section, addresses, option):
+    shown = ', '.join(addresses[:_SHOWN])
+    if len(addresses) > _SHOWN:
+        shown += ' and %d more' % (len(addresses) - _SHOWN)
+    return ('%s.%s: gives no password and no ssh_key_file, and the '
+            'operator\'s default key may not log in to %s, which the '
+            'request names (not in [kubespray_mgmt] %s)'
+            % (params.ROOT, section, shown, option))
 
 
 def _default_key_refused(field, spec):

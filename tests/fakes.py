@@ -35,8 +35,14 @@ def detached_call(command):
     return None
 
 
+def fake_key(host):
+    """The host key line ``FakePool`` records for *host*."""
+    return 'ssh-ed25519 FAKE-' + host
+
+
 class FakeConnection:
     def __init__(self, host, port=22, username='user'):
+        self.on_login = None
         self.host = host
         self.port = port
         self.username = username
@@ -74,8 +80,14 @@ class FakeConnection:
             return rule
         return None
 
+    def _login(self):
+        on_login, self.on_login = self.on_login, None
+        if on_login is not None:
+            on_login()
+
     def run(self, command, timeout=None, check=True, env=None, stdin=None,
             on_line=None, keep_tail=False):
+        self._login()
         kind = detached_call(command)
         if kind:
             return self._detached(kind, command, on_line)
@@ -156,6 +168,7 @@ class FakeConnection:
                 self.modes[path] = member.mode
 
     def write_file(self, path, content, mode=0o600):
+        self._login()
         self.calls.append(('write_file', path))
         if isinstance(content, bytes):
             content = content.decode('utf-8')
@@ -163,6 +176,7 @@ class FakeConnection:
         self.modes[path] = mode
 
     def read_file(self, path, missing_ok=False):
+        self._login()
         self.calls.append(('read_file', path))
         if path not in self.files:
             if missing_ok:
@@ -188,24 +202,56 @@ class FakeConnection:
 
 
 class FakePool:
-    """One FakeConnection per host address; see ``ssh.ConnectionPool``."""
+    """One FakeConnection per host address; see ``ssh.ConnectionPool``.
+
+    ``known`` stands in for known_hosts (``{(host, port): key line}``):
+    a connection's first command, transfer or read is its login, which
+    records ``fake_key(host)`` for a host not in it and then calls the
+    connection's ``on_new_key``, as ``accept-new`` does.
+    """
 
     def __init__(self, unreachable=()):
         self.connections = {}
         self.unreachable = set(unreachable)
         self.forgotten = []
+        self.known = {}
+        self._callbacks = {}
 
-    def connection(self, host, credentials=None, port=22):
+    def connection(self, host, credentials=None, port=22, on_new_key=None):
         if host not in self.connections:
             user = getattr(credentials, 'username', 'user')
-            self.connections[host] = FakeConnection(host, port, user)
+            conn = FakeConnection(host, port, user)
+            conn.on_login = lambda: self._login(host, port)
+            self.connections[host] = conn
+        # Tests make connections before the driver does: the first
+        # callback given is the connection's.
+        if on_new_key is not None:
+            self._callbacks.setdefault(host, on_new_key)
         return self.connections[host]
 
-    def reachable(self, host, credentials=None, port=22, timeout=30):
-        return host not in self.unreachable
+    def _login(self, host, port, on_new_key=None):
+        endpoint = (host, int(port))
+        if endpoint in self.known:
+            return
+        self.known[endpoint] = fake_key(host)
+        on_new_key = on_new_key or self._callbacks.get(host)
+        if on_new_key is not None:
+            on_new_key(host, int(port), self.known[endpoint])
 
-    def forget_host(self, host, port=22):
+    def reachable(self, host, credentials=None, port=22, timeout=30,
+                  on_new_key=None):
+        if host in self.unreachable:
+            return False
+        self._login(host, port, on_new_key)
+        return True
+
+    def forget_host(self, host, port=22, key=None):
         self.forgotten.append((host, port))
+        endpoint = (host, int(port))
+        if endpoint in self.known and key in (None, self.known[endpoint]):
+            del self.known[endpoint]
+            return True
+        return False
 
     def __enter__(self):
         return self

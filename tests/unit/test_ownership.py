@@ -32,6 +32,9 @@ WORKSPACE = '/home/ubuntu/kubespray/inventory/mycluster/inst-1'
 VIM = 'kubernetes_vim_simple'
 NODES = {('192.168.10.11', 22), ('192.168.10.21', 22), ('192.168.10.22', 22),
          (LB, 22)}
+#: The VMs the driver itself logs in to at instantiate (the workers only
+#: Ansible does): the keys the instance owns.
+LOGGED_IN = {('192.168.10.11', 22), (LB, 22)}
 
 
 def _store(conf):
@@ -58,6 +61,9 @@ def test_instantiate_records_hosts_and_vim(conf):
         'ansible', 'master', 'worker', 'external_lb'}
     assert record.vims == {records.TACKER_VIM: {'id': 'vim-' + VIM,
                                                 'name': VIM}}
+    # Its own logins recorded these keys; the Ansible server's is never
+    # claimed.
+    assert set(record.keys) == LOGGED_IN
 
 
 def test_a_vim_name_taken_by_another_vim_is_refused_before_remote_work(
@@ -94,20 +100,68 @@ def test_terminate_forgets_the_recorded_hosts_not_the_servers_list(conf):
         {'all': {'hosts': {'x': {'ansible_host': '10.99.0.1'}}}})
     before = len(h.ansible.calls)
     _terminate(h, extra)
-    assert set(h.pool.forgotten) == NODES
+    assert set(h.pool.forgotten) == LOGGED_IN
     assert (LB, 22) in h.pool.forgotten
     assert [c[0] for c in h.ansible.calls[before:]] == ['run']
     assert h.registry.current == {}
     assert not os.path.exists(_store(conf).path('inst-1'))
 
 
-def test_terminate_keeps_keys_of_hosts_another_instance_records(conf):
+def test_a_host_another_instance_only_names_does_not_keep_its_key(conf):
+    # Issue 27 item 3: tenant B names this instance's LB and master.
     h, extra = _instantiated(conf)
     _store(conf).add_hosts('inst-2', [
         records.Host(ANSIBLE, 22, 'ansible'),
-        records.Host('192.168.10.21', 22, 'worker')])
+        records.Host('192.168.10.11', 22, 'worker'),
+        records.Host(LB, 22, 'external_lb')])
     _terminate(h, extra)
-    assert set(h.pool.forgotten) == NODES - {('192.168.10.21', 22)}
+    assert set(h.pool.forgotten) == LOGGED_IN
+    assert not set(h.pool.known) & LOGGED_IN
+
+
+def test_terminate_of_an_instance_naming_others_hosts_forgets_none(conf):
+    # Issue 27 item 3: B names C's LB and the Ansible server as workers;
+    # their keys were recorded before (by C, by the operator).
+    h, extra = _instantiated(conf)
+    pinned = dict(h.pool.known)
+    store = _store(conf)
+    store.add_hosts('inst-2', [records.Host(ANSIBLE, 22, 'ansible'),
+                               records.Host(LB, 22, 'worker'),
+                               records.Host(ANSIBLE, 22, 'worker')])
+    drv = driver.ClusterDriver(params.parse_params(extra), 'inst-2',
+                               h.pool, conf)
+    drv.terminate(records.TACKER_VIM, lambda vim_id: None)
+    assert h.pool.forgotten == []
+    assert h.pool.known == pinned
+
+
+def test_the_ansible_servers_key_is_never_forgotten(conf):
+    # Even when this instance's own login recorded it as a "worker".
+    store = _store(conf)
+    store.add_hosts('inst-1', [records.Host(ANSIBLE, 22, 'ansible'),
+                               records.Host(ANSIBLE, 22, 'worker')])
+    store.claim_key('inst-1', ANSIBLE, 22, 'ssh-ed25519 AAAA')
+    pool = FakePool()
+    records.release(store, 'inst-1', pool.forget_host, records.TACKER_VIM,
+                    lambda vim_id: None)
+    assert pool.forgotten == []
+
+
+def test_a_legacy_record_forgets_no_key_and_warns(conf, caplog):
+    store = _store(conf)
+    os.makedirs(store.directory, exist_ok=True)
+    with open(store.path('inst-1'), 'w') as f:
+        f.write('{"format": 1, "instance_id": "inst-1", "vims": {}, '
+                '"hosts": [{"address": "%s", "port": 22, '
+                '"role": "external_lb"}]}' % LB)
+    pool = FakePool()
+    caplog.set_level(logging.WARNING, logger='mgmt_driver.records')
+    records.release(store, 'inst-1', pool.forget_host, records.TACKER_VIM,
+                    lambda vim_id: None)
+    assert pool.forgotten == []
+    [warning] = [r.getMessage() for r in caplog.records]
+    assert '%s:22' % LB in warning and 'ssh-keygen -R' in warning
+    assert not os.path.exists(store.path('inst-1'))
 
 
 def _broken(error):
@@ -136,7 +190,7 @@ def test_terminate_finishes_when_the_ansible_server_fails(conf, caplog,
     [warning] = [r.getMessage() for r in caplog.records
                  if r.levelno == logging.WARNING]
     assert WORKSPACE in warning and ANSIBLE in warning
-    assert set(h.pool.forgotten) == NODES
+    assert set(h.pool.forgotten) == LOGGED_IN
     assert h.registry.current == {}
     assert not os.path.exists(_store(conf).path('inst-1'))
     _terminate(h, extra)  # and again: nothing left, still fine
@@ -166,6 +220,7 @@ def test_rollback_of_refused_params_deletes_only_an_owned_vim(conf):
     _store(conf).set_vim('inst-1', records.TACKER_VIM, 'vim-' + default,
                          default)
     _store(conf).add_hosts('inst-1', [records.Host(LB, 22, 'external_lb')])
+    _store(conf).claim_key('inst-1', LB, 22, 'ssh-ed25519 AAAA')
     h.hooks.terminate_end(None, instance, None, None, None)
     assert h.registry.current == {}
     assert h.pool.forgotten == [(LB, 22)]
@@ -215,7 +270,7 @@ def test_cli_terminate_removes_its_kubeconfig_and_finishes(conf, tmp_path):
     h.ansible.run = _broken(ValueError('garbage'))
     cli.OPERATIONS['terminate'](drv, cluster, [], VIM)
     assert not path.exists()
-    assert set(h.pool.forgotten) == NODES
+    assert set(h.pool.forgotten) == LOGGED_IN
     cli.OPERATIONS['terminate'](drv, cluster, [], VIM)
 
 
@@ -225,6 +280,7 @@ def test_cli_dry_run_terminate_writes_and_deletes_nothing(tmp_path,
     kubeconfig = tmp_path / 'mine.kubeconfig'
     kubeconfig.write_text('mine')
     store.add_hosts('kubespray-mgmt', [records.Host(LB, 22, 'external_lb')])
+    store.claim_key('kubespray-mgmt', LB, 22, 'ssh-ed25519 AAAA')
     store.set_vim('kubespray-mgmt', records.KUBECONFIG, str(kubeconfig),
                   'mine')
     before = open(store.path('kubespray-mgmt')).read()

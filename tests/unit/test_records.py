@@ -29,9 +29,22 @@ def test_unsafe_instance_ids_are_refused(store, instance_id):
         store.path(instance_id)
 
 
+def _owned(store, instance_id, *hosts):
+    """Record *hosts* and claim a key of each, as the driver's logins
+    do."""
+    store.add_hosts(instance_id, hosts)
+    for host in hosts:
+        store.claim_key(instance_id, host.address, host.port, key(host))
+
+
+def key(host):
+    return 'ssh-ed25519 KEY-%s-%d' % host.endpoint
+
+
 def test_record_file_format_and_mode(store):
     store.add_hosts('i-1', [LB, MASTER])
     store.add_hosts('i-1', [MASTER, ANSIBLE])
+    store.claim_key('i-1', MASTER.address, MASTER.port, 'ssh-ed25519 AAAA')
     store.set_vim('i-1', records.TACKER_VIM, 'vim-7', 'kubernetes_vim_i-1')
     path = store.path('i-1')
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
@@ -42,6 +55,8 @@ def test_record_file_format_and_mode(store):
                   {'address': '192.0.2.10', 'port': 22, 'role': 'master'},
                   {'address': '192.0.2.40', 'port': 2222,
                    'role': 'external_lb'}],
+        'keys': [{'address': '192.0.2.10', 'port': 22,
+                  'key': 'ssh-ed25519 AAAA'}],
         'vims': {'tacker_vim': {'id': 'vim-7',
                                 'name': 'kubernetes_vim_i-1'}}}
     assert not [n for n in os.listdir(store.directory) if '.tmp' in n]
@@ -91,11 +106,12 @@ def test_default_directory_is_beside_known_hosts(tmp_path):
 
 class Calls:
     def __init__(self, fail=None):
-        self.forgotten, self.unregistered = [], []
+        self.forgotten, self.unregistered, self.keys = [], [], []
         self.fail = fail
 
-    def forget(self, address, port):
+    def forget(self, address, port, key):
         self.forgotten.append((address, port))
+        self.keys.append(key)
 
     def unregister(self, vim_id):
         if self.fail:
@@ -104,7 +120,7 @@ class Calls:
 
 
 def test_release_deletes_the_vim_forgets_keys_and_the_record(store):
-    store.add_hosts('i-1', [MASTER, LB, ANSIBLE])
+    _owned(store, 'i-1', MASTER, LB, ANSIBLE)
     store.set_vim('i-1', records.TACKER_VIM, 'vim-7', 'k')
     calls = Calls()
     gone = records.release(store, 'i-1', calls.forget, records.TACKER_VIM,
@@ -112,6 +128,8 @@ def test_release_deletes_the_vim_forgets_keys_and_the_record(store):
     assert calls.unregistered == ['vim-7']
     assert sorted(calls.forgotten) == sorted(gone) == sorted(
         [MASTER.endpoint, LB.endpoint])
+    # Exactly the keys claimed: another key of the host stays.
+    assert sorted(calls.keys) == sorted([key(MASTER), key(LB)])
     assert not os.path.exists(store.path('i-1'))
     again = Calls()
     assert records.release(store, 'i-1', again.forget, records.TACKER_VIM,
@@ -119,14 +137,55 @@ def test_release_deletes_the_vim_forgets_keys_and_the_record(store):
     assert (again.forgotten, again.unregistered) == ([], [])
 
 
-def test_release_keeps_keys_other_instances_record(store):
-    store.add_hosts('i-1', [MASTER, LB])
-    store.add_hosts('i-2', [records.Host('192.0.2.10', 22, 'worker')])
+def test_release_forgets_only_owned_keys(store):
+    _owned(store, 'i-1', MASTER)
+    store.add_hosts('i-1', [LB])  # listed, never logged in to
+    # Another instance names both; that keeps nothing of i-1's.
+    store.add_hosts('i-2', [records.Host('192.0.2.10', 22, 'worker'),
+                            records.Host(LB.address, LB.port, 'worker')])
+    calls = Calls()
+    assert records.release(store, 'i-1', calls.forget, records.TACKER_VIM,
+                           calls.unregister) == [MASTER.endpoint]
+    assert [h.endpoint for h in store.load('i-2').hosts] == [
+        MASTER.endpoint, LB.endpoint]
+
+
+def test_release_keeps_keys_of_ansible_servers_and_others_claims(store):
+    worker = records.Host(ANSIBLE.address, ANSIBLE.port, 'worker')
+    _owned(store, 'i-1', worker, MASTER, LB)
+    store.add_hosts('i-2', [ANSIBLE])
+    store.claim_key('i-2', LB.address, LB.port, key(LB))
+    calls = Calls()
+    assert records.release(store, 'i-1', calls.forget, records.TACKER_VIM,
+                           calls.unregister) == [MASTER.endpoint]
+
+
+def test_forget_keys_drops_claims_and_optionally_hosts(store):
+    _owned(store, 'i-1', MASTER, LB)
+    calls = Calls()
+    assert store.forget_keys('i-1', {LB.endpoint}, calls.forget) == [
+        LB.endpoint]
+    record = store.load('i-1')
+    assert (set(record.keys), len(record.hosts)) == ({MASTER.endpoint}, 2)
+    assert store.forget_keys('i-1', {LB.endpoint, MASTER.endpoint},
+                             calls.forget, drop=True) == [MASTER.endpoint]
+    record = store.load('i-1')
+    assert (record.keys, record.hosts) == ({}, [])
+
+
+def test_a_legacy_record_stays_legacy_and_owns_only_new_claims(store):
+    os.makedirs(store.directory)
+    with open(store.path('i-1'), 'w') as f:
+        json.dump({'format': 1, 'instance_id': 'i-1', 'vims': {},
+                   'hosts': [{'address': '192.0.2.10', 'port': 22,
+                              'role': 'master'}]}, f)
+    store.add_hosts('i-1', [LB])
+    store.claim_key('i-1', LB.address, LB.port, key(LB))
+    record = store.load('i-1')
+    assert record.legacy and json.load(open(store.path('i-1')))['legacy']
     calls = Calls()
     assert records.release(store, 'i-1', calls.forget, records.TACKER_VIM,
                            calls.unregister) == [LB.endpoint]
-    assert [h.endpoint for h in store.load('i-2').hosts] == [
-        MASTER.endpoint]
 
 
 def test_release_keeps_the_record_when_the_vim_cannot_be_deleted(store):
@@ -160,7 +219,7 @@ def test_processes_adding_hosts_keep_every_one(store):
 
 
 def test_release_keeps_what_another_tool_registered(store):
-    store.add_hosts('i-1', [MASTER])
+    _owned(store, 'i-1', MASTER)
     store.set_vim('i-1', records.TACKER_VIM, 'vim-7', 'k')
     store.set_vim('i-1', records.KUBECONFIG, '/kc/k.kubeconfig', 'k')
     calls = Calls()
@@ -173,7 +232,7 @@ def test_release_keeps_what_another_tool_registered(store):
 
 
 def test_a_damaged_record_of_another_instance_does_not_stop_release(store):
-    store.add_hosts('i-1', [MASTER])
+    _owned(store, 'i-1', MASTER)
     with open(store.path('i-2'), 'w') as f:
         f.write('{')
     calls = Calls()

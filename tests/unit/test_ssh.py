@@ -147,6 +147,26 @@ class TestKnownHosts:
         known.verify('h', 22, keys[1])  # re-learnt after forget
         assert known.known_key_types('g', 22)
 
+    def test_check_records_nothing_and_record_says_who_added(self, tmp_path,
+                                                            keys):
+        known = ssh.KnownHosts(str(tmp_path / 'kh'))
+        assert known.check('h', 22, keys[0])
+        assert not (tmp_path / 'kh').exists()
+        assert known.record('h', 22, keys[0])
+        assert not known.record('h', 22, keys[0])  # already there
+        assert not known.check('h', 22, keys[0])
+        with pytest.raises(exceptions.HostKeyChanged):
+            known.record('h', 22, keys[1])
+
+    def test_forget_one_key_leaves_another(self, tmp_path, keys):
+        known = ssh.KnownHosts(str(tmp_path / 'kh'))
+        known.verify('h', 22, keys[0])
+        # Not the key recorded (the operator pinned another): kept.
+        assert not known.forget('h', 22, ssh.key_line(keys[1]))
+        assert known.known_key_types('h', 22)
+        assert known.forget('h', 22, ssh.key_line(keys[0]))
+        assert not known.known_key_types('h', 22)
+
 
 class _ScriptedConnection(ssh.Connection):
     """Connection whose attempts fail with scripted errors, then succeed."""

@@ -179,13 +179,96 @@ def test_the_default_key_goes_to_a_listed_ansible_server(default_key,
     assert spec.worker.login.key_text == key_text
 
 
-def test_the_driver_may_log_in_with_the_default_key_anywhere(default_key,
-                                                             key_text):
-    # The Ansible server and the LB are logged in to by the driver only:
-    # the key does not leave the conductor.
-    spec = _apply(_spec(ansible=None, external_lb_param=None))
-    assert spec.ansible.login.key_text == key_text
-    assert spec.external_lb.login.key_text == key_text
+def _with_nodes(spec, lb='10.20.0.40'):
+    return params.parse_params(
+        _nodes_request(spec, lb), default_key_file=_DEFAULT[0],
+        need_cp_names=False)
+
+
+def _nodes_request(sections, lb):
+    extra = params_data.minimal()
+    root = extra[ROOT]
+    for section in sections:
+        for field in ('password', 'ssh_password'):
+            root[section].pop(field, None)
+    root['nodes'] = [{'role': 'master', 'ssh_ip': '10.20.0.11'},
+                     {'role': 'worker', 'ssh_ip': '10.20.0.21'},
+                     {'role': 'external_lb', 'ssh_ip': lb}]
+    return extra
+
+
+def test_the_default_key_logs_in_to_vms_from_heat_and_listed_servers(
+        default_key, key_text):
+    # Without nodes, the LB comes from Heat: Tacker created it.  The
+    # Ansible server the request names must be listed (either option).
+    problems = _refusal(lambda: _apply(_spec(ansible=None,
+                                             external_lb_param=None)))
+    assert problems == [
+        ROOT + '.ansible: gives no password and no ssh_key_file, and the '
+        'operator\'s default key may not log in to 10.10.0.50, which the '
+        'request names (not in [kubespray_mgmt] default_key_login_hosts '
+        'or default_key_ansible_servers)']
+    for option in ('default_key_login_hosts', 'default_key_ansible_servers'):
+        spec = _apply(_spec(ansible=None, external_lb_param=None),
+                      **{option: ['10.10.0.50/32']})
+        assert spec.ansible.login.key_text == key_text
+        assert spec.external_lb.login.key_text == key_text
+
+
+def test_the_default_key_does_not_log_in_to_addresses_a_request_names(
+        default_key):
+    # Issue 27 item 6: nodes naming another tenant's VMs.
+    spec = _with_nodes(['external_lb_param'])
+    problems = _refusal(lambda: _apply(spec))
+    assert problems == [
+        ROOT + '.external_lb_param: gives no password and no ssh_key_file, '
+        'and the operator\'s default key may not log in to 10.20.0.40, '
+        'which the request names (not in [kubespray_mgmt] '
+        'default_key_login_hosts)']
+    listed = _apply(spec, default_key_login_hosts=['10.20.0.0/24'])
+    assert listed.external_lb.login.key_text
+    # A listed Ansible server may receive the key; the nodes it would
+    # log in to must be listed all the same.
+    spec = _with_nodes(['master_node', 'worker_node'])
+    problems = _refusal(lambda: _apply(
+        spec, default_key_ansible_servers=['10.10.0.50'],
+        default_key_login_hosts=['10.20.0.21']))
+    assert [p.split(':')[0] for p in problems] == [ROOT + '.master_node']
+    assert '10.20.0.11' in problems[0]
+
+
+def test_a_refusal_names_a_bounded_number_of_addresses(default_key):
+    extra = _nodes_request(['worker_node'], '10.20.0.40')
+    extra[ROOT]['nodes'] += [{'role': 'worker', 'ssh_ip': '10.30.0.%d' % i}
+                             for i in range(1, 200)]
+    spec = params.parse_params(extra, default_key_file=_DEFAULT[0],
+                               need_cp_names=False)
+    [problem] = _refusal(lambda: _apply(
+        spec, default_key_ansible_servers=['10.10.0.50']))
+    assert 'and 195 more' in problem and len(problem) < 400
+
+
+def test_the_cli_may_log_in_anywhere_with_the_default_key(default_key):
+    spec = _apply(_with_nodes(['external_lb_param', 'ansible']),
+                  trusted=True)
+    assert spec.external_lb.login.key_text and spec.ansible.login.key_text
+
+
+def test_hooks_refuse_a_default_key_login_before_any_connection(
+        default_key, dirs):
+    extra = _nodes_request(['master_node', 'worker_node'], '10.20.0.40')
+    pool = FakePool()
+    conf = _conf(ssh_private_key_file=default_key,
+                 default_key_ansible_servers=['10.10.0.50'])
+    hooks = driver.LcmHooks(conf, pool_factory=lambda: pool,
+                            package_dir_of=lambda c, i: None)
+    instance = type('Instance', (), {'id': 'inst-1', 'vnfd_id': 'v'})()
+    request = type('Request', (), {'additional_params': extra})()
+    with pytest.raises(exceptions.ParamsInvalid) as info:
+        hooks.instantiate_end(None, instance, request, None, None)
+    assert 'master_node' in str(info.value)
+    assert 'default_key_login_hosts' in str(info.value)
+    assert pool.connections == {}
 
 
 def test_operator_denied_extra_vars_are_refused():

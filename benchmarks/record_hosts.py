@@ -1,0 +1,41 @@
+"""What ``RecordStore.add_hosts`` costs when a hook re-adds every node.
+
+Every hook records the cluster's hosts again (``ClusterDriver._remember``)
+into a record that already lists them: this times that second call for
+each node count given (default 2,750 and 22,000, about the most a 1 MiB
+request can name).  Run from the repository root::
+
+    PYTHONPATH=. python benchmarks/record_hosts.py [COUNT ...]
+"""
+
+import sys
+import tempfile
+import time
+
+from mgmt_driver import records
+
+
+def _hosts(count):
+    return [records.Host('10.%d.%d.%d' % (i >> 16, (i >> 8) & 255, i & 255),
+                         22, 'worker') for i in range(count)]
+
+
+def measure(count):
+    """Seconds of ``add_hosts`` of *count* hosts already recorded."""
+    hosts = _hosts(count)
+    with tempfile.TemporaryDirectory() as directory:
+        store = records.RecordStore(directory)
+        store.add_hosts('i-1', hosts)
+        start = time.perf_counter()
+        store.add_hosts('i-1', hosts)
+        return time.perf_counter() - start
+
+
+def main(argv):
+    for count in [int(a) for a in argv] or [2750, 22000]:
+        print('%6d hosts: add_hosts again in %.2f s' % (count,
+                                                         measure(count)))
+
+
+if __name__ == '__main__':
+    main(sys.argv[1:])

@@ -1,0 +1,42 @@
+"""Issue 27 item 2: the records stay linear in the node count.
+
+As :mod:`tests.unit.test_complexity`: 8 times the hosts must cost far
+less than the 64 times of a quadratic algorithm.  Every hook records
+the cluster's hosts again into a record that already lists them, and a
+1 MiB request can name about 22,000 nodes.
+"""
+
+import tempfile
+
+import pytest
+
+from mgmt_driver import records
+from tests.unit.test_complexity import MAX_RATIO
+from tests.unit.test_complexity import _ratio
+
+
+@pytest.fixture
+def directory():
+    with tempfile.TemporaryDirectory() as path:
+        yield path
+
+
+def _hosts(count, role='worker'):
+    return [records.Host('10.%d.%d.%d' % (i >> 16, (i >> 8) & 255, i & 255),
+                         22, role) for i in range(count)]
+
+
+def test_adding_recorded_hosts_again_is_linear(directory):
+    stores = {}
+
+    def make(count):
+        store = records.RecordStore('%s/%d' % (directory, count))
+        hosts = _hosts(count)
+        store.add_hosts('i-1', hosts)
+        stores[id(hosts)] = store
+        return hosts
+
+    def add_again(hosts):
+        stores[id(hosts)].add_hosts('i-1', hosts)
+    assert _ratio(add_again, make, 500) < MAX_RATIO
+
