@@ -410,8 +410,10 @@ def _op_scale_in(drv, cluster, names, name):
 def _op_heal(drv, cluster, names, name):
     if not names:
         return _op_heal_vnf(drv, cluster, name)
-    masters = [n.name for n in cluster.masters if n.name in names]
-    workers = [n for n in names if n not in masters]
+    chosen = set(names)
+    masters = [n.name for n in cluster.masters if n.name in chosen]
+    healed_masters = set(masters)
+    workers = [n for n in names if n not in healed_masters]
     remaining = drv.remove_workers(cluster, workers, rejoin=True) \
         if workers else cluster
     if masters:
@@ -449,7 +451,8 @@ def _op_upgrade(drv, cluster, names, name, kube_version=None, serial=None):
 
 def _op_relabel(drv, cluster, names, name, labels=(), taints=()):
     missing = drv.relabel(cluster, names, labels, taints)
-    done = [n for n in names if n not in missing]
+    gone = set(missing)
+    done = [n for n in names if n not in gone]
     return 'relabelled %s%s' % (', '.join(done) or 'no node', (
         '; not Kubernetes nodes: ' + ', '.join(missing)) if missing else '')
 

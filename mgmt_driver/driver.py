@@ -374,8 +374,9 @@ class ClusterDriver:
         """``[(gateway Node, Connection)]``: every gateway, or those
         called *names*; at least one."""
         self._lb(cluster)
+        wanted = None if names is None else set(names)
         return [(g, self._connection(g)) for g in cluster.gateways
-                if names is None or g.name in names]
+                if wanted is None or g.name in wanted]
 
     def update_load_balancer(self, cluster):
         """Render HAProxy's configuration for *cluster* and apply it
@@ -449,6 +450,7 @@ class ClusterDriver:
 
     def kubectl_client(self, cluster, exclude=()):
         """kubectl on the first control-plane node that answers."""
+        exclude = set(exclude)
         masters = [n for n in cluster.masters if n.name not in exclude]
         if not masters:
             raise exceptions.MgmtDriverOtherError(
@@ -622,8 +624,8 @@ class ClusterDriver:
     def _undo_join(self, cluster, names):
         """Best effort: *names* out of Kubernetes and the inventory."""
         try:
-            joined = [n for n in names
-                      if n not in self.not_in_kubernetes(cluster)]
+            absent = set(self.not_in_kubernetes(cluster))
+            joined = [n for n in names if n not in absent]
             self.step('the join failed: taking %s out again',
                       ', '.join(names))
             if joined:
@@ -743,7 +745,8 @@ class ClusterDriver:
         :returns: the cluster without them.
         """
         cluster = self.in_recorded_order(cluster)
-        names = [n.name for n in cluster.masters if n.name in names]
+        chosen = set(names)
+        names = [n.name for n in cluster.masters if n.name in chosen]
         if len(names) >= len(cluster.masters):
             raise exceptions.MgmtDriverOtherError(
                 error_message='cannot heal every control-plane node at '
@@ -751,8 +754,8 @@ class ClusterDriver:
                               'a heal request without vnfcInstanceId; '
                               'kubespray-mgmt: run heal without --nodes)')
         if cluster.masters[0].name in names:
-            healthy = [n for n in cluster.masters if n.name not in names]
-            sick = [n for n in cluster.masters if n.name in names]
+            healthy = [n for n in cluster.masters if n.name not in chosen]
+            sick = [n for n in cluster.masters if n.name in chosen]
             cluster = cluster.with_masters(healthy + sick)
             self.step('moving %s to the front of the control plane',
                       healthy[0].name)
@@ -853,8 +856,8 @@ class ClusterDriver:
         settings = self.node_settings()
         recorded = dict(settings)
         names = list(dict.fromkeys(names))
-        present = client.nodes_named([n for n in names
-                                      if n in cluster.names])
+        known = set(cluster.names)
+        present = client.nodes_named([n for n in names if n in known])
         missing = [name for name in names if name not in present]
         for name in missing:
             self.warn('%s is not a Kubernetes node of this cluster: '
@@ -1296,8 +1299,9 @@ class LcmHooks:
         with self._pool_factory() as pool:
             driver = self._driver(context, vnf_instance, spec, pool,
                                   'scale_end')
+            masters = {n.name for n in cluster.masters}
             new = [name for name in driver.reconcile(cluster)
-                   if name not in {n.name for n in cluster.masters}]
+                   if name not in masters]
             if new_gateways:
                 driver.add_gateways(cluster, new_gateways,
                                     self._vim_name(spec, vnf_instance))
@@ -1350,7 +1354,7 @@ class LcmHooks:
             return
         self._need_heat(spec, 'heal of single VNFCs')
         cluster, records = self._vms(context, vnf_instance, request, spec)
-        healed = self._healed(vnf_instance, request, records)
+        healed = set(self._healed(vnf_instance, request, records))
         masters = [n.name for n in cluster.masters if n.name in healed]
         workers = [n.name for n in cluster.workers if n.name in healed]
         # A healed LB needs nothing here: heal_end sets the new VM up.

@@ -191,7 +191,8 @@ def _gather(runner, report, stale):
         runner.facts(len(stale), limit=stale)
         return stale
     except exceptions.PlaybookFailed as exc:
-        down = [h for h in exc.unreachable_hosts if h in stale]
+        wanted = set(stale)  # the recap is remote data: no list scan
+        down = [h for h in exc.unreachable_hosts if h in wanted]
         if not down:
             raise
     missing = [h for h in down if report.remaining(h) is None]
@@ -201,7 +202,8 @@ def _gather(runner, report, stale):
     for host in down:
         LOG.warning('%s is unreachable: keeping its cached facts (valid '
                     'for %d more s)', host, report.remaining(host))
-    rest = [h for h in stale if h not in down]
+    gone = set(down)
+    rest = [h for h in stale if h not in gone]
     if rest:
         runner.facts(len(rest), limit=rest)
     return rest

@@ -232,7 +232,7 @@ def render_hosts(spec, nodes, settings=None):
     settings = settings or {}
     masters = {node.name: {} for node in nodes.masters}
     workers = {node.name: {} for node in nodes.workers}
-    hosts = {node.name: _host_vars(spec, node, node in nodes.masters,
+    hosts = {node.name: _host_vars(spec, node, node.name in masters,
                                    settings)
              for node in nodes.k8s_nodes}
     return {'all': {

@@ -445,8 +445,9 @@ class KubectlClient:
                     if isinstance(doc, dict) and 'items' in doc else [doc]
                 infos = [_node_info(item, 'items[%d]' % index)
                          for index, item in enumerate(items)]
+            asked = set(chunk)
             found.update((info.name, info) for info in infos
-                         if info.name in chunk)
+                         if info.name in asked)
         return found
 
     def node_exists(self, name):

@@ -51,16 +51,33 @@ def apply_change(settings, labels=(), taints=()):
             label_map.pop(key, None)
         else:
             label_map[key] = value
-    kept = list(settings.taints)
-    for taint in taints:
-        if taint.endswith('-'):
-            kept = [t for t in kept if not _removes(taint[:-1], t)]
-        else:
-            kept = [t for t in kept
-                    if params.taint_slot(t) != params.taint_slot(taint)]
-            kept.append(taint)
     return params.NodeSettings(tuple(sorted(label_map.items())),
-                               tuple(kept))
+                               _changed_taints(settings.taints, taints))
+
+
+def _changed_taints(present, changes):
+    """*present* after *changes* (as :func:`apply_change` takes them).
+
+    One pass from the last change back: a taint is kept when no later
+    change sets its key and effect or removes it; the result is the one
+    of filtering the list at each change, in linear time.
+    """
+    slots_gone, keys_gone, added = set(), set(), []
+
+    def kept(slot):
+        return slot not in slots_gone and slot[0] not in keys_gone
+    for change in reversed(changes):
+        if not change.endswith('-'):
+            slot = params.taint_slot(change)
+            if kept(slot):
+                added.append(change)
+            slots_gone.add(slot)
+        elif ':' in change:
+            slots_gone.add(params.taint_slot(change[:-1]))
+        else:
+            keys_gone.add(change[:-1])
+    return tuple([t for t in present if kept(params.taint_slot(t))] +
+                 added[::-1])
 
 
 def labels_to_send(labels, present):
@@ -77,16 +94,20 @@ def taints_to_send(taints, present):
     ``kubectl taint``: the taints *present* (the node's
     ``key=value:Effect`` strings) lacks, and the removals of taints it
     has (kubectl fails to remove a taint the node does not have)."""
+    present = set(present)
+    slots = {params.taint_slot(t) for t in present}
+    keys = {key for key, _ in slots}
     return [taint for taint in taints
-            if (any(_removes(taint[:-1], t) for t in present)
+            if (_removes(taint[:-1], slots, keys)
                 if taint.endswith('-') else taint not in present)]
 
 
-def _removes(removal, taint):
-    key, effect = params.taint_slot(taint)
+def _removes(removal, slots, keys):
+    """Whether the removal ``key:Effect`` or ``key`` matches one of
+    *slots* (``(key, effect)`` pairs) or *keys*."""
     if ':' in removal:
-        return (key, effect) == params.taint_slot(removal)
-    return key == removal
+        return params.taint_slot(removal) in slots
+    return removal in keys
 
 
 #: The ``vnf_metadata`` (v1) or ``metadata`` (v2) keys of a relabel by

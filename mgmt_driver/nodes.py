@@ -14,6 +14,7 @@ one name and no two addresses share one).
 """
 
 import dataclasses
+import functools
 import ipaddress
 import re
 
@@ -156,13 +157,20 @@ class ClusterNodes:
     def names(self):
         return [node.name for node in self.k8s_nodes]
 
+    @functools.cached_property
+    def _by_name(self):
+        # Callers look names up in loops over request-sized lists: one
+        # dict per (immutable) set, not a scan per name.
+        return ({n.name: n for n in self.k8s_nodes},
+                {n.name: n for n in self.gateways})
+
     def get(self, name):
         """:returns: the Kubernetes node called *name*, or None."""
-        return next((n for n in self.k8s_nodes if n.name == name), None)
+        return self._by_name[0].get(name)
 
     def gateway(self, name):
         """:returns: the gateway called *name*, or None."""
-        return next((n for n in self.gateways if n.name == name), None)
+        return self._by_name[1].get(name)
 
     def add(self, *nodes):
         """A new set with *nodes* added (masters at the end).

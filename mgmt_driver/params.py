@@ -21,6 +21,7 @@ overrides over the instantiated parameters and validates the result.
 import copy
 import dataclasses
 import difflib
+import functools
 import ipaddress
 import posixpath
 import re
@@ -252,11 +253,10 @@ class NodeSettings:
         labels = dict(self.labels)
         labels.update(top.labels)
         replacing = {taint_slot(taint): taint for taint in top.taints}
-        taints = []
-        for taint in [replacing.get(taint_slot(t), t) for t in self.taints
-                      ] + list(top.taints):
-            if taint not in taints:
-                taints.append(taint)
+        # A dict keeps the first of each taint, in order, in linear time.
+        taints = dict.fromkeys(
+            [replacing.get(taint_slot(t), t) for t in self.taints] +
+            list(top.taints))
         return NodeSettings(tuple(sorted(labels.items())), tuple(taints))
 
 
@@ -301,10 +301,15 @@ class NodePoolSpec:
         """The pool's own :class:`NodeSettings`."""
         return NodeSettings(self.labels, self.taints)
 
-    def names(self, node):
-        """True when *nodes* names *node* (by name or cluster address)."""
-        return node.name in self.nodes or _ip_or_text(
-            node.cluster_address) in self.nodes
+    @functools.cached_property
+    def _listed(self):
+        # Asked once per node of the cluster: a set, not the tuple.
+        return frozenset(self.nodes)
+
+    def lists(self, *entries):
+        """True when *nodes* holds one of *entries* (normalised names
+        or addresses)."""
+        return any(entry in self._listed for entry in entries)
 
 
 def _ip_or_text(text):
@@ -483,9 +488,10 @@ class ClusterSpec:
         (``node.pool``), then the listed pools naming it.  More than one
         is an error (:meth:`pool_of`)."""
         own = self.pool(node.pool)
+        entries = (node.name, _ip_or_text(node.cluster_address))
         return ([own] if own is not None else []) + [
             p for p in self.node_pools
-            if p.listed and p is not own and p.names(node)]
+            if p.listed and p is not own and p.lists(*entries)]
 
     def pool_of(self, node):
         """:returns: the :class:`NodePoolSpec` of *node*, or None.
@@ -920,7 +926,7 @@ def parse_taint_list(text, field, removals=False):
     :returns: the taints, checked as ``taints`` are, repeats dropped.
     :raises ParamsInvalid: every bad entry, naming *field*.
     """
-    taints, problems = [], []
+    taints, problems = {}, []
     for entry in _list_entries(text):
         if removals and entry.endswith('-'):
             problem = _taint_removal_problem(entry[:-1])
@@ -928,8 +934,8 @@ def parse_taint_list(text, field, removals=False):
             problem = _taint_problem(entry)
         if problem:
             problems.append('%s: %s' % (field, problem))
-        elif entry not in taints:
-            taints.append(entry)
+        else:
+            taints.setdefault(entry)
     if problems:
         raise exceptions.ParamsInvalid(problems)
     return tuple(taints)
@@ -959,13 +965,13 @@ def _list_entries(text):
 
 def _taints(sec, key):
     data = sec.value(key, list)
-    taints = []
+    taints = {}  # a dict: repeats dropped, order kept, linear time
     for i, text in enumerate(data or ()):
         problem = _taint_problem(text)
         if problem:
             sec.problems.invalid(sec.at('%s[%d]' % (key, i)), problem)
-        elif text not in taints:
-            taints.append(text)
+        else:
+            taints.setdefault(text)
     return tuple(taints)
 
 
@@ -1058,15 +1064,15 @@ def _pool_nodes(sec):
         sec.problems.invalid(sec.at('nodes'), 'must name 1 to %d nodes, '
                              'not %d' % (MAX_POOL_NODES, len(data)))
         return None
-    entries = []
+    entries = {}  # a dict: repeats dropped, order kept, linear time
     for index, item in enumerate(data):
         entry = _pool_entry(item)
         if entry is None:
             sec.problems.invalid(sec.at('nodes[%d]' % index), (
                 '%s is neither a node name (master-..., worker-...) nor '
                 'a cluster address') % _show(item))
-        elif entry not in entries:
-            entries.append(entry)
+        else:
+            entries.setdefault(entry)
     return tuple(entries)
 
 

@@ -166,10 +166,13 @@ def format_plan(steps):
     Content of files with mode 0600 (credentials, keys, kubeconfigs) is
     never shown.
     """
+    by_host = {}  # insertion order: hosts in order of first use
+    for step in steps:
+        by_host.setdefault(step.host, []).append(step)
     lines = []
-    for host in dict.fromkeys(step.host for step in steps):
+    for host, host_steps in by_host.items():
         lines.append('== %s' % host)
-        for step in (s for s in steps if s.host == host):
+        for step in host_steps:
             lines += _format_step(step)
     return '\n'.join(lines) + '\n'
 

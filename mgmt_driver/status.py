@@ -301,8 +301,8 @@ def _settings_differences(settings, nodes):
             continue
         labels = [key for key, value in wanted.labels
                   if node['labels'].get(key) != value]
-        taints = [taint for taint in wanted.taints
-                  if taint not in node['taints']]
+        live = set(node['taints'])  # remote data: a set, not a list scan
+        taints = [taint for taint in wanted.taints if taint not in live]
         if labels or taints:
             found.append(_difference(
                 'labels_not_as_recorded', node['name'], '; '.join(

@@ -238,8 +238,8 @@ def plan(target, nodes, masters, workers, supported, field,
     if problems:
         raise exceptions.ParamsInvalid(problems)
     ready = {n.name for n in nodes if n.schedulable} | set(cordoned_before)
-    todo = [name for name, v in versions.items()
-            if v != target or name not in ready]
+    todo = {name for name, v in versions.items()
+            if v != target or name not in ready}
     return Plan(target, tuple(n for n in masters if n in todo),
                 tuple(n for n in workers if n in todo))
 
