@@ -729,6 +729,8 @@ class Runner:
         :raises PlaybookTimedOut: the run took longer than *timeout*; it
             was stopped on the Ansible server too.
         :raises ClusterBusy: another run holds the cluster's lock.
+        :raises UnsafeRemotePath: another account could change the
+            workspace or a directory above it.
         """
         env = dict(PLAYBOOK_ENV,
                    **isolation.playbook_env(self.workspace.path))
@@ -746,6 +748,13 @@ class Runner:
             outcome = runs.run(self.root, argv, self.operation, playbook,
                                timeout, _Progress(self.conn.host, playbook,
                                                   self.on_progress))
+        except exceptions.RemoteCommandFailed as exc:
+            # The workspace's guard refused (mgmt_driver.isolation): say
+            # so in a sentence, not with the whole remote program.
+            refused = isolation.refusal(exc.result, self.workspace.path)
+            if refused is None:
+                raise
+            raise refused from None
         finally:
             seconds = time.monotonic() - started
             self.timings.append((playbook, seconds))

@@ -247,8 +247,8 @@ def test_a_swapped_workspace_never_runs_as_the_driver(lab, tenant):
         raised = exc
     assert not marker.exists(), 'the inventory ran as uid %s' % (
         marker.read_text().strip())
-    assert isinstance(raised, exceptions.MgmtDriverRemoteCommandError)
-    assert 'refusing to use workspace' in str(raised)
+    assert isinstance(raised, exceptions.UnsafeRemotePath), raised
+    assert '%s is writable by other accounts' % parent in str(raised)
 
 
 def test_the_inventory_is_never_run_as_a_script(lab, tenant):

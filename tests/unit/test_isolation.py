@@ -10,6 +10,7 @@ from mgmt_driver import exceptions
 from mgmt_driver import isolation
 from mgmt_driver import kubespray
 from mgmt_driver import ssh
+from tests import fakes
 from tests.fakes import FakeConnection
 
 WS = '/var/lib/kubespray-mgmt/vnf-1'
@@ -190,3 +191,25 @@ def test_every_program_entering_the_workspace_is_guarded(script):
 def test_the_replace_program_is_guarded():
     text = kubespray._REPLACE_SCRIPT
     assert text.index('ws_guard check "$1"') < text.index('cd -- "$1"')
+
+
+class RefusingServer(FakeConnection):
+    """An Ansible server whose guard refuses the start of every run."""
+
+    def run(self, command, **kwargs):
+        if fakes.detached_call(command) == 'start':
+            raise exceptions.RemoteCommandFailed(ssh.CommandResult(
+                self.host, 'sh -c ...', 'WS:UNSAFE:/var/lib:is owned by '
+                'uid 1000\n', '', isolation.UNSAFE_EXIT))
+        return super().run(command, **kwargs)
+
+
+def test_a_run_refused_by_the_guard_raises_unsafe_remote_path():
+    conn = RefusingServer('ansible')
+    runner = kubespray.Runner(conn, '/opt/kubespray', kubespray.Layout(
+        'playbooks/facts.yml', True, 'v2.31.0'), kubespray.Workspace(
+            conn, WS), settings=kubespray.PlaybookSettings())
+    with pytest.raises(exceptions.UnsafeRemotePath) as err:
+        runner.facts(1)
+    assert '/var/lib is owned by uid 1000' in str(err.value)
+    assert 'ws_guard' not in str(err.value)
