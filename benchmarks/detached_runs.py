@@ -45,7 +45,7 @@ def main():
     try:
         base = pathlib.Path(site.scratch) / 'bench-detached'
         base.mkdir()
-        base.chmod(0o777)
+        base.chmod(0o1777)  # sticky: the workspace's parent
         tool = base / 'ansible-playbook'
         tool.write_text(STAND_IN)
         tool.chmod(0o755)

@@ -50,6 +50,7 @@ import time
 from oslo_log import log as logging
 
 from mgmt_driver import exceptions
+from mgmt_driver import isolation
 from mgmt_driver import ssh
 
 LOG = logging.getLogger(__name__)
@@ -96,7 +97,8 @@ for tool in flock setsid timeout tail sha256sum; do
   command -v "$tool" >/dev/null 2>&1 || { echo "KR:MISSING:$tool"; exit 0; }
 done
 mkdir -p logs && chmod 0700 logs || exit 91
-inputs=$(find . -path ./logs -prune -o -type f ! -name 'run.*' -print |
+inputs=$(find . \\( -path ./logs -o -path ./.ansible \\) -prune -o \\
+  -type f ! -name 'run.*' -print |
   LC_ALL=C sort | xargs -r -d '\\n' sha256sum -- | sha256sum | cut -c1-64)
 id="$key.$inputs"
 info_id() { sed -n 's/^id=//p' run.info 2>/dev/null | head -n 1; }
@@ -220,6 +222,15 @@ fi 2>/dev/null
 rm -rf -- "$1"
 '''
 
+# Each program enters the workspace "$1" only after isolation's guard
+# found no other account able to change it or the directories above it.
+ENSURE_SCRIPT = isolation.guarded(ENSURE_SCRIPT, create=True)
+_START_SCRIPT = isolation.guarded(_START_SCRIPT, create=True)
+_FOLLOW_SCRIPT = isolation.guarded(_FOLLOW_SCRIPT)
+_END_SCRIPT = isolation.guarded(_END_SCRIPT)
+_STOP_SCRIPT = isolation.guarded(_STOP_SCRIPT)
+REMOVE_SCRIPT = isolation.guarded(REMOVE_SCRIPT)
+
 
 @dataclasses.dataclass(frozen=True)
 class RunInfo:
@@ -320,6 +331,8 @@ if [ -n "$2" ]; then echo "KR:STEM:$2"
 elif [ -f run.info ]; then head -c 4096 run.info | sed 's/^/KR:INFO:/'
 else echo KR:NORUN; fi
 '''
+
+_SHOW_SCRIPT = isolation.guarded(_SHOW_SCRIPT)
 
 
 def show_log(conn, workspace_path, on_line, stem=None, follow=False,

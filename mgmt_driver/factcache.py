@@ -2,21 +2,25 @@
 
 kubespray's ``--limit`` runs (``scale.yml``, ``cluster.yml
 --limit=etcd,kube_control_plane``) read the facts of every host they
-leave out from Ansible's fact cache, which kubespray's ``ansible.cfg``
-sets up as ``fact_caching = jsonfile`` in ``fact_caching_connection``
-(``/tmp``) with ``fact_caching_timeout`` (7200 s up to v2.19, 86400 s
+leave out from Ansible's fact cache.  kubespray's ``ansible.cfg`` sets
+it up as ``fact_caching = jsonfile`` in ``fact_caching_connection``
+(``/tmp``: one directory for every inventory on the server, keyed by
+host name) with ``fact_caching_timeout`` (7200 s up to v2.19, 86400 s
 since v2.20); v2.27+ stops such a run when a ``k8s_cluster`` host left
-out has no valid entry.  Instead of ``facts.yml`` over every host before
-each limited run, :func:`refresh_facts`:
+out has no valid entry.  The driver gives each workspace a jsonfile
+cache of its own (:mod:`mgmt_driver.isolation`: clusters on private
+networks share node names, and another cluster's entries must not count
+as this one's).  Instead of ``facts.yml`` over every host before each
+limited run, :func:`refresh_facts`:
 
-1. checks the cache in one remote command (:data:`PROBE_SCRIPT`: where
-   the checkout's ``ansible.cfg`` puts it, its timeout, the server's
-   clock and the age of each host's entry, the file's mtime, which is
-   what Ansible's jsonfile plugin goes by);
+1. checks the workspace's cache in one remote command
+   (:data:`PROBE_SCRIPT`: the checkout's timeout, the server's clock
+   and the age of each host's entry, the file's mtime, which is what
+   Ansible's jsonfile plugin goes by);
 2. runs the facts playbook limited to the hosts whose entry is missing
    or expires within a margin (every host, unlimited, when the cache
-   cannot be read with certainty: another plugin, a path with ``~`` or
-   ``$``, ``ANSIBLE_CONFIG`` or cache settings in the environment);
+   cannot be read with certainty: ``ANSIBLE_CONFIG``, or a cache
+   timeout or prefix in the server's environment);
 3. when that run finds hosts unreachable (kubespray's bootstrap play is
    ``any_errors_fatal``: one such host stops it for all), keeps the
    entries of those that are still valid, refreshes the others again,
@@ -34,28 +38,28 @@ import re
 from oslo_log import log as logging
 
 from mgmt_driver import exceptions
+from mgmt_driver import isolation
 
 LOG = logging.getLogger(__name__)
 
-# "$1": the checkout; "$@" after it: inventory host names (checked by
-# kubespray._host_names: no "/" or shell characters).  ansible.cfg's
-# [defaults] keys are read with sed; the last assignment wins, as in
-# Python's configparser with strict=False (Ansible's reader).
+# "$1": the checkout; "$2": the workspace's cache directory; "$@" after
+# them: inventory host names (checked by kubespray._host_names: no "/"
+# or shell characters).  ansible.cfg's [defaults] keys are read with
+# sed; the last assignment wins, as in Python's configparser with
+# strict=False (Ansible's reader).
 PROBE_SCRIPT = r'''
 cd -- "$1" 2>/dev/null || { echo FC:DOUBT:no-checkout; exit 0; }
-shift
+dir=$2
+shift 2
 key() {
   sed -n "s/^[[:space:]]*$1[[:space:]]*[=:][[:space:]]*//p" ansible.cfg \
     2>/dev/null | tail -n 1 | tr -d '\r'
 }
 [ -n "${ANSIBLE_CONFIG:-}" ] && echo FC:DOUBT:ANSIBLE_CONFIG
-env | grep -q '^ANSIBLE_CACHE_PLUGIN' && echo FC:DOUBT:environment
-echo "FC:PLUGIN:$(key fact_caching)"
-dir=$(key fact_caching_connection)
-echo "FC:DIR:$dir"
+env | grep -Eq '^ANSIBLE_CACHE_PLUGIN_(TIMEOUT|PREFIX)=' &&
+  echo FC:DOUBT:environment
 echo "FC:TIMEOUT:$(key fact_caching_timeout)"
 echo "FC:NOW:$(date +%s)"
-case $dir in ''|*'~'*|*'$'*) exit 0 ;; esac
 for h in "$@"; do
   newest=
   for f in "$dir/$h" "$dir"/s[0-9]*_"$h"; do
@@ -117,12 +121,6 @@ def parse_probe(stdout):
             continue
         _take(found, kind, value.strip())
     doubts = list(found['doubts'])
-    if found.get('plugin') != 'jsonfile':
-        doubts.append('fact_caching is %r, not jsonfile'
-                      % (found.get('plugin') or 'unset')[:40])
-    if not found.get('dir') or found['dir'][0] in '~$':
-        doubts.append('fact_caching_connection is unset or not a plain '
-                      'path')
     if 'now' not in found:
         doubts.append('no clock reading')
     return CacheReport(doubts=tuple(doubts),
@@ -133,10 +131,6 @@ def parse_probe(stdout):
 def _take(found, kind, value):
     if kind == 'DOUBT':
         found['doubts'].append(value[:40])
-    elif kind == 'PLUGIN':
-        found['plugin'] = value
-    elif kind == 'DIR':
-        found['dir'] = value
     elif kind in ('TIMEOUT', 'NOW') and _INT.match(value):
         found[kind.lower()] = int(value)
     elif kind == 'ENTRY':
@@ -145,13 +139,15 @@ def _take(found, kind, value):
             found['entries'][host] = int(mtime)
 
 
-def probe(conn, kubespray_root, hosts):
+def probe(conn, kubespray_root, cache_dir, hosts):
     """Read the fact cache's state for *hosts*: one remote command.
 
+    :param cache_dir: the workspace's cache (every run of the workspace
+        uses it: :func:`mgmt_driver.isolation.playbook_env`).
     :returns: a :class:`CacheReport`.
     """
-    result = conn.run(['sh', '-c', PROBE_SCRIPT, 'sh', kubespray_root]
-                      + list(hosts))
+    result = conn.run(['sh', '-c', PROBE_SCRIPT, 'sh', kubespray_root,
+                       cache_dir] + list(hosts))
     report = parse_probe(result.stdout)
     if report.doubts:
         LOG.info('Fact cache on %s not trusted (%s): refreshing every '
@@ -174,7 +170,8 @@ def refresh_facts(runner, hosts, margin):
     hosts = list(hosts)
     if not hosts:
         return []
-    report = probe(runner.conn, runner.root, hosts)
+    report = probe(runner.conn, runner.root,
+                   isolation.fact_cache_dir(runner.workspace.path), hosts)
     stale = report.stale(hosts, margin)
     LOG.info('Fact cache on %s: %d of %d host(s) to refresh',
              runner.conn.host, len(stale), len(hosts))

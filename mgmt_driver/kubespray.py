@@ -36,6 +36,7 @@ from mgmt_driver import conf as kconf
 from mgmt_driver import detached
 from mgmt_driver import exceptions
 from mgmt_driver import inventory
+from mgmt_driver import isolation
 from mgmt_driver import ssh
 
 LOG = logging.getLogger(__name__)
@@ -65,7 +66,7 @@ _WIDE_PATTERNS = frozenset({'all', 'localhost', 'ungrouped'})
 
 # "$1": the workspace; the tar stream on stdin (see Workspace.replace).
 # Entries of the set never start with ".", so "$tmp"/* lists them all.
-_REPLACE_SCRIPT = r'''
+_REPLACE_SCRIPT = isolation.guarded(r'''
 set -e
 umask 077
 cd -- "$1"
@@ -83,7 +84,7 @@ for entry in "$tmp"/*; do
     mv -f -- "$entry" "$name"
   fi
 done
-'''
+''')
 
 
 def _tar(documents):
@@ -182,9 +183,17 @@ class Workspace:
         """
         # chmod as well: a directory that already existed may be wider.
         result = self.conn.run(['sh', '-c', detached.ENSURE_SCRIPT, 'sh',
-                                self.path])
+                                self.path], check=False)
+        self._raise_if_failed(result)
         LOG.debug('Workspace %s ready on %s', self.path, self.conn.host)
         return detached.busy_holder(result.stdout)
+
+    def _raise_if_failed(self, result):
+        refused = isolation.refusal(result, self.path)
+        if refused is not None:
+            raise refused
+        if result.failed:
+            raise exceptions.RemoteCommandFailed(result)
 
     def read_record(self, name, parse):
         """A record file of the workspace, parsed by *parse* (which
@@ -236,8 +245,9 @@ class Workspace:
         """
         names = {_check_relative(name): body
                  for name, body in documents.items()}
-        self.conn.run(['sh', '-c', _REPLACE_SCRIPT, 'sh', self.path],
-                      stdin=_tar(names))
+        self._raise_if_failed(self.conn.run(
+            ['sh', '-c', _REPLACE_SCRIPT, 'sh', self.path],
+            stdin=_tar(names), check=False))
         LOG.debug('Wrote %d file(s) into %s on %s', len(names), self.path,
                   self.conn.host)
         return [posixpath.join(self.path, name) for name in names]
@@ -263,7 +273,8 @@ class Workspace:
         Deleting a workspace that is already gone succeeds.
         """
         result = self.conn.run(['sh', '-c', detached.REMOVE_SCRIPT, 'sh',
-                                self.path])
+                                self.path], check=False)
+        self._raise_if_failed(result)
         if 'KR:STOPPED:' in result.stdout:
             LOG.warning('Stopped the playbook run still running in %s on '
                         '%s', self.path, self.conn.host)
@@ -702,7 +713,8 @@ class PlaybookRun:
     log: str | None = None
 
 
-#: Environment of every run: plain lines, written as they come.
+#: Environment of every run: plain lines, written as they come.  Each
+#: run adds its workspace's own (:func:`mgmt_driver.isolation.playbook_env`).
 PLAYBOOK_ENV = {'ANSIBLE_NOCOLOR': '1', 'PYTHONUNBUFFERED': '1'}
 
 
@@ -794,8 +806,12 @@ class Runner:
         :raises PlaybookTimedOut: the run took longer than *timeout*; it
             was stopped on the Ansible server too.
         :raises ClusterBusy: another run holds the cluster's lock.
+        :raises UnsafeRemotePath: another account could change the
+            workspace or a directory above it.
         """
-        argv = ['env'] + ['%s=%s' % item for item in PLAYBOOK_ENV.items()] \
+        env = dict(PLAYBOOK_ENV,
+                   **isolation.playbook_env(self.workspace.path))
+        argv = ['env'] + ['%s=%s' % item for item in env.items()] \
             + self.argv(playbook, inventory_path, extra_vars_files, limit,
                         forks, become)
         timeout = timeout or self.timeout_for(0)
@@ -809,6 +825,13 @@ class Runner:
             outcome = runs.run(self.root, argv, self.operation, playbook,
                                timeout, _Progress(self.conn.host, playbook,
                                                   self.on_progress))
+        except exceptions.RemoteCommandFailed as exc:
+            # The workspace's guard refused (mgmt_driver.isolation): say
+            # so in a sentence, not with the whole remote program.
+            refused = isolation.refusal(exc.result, self.workspace.path)
+            if refused is None:
+                raise
+            raise refused from None
         finally:
             seconds = time.monotonic() - started
             self.timings.append((playbook, seconds))

@@ -31,6 +31,7 @@ import subprocess
 import sys
 import time
 
+from mgmt_driver import isolation
 from mgmt_driver.localsite import clusterstate
 
 SOURCE = pathlib.Path(__file__).resolve().parent
@@ -106,9 +107,13 @@ def _write_site_defaults(site):
 
 
 def _chown_tree(root, owner):
+    # The root itself stays the creator's (root): the driver's workspaces
+    # go below it (<root>/inventories), and a directory above a workspace
+    # must not belong to another account (mgmt_driver/isolation.py).
     entry = pwd.getpwnam(owner)
     for directory, _dirs, files in os.walk(root):
-        os.chown(directory, entry.pw_uid, entry.pw_gid)
+        if directory != str(root):
+            os.chown(directory, entry.pw_uid, entry.pw_gid)
         for name in files:
             os.chown(os.path.join(directory, name), entry.pw_uid,
                      entry.pw_gid)
@@ -128,7 +133,11 @@ class Site:
         self.kube_double = self.bin_dir / 'kube-double'
         self.etcdctl = self.bin_dir / 'etcdctl'
         self.state_dir = self.root / 'state'
+        #: The checkout's fact cache (ansible.cfg): every run on the
+        #: site whose environment does not name another.
         self.fact_cache = self.checkout / '.double' / 'facts'
+        #: Where the driver's workspaces are (site.cluster_params).
+        self.inventories = self.root / 'inventories'
         self.runs_log = self.checkout / '.double' / 'runs.jsonl'
 
     @property
@@ -180,15 +189,26 @@ class Site:
             return []
         return [json.loads(line) for line in lines if line.strip()]
 
-    def cached_hosts(self):
-        """Hosts with a fact-cache entry (expired ones included)."""
+    def fact_caches(self):
+        """Every fact cache directory on the site: the checkout's shared
+        one and each workspace's own (:mod:`mgmt_driver.isolation`)."""
+        own = sorted(self.inventories.glob('*/' + isolation.FACT_CACHE))
+        return [self.fact_cache] + own
+
+    def cached_hosts(self, workspace=None):
+        """Hosts with a fact-cache entry (expired ones included).
+
+        :param workspace: only the cache this workspace's runs use
+            (default: every cache on the site).
+        """
         # ansible-core 2.19 prefixes cache keys with a schema id: "s1_".
-        return sorted(re.sub(r'^s\d+_', '', p.name)
-                      for p in self._cache_entries())
+        return sorted({re.sub(r'^s\d+_', '', p.name)
+                       for p in self._cache_entries(workspace)})
 
     def clear_fact_cache(self):
         """Forget every cached fact (as after kubespray's 24 h timeout)."""
-        shutil.rmtree(self.fact_cache, ignore_errors=True)
+        for cache in self.fact_caches():
+            shutil.rmtree(cache, ignore_errors=True)
 
     def fact_cache_timeout(self):
         """``fact_caching_timeout`` of the checkout's ansible.cfg (s)."""
@@ -196,32 +216,38 @@ class Site:
         return int(re.search(r'^fact_caching_timeout\s*=\s*(\d+)', text,
                              re.M).group(1))
 
-    def age_fact_cache(self, seconds, hosts=None):
+    def age_fact_cache(self, seconds, hosts=None, workspace=None):
         """Make cache entries *seconds* old (Ansible goes by mtime).
 
         :param hosts: inventory names (default: every entry).
+        :param workspace: see :meth:`cached_hosts`.
         :returns: the names of the entries aged.
         """
-        aged = []
+        aged = set()
         when = time.time() - seconds
-        for path in self._cache_entries():
+        for path in self._cache_entries(workspace):
             name = re.sub(r'^s\d+_', '', path.name)
             if hosts is None or name in hosts:
                 os.utime(path, (when, when))
-                aged.append(name)
+                aged.add(name)
         return sorted(aged)
 
-    def fact_cache_ages(self):
-        """``{host: age in seconds}`` of the cache entries."""
+    def fact_cache_ages(self, workspace=None):
+        """``{host: age in seconds}`` of the cache entries (the newest
+        entry of a host found in several caches)."""
         now = time.time()
-        return {re.sub(r'^s\d+_', '', p.name): now - p.stat().st_mtime
-                for p in self._cache_entries()}
+        ages = {}
+        for path in self._cache_entries(workspace):
+            name = re.sub(r'^s\d+_', '', path.name)
+            ages[name] = min(ages.get(name, float('inf')),
+                             now - path.stat().st_mtime)
+        return ages
 
-    def _cache_entries(self):
-        if not self.fact_cache.is_dir():
-            return []
-        return [p for p in self.fact_cache.iterdir()
-                if not p.name.startswith('.')]
+    def _cache_entries(self, workspace=None):
+        caches = self.fact_caches() if workspace is None else [
+            pathlib.Path(workspace) / isolation.FACT_CACHE]
+        return [p for cache in caches if cache.is_dir()
+                for p in cache.iterdir() if not p.name.startswith('.')]
 
     # --- changing -----------------------------------------------------
 

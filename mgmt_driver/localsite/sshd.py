@@ -228,5 +228,38 @@ class Sshd:
                               self.read_log()))
 
     def cleanup(self):
+        """Stop sshd and every session it forked, then remove its files.
+
+        The sessions go too: an SSH master connection that a client keeps
+        open (``ControlPersist``, 30 min in kubespray's ansible.cfg and
+        the double's) would otherwise keep its session, and itself,
+        running long after the site is gone.
+        """
+        sessions = descendants(p.pid for p in self._procs)
         self.stop()
+        for pid in sessions:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+def descendants(roots):
+    """Every process below the processes *roots* (from /proc)."""
+    children = {}
+    for entry in os.listdir('/proc'):
+        if not entry.isdigit():
+            continue
+        try:
+            with open('/proc/%s/stat' % entry) as f:
+                parent = int(f.read().rsplit(')', 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(parent, []).append(int(entry))
+    found, todo = [], list(roots)
+    while todo:
+        for child in children.get(todo.pop(), ()):
+            found.append(child)
+            todo.append(child)
+    return found

@@ -157,7 +157,9 @@ def test_two_vnfs_in_parallel_equal_one_after_the_other(tmp_path):
             lab.start()
         shared = labs['a'].site.root / 'inventories'
         shared.mkdir(mode=0o700, exist_ok=True)
-        site_mod.chown(shared, labs['a'].sshd.user)
+        # the Ansible account's (root's as root: a workspace parent must
+        # not belong to another account)
+        site_mod.chown(shared, labs['a'].sshd.ansible_user)
         known_hosts = str(tmp_path / 'known_hosts')
         vnfs = {key: Vnf(lab, addresses[key], known_hosts, str(shared))
                 for key, lab in labs.items()}

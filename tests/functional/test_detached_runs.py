@@ -53,7 +53,8 @@ class Server:
         self.sshd = sshd
         self.base = pathlib.Path(sshd.scratch) / ('dr-' + uuid.uuid4().hex[:8])
         self.base.mkdir()
-        self.base.chmod(0o777)
+        # sticky, as /tmp: the workspace's parent (mgmt_driver.isolation)
+        self.base.chmod(0o1777)
         self.gate = self.base / 'gate'
         self.runs_file = self.base / 'runs'
         self.tool = self.base / 'ansible-playbook'

@@ -35,7 +35,9 @@ def conn(sshd, tmp_path):
 def base(sshd):
     path = os.path.join(sshd.scratch, 'ks-' + uuid.uuid4().hex[:8])
     os.mkdir(path)
-    os.chmod(path, 0o777)
+    # Writable by the site's user, sticky as /tmp: a workspace parent
+    # others could rename entries in is refused (mgmt_driver.isolation).
+    os.chmod(path, 0o1777)
     return path
 
 

@@ -195,7 +195,7 @@ def _scale_out_by_two(conf, workers, probe=None):
                                      for i in range(workers)]
     h = Harness(conf, k8s_nodes=names)
     if probe is not None:
-        h.ansible.script(r'FC:PLUGIN', stdout=probe(names))
+        h.ansible.script(r'FC:TIMEOUT', stdout=probe(names))
     extra = _instantiate_params(workers + 2)
     instance = h.instance(extra)
     h.hooks.scale_end(None, instance, _request({}, type='SCALE_OUT'),
@@ -204,7 +204,7 @@ def _scale_out_by_two(conf, workers, probe=None):
 
 
 def _fresh_cache(names):
-    return ('FC:PLUGIN:jsonfile\nFC:DIR:/tmp\nFC:TIMEOUT:86400\n'
+    return ('FC:TIMEOUT:86400\n'
             'FC:NOW:1000000\n' + ''.join('FC:ENTRY:%s:999000\n' % n
                                         for n in names[:-1]))
 
@@ -215,7 +215,7 @@ def test_scale_end_refreshes_only_stale_facts(conf):
              if 'ansible-playbook -i' in c and 'facts.yml' in c]
     # The last old worker has no entry: only it is gathered.
     assert len(facts) == 1 and '--limit=worker-10-10-0-23 ' in facts[0]
-    probe = [c for c in h.ansible.commands if 'FC:PLUGIN' in c]
+    probe = [c for c in h.ansible.commands if 'FC:TIMEOUT' in c]
     assert len(probe) == 1 and 'worker-10-10-0-25' not in probe[0]
 
 

@@ -15,7 +15,7 @@ ROOT = '/opt/kubespray'
 WS = '/var/lib/kubespray-mgmt/vnf-1'
 NOW = 1_800_000_000
 DAY = 86400
-HEAD = 'FC:PLUGIN:jsonfile\nFC:DIR:/tmp\nFC:TIMEOUT:86400\nFC:NOW:%d\n' % NOW
+HEAD = 'FC:TIMEOUT:86400\nFC:NOW:%d\n' % NOW
 RECAP_DOWN = ('PLAY RECAP ***\nw1 : ok=0 changed=0 unreachable=1 '
               'failed=0\nw2 : ok=1 changed=0 unreachable=0 failed=0\n')
 
@@ -27,7 +27,7 @@ def entries(**ages):
 
 def make_runner(probe_stdout):
     conn = FakeConnection('ansible')
-    conn.script(r'FC:PLUGIN', stdout=probe_stdout)
+    conn.script(r'FC:TIMEOUT', stdout=probe_stdout)
     layout = kubespray.Layout('playbooks/facts.yml', True, 'v2.31.0')
     return kubespray.Runner(conn, ROOT, layout,
                             kubespray.Workspace(conn, WS))
@@ -69,12 +69,10 @@ def test_timeout_zero_never_expires():
 
 
 @pytest.mark.parametrize('text, why', [
-    (HEAD.replace('jsonfile', 'redis'), "'redis', not jsonfile"),
-    (HEAD.replace('FC:DIR:/tmp', 'FC:DIR:~/facts'), 'not a plain path'),
-    (HEAD.replace('FC:DIR:/tmp', 'FC:DIR:'), 'not a plain path'),
     (HEAD + 'FC:DOUBT:ANSIBLE_CONFIG\n', 'ANSIBLE_CONFIG'),
+    (HEAD + 'FC:DOUBT:environment\n', 'environment'),
     (HEAD.replace('FC:NOW:%d' % NOW, 'FC:NOW:soon'), 'no clock'),
-    ('garbage\n' * 3, 'not jsonfile'),
+    ('garbage\n' * 3, 'no clock'),
 ])
 def test_doubt_makes_every_host_stale(text, why):
     report = factcache.parse_probe(text + entries(w1=5))
@@ -91,29 +89,52 @@ def test_parse_ignores_malformed_lines():
 
 # ------------------------------------------------------------------ probe --
 
-def test_probe_script_on_a_real_shell(tmp_path):
+def _probe_on_a_real_shell(tmp_path, environment=()):
     checkout = tmp_path / 'kubespray'
-    cache = tmp_path / 'cache'
+    shared = tmp_path / 'shared'
+    cache = tmp_path / 'ws' / '.ansible' / 'facts'
     checkout.mkdir()
-    cache.mkdir()
+    shared.mkdir()
+    cache.mkdir(parents=True)
     (checkout / 'ansible.cfg').write_text(
         '[defaults]\nfact_caching = jsonfile\n'
         'fact_caching_connection = %s\nfact_caching_timeout = 7200\n'
-        % cache)
+        % shared)
     old = time.time() - 5000
     (cache / 'w1').write_text('{}')
     (cache / 's1_w2').write_text('{}')
     os.utime(cache / 's1_w2', (old, old))
+    # Another cluster's fresh entry in the checkout's shared directory.
+    (shared / 'w3').write_text('{}')
     env = {k: v for k, v in os.environ.items()
            if not k.startswith('ANSIBLE_')}
+    env.update(environment)
     out = subprocess.run(['sh', '-c', factcache.PROBE_SCRIPT, 'sh',
-                          str(checkout), 'w1', 'w2', 'w3'], env=env,
-                         capture_output=True, text=True, check=True).stdout
-    report = factcache.parse_probe(out)
+                          str(checkout), str(cache), 'w1', 'w2', 'w3'],
+                         env=env, capture_output=True, text=True,
+                         check=True).stdout
+    return factcache.parse_probe(out)
+
+
+def test_probe_reads_the_workspace_cache_not_the_shared_one(tmp_path):
+    report = _probe_on_a_real_shell(tmp_path)
     assert report.doubts == ()
     assert report.timeout == 7200
     assert sorted(report.entries) == ['w1', 'w2']
     assert report.stale(['w1', 'w2', 'w3'], 3600) == ['w2', 'w3']
+
+
+def test_probe_doubts_a_cache_timeout_in_the_environment(tmp_path):
+    report = _probe_on_a_real_shell(
+        tmp_path, {'ANSIBLE_CACHE_PLUGIN_TIMEOUT': '60'})
+    assert report.doubts == ('environment',)
+
+
+def test_refresh_probes_the_workspace_cache():
+    runner = make_runner(HEAD)
+    factcache.refresh_facts(runner, ['w1'], 3600)
+    probe = runner.conn.commands[0]
+    assert probe.split()[-2:] == [WS + '/.ansible/facts', 'w1'], probe
 
 
 # ---------------------------------------------------------------- refresh --

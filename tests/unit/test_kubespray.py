@@ -21,7 +21,22 @@ from tests.fakes import joined
 
 ROOT = '/opt/kubespray'
 WS = '/var/lib/kubespray-mgmt/vnf-1'
-ENV = 'env ANSIBLE_NOCOLOR=1 PYTHONUNBUFFERED=1 '
+
+
+
+def env_text(ws):
+    """The ``env`` prefix of a run in workspace *ws*: plain output, and
+    the workspace's own fact cache, SSH control sockets and inventory
+    plugin (no script inventories)."""
+    return ('env ANSIBLE_NOCOLOR=1 PYTHONUNBUFFERED=1 '
+            'ANSIBLE_CACHE_PLUGIN=jsonfile '
+            'ANSIBLE_CACHE_PLUGIN_CONNECTION={ws}/.ansible/facts '
+            'ANSIBLE_SSH_CONTROL_PATH_DIR={ws}/.ansible/cp '
+            'ANSIBLE_SSH_CONTROL_PATH= ANSIBLE_INVENTORY_ENABLED=yaml '
+            'ANSIBLE_INVENTORY_UNPARSED_FAILED=true ').format(ws=ws)
+
+
+ENV = env_text(WS)
 IN_ROOT = 'detached in %s: %s' % (ROOT, ENV.rstrip())
 NEW = kubespray.Layout('playbooks/facts.yml', True, 'v2.24.0')
 OLD = kubespray.Layout('facts.yml', False, None)
@@ -398,7 +413,12 @@ def test_paths_with_spaces_stay_single_arguments():
                               settings=SETTINGS)
     runner.facts(1)
     assert conn.commands == [
-        "detached in /opt/kube spray: " + ENV +
+        "detached in /opt/kube spray: env ANSIBLE_NOCOLOR=1 "
+        "PYTHONUNBUFFERED=1 ANSIBLE_CACHE_PLUGIN=jsonfile "
+        "'ANSIBLE_CACHE_PLUGIN_CONNECTION=/srv/my ws/vnf/.ansible/facts' "
+        "'ANSIBLE_SSH_CONTROL_PATH_DIR=/srv/my ws/vnf/.ansible/cp' "
+        "ANSIBLE_SSH_CONTROL_PATH= ANSIBLE_INVENTORY_ENABLED=yaml "
+        "ANSIBLE_INVENTORY_UNPARSED_FAILED=true "
         "ansible-playbook -i '/srv/my ws/vnf/hosts.yaml' "
         "-e '@/srv/my ws/vnf/cluster-vars.yaml' --become --become-user=root "
         "--forks 10 playbooks/facts.yml"]
