@@ -45,6 +45,7 @@ from mgmt_driver import nodes as nodes_mod
 from mgmt_driver import params
 from mgmt_driver import records as records_mod
 from mgmt_driver import registry
+from mgmt_driver import safeyaml
 from mgmt_driver import ssh
 from mgmt_driver import trust
 from mgmt_driver import upgrade as upgrade_mod
@@ -98,6 +99,32 @@ class Settings:
                    admin_service_account=group.admin_service_account,
                    drain_timeout=group.drain_timeout,
                    fact_cache_margin=group.fact_cache_margin)
+
+
+#: Workspace documents every later operation reads back (through
+#: :mod:`safeyaml`, which refuses more than ``MAX_CHARS``).
+_READ_BACK = (inventory.HOSTS_FILE, labels_mod.RECORD_FILE)
+
+
+def _check_read_back(documents):
+    """Refuse, before anything is written, documents that the next
+    operation could not read back: they would lock the instance out of
+    every later operation.  Only many or long labels and taints (a
+    request's, a pool's or a relabel's, recorded per node) make them
+    that large.
+
+    :param documents: ``{name: (text, mode)}`` about to be uploaded.
+    :raises ParamsInvalid: naming the fields and the sizes.
+    """
+    too_big = ['%s (%d characters)' % (name, len(documents[name][0]))
+               for name in _READ_BACK
+               if len(documents[name][0]) > safeyaml.MAX_CHARS]
+    if too_big:
+        raise exceptions.ParamsInvalid([
+            'labels, taints: the labels and taints of the nodes would '
+            'make %s, more than the %d characters the driver reads back; '
+            'give the nodes fewer or shorter labels and taints (nothing '
+            'was changed)' % (', '.join(too_big), safeyaml.MAX_CHARS)])
 
 
 class ClusterDriver:
@@ -328,6 +355,7 @@ class ClusterDriver:
                      for name, rendered in files.items()}
         documents[labels_mod.RECORD_FILE] = (
             labels_mod.render_record(settings), inventory.PUBLIC_MODE)
+        _check_read_back(documents)
         key_texts = {login.key_file: login.key_text for login in (
             self.spec.master.login, self.spec.worker.login)}
         for local, remote in sorted(key_paths.items()):

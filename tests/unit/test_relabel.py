@@ -12,6 +12,7 @@ from mgmt_driver import exceptions
 from mgmt_driver import kubectl
 from mgmt_driver import labels
 from mgmt_driver import params
+from mgmt_driver import safeyaml
 from tests.fakes import FakePool
 from tests.unit.test_driver import LAYOUT
 from tests.unit.test_driver import conf  # noqa: F401 (a fixture)
@@ -298,3 +299,32 @@ def test_relabel_commands_do_not_grow_with_the_node_count(conf):  # noqa
     for host in (MASTER, _spec().ansible.ip_address):
         assert len(small.connection(host).calls) == len(
             large.connection(host).calls), host
+
+
+def test_a_relabel_too_large_to_read_back_changes_nothing(
+        conf, monkeypatch):  # noqa: F811
+    """A relabel that would make the workspace's records larger than the
+    driver reads back is refused before anything is written or sent:
+    otherwise every later operation of the instance would fail reading
+    them (a 64 KiB relabel_taints PATCH on 50 workers wrote 3.9 MB)."""
+    monkeypatch.setattr(safeyaml, 'MAX_CHARS', 20000)
+    spec = _spec()
+    cluster = _cluster(spec, workers=['10.10.1.%d' % i for i in range(1, 6)])
+    pool = FakePool()
+    ansible = pool.connection(spec.ansible.ip_address)
+    ansible.script(r'KS:MISSING', stdout=LAYOUT)
+    master = pool.connection(MASTER)
+    names = [n.name for n in cluster.workers]
+    _nodes_are(master, *(json.loads(_node_json(n)) for n in names))
+    drv = driver.ClusterDriver(spec, 'i1', pool, conf=conf)
+    taints = tuple('k%d=%s:NoSchedule' % (i, 'v' * 40) for i in range(80))
+    with pytest.raises(exceptions.ParamsInvalid) as caught:
+        drv.relabel(cluster, names, (), taints)
+    message = str(caught.value)
+    assert 'node-settings.yaml' in message and '20000' in message
+    assert 'v' * 40 not in message
+    assert ansible.files == {}
+    assert not [c for c in master.commands if ' taint ' in c]
+    # Within the cap, the same relabel goes through.
+    monkeypatch.setattr(safeyaml, 'MAX_CHARS', 2 * 1024 * 1024)
+    assert drv.relabel(cluster, names, (), taints) == []
