@@ -28,6 +28,7 @@ Nothing here sends traffic anywhere but 127.0.0.0/8; every process is
 stopped by its ``stop``/``cleanup`` method.
 """
 
+import json
 import os
 import pathlib
 import pwd
@@ -463,3 +464,37 @@ def read_inventory(workspace):
               for name, group in doc['children'].items()}
     groups['hosts'] = doc['hosts']
     return groups
+
+
+def swap_host_key(known_hosts, address, key_line, records_dirs=()):
+    """Make *address* look re-created with the host key *key_line*
+    (``<type> <base64>``), which the site's sshd does not have: its
+    entries in *known_hosts*, and the key an instance's record says its
+    own login recorded there (``records`` beside *known_hosts*, where
+    the site's configuration keeps them), become *key_line*.  The
+    driver, which forgets only a key it owns and only while the file
+    holds that very key, then sees what it sees after a real re-creation:
+    its own old key, and a host presenting another.
+
+    :param records_dirs: other ``records_dir`` to look in.
+    :returns: how many records owned a key of *address*.
+    """
+    known_hosts = pathlib.Path(known_hosts)
+    lines = []
+    for line in known_hosts.read_text().splitlines():
+        host = line.split()[0] if line.strip() else ''
+        ours = any(name == address or name.startswith('[%s]:' % address)
+                   for name in host.split(','))
+        lines.append('%s %s' % (host, key_line) if ours else line)
+    known_hosts.write_text('\n'.join(lines) + '\n')
+    owned = 0
+    for path in [p for d in [known_hosts.parent / 'records',
+                             *map(pathlib.Path, records_dirs)]
+                 for p in sorted(d.glob('*.json'))]:
+        record = json.loads(path.read_text())
+        for entry in record.get('keys', []):
+            if entry.get('address') == address:
+                entry['key'] = key_line
+                owned += 1
+        path.write_text(json.dumps(record))
+    return owned

@@ -604,33 +604,14 @@ def check_status(world, site, workspace, config, params_file, tmp_path,
 
 
 def _new_host_key(known_hosts, address, tmp_path):
-    """The VM at *address* comes back with another host key.
-
-    The site's sshd keeps its key, so the key the driver recorded is
-    swapped instead, in known_hosts and in the instance's record (its
-    own login recorded it: the instance owns it and forgets it when the
-    VM is re-created, as long as the file still holds that key).
-    """
+    """The VM at *address* comes back with another host key."""
     key = tmp_path / 'recreated'
     subprocess.run(['ssh-keygen', '-q', '-t', 'ecdsa', '-N', '', '-f',
                     str(key)], check=True)
     kind, blob = key.with_suffix('.pub').read_text().split()[:2]
-    lines = known_hosts.read_text().splitlines()
-    mine = [line for line in lines if address in line.split()[0]]
-    assert mine, 'no key recorded for %s' % address
-    known_hosts.write_text('\n'.join(
-        [line for line in lines if line not in mine] +
-        ['%s %s %s' % (line.split()[0], kind, blob) for line in mine]) +
-        '\n')
-    owned = 0
-    for path in (known_hosts.parent / 'records').glob('*.json'):
-        record = json.loads(path.read_text())
-        for entry in record.get('keys', []):
-            if entry['address'] == address:
-                entry['key'] = '%s %s' % (kind, blob)
-                owned += 1
-        path.write_text(json.dumps(record))
-    assert owned, 'no instance owns the key of %s' % address
+    assert address in known_hosts.read_text(), address
+    assert e2e.swap_host_key(known_hosts, address,
+                             '%s %s' % (kind, blob)), address
 
 
 def test_heal_the_load_balancer_vnfc(cluster_factory, tmp_path):

@@ -222,7 +222,7 @@ class FakeInfra:
         if kubeconfig.exists():
             kubeconfig.unlink()
         new_host_key(self.lab.root / 'known_hosts', address or self.lab.lb,
-                     self.lab.root)
+                     self.lab.root, getattr(self, 'records_dirs', ()))
 
     def heal_vnf_wait(self, **kwargs):
         pass
@@ -385,19 +385,15 @@ class GatewayLab(lab_mod.Lab):
         return None
 
 
-def new_host_key(known_hosts, address, scratch):
-    """Record another host key for *address*, as a re-created VM has."""
+def new_host_key(known_hosts, address, scratch, records_dirs=()):
+    """Record another host key for *address*, as a re-created VM has
+    (and in the records that own its old one: ``site.swap_host_key``)."""
     key = scratch / ('hostkey-' + uuid.uuid4().hex[:6])
     subprocess.run(['ssh-keygen', '-q', '-t', 'ed25519', '-N', '', '-f',
                     str(key)], check=True)
     kind, blob = key.with_suffix('.pub').read_text().split()[:2]
-    kept = []
-    for line in known_hosts.read_text().splitlines():
-        host = line.split()[0] if line.strip() else ''
-        if address in host:
-            line = '%s %s %s' % (host, kind, blob)
-        kept.append(line)
-    known_hosts.write_text('\n'.join(kept) + '\n')
+    site_mod.swap_host_key(known_hosts, address, '%s %s' % (kind, blob),
+                           records_dirs)
 
 
 class HookLog:

@@ -411,6 +411,7 @@ def world(tacker_conf, admin_context, tmp_path_factory):
         w = World(lab, lcm, infra, heat, vnfd, objects, admin_context)
         w.kubeconfigs = tmp / 'kubeconfigs'
         w.records = tmp / 'records'
+        infra.site.records_dirs = [w.records]  # the script's records_dir
         w.kubeconfigs.mkdir()
 
         def recorded(operation, *args, **kwargs):
