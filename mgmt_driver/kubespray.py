@@ -396,6 +396,19 @@ def _markers(stdout):
     return found
 
 
+# The first line of ``ansible-playbook --version``: ``ansible-playbook
+# [core 2.18.19]`` (ansible-core), ``ansible-playbook 2.9.27`` (older).
+_ANSIBLE_BANNER = re.compile(r'ansible-playbook(?: \[core | )(\d{1,4}(?:\.'
+                             r'\d{1,6}){1,2})')
+
+
+def _ansible_version(line):
+    """The version in *line* when it is ansible-playbook's banner, else
+    None: another command (a wrapper, ``true``) says nothing."""
+    match = _ANSIBLE_BANNER.match(line or '')
+    return match.group(1) if match else None
+
+
 def _plain_version(text):
     """``2.18.0`` from ``2.18.0``, ``"2.18.0"`` or ``ansible-playbook
     [core 2.18.19]``; None for text that holds no version."""
@@ -434,8 +447,7 @@ def _layout_from(found, refuse):
                   in found['flags'],
                   version=version,
                   ansible_range=bounds if all(bounds) else None,
-                  ansible=found['ansible'] and _plain_version(
-                      found['ansible']))
+                  ansible=_ansible_version(found['ansible']))
 
 
 def _facts_playbook(files, refuse):

@@ -22,8 +22,8 @@ PAYLOADS.  One (field, payload) pair is a *cell*; it passes when either
     are found literally in the parsed files of the workspace;
   - a Jinja payload is inert: wherever it occurs in the vars or inventory
     files on the Ansible server it is tagged ``!unsafe``, and where the
-    double uses the variable (``kube_version``, ``cluster_name``) it
-    recorded the literal text;
+    double uses the variable (``cluster_name``) it recorded the literal
+    text;
   - YAML payloads did not break out: the workspace files load with a safe
     loader and hold no ``evil`` key.
 
@@ -40,7 +40,7 @@ Runs (a request holds one payload per field, so cells are batched):
 * one **real** batch: ``instantiate_end`` runs the real ansible-playbook
   on the double and builds the cluster.  It holds a payload of every
   field that can run there, Jinja ones first, so that the double really
-  uses the Jinja payloads of ``kube_version`` and ``cluster_name``;
+  uses the Jinja payload of ``cluster_name``;
 * **stub** batches: the same hooks with ``ansible_playbook_command`` set
   to ``true``: every command, upload, HAProxy step, kubectl call and the
   LB kubeconfig are real, only the 7-30 s playbook run is skipped (its
@@ -220,8 +220,11 @@ def _put_label_value(role):
 
 
 #: Extra var names for the payloads of one request: the double passes
-#: the first two to ``kube-double``, which records them in its state.
-EXTRA_VAR_SLOTS = ('kube_version', 'cluster_name') + tuple(
+#: the first to ``kube-double``, which records it in its state.  Not
+#: ``kube_version``: kubespray v2.31.0 (and the double) compare it with
+#: the oldest version they support in their first play, so a payload
+#: there stops the run before it reaches anything.
+EXTRA_VAR_SLOTS = ('cluster_name',) + tuple(
     'inj_%d' % i for i in range(len(PAYLOADS)))
 
 
@@ -759,19 +762,14 @@ def _check_vim_name(world, name):
 
 
 def _check_double_records(world, cells):
-    """``kube_version`` and ``cluster_name``, as the double recorded them."""
+    """``cluster_name``, as the double recorded it."""
     state = world.lab.site.state() or {}
-    recorded = {
-        'kube_version': {n.get('kubelet_version')
-                         for n in state.get('nodes', {}).values()},
-        'cluster_name': {(state.get('cluster') or {}).get('name')}}
+    recorded = {'cluster_name': {(state.get('cluster') or {}).get('name')}}
     extra = [c for c in cells if c.field.path == 'kubespray.extra_vars.*']
     for name, cell in zip(EXTRA_VAR_SLOTS, extra, strict=False):
-        if name in recorded:
-            want = ('v' + cell.text) if name == 'kube_version' else cell.text
-            if recorded[name] != {want}:
-                cell.problems.append('the double recorded %s %r, not the '
-                                     'literal text' % (name, recorded[name]))
+        if name in recorded and recorded[name] != {cell.text}:
+            cell.problems.append('the double recorded %s %r, not the '
+                                 'literal text' % (name, recorded[name]))
 
 
 def _check_trees(world, roots, before, tops, workspaces):

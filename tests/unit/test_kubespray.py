@@ -750,8 +750,12 @@ def test_check_ansible_compares_versions_not_strings(version, refused):
     ('ansible-playbook [core 2.18.19]', '2.18.19'),
     ('ansible-playbook 2.9.27', '2.9.27'),
     ('ansible-playbook [core 2.18.19]' + 'x' * 10 ** 6, '2.18.19'),
+    # Not Ansible (a wrapper, ``true``): its version says nothing.
+    ('true (GNU coreutils) 9.1', None),
     ('\x1b]0;owned\x07 no version here', None),
     ('9' * 100000 + '.1', None)])
 def test_the_servers_version_line_is_untrusted(line, version):
-    found = kubespray._markers('KS:ANSIBLE:%s\n' % line)
-    assert kubespray._plain_version(found['ansible'] or '') == version
+    stdout = FILES_NEW + 'KS:ANSIBLE:%s\n' % line
+    layout = kubespray._layout_from(kubespray._markers(stdout),
+                                    kubespray._refuser('a', ROOT))
+    assert layout.ansible == version
