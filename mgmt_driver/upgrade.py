@@ -337,7 +337,8 @@ def render_cordons(target, names):
                        'cordoned_before': sorted(names)}) + '\n'
 
 
-_NODE_NAME_RE = re.compile(r'[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?')
+# The node names kubectl.py accepts from a cluster.
+_NODE_NAME_RE = re.compile(r'[A-Za-z0-9]([-A-Za-z0-9_.]{0,251}[A-Za-z0-9])?')
 
 
 def parse_cordons(text):
@@ -351,7 +352,7 @@ def parse_cordons(text):
         return None
     try:
         data = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # nested past the stack, too
         raise ValueError('not JSON') from None
     if not isinstance(data, dict) or set(data) != {'target',
                                                    'cordoned_before'}:

@@ -133,11 +133,15 @@ def test_the_cordon_record_round_trips_and_is_untrusted():
     assert upgrade.parse_cordons(text) == ((1, 34, 3),
                                            frozenset({'w1', 'w2'}))
     assert upgrade.parse_cordons(None) is None
+    # Any name kubectl reports may be recorded and read back.
+    assert upgrade.parse_cordons(upgrade.render_cordons(
+        (1, 34, 3), {'Stray_1'})) == ((1, 34, 3), frozenset({'Stray_1'}))
     for bad in ('', '[]', '{"target": "1.34.3"}',
                 '{"target": "latest", "cordoned_before": []}',
                 '{"target": "1.34.3", "cordoned_before": ["W 1"]}',
                 '{"target": "1.34.3", "cordoned_before": [1]}',
                 '{"target": "1.34.3", "cordoned_before": ["a"], "x": 1}',
+                '[' * 100000 + ']' * 100000,
                 json.dumps({'target': '1.34.3', 'cordoned_before': [
                     'n%d' % i for i in range(upgrade.MAX_CORDONED + 1)]})):
         with pytest.raises(ValueError) as caught:
