@@ -245,18 +245,25 @@ class Sshd:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-def descendants(roots):
-    """Every process below the processes *roots* (from /proc)."""
-    children = {}
+def parents():
+    """``{pid: parent pid}`` of every process (from /proc)."""
+    found = {}
     for entry in os.listdir('/proc'):
         if not entry.isdigit():
             continue
         try:
             with open('/proc/%s/stat' % entry) as f:
-                parent = int(f.read().rsplit(')', 1)[1].split()[1])
+                found[int(entry)] = int(f.read().rsplit(')', 1)[1].split()[1])
         except (OSError, ValueError, IndexError):
             continue
-        children.setdefault(parent, []).append(int(entry))
+    return found
+
+
+def descendants(roots):
+    """Every process below the processes *roots* (from /proc)."""
+    children = {}
+    for pid, parent in parents().items():
+        children.setdefault(parent, []).append(pid)
     found, todo = [], list(roots)
     while todo:
         for child in children.get(todo.pop(), ()):

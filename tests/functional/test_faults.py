@@ -37,6 +37,7 @@ from mgmt_driver import registry
 from mgmt_driver import ssh
 from mgmt_driver.localsite import lab as lab_mod
 from mgmt_driver.localsite import site as site_mod
+from mgmt_driver.localsite import sshd as sshd_mod
 from tests.functional import tacker_fakes
 from tests.functional.tacker_fakes import instantiate_request
 from tests.functional.tacker_fakes import scale_request
@@ -65,21 +66,6 @@ pytestmark = pytest.mark.skipif(site_mod.unavailable() is not None,
 
 # ------------------------------------------------------------ processes --
 
-def _parents():
-    """``{pid: parent pid}`` of every process."""
-    parents = {}
-    for entry in os.listdir('/proc'):
-        if not entry.isdigit():
-            continue
-        try:
-            with open('/proc/%s/stat' % entry) as f:
-                stat = f.read()
-        except OSError:
-            continue
-        parents[int(entry)] = int(stat.rsplit(')', 1)[1].split()[1])
-    return parents
-
-
 def _cmdline(pid):
     try:
         with open('/proc/%d/cmdline' % pid, 'rb') as f:
@@ -88,28 +74,16 @@ def _cmdline(pid):
         return []
 
 
-def _descendants(roots):
-    children = {}
-    for pid, parent in _parents().items():
-        children.setdefault(parent, []).append(pid)
-    found, todo = [], list(roots)
-    while todo:
-        for child in children.get(todo.pop(), ()):
-            found.append(child)
-            todo.append(child)
-    return found
-
-
 def sessions_of(sshd):
     """Every process under the listeners of *sshd* (this test's sshd,
     found by its private config directory): its sessions and whatever
     they run."""
     # A listener's title: "sshd: /usr/sbin/sshd -D -f <config> ...".
     config = '-f ' + os.path.join(sshd.root, 'sshd_config')
-    listeners = [pid for pid in _parents()
+    listeners = [pid for pid in sshd_mod.parents()
                  if config in ' '.join(_cmdline(pid))
                  and _cmdline(pid)[0].startswith(('sshd', '/'))]
-    return _descendants(listeners)
+    return sshd_mod.descendants(listeners)
 
 
 def kill_vm_sshd(sshd):

@@ -309,17 +309,21 @@ def test_a_relabel_patch_is_linear_in_its_taints(kind):
 
 # ------------------------------------------- same results as before --
 
+def _old_removes(removal, taint):
+    """Whether the removal ``key`` or ``key:Effect`` takes *taint*, as
+    the definitions before the fix decided it."""
+    key, effect = params.taint_slot(taint)
+    if ':' in removal:
+        return (key, effect) == params.taint_slot(removal)
+    return key == removal
+
+
 def _old_apply_taints(present, changes):
     """The definition before the fix: filter the list at each change."""
-    def removes(removal, taint):
-        key, effect = params.taint_slot(taint)
-        if ':' in removal:
-            return (key, effect) == params.taint_slot(removal)
-        return key == removal
     kept = list(present)
     for taint in changes:
         if taint.endswith('-'):
-            kept = [t for t in kept if not removes(taint[:-1], t)]
+            kept = [t for t in kept if not _old_removes(taint[:-1], t)]
         else:
             kept = [t for t in kept
                     if params.taint_slot(t) != params.taint_slot(taint)]
@@ -328,13 +332,9 @@ def _old_apply_taints(present, changes):
 
 
 def _old_to_send(changes, present):
-    def removes(removal, taint):
-        key, effect = params.taint_slot(taint)
-        if ':' in removal:
-            return (key, effect) == params.taint_slot(removal)
-        return key == removal
-    return [t for t in changes if (any(removes(t[:-1], p) for p in present)
-                                   if t.endswith('-') else t not in present)]
+    return [t for t in changes
+            if (any(_old_removes(t[:-1], p) for p in present)
+                if t.endswith('-') else t not in present)]
 
 
 def _old_overlaid(base, top):
