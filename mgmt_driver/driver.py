@@ -945,11 +945,11 @@ class ClusterDriver:
                   upgrade_mod.version_text(wanted),
                   ', '.join(todo.masters) or 'done',
                   ', '.join(todo.workers) or 'done')
-        self._record_version(wanted)
+        # Dry run (no nodes): nothing is known of the cordons to record.
+        self._record_version(wanted, {} if nodes is None else {
+            upgrade_mod.CORDONS_FILE: upgrade_mod.render_cordons(
+                wanted, before)})
         if nodes is not None:
-            self._workspace().upload({upgrade_mod.CORDONS_FILE: (
-                upgrade_mod.render_cordons(wanted, before))},
-                mode=inventory.PUBLIC_MODE)
             self._uncordon_left(cluster, upgrade_mod.left_cordoned(
                 nodes, todo, before))
         self.upload_inventory(cluster)
@@ -998,10 +998,13 @@ class ClusterDriver:
         for name in names:
             client.uncordon(name)
 
-    def _record_version(self, version):
+    def _record_version(self, version, others):
+        """Record *version* and the *others* records of the upgrade
+        (``{name: text}``) in the workspace: one transfer."""
         self._set_kube_version(version)
         self._workspace().upload(
-            {upgrade_mod.RECORD_FILE: upgrade_mod.render_record(version)},
+            dict(others, **{
+                upgrade_mod.RECORD_FILE: upgrade_mod.render_record(version)}),
             mode=inventory.PUBLIC_MODE)
 
     def _upgrade_master(self, cluster, name):
