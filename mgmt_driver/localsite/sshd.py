@@ -52,17 +52,34 @@ PASSWORD_FILE = '/var/lib/kmgmt-test/password'
 
 
 def _shared_password():
-    os.makedirs(os.path.dirname(PASSWORD_FILE), mode=0o700, exist_ok=True)
+    """The test user's password, and whether this call chose it.
+
+    Written whole under a temporary name and linked into place, so that
+    a test process starting at the same moment (CI runs two suites side
+    by side) reads a complete password or makes its own attempt fail.
+    """
+    directory = os.path.dirname(PASSWORD_FILE)
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    password = 'pw-' + secrets.token_hex(8)
+    fd, temporary = tempfile.mkstemp(dir=directory)
     try:
-        fd = os.open(PASSWORD_FILE, os.O_WRONLY | os.O_CREAT | os.O_EXCL,
-                     0o600)
+        with os.fdopen(fd, 'w') as f:
+            f.write(password)
+        os.link(temporary, PASSWORD_FILE)
     except FileExistsError:
         with open(PASSWORD_FILE) as f:
             return f.read().strip(), False
-    password = 'pw-' + secrets.token_hex(8)
-    with os.fdopen(fd, 'w') as f:
-        f.write(password)
+    finally:
+        os.unlink(temporary)
     return password, True
+
+
+def _user_exists(name):
+    try:
+        pwd.getpwnam(name)
+    except KeyError:
+        return False
+    return True
 
 
 def _ensure_test_user():
@@ -70,8 +87,12 @@ def _ensure_test_user():
     try:
         pwd.getpwnam(TEST_USER)
     except KeyError:
-        subprocess.run(['useradd', '-m', '-s', '/bin/sh', TEST_USER],
-                       check=True)
+        added = subprocess.run(['useradd', '-m', '-s', '/bin/sh', TEST_USER],
+                               capture_output=True, text=True)
+        # Another test process may have added it in the meantime.
+        if added.returncode != 0 and not _user_exists(TEST_USER):
+            raise RuntimeError('useradd %s failed: %s'
+                               % (TEST_USER, added.stderr.strip()))
         new = True
     if new:
         subprocess.run(['chpasswd'], input='%s:%s' % (TEST_USER, password),
