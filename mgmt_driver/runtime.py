@@ -33,6 +33,12 @@ at once in one process:
   without a lock: two first hooks at once built two; now under a lock;
 * ``csar._tosca_problems`` silences the process-wide ``tosca`` logger
   while it parses: ``kubespray-mgmt csar`` only, never a hook;
+* ``sleep=time.sleep`` defaults (kubectl, detached, ssh) are bound when
+  the module is imported: green because Tacker patches before it loads
+  any driver (``tacker.cmd.eventlet`` is imported first);
+* paramiko's reader threads, ``select`` on a channel, ``Event.wait``,
+  sockets and subprocesses are green once patched; a closed transport's
+  reader is joined (:func:`mgmt_driver.ssh._close_transport`);
 * left to Tacker: two instances asking for one VIM name at once can both
   pass ``check_free`` (Tacker's database has no unique VIM name).
 """
