@@ -54,26 +54,27 @@ def _cluster(base):
         workers=['127.0.41.%d' % (base + i) for i in (3, 4, 5)])
 
 
-def test_an_eventlet_conductor_is_never_stalled(tmp_path):
+@pytest.fixture(scope='module')
+def green_conductor(tmp_path_factory):
+    """The eventlet-patched process, started once: the threads test asks
+    for it too, so that both run at the same time (CI time) on their own
+    addresses.  Its output goes to files: a full pipe would block it."""
     c = _cluster(1)
     program = ('import tacker.cmd.eventlet\n'
                'from tests.integration import green_conductor\n'
                'green_conductor.main(%r, %r, %r, %r)\n'
                % (c.ansible, c.lb, c.masters, c.workers))
     env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONWARNINGS='ignore')
-    done = subprocess.run([sys.executable, '-c', program], cwd=tmp_path,
-                          env=env, capture_output=True, text=True,
-                          timeout=900)
-    assert done.returncode == 0, done.stderr[-4000:]
-    report = json.loads(done.stdout.strip().splitlines()[-1])
-    assert report['problems'] == [] and report['vims'] == 1, report
-    assert report['ticks'] > 100, report
-    assert report['longest_stall'] < MAX_STALL, (
-        'a hook kept every other green thread of the eventlet-patched '
-        'conductor from running for %.2f s (limit %.1f s): some call '
-        'blocks without yielding to the hub; the worst gaps [hub stall, '
-        'raw gap, hook]: %s' % (report['longest_stall'], MAX_STALL,
-                                report['worst']))
+    where = tmp_path_factory.mktemp('green')
+    with open(where / 'out', 'w') as out, open(where / 'err', 'w') as err:
+        proc = subprocess.Popen([sys.executable, '-c', program], cwd=where,
+                                env=env, stdout=out, stderr=err)
+    try:
+        yield proc, where
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
 
 
 class Recorded(logging.Handler):
@@ -142,7 +143,9 @@ def _host_keys(known_hosts):
     return keys
 
 
-def test_two_instances_at_once_on_threads_do_not_cross(tmp_path):
+def test_two_instances_at_once_on_threads_do_not_cross(tmp_path,
+                                                      green_conductor):
+    # green_conductor: the eventlet run goes on meanwhile (see there).
     known_hosts = str(tmp_path / 'conductor' / 'known_hosts')
     clusters = {'vnf-a': _cluster(31), 'vnf-b': _cluster(51)}
     labs = {name: lab_mod.Lab(c.ansible, c.lb, c.masters, c.workers)
@@ -194,3 +197,19 @@ def test_two_instances_at_once_on_threads_do_not_cross(tmp_path):
         crossed = [text for text in lines
                    if any(x in text for x in theirs)]
         assert crossed == [], crossed[:5]
+
+
+def test_an_eventlet_conductor_is_never_stalled(green_conductor):
+    proc, where = green_conductor
+    returncode = proc.wait(900)
+    stderr = (where / 'err').read_text()
+    assert returncode == 0, stderr[-4000:]
+    report = json.loads((where / 'out').read_text().strip().splitlines()[-1])
+    assert report['problems'] == [] and report['vims'] == 1, report
+    assert report['ticks'] > 100, report
+    assert report['longest_stall'] < MAX_STALL, (
+        'a hook kept every other green thread of the eventlet-patched '
+        'conductor from running for %.2f s (limit %.1f s): some call '
+        'blocks without yielding to the hub; the worst gaps [hub stall, '
+        'raw gap, hook]: %s' % (report['longest_stall'], MAX_STALL,
+                                report['worst']))
