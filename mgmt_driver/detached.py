@@ -32,6 +32,12 @@ never collected, it is not run again.  Any other run holding the lock
 makes the new one wait (``playbook_lock_wait``) and then refuse.  Older
 logs are pruned (``playbook_logs_keep``).
 
+Several workspaces and conductors share one Ansible server account: a
+run takes one of ``max_parallel_playbooks_per_server`` slots
+(:data:`SLOT_DIR`) before ``ansible-playbook`` starts, and waits in its
+log while all are taken, for at most its own timeout
+(:class:`SlotReporter` turns that into progress).
+
 Every byte read back (markers, ``run.info``) is untrusted: lines are
 parsed strictly and cut, fields are checked before they are used in a
 command.
@@ -566,6 +572,9 @@ class DetachedRuns:
         :raises ClusterBusy: another run held the lock past
             ``lock_wait``.
         :raises PlaybookTimedOut: the run outlived *timeout*.
+        :raises PlaybookSlotTimedOut: it waited *timeout* seconds for a
+            playbook slot and never ran.
+        :raises UnsafeRemotePath: the slot directory is not safe.
         """
         began = self._clock()
         # The run's own timeout(1) normally stops it first, and its exit
