@@ -88,6 +88,18 @@ kubespray_opts = [
                     'running by a conductor that died) to end before it '
                     'is refused. A hook run again for the same operation '
                     'follows its own running playbook instead.'),
+    cfg.IntOpt('max_parallel_playbooks_per_server', default=4, min=0,
+               max=1000,
+               help='Playbook runs one Ansible server account runs at once, '
+                    'for all the VNF instances and conductors that use it '
+                    '(0: no limit). Enforced on the Ansible server with '
+                    'flock(1)ed slot files in '
+                    '~/.kubespray-mgmt/playbook-slots; a run that finds '
+                    'every slot taken waits (reported as progress) for at '
+                    'most its own playbook timeout, then fails without '
+                    'having run. Every conductor sharing an account should '
+                    'set the same value: a run takes one of the first N '
+                    'slots of its own setting.'),
     cfg.IntOpt('fact_cache_margin', default=3600, min=0, max=86400,
                help='Before a kubespray run limited to some nodes, the '
                     'facts of the hosts it leaves out are gathered again '

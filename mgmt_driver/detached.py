@@ -32,6 +32,12 @@ never collected, it is not run again.  Any other run holding the lock
 makes the new one wait (``playbook_lock_wait``) and then refuse.  Older
 logs are pruned (``playbook_logs_keep``).
 
+Several workspaces and conductors share one Ansible server account: a
+run takes one of ``max_parallel_playbooks_per_server`` slots
+(:data:`SLOT_DIR`) before ``ansible-playbook`` starts, and waits in its
+log while all are taken, for at most its own timeout
+(:class:`SlotReporter` turns that into progress).
+
 Every byte read back (markers, ``run.info``) is untrusted: lines are
 parsed strictly and cut, fields are checked before they are used in a
 command.
@@ -56,6 +62,11 @@ from mgmt_driver import ssh
 LOG = logging.getLogger(__name__)
 
 LOG_DIR = 'logs'
+#: The playbook slots of the Ansible server account, under its home:
+#: ``slot-1`` .. ``slot-N`` (N = ``max_parallel_playbooks_per_server``),
+#: each flock(1)ed by the run that holds it, shared by every workspace
+#: and every conductor that logs in as that account.
+SLOT_DIR = '.kubespray-mgmt/playbook-slots'
 RUN_INFO = 'run.info'
 RUN_LOCK = 'run.lock'
 
@@ -89,8 +100,8 @@ exit 0
 
 _START_SCRIPT = '''\
 # kubespray-mgmt: start a detached ansible-playbook run
-ws=$1 root=$2 op=$3 book=$4 key=$5 limit=$6 owner=$7 keep=$8
-shift 8
+ws=$1 root=$2 op=$3 book=$4 key=$5 limit=$6 owner=$7 keep=$8 max=$9
+shift 9
 umask 077
 mkdir -p -m 0700 -- "$ws" && cd -- "$ws" || exit 90
 for tool in flock setsid timeout tail sha256sum; do
@@ -125,6 +136,15 @@ if [ -f run.info ]; then
     echo KR:STALE
   fi
 fi
+slots=
+if [ "$max" -gt 0 ]; then
+  case $HOME in /?*) ;; *) echo KR:NOHOME; exit 0 ;; esac
+  slots=$HOME/.kubespray-mgmt/playbook-slots
+  found=$(ws_guard create "$slots" 2>/dev/null) || {
+    printf '%s\\n' "$found" | sed -n 's/^WS:UNSAFE:/KR:SLOTUNSAFE:/p'
+    exit 0
+  }
+fi
 stem=$(date -u +%Y%m%dT%H%M%SZ)-$op-$book
 while [ -e "logs/$stem.log" ]; do
   sleep 1; stem=$(date -u +%Y%m%dT%H%M%SZ)-$op-$book
@@ -134,10 +154,30 @@ printf 'id=%s\\nstem=%s\\noperation=%s\\nplaybook=%s\\nowner=%s\\n' \\
   "$id" "$stem" "$op" "$book" "$owner" > run.info.tmp
 printf 'started=%s\\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" >> run.info.tmp
 setsid sh -c '
-rc=$1 root=$2 limit=$3; shift 3
-cd -- "$root" && timeout -k 30 "$limit" "$@" 9>&-
-echo "$?" > "$rc.tmp" && mv -f -- "$rc.tmp" "$rc"
-' sh "$ws/logs/$stem.rc" "$root" "$limit" "$@" \\
+rc=$1 root=$2 limit=$3 slots=$4 max=$5; shift 5
+took= waited=0
+while [ "$max" -gt 0 ] && [ -z "$took" ]; do
+  i=1
+  while [ "$i" -le "$max" ]; do
+    if command exec 8>>"$slots/slot-$i" && flock -n 8; then
+      took=$i; break
+    fi
+    exec 8>&-
+    i=$((i + 1))
+  done
+  [ -n "$took" ] && break
+  [ "$waited" -ge "$limit" ] && { echo "KR:SLOTTIMEOUT:$max"; break; }
+  [ $((waited % 60)) -eq 0 ] && echo "KR:SLOTWAIT:$max"
+  sleep 1; waited=$((waited + 1))
+done
+if [ "$max" -gt 0 ] && [ -z "$took" ]; then code=124
+else
+  [ "$waited" -gt 0 ] && echo "KR:SLOT:$took:$waited"
+  cd -- "$root" && timeout -k 30 "$limit" "$@" 8>&- 9>&-
+  code=$?
+fi
+echo "$code" > "$rc.tmp" && mv -f -- "$rc.tmp" "$rc"
+' sh "$ws/logs/$stem.rc" "$root" "$limit" "$slots" "$max" "$@" \\
   < /dev/null >> "logs/$stem.log" 2>&1 &
 echo "pid=$!" >> run.info.tmp && mv -f run.info.tmp run.info
 echo "KR:STARTED:$stem:$!"
@@ -377,7 +417,7 @@ def plan_text(command):
         return False
     first = command[2].split('\n', 1)[0]
     if first.startswith('# kubespray-mgmt: start a detached'):
-        ws, root, argv = command[4], command[5], command[12:]
+        ws, root, argv = command[4], command[5], command[13:]
         return '(detached, log in %s/%s/) cd %s && %s' % (
             ws, LOG_DIR, ssh.quote(root), ssh.display_command(argv))
     if first.startswith('# kubespray-mgmt: stop the run holding'):
@@ -420,6 +460,49 @@ def owner():
     return 'run-' + secrets.token_hex(6)
 
 
+def _printable(text):
+    return ''.join(ch if ch.isprintable() else '?' for ch in text)
+
+
+def slot_timed_out(tail):
+    """Whether a run's log says it never got a playbook slot."""
+    return any(kind == 'SLOTTIMEOUT' for kind, _ in _markers(tail))
+
+
+class SlotReporter:
+    """Turns a run's slot markers into progress lines; passes the rest.
+
+    The run writes ``KR:SLOTWAIT:<limit>`` when it finds every slot of
+    the Ansible server taken (then once a minute while it waits) and
+    ``KR:SLOT:<slot>:<seconds waited>`` when it got one after waiting.
+    Waiting is progress, not failure: it is logged and handed on to
+    *on_line* as a sentence.
+
+    :param host: the Ansible server.
+    :param on_line: the caller's line callback, or None.
+    """
+
+    def __init__(self, host, on_line):
+        self.host = host
+        self.on_line = on_line
+
+    def __call__(self, line):
+        kind, value = (_markers(line) or [(None, '')])[0]
+        if kind == 'SLOTWAIT':
+            line = ('waiting for a playbook slot on %s: %s running '
+                    '(max_parallel_playbooks_per_server)'
+                    % (self.host, exceptions.clip(value, 12)))
+            LOG.info('%s', line)
+        elif kind == 'SLOT':
+            slot, _, waited = value.partition(':')
+            line = ('got playbook slot %s on %s after %s s' % (
+                exceptions.clip(slot, 12), self.host,
+                exceptions.clip(waited, 12)))
+            LOG.info('%s', line)
+        if self.on_line is not None:
+            self.on_line(line)
+
+
 def _token(value, what):
     if not _TOKEN.fullmatch(value):
         raise exceptions.MgmtDriverParamInvalid(
@@ -455,6 +538,8 @@ class DetachedRuns:
     :param lock_wait: seconds to wait for another run to end.
     :param sleep: the sleep function (tests).
     :param clock: a monotonic clock (tests).
+    :param max_parallel: playbook runs the Ansible server account runs at
+        once, for every workspace (0: no limit); see :data:`SLOT_DIR`.
     """
 
     #: Seconds past a run's timeout before the driver stops it itself.
@@ -465,11 +550,12 @@ class DetachedRuns:
     poll_interval = 5.0
 
     def __init__(self, conn, workspace_path, keep_logs=30, lock_wait=0,
-                 sleep=time.sleep, clock=time.monotonic):
+                 sleep=time.sleep, clock=time.monotonic, max_parallel=0):
         self.conn = conn
         self.workspace = workspace_path
         self.keep_logs = int(keep_logs)
         self.lock_wait = lock_wait
+        self.max_parallel = int(max_parallel)
         self._sleep = sleep
         self._clock = clock
 
@@ -486,21 +572,33 @@ class DetachedRuns:
         :raises ClusterBusy: another run held the lock past
             ``lock_wait``.
         :raises PlaybookTimedOut: the run outlived *timeout*.
+        :raises PlaybookSlotTimedOut: it waited *timeout* seconds for a
+            playbook slot and never ran.
+        :raises UnsafeRemotePath: the slot directory is not safe.
         """
         began = self._clock()
         # The run's own timeout(1) normally stops it first, and its exit
         # status says so; the grace covers a run that outlives even that.
-        deadline = began + timeout + self.grace
+        # A wait for a slot (max_parallel) has a bound of its own, as
+        # long as the run's.
+        deadline = began + timeout + self.grace + (
+            timeout if self.max_parallel else 0)
         started = self._start(root, argv, _token(operation, 'operation'),
                               playbook, timeout, deadline)
         if isinstance(started, Outcome):
             return started
         stem, pid = started
         lines = 0
+        on_line = SlotReporter(self.conn.host, on_line)
         while True:
             lines, timed_out = self._follow(stem, pid, deadline, on_line,
                                             lines + 1)
             outcome = self._end(stem, pid, deadline)
+            if outcome is not None and outcome.exit_code == 124 and \
+                    slot_timed_out(outcome.tail):
+                raise exceptions.PlaybookSlotTimedOut(
+                    playbook=playbook, host=self.conn.host, timeout=timeout,
+                    limit=self.max_parallel)
             if outcome is not None and not (
                     outcome.exit_code in _TIMEOUT_CODES and
                     self._clock() - began >= timeout - 1):
@@ -525,7 +623,8 @@ class DetachedRuns:
                  self.conn.host, who, socket.gethostname(), os.getpid())
         command = ['sh', '-c', _START_SCRIPT, 'sh', self.workspace, root,
                    operation, book[:60], key,
-                   str(math.ceil(timeout)), who, str(self.keep_logs)]
+                   str(math.ceil(timeout)), who, str(self.keep_logs),
+                   str(self.max_parallel)]
         answers = []
 
         def attempt():
@@ -544,6 +643,7 @@ class DetachedRuns:
         kinds = dict(found)
         info = RunInfo.parse(v for k, v in found if k == 'INFO')
         prev = RunInfo.parse(v for k, v in found if k == 'PREV')
+        self._raise_if_no_slots(found)
         if 'MISSING' in kinds:
             raise exceptions.RemoteFileError(
                 action='start a detached run in', path=self.workspace,
@@ -561,6 +661,21 @@ class DetachedRuns:
                         log_path(self.workspace, info.stem))
             return info.stem, info.pid
         return self._started(kinds, prev, playbook)
+
+    def _raise_if_no_slots(self, found):
+        """Refuse when the slot directory cannot be used safely."""
+        kinds = dict(found)
+        if 'NOHOME' in kinds or 'SLOTUNSAFE' in kinds:
+            where, _, why = kinds.get('SLOTUNSAFE', '').rpartition(':')
+            raise exceptions.UnsafeRemotePath(
+                path='~/' + SLOT_DIR, reason='%s on %s: the playbook slots '
+                '(max_parallel_playbooks_per_server) need a home directory '
+                'only root and this account can write; set the option to '
+                '0 to run without them' % (
+                    '%s %s' % (exceptions.clip(_printable(where), 200),
+                               exceptions.clip(_printable(why), 120))
+                    if where else 'HOME is not an absolute path',
+                    self.conn.host))
 
     def _started(self, kinds, prev, playbook):
         stem, _, pid = kinds.get('STARTED', '').partition(':')

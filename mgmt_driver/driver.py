@@ -63,7 +63,9 @@ LB_SCRIPT = '.kubespray-mgmt-install-lb.sh'
 LB_KUBECONFIG = '.kube/config'
 
 
-_PROGRESS_LINES = ('PLAY [', 'TASK [', 'PLAY RECAP')
+_PROGRESS_LINES = ('PLAY [', 'TASK [', 'PLAY RECAP',
+                   # a run queued for a slot (detached.SlotReporter)
+                   'waiting for a playbook slot', 'got playbook slot')
 
 #: What a failed playbook run raises.
 _PLAYBOOK_ERRORS = (exceptions.MgmtDriverRemoteCommandError,

@@ -306,6 +306,17 @@ class PlaybookTimedOut(MgmtDriverRemoteCommandTimeOut):
                'log: %(log)s')
 
 
+class PlaybookSlotTimedOut(MgmtDriverRemoteCommandTimeOut):
+    """A detached run waited for a playbook slot of the Ansible server
+    for as long as its own timeout, and never ran."""
+
+    message = ('ansible-playbook %(playbook)s did not start on %(host)s: '
+               'all %(limit)s playbook slots of the server '
+               '(max_parallel_playbooks_per_server) stayed taken by other '
+               'runs for %(timeout)s s; nothing was changed, run the '
+               'operation again later or raise the limit')
+
+
 class ClusterBusy(MgmtDriverOtherError):
     """Another playbook run holds the cluster's lock on the Ansible
     server."""

@@ -675,6 +675,8 @@ class PlaybookSettings:
         into a virtualenv works).
     :param keep_logs: run logs kept in the workspace.
     :param lock_wait: seconds to wait for another run of the cluster.
+    :param max_parallel: playbook runs at once on the Ansible server
+        account (0: no limit).
     """
 
     timeout_base: int = 1800
@@ -683,6 +685,7 @@ class PlaybookSettings:
     ansible_playbook: str = 'ansible-playbook'
     keep_logs: int = 30
     lock_wait: int = 0
+    max_parallel: int = 0
 
     @classmethod
     def from_conf(cls, conf=None, forks=None, ansible_playbook=None):
@@ -699,7 +702,8 @@ class PlaybookSettings:
                    ansible_playbook=ansible_playbook or
                    group.ansible_playbook_command,
                    keep_logs=group.playbook_logs_keep,
-                   lock_wait=group.playbook_lock_wait)
+                   lock_wait=group.playbook_lock_wait,
+                   max_parallel=group.max_parallel_playbooks_per_server)
 
     def timeout_for(self, node_count):
         """``timeout_base + timeout_per_node * node_count`` seconds."""
@@ -831,7 +835,8 @@ class Runner:
                  self.conn.host, timeout)
         runs = detached.DetachedRuns(
             self.conn, self.workspace.path, self.settings.keep_logs,
-            self.settings.lock_wait)
+            self.settings.lock_wait,
+            max_parallel=self.settings.max_parallel)
         started = time.monotonic()
         try:
             outcome = runs.run(self.root, argv, self.operation, playbook,

@@ -16,6 +16,7 @@ is imported lazily.
 import base64
 import dataclasses
 import os
+import threading
 import uuid
 
 import yaml
@@ -188,12 +189,15 @@ class TackerVimRegistry:
     def __init__(self, plugin=None, make_connection_info=None):
         self._plugin = plugin
         self._make_connection_info = make_connection_info
+        # One object serves every hook of the conductor, several at once.
+        self._lock = threading.Lock()
 
     def _nfvo(self):
-        if self._plugin is None:
-            from tacker.nfvo import nfvo_plugin
-            self._plugin = nfvo_plugin.NfvoPlugin()
-        return self._plugin
+        with self._lock:
+            if self._plugin is None:
+                from tacker.nfvo import nfvo_plugin
+                self._plugin = nfvo_plugin.NfvoPlugin()
+            return self._plugin
 
     def _connection_info(self, **fields):
         if self._make_connection_info is None:

@@ -8,13 +8,23 @@ read and our write, so each change is made under an exclusive
 ``fcntl.flock`` on a sibling ``<file>.lock``, and the file is replaced
 atomically (temporary file in the same directory, fsync, ``os.replace``)
 so a reader never sees half a file.
+
+The ``flock`` is taken without blocking, and tried again after a short
+sleep while another process holds it: a blocking ``flock`` waits inside
+C, where an eventlet-patched conductor (Tacker <= 15) cannot switch to
+another green thread, so every operation of the process would stop
+until the other process let go (:mod:`mgmt_driver.runtime`).
 """
 
 import contextlib
 import fcntl
 import os
 import threading
+import time
 import uuid
+
+#: Longest pause between two tries of a held ``flock`` (seconds).
+MAX_LOCK_PAUSE = 0.1
 
 _THREAD_LOCKS = {}
 _THREAD_LOCKS_GUARD = threading.Lock()
@@ -45,10 +55,23 @@ def locked(path):
     with _thread_lock(path):
         fd = os.open(path + '.lock', os.O_RDWR | os.O_CREAT, 0o600)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            _flock(fd)
             yield
         finally:
             os.close(fd)  # releases the flock
+
+
+def _flock(fd):
+    """Take the exclusive ``flock`` of *fd*, pausing while it is held."""
+    pause = 0.005
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            # time.sleep looked up now: eventlet's, once it patched time.
+            time.sleep(pause)
+            pause = min(pause * 2, MAX_LOCK_PAUSE)
 
 
 def replace(path, text, mode=0o600):

@@ -28,6 +28,7 @@ from oslo_log import log as logging
 
 from mgmt_driver import conf as kconf
 from mgmt_driver import exceptions
+from mgmt_driver import runtime
 from mgmt_driver import safetext
 from mgmt_driver import sharedfiles
 
@@ -500,6 +501,28 @@ def _drain(chan, out, err):
     return got
 
 
+#: Seconds to wait for a closed transport's reader thread to end
+#: (paramiko's reader wakes every 0.1 s to see whether it was closed).
+TRANSPORT_JOIN_TIMEOUT = 5.0
+
+
+def _close_transport(transport):
+    """Close *transport* and wait until its reader thread has ended.
+
+    paramiko closes the socket while its reader still waits on it, and
+    the reader only notices at its next 0.1 s wake-up.  Under eventlet
+    (Tacker <= 15) that waiting green thread stays registered on the
+    file descriptor: the next green thread that reads a new pipe or
+    socket given the same number (a subprocess, another connection)
+    fails with "Second simultaneous read".  With native threads the
+    reader could meet a recycled descriptor too.  So no descriptor of a
+    closed connection is left to reuse while its reader lives.
+    """
+    transport.close()
+    if transport.is_alive() and transport is not threading.current_thread():
+        transport.join(TRANSPORT_JOIN_TIMEOUT)
+
+
 def _is_transient(exc):
     """Worth another connection attempt: the host may still be booting."""
     if isinstance(exc, (exceptions.HostKeyChanged,
@@ -631,7 +654,7 @@ class Connection:
                                                    key):
                 self._new_key = key
         except BaseException:
-            transport.close()
+            _close_transport(transport)
             raise
         transport.set_keepalive(30)
         self._count('connections')
@@ -654,7 +677,8 @@ class Connection:
     def _authenticate(self, transport):
         creds = self.credentials
         refused = []
-        pkey = _load_private_key(creds)
+        # Decrypting a key is seconds of C under eventlet: off the hub.
+        pkey = runtime.offload(_load_private_key, creds)
         if pkey is not None:
             try:
                 transport.auth_publickey(creds.username, pkey)
@@ -674,10 +698,10 @@ class Connection:
     def close(self):
         """Close the connection; the next call would open it again."""
         with self._lock:
-            if self._transport_obj is not None:
-                self._transport_obj.close()
-            self._transport_obj = None
+            transport, self._transport_obj = self._transport_obj, None
             self._sftp_obj = None
+        if transport is not None:
+            _close_transport(transport)
 
     # Commands.
 

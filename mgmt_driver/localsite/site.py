@@ -384,6 +384,9 @@ def driver_options(site, haproxy, known_hosts, key_dirs=()):
         'etcdctl_command': str(site.etcdctl),
         'drain_timeout': 60,
         'poll_initial_delay': 0.1, 'poll_max_delay': 0.5,
+        # The site's Ansible account is one for every test process of the
+        # machine: slots on (the path is exercised), but never a queue.
+        'max_parallel_playbooks_per_server': 64,
     }
     values.update(haproxy.options())
     return values

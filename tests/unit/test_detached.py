@@ -125,7 +125,7 @@ def test_a_start_answer_without_a_valid_run_is_refused(answer):
 
 def test_the_plan_shows_the_start_and_the_removal_only():
     start = ['sh', '-c', detached._START_SCRIPT, 'sh', WS, '/ks', 'op',
-             'cluster', 'key', '60', 'me', '30', 'ansible-playbook', '-i',
+             'cluster', 'key', '60', 'me', '30', '4', 'ansible-playbook', '-i',
              WS + '/hosts.yaml', 'cluster.yml']
     assert detached.plan_text(start) == (
         '(detached, log in %s/logs/) cd /ks && ansible-playbook -i '
