@@ -47,6 +47,7 @@ from mgmt_driver import records as records_mod
 from mgmt_driver import registry
 from mgmt_driver import safeyaml
 from mgmt_driver import ssh
+from mgmt_driver import statestore
 from mgmt_driver import trust
 from mgmt_driver import upgrade as upgrade_mod
 
@@ -1120,6 +1121,7 @@ class LcmHooks:
                           grant_request, **kwargs):
         self._noop('instantiate_start', vnf_instance)
 
+    @statestore.hook
     def terminate_start(self, context, vnf_instance, request, grant,
                         grant_request, **kwargs):
         # Only kubespray.reset_on_terminate needs this hook: the VMs
@@ -1147,6 +1149,7 @@ class LcmHooks:
                                  grant, grant_request, **kwargs):
         self._noop('modify_information_start', vnf_instance)
 
+    @statestore.hook
     def modify_information_end(self, context, vnf_instance, request,
                                grant, grant_request,
                                metadata_field='vnf_metadata', **kwargs):
@@ -1271,6 +1274,7 @@ class LcmHooks:
 
     # Hooks that build and change the cluster.
 
+    @statestore.hook
     def instantiate_end(self, context, vnf_instance, request, grant,
                         grant_request, **kwargs):
         spec = self._spec(context, vnf_instance, request, 'instantiate')
@@ -1298,6 +1302,7 @@ class LcmHooks:
         store.set_vim(vnf_instance.id, records_mod.TACKER_VIM, vim_id,
                       access.name)
 
+    @statestore.hook
     def terminate_end(self, context, vnf_instance, request, grant,
                       grant_request, **kwargs):
         spec = self._spec_or_none(context, vnf_instance, request,
@@ -1319,6 +1324,7 @@ class LcmHooks:
                 records_mod.TACKER_VIM,
                 self._unregister(context, vnf_instance))
 
+    @statestore.hook
     def scale_end(self, context, vnf_instance, request, grant,
                   grant_request, **kwargs):
         spec = self._spec(context, vnf_instance, request, 'scale')
@@ -1338,6 +1344,7 @@ class LcmHooks:
                                     self._vim_name(spec, vnf_instance))
             driver.scale_out(cluster, new, advice=SCALE_OUT_ADVICE)
 
+    @statestore.hook
     def scale_start(self, context, vnf_instance, request, grant,
                     grant_request, **kwargs):
         spec = self._spec(context, vnf_instance, request, 'scale')
@@ -1377,6 +1384,7 @@ class LcmHooks:
         return [name for name, r in records.items()
                 if r is not None and r.server_id in servers]
 
+    @statestore.hook
     def heal_start(self, context, vnf_instance, request, grant,
                    grant_request, **kwargs):
         spec = self._spec(context, vnf_instance, request, 'heal')
@@ -1399,6 +1407,7 @@ class LcmHooks:
             if masters:
                 driver.remove_masters(cluster, masters)
 
+    @statestore.hook
     def heal_end(self, context, vnf_instance, request, grant,
                  grant_request, **kwargs):
         spec = self._spec(context, vnf_instance, request, 'heal')
