@@ -293,3 +293,84 @@ def hook(method):
             return method(self, context, vnf_instance, request, *args,
                           **kwargs)
     return guarded
+
+
+# ------------------------------------------------------------ operator check
+
+
+def report(conf=None):
+    """What ``kubespray-mgmt state check`` prints: is this conductor's
+    store the shared one, writable, with private modes?
+
+    :returns: ``[(kind, text)]``, *kind* ``ok``, ``note`` or ``problem``.
+    """
+    conf = conf or kconf.CONF
+    lines = [('problem', p) for p in identity_problems(conf)]
+    wanted = conf[kconf.GROUP].state_store_id
+    if not wanted:
+        lines.append(('note', '%s is unset: nothing tells this store from '
+                      'another conductor\'s; with several conductors, put '
+                      'the state in one shared directory holding %s and '
+                      'set the option' % (ID_OPTION, MARKER)))
+    elif not lines:
+        lines.append(('ok', 'every state location is in the store %r' %
+                      wanted))
+    for option, directory in locations(conf):
+        lines += _directory_lines(option, directory)
+    store = records_mod.RecordStore.from_conf(conf)
+    # Not in a store that is not the shared one (an empty mount point).
+    if os.path.isdir(store.directory) and not identity_problems(conf):
+        lines += _lock_lines(store)
+    return lines
+
+
+def _directory_lines(option, directory):
+    name = '[%s] %s' % (kconf.GROUP, option)
+    try:
+        info = os.stat(directory)
+    except FileNotFoundError:
+        return [('note', '%s: %s does not exist yet (created with mode 0700 '
+                 'when first used)' % (name, directory))]
+    lines = []
+    if info.st_mode & 0o022:
+        lines.append(('problem', '%s: %s is writable by other accounts '
+                      '(mode %04o)' % (name, directory,
+                                       info.st_mode & 0o7777)))
+    if info.st_uid != os.getuid():
+        lines.append(('problem', '%s: %s belongs to uid %d, not to this '
+                      'account (%d)' % (name, directory, info.st_uid,
+                                        os.getuid())))
+    if not os.access(directory, os.W_OK | os.X_OK):
+        lines.append(('problem', '%s: %s is not writable' % (name,
+                                                             directory)))
+    open_files = [f for f in _state_files(directory)
+                  if os.stat(f).st_mode & 0o077]
+    lines += [('problem', '%s: %s is readable or writable by other '
+               'accounts (want 0600)' % (name, f)) for f in open_files]
+    if not lines:
+        lines.append(('ok', '%s: %s is private and writable' % (name,
+                                                                directory)))
+    return lines
+
+
+def _state_files(directory):
+    """Files in *directory* and its ``v2`` that hold state (secrets)."""
+    found = []
+    for folder in (directory, os.path.join(directory, 'v2')):
+        with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+            found += [entry.path for entry in os.scandir(folder)
+                      if entry.is_file(follow_symlinks=False) and
+                      entry.name != MARKER]
+    return sorted(found)
+
+
+def _lock_lines(store):
+    try:
+        with instance_lock(store, 'state-check', 'state check'):
+            pass
+    except (OSError, exceptions.InstanceBusy) as exc:
+        return [('problem', 'cannot take a lock in %s: %s' % (
+            os.path.join(store.directory, LOCKS), exc))]
+    return [('ok', 'locks in %s work on this host (they exclude other '
+             'hosts only on a file system whose flock does: NFSv4, '
+             'CephFS, GlusterFS)' % os.path.join(store.directory, LOCKS))]

@@ -307,3 +307,55 @@ def test_v2_script_call_holds_the_lock(conf):  # noqa: F811
         release.set()
         thread.join()
     assert v2.SpecStore.from_conf(conf).load(h.vnf.id) is not None
+
+
+# --- kubespray-mgmt state check ---------------------------------------------
+
+def _state_check(tmp_path, capsys, store_id='prod-1'):
+    from mgmt_driver import cli
+    state = tmp_path / 'state'
+    config = tmp_path / 'tacker.conf'
+    config.write_text('[kubespray_mgmt]\nknown_hosts_file = %s\n'
+                      'kubeconfig_dir = %s\nstate_store_id = %s\n' % (
+                          state / 'known_hosts', state / 'clusters',
+                          store_id))
+    code = cli.main(['--config-file', str(config), 'state', 'check'])
+    return code, capsys.readouterr().out.splitlines()
+
+
+def test_state_check_reports_an_unmounted_store(tmp_path, capsys):
+    (tmp_path / 'state').mkdir()  # an empty mount point
+    code, out = _state_check(tmp_path, capsys)
+    assert code == 1
+    assert out[0] == (
+        'problem: [kubespray_mgmt] records_dir: %s is in no directory '
+        'holding %s (the shared state directory is not mounted on this '
+        'host, or the option points elsewhere)' % (
+            tmp_path / 'state' / 'records', statestore.MARKER))
+    assert not (tmp_path / 'state' / 'records').exists()
+
+
+def test_state_check_accepts_the_shared_store_and_names_open_files(
+        tmp_path, capsys):
+    state = tmp_path / 'state'
+    (state / 'records' / 'v2').mkdir(parents=True)
+    state.chmod(0o700)
+    (state / statestore.MARKER).write_text('prod-1\n')
+    code, out = _state_check(tmp_path, capsys)
+    assert code == 0, out
+    assert "ok: every state location is in the store 'prod-1'" in out
+    assert any(line.startswith('ok: locks in ') for line in out)
+    kept = state / 'records' / 'v2' / 'i1.json'
+    kept.write_text('{}')
+    kept.chmod(0o644)
+    code, out = _state_check(tmp_path, capsys)
+    assert code == 1
+    assert 'problem: [kubespray_mgmt] records_dir: %s is readable or ' \
+        'writable by other accounts (want 0600)' % kept in out
+
+
+def test_state_check_without_an_id_only_notes_it(tmp_path, capsys):
+    code, out = _state_check(tmp_path, capsys, store_id='')
+    assert code == 0
+    assert out[0].startswith('note: [kubespray_mgmt] state_store_id is '
+                             'unset')
