@@ -19,7 +19,10 @@ the Ansible server: every host is put in the instance's local record
 of the instance's own logins recorded it (only those are forgotten
 again), the VIM when it is registered, and terminate acts on that record
 only.  Terminate always finishes its local part: a remote side that
-fails is reported as a warning.
+fails is reported as a warning.  Each hook of :class:`LcmHooks` first
+passes :func:`mgmt_driver.statestore.hook` (the state store is the shared
+one, the instance's record is there, no other operation of the instance
+runs).
 """
 
 import dataclasses

@@ -3,8 +3,10 @@
 Not in the design's layout: a request's ``additionalParams`` and every
 file on the Ansible server are in the tenant's hands, so neither can say
 which VIM the driver may delete or which host keys it may forget at
-terminate.  This module keeps that on the conductor host, one JSON file
-per instance in ``[kubespray_mgmt] records_dir``::
+terminate.  This module keeps that on the conductor side, one JSON file
+per instance in ``[kubespray_mgmt] records_dir`` (with several
+conductors, in the state directory they share:
+:mod:`mgmt_driver.statestore`)::
 
     {"format": 1, "instance_id": "<id>",
      "hosts": [{"address": "192.0.2.10", "port": 22, "role": "master"}],

@@ -216,13 +216,16 @@ def _read_holder(fd):
 
 
 @contextlib.contextmanager
-def instance_lock(store, instance_id, operation, wait=0,
-                  sleep=time.sleep, clock=time.monotonic):
+def instance_lock(store, instance_id, operation, wait=0, sleep=None,
+                  clock=None):
     """Hold the state lock of *instance_id* (re-entrant in a thread).
 
     :param wait: seconds to wait for another holder before refusing.
+    :param sleep: default ``time.sleep`` as it is when called (eventlet
+        may have patched it after this module was imported).
     :raises InstanceBusy: another operation held it for *wait* seconds.
     """
+    sleep, clock = sleep or time.sleep, clock or time.monotonic
     held = _held()
     if instance_id in held:
         yield

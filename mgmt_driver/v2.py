@@ -15,9 +15,11 @@ What differs from v1, and where it is handled here:
   The validated request is kept in ``<records_dir>/v2/<instance id>.json``
   (mode 0600, beside the driver's own records, :class:`SpecStore`) and
   read back by every later operation, so scale and heal requests carry
-  only what changes, as in v1.  It is not put in the instance's
-  ``extensions`` or ``metadata``: those are shown by Tacker's API, and
-  the parameters hold passwords.
+  only what changes, as in v1; with several conductors, in the state
+  directory they share (:mod:`mgmt_driver.statestore`): an operation
+  that does not find them refuses, naming the path and the option.  It
+  is not put in the instance's ``extensions`` or ``metadata``: those are
+  shown by Tacker's API, and the parameters hold passwords.
 * **Nodes**: each ``instantiatedVnfInfo.vnfcResourceInfo`` names its
   server (``computeResource.resourceId``) and the Heat stack holding it
   (``metadata.stack_id``: with Tacker's StandardUserData, the VDU's
