@@ -36,6 +36,7 @@ from mgmt_driver import records
 from mgmt_driver import registry
 from mgmt_driver import safetext
 from mgmt_driver import ssh
+from mgmt_driver import statestore
 from mgmt_driver import status
 from mgmt_driver import upgrade
 
@@ -789,6 +790,33 @@ def _demo_workers(text):
         raise argparse.ArgumentTypeError(
             'must be a whole number from 1 to %d' % demo.MAX_WORKERS)
     return value
+
+
+# --- state check (several conductors: mgmt_driver.statestore) --------------
+
+def _state_check(args):
+    lines = statestore.report(cfg.CONF)
+    for kind, text in lines:
+        _say('%s: %s' % (kind, text))
+    return EXIT_BAD_INPUT if any(k == 'problem' for k, _ in lines) \
+        else EXIT_OK
+
+
+def _add_state_commands(subparsers):
+    group = subparsers.add_parser(
+        'state', help="the driver's state on this host (records, kept v2 "
+                      "parameters, kubeconfigs, known_hosts)")
+    group.set_defaults(func=lambda args: _usage(group))
+    commands = group.add_subparsers(dest='state_command', metavar='COMMAND')
+    check = commands.add_parser(
+        'check', help='is this conductor\'s state store the one shared by '
+                      'every tacker-conductor ([kubespray_mgmt] '
+                      'state_store_id), private and writable? exit 0 yes, '
+                      '1 a problem (each printed)')
+    check.set_defaults(func=_state_check)
+
+
+_COMMAND_GROUPS.append(_add_state_commands)
 
 
 _COMMAND_GROUPS += [_add_params_commands, _add_render_commands,

@@ -326,8 +326,30 @@ limits_opts = [
                     'body limit is usually far smaller.'),
 ]
 
+# Several conductors: where the driver's state lives (statestore.py).
+state_opts = [
+    cfg.StrOpt('state_store_id',
+               help='Id of the state store shared by every tacker-conductor '
+                    'that serves this driver\'s VNF instances (one shared '
+                    'directory holding records_dir, known_hosts_file and '
+                    'kubeconfig_dir). When set, each of those must be in a '
+                    'directory whose file "kubespray-mgmt-store-id" holds '
+                    'this id, looked up from the location upwards; a '
+                    'conductor that does not find it (the shared directory '
+                    'is not mounted there, or is another one) refuses every '
+                    'operation before changing anything. Empty: no check, '
+                    'for a single conductor. "kubespray-mgmt state check" '
+                    'reports what is wrong.'),
+    cfg.IntOpt('state_lock_wait', default=0, min=0, max=86400,
+               help='Seconds an operation waits for another operation of '
+                    'the same VNF instance (on this or another conductor, '
+                    'a retry arriving while the first still runs) to '
+                    'release the instance\'s state lock before it is '
+                    'refused, changing nothing.'),
+]
+
 ALL_OPTS = (ssh_opts + kubespray_opts + lb_opts + kubectl_opts + trust_opts +
-            limits_opts)
+            limits_opts + state_opts)
 
 
 def use_sudo(setting, username):

@@ -19,7 +19,10 @@ the Ansible server: every host is put in the instance's local record
 of the instance's own logins recorded it (only those are forgotten
 again), the VIM when it is registered, and terminate acts on that record
 only.  Terminate always finishes its local part: a remote side that
-fails is reported as a warning.
+fails is reported as a warning.  Each hook of :class:`LcmHooks` first
+passes :func:`mgmt_driver.statestore.hook` (the state store is the shared
+one, the instance's record is there, no other operation of the instance
+runs).
 """
 
 import dataclasses
@@ -47,6 +50,7 @@ from mgmt_driver import records as records_mod
 from mgmt_driver import registry
 from mgmt_driver import safeyaml
 from mgmt_driver import ssh
+from mgmt_driver import statestore
 from mgmt_driver import trust
 from mgmt_driver import upgrade as upgrade_mod
 
@@ -1122,6 +1126,7 @@ class LcmHooks:
                           grant_request, **kwargs):
         self._noop('instantiate_start', vnf_instance)
 
+    @statestore.hook
     def terminate_start(self, context, vnf_instance, request, grant,
                         grant_request, **kwargs):
         # Only kubespray.reset_on_terminate needs this hook: the VMs
@@ -1149,6 +1154,7 @@ class LcmHooks:
                                  grant, grant_request, **kwargs):
         self._noop('modify_information_start', vnf_instance)
 
+    @statestore.hook
     def modify_information_end(self, context, vnf_instance, request,
                                grant, grant_request,
                                metadata_field='vnf_metadata', **kwargs):
@@ -1273,6 +1279,7 @@ class LcmHooks:
 
     # Hooks that build and change the cluster.
 
+    @statestore.hook
     def instantiate_end(self, context, vnf_instance, request, grant,
                         grant_request, **kwargs):
         spec = self._spec(context, vnf_instance, request, 'instantiate')
@@ -1300,6 +1307,7 @@ class LcmHooks:
         store.set_vim(vnf_instance.id, records_mod.TACKER_VIM, vim_id,
                       access.name)
 
+    @statestore.hook
     def terminate_end(self, context, vnf_instance, request, grant,
                       grant_request, **kwargs):
         spec = self._spec_or_none(context, vnf_instance, request,
@@ -1321,6 +1329,7 @@ class LcmHooks:
                 records_mod.TACKER_VIM,
                 self._unregister(context, vnf_instance))
 
+    @statestore.hook
     def scale_end(self, context, vnf_instance, request, grant,
                   grant_request, **kwargs):
         spec = self._spec(context, vnf_instance, request, 'scale')
@@ -1340,6 +1349,7 @@ class LcmHooks:
                                     self._vim_name(spec, vnf_instance))
             driver.scale_out(cluster, new, advice=SCALE_OUT_ADVICE)
 
+    @statestore.hook
     def scale_start(self, context, vnf_instance, request, grant,
                     grant_request, **kwargs):
         spec = self._spec(context, vnf_instance, request, 'scale')
@@ -1379,6 +1389,7 @@ class LcmHooks:
         return [name for name, r in records.items()
                 if r is not None and r.server_id in servers]
 
+    @statestore.hook
     def heal_start(self, context, vnf_instance, request, grant,
                    grant_request, **kwargs):
         spec = self._spec(context, vnf_instance, request, 'heal')
@@ -1401,6 +1412,7 @@ class LcmHooks:
             if masters:
                 driver.remove_masters(cluster, masters)
 
+    @statestore.hook
     def heal_end(self, context, vnf_instance, request, grant,
                  grant_request, **kwargs):
         spec = self._spec(context, vnf_instance, request, 'heal')

@@ -383,6 +383,39 @@ class InstanceRecordInvalid(MgmtDriverOtherError):
                'this instance owns nothing')
 
 
+class StateStoreUnusable(MgmtDriverOtherError):
+    """This conductor's state store is not the shared one
+    (:mod:`mgmt_driver.statestore`)."""
+
+    message = ('The driver\'s state store on this conductor is not the one '
+               'shared by every tacker-conductor, so nothing was changed: '
+               '%(reason)s. Mount the shared state directory here (or fix '
+               'the options), check with "kubespray-mgmt state check", and '
+               'run the operation again')
+
+
+class InstanceStateMissing(MgmtDriverOtherError):
+    """An operation needs state of the instance this store does not
+    have (:mod:`mgmt_driver.statestore`)."""
+
+    message = ('%(operation)s of VNF instance %(instance)s needs what its '
+               'instantiate recorded, and this conductor does not have '
+               '%(missing)s, so nothing was changed (going on would leave '
+               'a VIM, host keys or half a cluster behind). Point '
+               '%(option)s at the state directory shared by every '
+               'tacker-conductor ("kubespray-mgmt state check" tells) and '
+               'run the operation again')
+
+
+class InstanceBusy(MgmtDriverOtherError):
+    """Another operation of the instance holds its state lock."""
+
+    message = ('Another operation of VNF instance %(instance)s holds its '
+               'state lock (%(holder)s), so %(operation)s changed nothing '
+               'after waiting %(wait)s s ([kubespray_mgmt] '
+               'state_lock_wait). Run it again once that one has ended')
+
+
 class RemoteOutputTooLarge(MgmtDriverRemoteCommandError):
     """A remote command printed more than the driver keeps; it was stopped.
 

@@ -3,8 +3,10 @@
 Not in the design's layout: a request's ``additionalParams`` and every
 file on the Ansible server are in the tenant's hands, so neither can say
 which VIM the driver may delete or which host keys it may forget at
-terminate.  This module keeps that on the conductor host, one JSON file
-per instance in ``[kubespray_mgmt] records_dir``::
+terminate.  This module keeps that on the conductor side, one JSON file
+per instance in ``[kubespray_mgmt] records_dir`` (with several
+conductors, in the state directory they share:
+:mod:`mgmt_driver.statestore`)::
 
     {"format": 1, "instance_id": "<id>",
      "hosts": [{"address": "192.0.2.10", "port": 22, "role": "master"}],
@@ -30,8 +32,16 @@ registered: the Tacker VIM (``tacker_vim``) or, for ``kubespray-mgmt
 run``, the kubeconfig file (``kubeconfig``, its path as id).  Files are
 mode 0600, replaced atomically, and changed under a lock shared by all
 processes (:mod:`sharedfiles`).
+
+When terminate deletes a record, an empty ``<id>.released`` file takes
+its place: an instance whose record is *missing* was never seen by this
+store (another conductor's disk holds it, :mod:`mgmt_driver.statestore`),
+while a *released* one owns nothing any more, so terminate or heal run
+again finish instead of refusing.  Writing the record again (the
+instance is instantiated again) drops the marker.
 """
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -51,6 +61,9 @@ ROLE_ANSIBLE = 'ansible'
 TACKER_VIM = 'tacker_vim'
 KUBECONFIG = 'kubeconfig'
 _SAFE_ID = re.compile(r'[A-Za-z0-9][A-Za-z0-9_.-]{0,127}\Z')
+#: What :meth:`RecordStore.state` says of an instance.
+PRESENT, RELEASED, MISSING = 'present', 'released', 'missing'
+RELEASED_SUFFIX = '.released'
 
 
 @dataclasses.dataclass(frozen=True, order=True)
@@ -143,6 +156,19 @@ class RecordStore:
                       % (instance_id,))
         return os.path.join(self.directory, '%s.json' % instance_id)
 
+    def released_path(self, instance_id):
+        """The marker left where terminate deleted the record."""
+        return self.path(instance_id)[:-len('.json')] + RELEASED_SUFFIX
+
+    def state(self, instance_id):
+        """:data:`PRESENT`, :data:`RELEASED` (terminate deleted the
+        record) or :data:`MISSING` (this store never had one)."""
+        if os.path.exists(self.path(instance_id)):
+            return PRESENT
+        if os.path.exists(self.released_path(instance_id)):
+            return RELEASED
+        return MISSING
+
     def locked(self):
         """Hold the lock of every record (all threads and processes)."""
         return sharedfiles.locked(self._lock_path)
@@ -164,8 +190,11 @@ class RecordStore:
                 reason=getattr(exc, 'strerror', None) or str(exc))
 
     def save(self, record):
-        """Write *record* (call it holding :meth:`locked`)."""
+        """Write *record* (call it holding :meth:`locked`); the
+        instance is no longer :data:`RELEASED`."""
         sharedfiles.replace(self.path(record.instance_id), record.to_json())
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.released_path(record.instance_id))
 
     def _update(self, instance_id, change):
         with self.locked():
@@ -314,11 +343,11 @@ class RecordStore:
             return gone, endpoints
 
     def remove(self, instance_id):
-        """Delete the record; absent is fine."""
-        try:
+        """Delete the record, leaving the :data:`RELEASED` marker (mode
+        0600, empty); absent is fine."""
+        sharedfiles.replace(self.released_path(instance_id), '')
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(self.path(instance_id))
-        except FileNotFoundError:
-            pass
 
 
 #: Hosts a legacy-record warning names (the rest are counted).

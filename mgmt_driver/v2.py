@@ -15,9 +15,11 @@ What differs from v1, and where it is handled here:
   The validated request is kept in ``<records_dir>/v2/<instance id>.json``
   (mode 0600, beside the driver's own records, :class:`SpecStore`) and
   read back by every later operation, so scale and heal requests carry
-  only what changes, as in v1.  It is not put in the instance's
-  ``extensions`` or ``metadata``: those are shown by Tacker's API, and
-  the parameters hold passwords.
+  only what changes, as in v1; with several conductors, in the state
+  directory they share (:mod:`mgmt_driver.statestore`): an operation
+  that does not find them refuses, naming the path and the option.  It
+  is not put in the instance's ``extensions`` or ``metadata``: those are
+  shown by Tacker's API, and the parameters hold passwords.
 * **Nodes**: each ``instantiatedVnfInfo.vnfcResourceInfo`` names its
   server (``computeResource.resourceId``) and the Heat stack holding it
   (``metadata.stack_id``: with Tacker's StandardUserData, the VDU's
@@ -70,6 +72,7 @@ from mgmt_driver import records as records_mod
 from mgmt_driver import registry
 from mgmt_driver import safetext
 from mgmt_driver import sharedfiles
+from mgmt_driver import statestore
 from mgmt_driver import upgrade as upgrade_mod
 
 LOG = logging.getLogger(__name__)
@@ -486,11 +489,23 @@ class Operation:
     def _stored(self):
         kept = self.store.load(self.instance_id)
         if kept is None:
-            raise exceptions.ParamsNotFound([
-                '%s: no instantiate parameters are kept for VNF instance '
-                '%s on this host (%s); was it instantiated through this '
-                'driver?' % (params.ROOT, self.instance_id,
-                             self.store.path(self.instance_id))])
+            raise self._missing()
+        return kept
+
+    def _missing(self):
+        return exceptions.InstanceStateMissing(
+            instance=self.instance_id, operation=self.name,
+            missing='the instantiate parameters kept for Tacker v2 (%s)'
+                    % self.store.path(self.instance_id),
+            option=statestore.RECORDS_OPTION)
+
+    def _kept_or_released(self):
+        """The kept parameters; None when terminate already released
+        the instance (a retry); refused when this store lacks them."""
+        kept = self.store.load(self.instance_id)
+        if kept is None and self.hooks._store().state(
+                self.instance_id) != records_mod.RELEASED:
+            raise self._missing()
         return kept
 
     def _view(self, kept=None):
@@ -516,20 +531,24 @@ class Operation:
         kept = self.store.load(self.instance_id)
         if kept is None:
             kept = self.req.get('additionalParams') or {}
-        self._release(instance_view(self.inst, kept))
+        # As v1's rollback: no request (what instantiate left may be
+        # nothing at all, so no record is needed).
+        self._release(instance_view(self.inst, kept), None)
 
     def terminate_start(self):
-        if self.store.load(self.instance_id) is not None:
-            self.hooks.terminate_start(None, self._view(),
+        kept = self._kept_or_released()
+        if kept is not None:
+            self.hooks.terminate_start(None, self._view(kept),
                                        request_view(self.req), None, None)
 
     def terminate_end(self):
-        self._release(instance_view(
-            self.inst, self.store.load(self.instance_id) or {}))
+        self._release(instance_view(self.inst,
+                                    self._kept_or_released() or {}),
+                      request_view({}))
 
-    def _release(self, view):
-        # The v1 hook after a rollback: no terminate request parameters.
-        self.hooks.terminate_end(None, view, request_view({}), None, None)
+    def _release(self, view, request):
+        # The v1 hook without terminate request parameters.
+        self.hooks.terminate_end(None, view, request, None, None)
         self.store.remove(self.instance_id)
 
     def scale_start(self):
@@ -584,8 +603,21 @@ class Operation:
                  self.instance_id)
 
     def run(self):
-        """Run the operation; :returns: the output dict for Tacker."""
-        getattr(self, OPERATIONS.get(self.name, 'nothing'))()
+        """Run the operation holding the instance's state lock, on the
+        shared store (:mod:`mgmt_driver.statestore`).
+
+        :returns: the output dict for Tacker.
+        """
+        method = getattr(self, OPERATIONS.get(self.name, 'nothing'))
+        if method == self.nothing:
+            method()
+            return self.output
+        conf = self.hooks.conf
+        statestore.check_identity(conf)
+        with statestore.instance_lock(
+                self.hooks._store(), self.instance_id, self.name,
+                conf[kconf.GROUP].state_lock_wait):
+            method()
         return self.output
 
 

@@ -635,6 +635,11 @@ def _world(lab, tmp):
         kubeconfig_dir=str(lab.root / 'kubeconfigs'),
         ansible_playbook_command=TRUE, **lab.options)
     vnf = tacker_fakes.TackerVnf(base, MASTERS, WORKERS, LB)
+    # Scale cells are validated before any instantiate: the instance has
+    # the record a completed instantiate leaves (statestore refuses a
+    # scale of an instance without one).
+    records.RecordStore.from_conf(lab.conf).save(
+        records.InstanceRecord(vnf.id))
     return types.SimpleNamespace(
         lab=lab, tmp=tmp, materials=materials, base=base, vnf=vnf,
         conf=lab.conf, stub_conf=stub_conf,

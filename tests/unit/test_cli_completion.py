@@ -61,7 +61,7 @@ def test_the_script_registers_a_function(script):
 
 
 def test_commands_complete(script):
-    assert complete(script, 'kubespray-mgmt st') == ['status']
+    assert complete(script, 'kubespray-mgmt st') == ['state', 'status']
     offered = complete(script, 'kubespray-mgmt ')
     for command in ('params', 'render', 'run', 'status', 'csar', 'demo',
                     'completion'):

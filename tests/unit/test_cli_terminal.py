@@ -163,6 +163,7 @@ ARGV = {
     'render haproxy': ['--params', PARAMS, '-o', '-'],
     'render inventory': ['--params', PARAMS, '-o', 'dir'],
     'run': ['instantiate', '--params', PARAMS],
+    'state check': [],
     'status': ['--params', PARAMS],
 }
 

@@ -14,6 +14,7 @@ from mgmt_driver import driver
 from mgmt_driver import exceptions
 from mgmt_driver import heat
 from mgmt_driver import params
+from mgmt_driver import records
 from tests.fakes import FakePool
 from tests.fakes import FakeRegistry
 
@@ -79,6 +80,11 @@ class Harness:
             {'data': {'kubeconfig': json.dumps({'clusters': [{'cluster': {
                 'server': 'https://%s:8383' % LB}}]})}}))
         self.lb = self.pool.connection(LB)
+        # inst-1 is instantiated: its record exists (statestore refuses
+        # scale, heal and terminate of an instance without one).
+        store = records.RecordStore.from_conf(conf)
+        if store.state('inst-1') == records.MISSING:
+            store.save(records.InstanceRecord('inst-1'))
 
     def instance(self, extra):
         return types.SimpleNamespace(

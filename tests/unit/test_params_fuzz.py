@@ -48,6 +48,7 @@ from mgmt_driver import conf as kconf
 from mgmt_driver import driver
 from mgmt_driver import exceptions
 from mgmt_driver import params
+from mgmt_driver import records
 from mgmt_driver import tacker_compat
 from tests.fakes import FakePool
 from tests.unit import params_data
@@ -1145,7 +1146,13 @@ class Recorder:
         self.events.append('unregister VIM')
 
     def hooks(self):
-        return driver.LcmHooks(_conf(), pool_factory=self.pool_factory,
+        conf = _conf()
+        # inst-fuzz is instantiated: it has its record (statestore
+        # refuses an operation of an instance without one, first).
+        store = records.RecordStore.from_conf(conf)
+        if store.state('inst-fuzz') == records.MISSING:
+            store.save(records.InstanceRecord('inst-fuzz'))
+        return driver.LcmHooks(conf, pool_factory=self.pool_factory,
                                heat_factory=self.heat_factory,
                                vim_registry=self,
                                package_dir_of=self.package_dir_of)

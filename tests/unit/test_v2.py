@@ -320,10 +320,12 @@ def test_scale_out_reads_the_kept_params(conf):
 
 def test_scale_needs_kept_params(conf):
     h = Harness(conf)
-    with pytest.raises(exceptions.ParamsNotFound) as info:
+    with pytest.raises(exceptions.InstanceStateMissing) as info:
         h.run('scale_end', {'type': 'SCALE_OUT'})
-    assert 'no instantiate parameters are kept for VNF instance ' \
-        'inst-v2' in str(info.value)
+    assert 'scale_end of VNF instance inst-v2 needs' in str(info.value)
+    assert 'the instantiate parameters kept for Tacker v2' in \
+        str(info.value)
+    assert '[kubespray_mgmt] records_dir' in str(info.value)
     assert h.ansible.commands == [] and h.master.commands == []
 
 
@@ -542,7 +544,7 @@ def test_script_failure_is_one_clear_line_on_stderr(tmp_path):
     assert pickle.loads(done.stdout) == {}
     err = done.stderr.decode()
     assert err.startswith('kubespray-mgmt scale_end failed: ')
-    assert 'no instantiate parameters are kept for VNF instance i1' in err
+    assert 'scale_end of VNF instance i1 needs what its instantiate' in err
     assert str(tmp_path / 'records' / 'v2' / 'i1.json') in err
 
 
