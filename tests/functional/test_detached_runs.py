@@ -192,6 +192,9 @@ def test_a_lost_connection_is_not_a_failure(server, caplog):
     assert len(server.runs()) == 1
     assert 'Lost the connection to 127.0.0.2' in caplog.text
     # Each line once, none lost: the reconnect reads on from the last.
+    # Every line counts: the one read last before the cut is the one a
+    # resume from one line early would repeat.
+    assert lines == pathlib.Path(run.log).read_text().splitlines()
     assert lines.count('PLAY [stand-in] ***') == 1
     assert lines.count('PLAY RECAP ***') == 1
 
