@@ -10,20 +10,27 @@ as kubectl defines it (``k8s.io/kubectl/pkg/drain``):
 - a node whose VM (its sshd) stops answering turns NotReady once the
   node monitor grace period has passed.
 
-Each test seeds its own small cluster (no sshd, no Ansible: seconds).
-The model itself is unit-tested in tests/unit/test_localsite_liveness.py.
+Each test seeds its own small cluster (no sshd, no Ansible: seconds),
+but the last, which runs the double's upgrade-cluster.yml (kubespray
+v2.31.0's pre-upgrade drain, its drain_fallback_* second drain with
+--disable-eviction) through real Ansible on an sshd.  The model itself
+is unit-tested in tests/unit/test_localsite_liveness.py.
 """
 
 import json
+import pathlib
 import socket
 import time
 
 import pytest
 
 from mgmt_driver import localsite
+from tests.functional import test_kubespray_double as double
 
 #: A loopback address of this test's range (127.0.43.0/24).
 VM = '127.0.43.9'
+#: The hosts of the upgrade test (cp1, w1), served by one sshd.
+HOSTS = ('127.0.43.20', '127.0.43.21')
 #: Short controller timings: the tests wait seconds, not minutes.
 FAST = {'node_monitor_grace_period': 1.0, 'node_monitor_period': 0.0,
         'eviction_retry': 0.1}
@@ -168,3 +175,42 @@ def test_a_node_whose_vm_stops_answering_goes_not_ready(seeded):
     row = [line for line in kubectl(seeded, 'get', 'nodes').stdout.split(
         '\n') if line.startswith('w3 ')]
     assert 'NotReady' in row[0]
+
+
+@pytest.fixture(scope='module')
+def server():
+    yield from double.serve(HOSTS)
+
+
+def test_upgrade_drain_under_a_budget_fails_or_falls_back(server, tmp_path):
+    """kubespray's pre-upgrade drain is refused by the budget: the node
+    is uncordoned again and the run fails (upgrade_node_uncordon_after_
+    drain_failure, upgrade_node_fail_if_drain_fails); with
+    drain_fallback_enabled, the second drain deletes past the budget
+    (--disable-eviction) after the first one used up its retries, and
+    the upgrade goes on."""
+    site = localsite.materialise(pathlib.Path(server.scratch) / (
+        'site-' + tmp_path.name[-8:]), owner=server.user)
+    site.seed([('cp1', HOSTS[0])], [('w1', HOSTS[1])])
+    site.settings(**FAST)
+    # One replica under minAvailable 1: the budget never allows an
+    # eviction.
+    site.add_pod('web-a1', 'w1', labels={'app': 'web'})
+    site.add_budget('web-pdb', {'app': 'web'}, min_available=1)
+    cluster = double.Cluster(server, site, {'cp1': HOSTS[0],
+                                            'w1': HOSTS[1]}, ['cp1'], ['w1'])
+    quick = {'drain_timeout': '1s', 'drain_retries': 0,
+             'drain_retry_delay_seconds': 0, 'serial': 1}
+    double.failed(cluster.play('upgrade-cluster.yml', extra=quick),
+                  'Failed to drain node w1')
+    assert site.nodes()['w1']['schedulable'] is True  # uncordoned again
+    assert 'web-a1' in names_on(site, 'w1')
+    assert [s['node'] for s in site.state()['upgrades']] == ['cp1']
+
+    double.ok(cluster.play('upgrade-cluster.yml', extra=dict(
+        quick, drain_retries=1, drain_fallback_enabled=True,
+        drain_fallback_timeout='10s')))
+    steps = {s['node']: s for s in site.state()['upgrades']}
+    assert steps['w1']['cordoned'] and steps['w1']['workload_pods'] == []
+    assert 'web-a1' not in names_on(site, 'w1')
+    assert all(n['schedulable'] for n in site.nodes().values())
