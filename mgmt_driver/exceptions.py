@@ -133,6 +133,28 @@ class RemoteCommandFailed(MgmtDriverRemoteCommandError):
                          tail=result.tail(tail_lines) or '(no output)')
 
 
+class DrainBlocked(RemoteCommandFailed):
+    """``kubectl drain`` failed because PodDisruptionBudgets refused
+    the evictions (HTTP 429) until its timeout; names the budgets.
+
+    :param node: the node drained.
+    :param budgets: the budgets, as one clipped text.
+    """
+
+    message = ('Draining node %(node)s failed: PodDisruptionBudget '
+               '%(budgets)s allows no disruption, so its pods cannot be '
+               'evicted (make the budget allow one, e.g. scale the '
+               'workload up, then run the operation again). Command '
+               '"%(command)s" on %(host)s exited %(exit_code)s: %(tail)s')
+
+    def __init__(self, result, node, budgets):
+        self.result = result
+        super(RemoteCommandFailed, self).__init__(
+            command=result.command, host=result.host,
+            exit_code=result.exit_code, node=node, budgets=budgets,
+            tail=result.tail(8) or '(no output)')
+
+
 class RemoteCommandTimedOut(MgmtDriverRemoteCommandTimeOut):
     """A remote command ran past its timeout; carries the partial result."""
 

@@ -319,6 +319,103 @@ def _is_evacuated(pod, meta, where):
     return status.get('phase') in _DONE_PHASES
 
 
+#: What kubectl drain prints for an eviction refused with HTTP 429 by a
+#: PodDisruptionBudget; the API's cause names the budget, kubectl does
+#: not print it, so the driver looks the budgets up itself.
+EVICTION_REFUSED = "would violate the pod's disruption budget"
+
+
+def _labels_of(meta, where):
+    labels = _field(meta, 'labels', dict, where, {})
+    if not all(isinstance(v, str) for v in labels.values()):
+        raise _BadShape('%s.labels values must be strings' % where)
+    return labels
+
+
+def _selects(selector, labels, where):
+    """Whether a LabelSelector selects *labels* (an empty one selects
+    every pod, none selects nothing)."""
+    if selector is None:
+        return False
+    if not isinstance(selector, dict):
+        raise _BadShape('%s must be an object' % where)
+    wanted = _field(selector, 'matchLabels', dict, where, {})
+    if any(labels.get(k) != v for k, v in wanted.items()):
+        return False
+    for expr in _field(selector, 'matchExpressions', list, where, []):
+        key = _field(expr, 'key', str, where + '.matchExpressions[]')
+        op = _field(expr, 'operator', str, where + '.matchExpressions[]')
+        values = _field(expr, 'values', list, where + '.matchExpressions[]',
+                        [])
+        present = key in labels
+        if not {'In': present and labels[key] in values,
+                'NotIn': not present or labels[key] not in values,
+                'Exists': present, 'DoesNotExist': not present}.get(op):
+            return False
+    return True
+
+
+@dataclasses.dataclass(frozen=True)
+class Budget:
+    """A PodDisruptionBudget as ``kubectl get pdb -A`` shows it."""
+
+    namespace: str
+    name: str
+    selector: object
+    allowed: int
+    desired: int
+    healthy: int
+
+    def __str__(self):
+        return '%s/%s (needs %d healthy pods, has %d)' % (
+            self.namespace, self.name, self.desired, self.healthy)
+
+
+def _budget(item, where):
+    meta = _field(item, 'metadata', dict, where)
+    spec = _field(item, 'spec', dict, where, {})
+    status = _field(item, 'status', dict, where, {})
+
+    def count(key):
+        value = status.get(key, 0)
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise _BadShape('%s.status.%s must be a number' % (where, key))
+        return value
+    return Budget(_field(meta, 'namespace', str, where + '.metadata', ''),
+                  _name_of(item, where), spec.get('selector'),
+                  count('disruptionsAllowed'), count('desiredHealthy'),
+                  count('currentHealthy'))
+
+
+def _pod_labels(pod, where):
+    """``(namespace, labels, evacuated)`` of one listed pod."""
+    meta = _field(pod, 'metadata', dict, where)
+    return (_field(meta, 'namespace', str, where + '.metadata', ''),
+            _labels_of(meta, where + '.metadata'),
+            _is_evacuated(pod, meta, where))
+
+
+def blocking_budgets(pods, budgets):
+    """The budgets that allow no disruption and select one of *pods*.
+
+    :param pods: ``(namespace, labels, evacuated)`` of a node's pods.
+    :param budgets: :class:`Budget` of the cluster.
+    :returns: those budgets, sorted, each once.
+    """
+    by_namespace = {}
+    for budget in budgets:
+        if budget.allowed <= 0:
+            by_namespace.setdefault(budget.namespace, []).append(budget)
+    found = {}
+    for namespace, labels, evacuated in pods:
+        if evacuated or not labels:
+            continue
+        for budget in by_namespace.get(namespace, ()):
+            if _selects(budget.selector, labels, 'spec.selector'):
+                found[(budget.namespace, budget.name)] = budget
+    return [found[key] for key in sorted(found)]
+
+
 def admin_manifest(name='tacker-admin', namespace='kube-system',
                    secret_name=None):
     """The ServiceAccount, ClusterRoleBinding and token Secret.
@@ -496,8 +593,9 @@ class KubectlClient:
         :param grace_period: ``--grace-period`` seconds, or None for the
             pods' own.
         :returns: False when the node does not exist (nothing to do).
-        :raises RemoteCommandFailed: the drain failed or timed out (for
-            example a PodDisruptionBudget never allowed an eviction).
+        :raises DrainBlocked: PodDisruptionBudgets never allowed an
+            eviction; the message names them.
+        :raises RemoteCommandFailed: the drain failed or timed out.
         """
         timeout = int(timeout or self.settings.drain_timeout)
         args = ['drain', _check_node_name(name), '--ignore-daemonsets',
@@ -507,7 +605,41 @@ class KubectlClient:
         if grace_period is not None:
             args.append('--grace-period=%d' % int(grace_period))
         args.append('--timeout=%ds' % timeout)
-        return self._on_node(name, *args, timeout=timeout + DRAIN_MARGIN)
+        result = self._run(*args, timeout=timeout + DRAIN_MARGIN,
+                           check=False)
+        if result.ok:
+            return True
+        if _NOT_FOUND.search(result.stderr):
+            LOG.info('Node %s is not registered (kubectl drain on %s); '
+                     'nothing to do', name, self.conn.host)
+            return False
+        if EVICTION_REFUSED in result.stderr:
+            budgets = self._budgets_blocking(name)
+            if budgets:
+                raise exceptions.DrainBlocked(
+                    result, node=name, budgets=exceptions.clip_list(
+                        [str(b) for b in budgets], count=SHOWN_PODS,
+                        width=SHOWN_POD_WIDTH))
+        raise exceptions.RemoteCommandFailed(result)
+
+    def _budgets_blocking(self, name):
+        """The PodDisruptionBudgets that refuse to let the pods of node
+        *name* go: two commands.  Best effort: [] when they cannot be
+        listed (the drain's own error is reported then)."""
+        try:
+            pods = self._items(_pod_labels, 'get', 'pods', '-A',
+                               '--field-selector',
+                               'spec.nodeName=' + _check_node_name(name))
+            budgets = self._items(_budget, 'get', 'poddisruptionbudgets',
+                                  '-A')
+            with _parsing(self.conn.host, 'PodDisruptionBudget selectors'):
+                return blocking_budgets(pods, budgets)
+        except (exceptions.MgmtDriverRemoteCommandError,
+                exceptions.MgmtDriverRemoteCommandTimeOut,
+                exceptions.MgmtDriverOtherError) as exc:
+            LOG.warning('Cannot list the disruption budgets blocking the '
+                        'drain of %s: %s', name, exc)
+            return []
 
     def label(self, names, labels):
         """Set *labels* (``(key, value)`` pairs) on the nodes *names*,

@@ -147,6 +147,16 @@ def _check_relative(name):
     return '/'.join(parts)
 
 
+#: remove-node.yml's drain of a node whose VM is gone: its kubelet cannot
+#: confirm that a pod terminated, so kubectl drain (kubespray's
+#: ``--grace-period 300 --timeout 360s``) would wait its whole timeout
+#: for every pod it evicted, and fail (which allow_ungraceful_removal
+#: ignores).  A grace period of 0 deletes the pods at once (a forced
+#: deletion, as for any pod of a dead node); the timeout bounds the wait
+#: for evictions a PodDisruptionBudget refuses.
+DEAD_NODE_DRAIN = {'drain_grace_period': 0, 'drain_timeout': '60s'}
+
+
 class Workspace:
     """The directory of one VNF instance on the Ansible server.
 
@@ -917,7 +927,8 @@ class Runner:
         ``node``, ``skip_confirmation: true`` (plus
         ``delete_nodes_confirmation: "yes"`` for checkouts without
         skip_confirmation) and, when the nodes cannot be reached,
-        ``reset_nodes: false`` and ``allow_ungraceful_removal: true``.
+        ``reset_nodes: false`` and ``allow_ungraceful_removal: true``,
+        and :data:`DEAD_NODE_DRAIN` unless *extra_vars* sets them.
 
         :param names: inventory (= Kubernetes node) names.
         :param reachable: False when the nodes' VMs are gone or down.
@@ -948,6 +959,8 @@ class Runner:
             values['delete_nodes_confirmation'] = 'yes'
         if not reachable:
             values.update(reset_nodes=False, allow_ungraceful_removal=True)
+            for key, value in DEAD_NODE_DRAIN.items():
+                values.setdefault(key, value)
         return values
 
     def reset(self, node_count):

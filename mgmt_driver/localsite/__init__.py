@@ -320,17 +320,50 @@ class Site:
                           clusterstate.FAIL_PREFIX + '*'))
 
     def add_pod(self, name, node, namespace='default', owner='ReplicaSet',
-                emptydir=False, stuck=False):
+                emptydir=False, stuck=False, labels=None):
         """Put a workload pod on *node*.
 
         :param owner: 'ReplicaSet' (recreated elsewhere when evicted),
             'DaemonSet', or None for a bare pod (drain needs --force).
-        :param stuck: eviction is refused (a PodDisruptionBudget).
+        :param stuck: eviction is always refused (a shortcut; see
+            :meth:`add_budget` for a real PodDisruptionBudget).
+        :param labels: the pod's labels (what budgets select).
         """
         with self._update() as state:
             owner_name = name.rsplit('-', 1)[0] if owner else None
             state['pods'].append(clusterstate.make_pod(
-                name, namespace, node, owner, owner_name, emptydir, stuck))
+                name, namespace, node, owner, owner_name, emptydir, stuck,
+                labels=labels))
+
+    def add_budget(self, name, match_labels, namespace='default',
+                   min_available=None, max_unavailable=None):
+        """Apply a PodDisruptionBudget (policy/v1) selecting pods by
+        *match_labels*, through the fake kubectl.
+
+        :param min_available: an int or a percentage string.
+        :param max_unavailable: likewise (give one of the two).
+        """
+        spec = {'selector': {'matchLabels': dict(match_labels)}}
+        if min_available is not None:
+            spec['minAvailable'] = min_available
+        if max_unavailable is not None:
+            spec['maxUnavailable'] = max_unavailable
+        self.tool('kubectl', 'apply', '-f', '-', input=json.dumps({
+            'apiVersion': 'policy/v1', 'kind': 'PodDisruptionBudget',
+            'metadata': {'name': name, 'namespace': namespace},
+            'spec': spec}))
+
+    def delete_budget(self, name, namespace='default'):
+        self.tool('kubectl', 'delete', 'pdb', name, '-n', namespace)
+
+    def stop_kubelet(self, node, stopped=True):
+        """Stop (or, with *stopped* False, start again) the kubelet of
+        *node* while its VM keeps running: the node lifecycle controller
+        sees it dead at its next look (see :func:`clusterstate.watch_nodes`;
+        a killed VM's stopped sshd has the same effect)."""
+        with self._update() as state:
+            state['nodes'][node]['kubelet_stopped'] = stopped
+            state['nodes'][node].pop('probed', None)
 
     def unstick(self, name):
         """Let a stuck pod be evicted again."""

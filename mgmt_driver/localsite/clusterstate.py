@@ -47,6 +47,16 @@ DEFAULT_SETTINGS = {
     'eviction_retry': 0.5,
     # Seconds one node's upgrade (kube-double upgrade) takes.
     'upgrade_delay': 0.0,
+    # The node lifecycle controller (kube-controller-manager): a node
+    # whose kubelet stopped answering is NotReady once this many seconds
+    # passed since it was first seen dead (kubespray's
+    # kube_controller_node_monitor_grace_period, 40s) ...
+    'node_monitor_grace_period': 40.0,
+    # ... and it looks at each kubelet at most this often
+    # (kube_controller_node_monitor_period, 5s).
+    'node_monitor_period': 5.0,
+    # A pod's terminationGracePeriodSeconds (Kubernetes' default).
+    'pod_grace_period': 30.0,
 }
 
 #: DaemonSets kubespray deploys on every node (Calico, kube-proxy,
@@ -62,6 +72,11 @@ CP_ROLE_LABEL = 'node-role.kubernetes.io/control-plane'
 CP_TAINT = {'key': CP_ROLE_LABEL, 'effect': 'NoSchedule'}
 UNSCHEDULABLE_TAINT = {'key': 'node.kubernetes.io/unschedulable',
                        'effect': 'NoSchedule'}
+#: What the node lifecycle controller puts on a node that went NotReady
+#: because its kubelet stopped posting status.
+UNREACHABLE_TAINTS = (
+    {'key': 'node.kubernetes.io/unreachable', 'effect': 'NoSchedule'},
+    {'key': 'node.kubernetes.io/unreachable', 'effect': 'NoExecute'})
 
 
 class StateError(Exception):
@@ -255,21 +270,24 @@ def suffix(length=5):
 
 
 def make_pod(name, namespace, node, owner_kind=None, owner_name=None,
-             emptydir=False, stuck=False, tolerates_cp=False):
+             emptydir=False, stuck=False, tolerates_cp=False, labels=None):
     """A pod record.
 
     :param owner_kind: 'DaemonSet', 'ReplicaSet', 'Node' (static pod) or
         None for a bare pod.
     :param emptydir: the pod uses emptyDir (local) storage.
-    :param stuck: eviction is refused, as with a PodDisruptionBudget
-        that allows no disruption.
+    :param stuck: eviction is refused whatever the budgets say (a
+        shortcut for tests; :func:`eviction_refusal` models the real
+        PodDisruptionBudget check).
     :param tolerates_cp: the pod may run on tainted control-plane nodes
         (kubespray's kube-system Deployments do).
+    :param labels: the pod's labels (what budgets select).
     """
     return {'name': name, 'namespace': namespace, 'node': node,
             'owner_kind': owner_kind, 'owner_name': owner_name,
             'emptydir': emptydir, 'stuck': stuck,
-            'tolerates_cp': tolerates_cp,
+            'tolerates_cp': tolerates_cp, 'labels': dict(labels or {}),
+            'deleting': None,
             'phase': 'Running' if node else 'Pending',
             'created': time.time()}
 
@@ -280,7 +298,7 @@ def pods_on(state, node):
 
 def schedulable_nodes(state, exclude=(), tolerates_cp=False):
     return [n for n in state['nodes'].values()
-            if n['schedulable'] and n['ready'] and n['name'] not in exclude
+            if n['schedulable'] and is_ready(n) and n['name'] not in exclude
             and not _tainted(n, tolerates_cp)]
 
 
@@ -297,7 +315,10 @@ def place(state, pod, exclude=()):
     if not candidates:
         pod['node'], pod['phase'] = None, 'Pending'
         return pod
-    load = {n['name']: len(pods_on(state, n['name'])) for n in candidates}
+    load = dict.fromkeys((n['name'] for n in candidates), 0)
+    for other in state['pods']:
+        if other['node'] in load:
+            load[other['node']] += 1
     pod['node'] = min(sorted(load), key=load.get)
     pod['phase'] = 'Running'
     return pod
@@ -306,12 +327,17 @@ def place(state, pod, exclude=()):
 def replace_pod(state, pod, exclude=()):
     """Recreate a ReplicaSet pod elsewhere (what its controller does)."""
     state['pods'].remove(pod)
-    clone = make_pod('%s-%s' % (pod['owner_name'], suffix()),
-                     pod['namespace'], None, pod['owner_kind'],
-                     pod['owner_name'], pod['emptydir'], pod['stuck'],
-                     pod.get('tolerates_cp', False))
+    clone = _clone(pod)
     state['pods'].append(place(state, clone, exclude))
     return clone
+
+
+def _clone(pod):
+    """The pod a ReplicaSet creates in place of *pod*."""
+    return make_pod('%s-%s' % (pod['owner_name'], suffix()),
+                    pod['namespace'], None, pod['owner_kind'],
+                    pod['owner_name'], pod['emptydir'], pod['stuck'],
+                    pod.get('tolerates_cp', False), pod.get('labels'))
 
 
 def node_gone(state, name):
@@ -319,13 +345,234 @@ def node_gone(state, name):
     DaemonSet and static pods vanish, ReplicaSet pods are recreated."""
     del state['nodes'][name]
     for pod in pods_on(state, name):
-        if pod['owner_kind'] == 'ReplicaSet':
+        if pod['owner_kind'] == 'ReplicaSet' and not pod.get('deleting'):
             replace_pod(state, pod, exclude=(name,))
         else:
             state['pods'].remove(pod)
     for pod in state['pods']:
         if pod['node'] is None:
             place(state, pod)
+
+
+# --- node liveness (the node lifecycle controller) ---------------------
+#
+# Every host of the site is the same machine, so a node's kubelet is
+# alive as long as its VM is: its sshd answers (``node['ssh']``, the
+# host:port kubespray connected to; a killed VM is a stopped sshd), and
+# nobody stopped the kubelet on purpose (``node['kubelet_stopped']``,
+# set by :meth:`mgmt_driver.localsite.Site.stop_kubelet`).  Nodes
+# without an sshd on record (a seeded test cluster) are alive.  The
+# controller looks at each kubelet at most once per node_monitor_period
+# and remembers when it first found it dead (``node['lost']``); the
+# node's Ready condition turns Unknown once node_monitor_grace_period has
+# passed since then, and True again as soon as the kubelet answers.
+
+
+def is_ready(node):
+    """The node's Ready condition as the controller last set it (a node
+    kubeadm reset, ``ready`` False, is NotReady at once)."""
+    return node['ready'] and node.get('condition', 'True') == 'True'
+
+
+def kubelet_dead(node):
+    """Whether the controller found the node's kubelet dead: its pods
+    cannot finish terminating."""
+    return node.get('lost') is not None
+
+
+def watch_nodes(state, probe, now=None):
+    """One pass of the node lifecycle controller over every node.
+
+    :param probe: ``probe(node) -> bool``, whether its kubelet answers.
+    :param now: the time (default: now).
+    :returns: the names of the nodes whose Ready condition changed.
+    """
+    now = time.time() if now is None else now
+    period = float(setting(state, 'node_monitor_period'))
+    grace = float(setting(state, 'node_monitor_grace_period'))
+    changed = []
+    for node in state['nodes'].values():
+        if now - node.get('probed', float('-inf')) >= period:
+            node['probed'] = now
+            alive = not node.get('kubelet_stopped') and probe(node)
+            if alive:
+                node['lost'] = None
+            elif node.get('lost') is None:
+                node['lost'] = now
+        lost = node.get('lost')
+        condition = ('Unknown' if lost is not None and now - lost >= grace
+                     else 'True')
+        if condition != node.get('condition', 'True'):
+            changed.append(node['name'])
+        node['condition'] = condition
+    _finish_terminations(state)
+    return changed
+
+
+def _finish_terminations(state):
+    """A live kubelet ends the pods being deleted on its node."""
+    state['pods'] = [p for p in state['pods'] if not (
+        p.get('deleting') and not kubelet_dead(
+            state['nodes'].get(p['node'], {})))]
+
+
+def delete_pod(state, pod, grace, now=None):
+    """Delete *pod* as the API server does (after an eviction, too).
+
+    The pod is gone at once when its kubelet is alive (the double's
+    containers stop in no time), when it is not bound to a node, or when
+    *grace* is 0 (a forced deletion).  On a node whose kubelet is dead it
+    only gets a deletionTimestamp (now + grace) and stays Terminating
+    until the node is deleted or its kubelet returns; deleting it again
+    with a shorter grace period brings its deletionTimestamp forward.  A
+    ReplicaSet pod is replaced elsewhere at once (terminating pods are
+    not counted as the ReplicaSet's), once.
+
+    :param grace: seconds, or a negative number for the pod's own
+        terminationGracePeriodSeconds.
+    :returns: True when the pod is gone, False when it is terminating.
+    """
+    now = time.time() if now is None else now
+    if grace < 0:
+        grace = float(setting(state, 'pod_grace_period'))
+    node = state['nodes'].get(pod['node']) if pod['node'] else None
+    stays = node is not None and kubelet_dead(node) and grace > 0
+    if pod.get('deleting'):
+        # Deleted again: a shorter grace period brings it forward.
+        if not stays:
+            state['pods'].remove(pod)
+            return True
+        pod['deleting'] = min(pod['deleting'], now + grace)
+        return False
+    if pod['owner_kind'] == 'ReplicaSet':
+        state['pods'].append(place(state, _clone(pod),
+                                   exclude=(pod['node'],)))
+    if stays:
+        pod['deleting'] = now + grace
+        return False
+    state['pods'].remove(pod)
+    return True
+
+
+# --- PodDisruptionBudgets ----------------------------------------------
+#
+# Stored as applied (``state['objects']``, kind PodDisruptionBudget); the
+# disruption controller's status is computed when asked, from the pods.
+
+PDB_KIND = 'PodDisruptionBudget'
+EVICTION_REFUSED = ("Cannot evict pod as it would violate the pod's "
+                    "disruption budget.")
+
+
+def selector_matches(selector, labels):
+    """Whether a LabelSelector (``matchLabels``, ``matchExpressions``
+    with In, NotIn, Exists, DoesNotExist) selects *labels*; an empty
+    selector selects everything, a missing one (None) nothing."""
+    if selector is None:
+        return False
+    for key, value in (selector.get('matchLabels') or {}).items():
+        if labels.get(key) != value:
+            return False
+    for expr in selector.get('matchExpressions') or []:
+        key, op = expr.get('key'), expr.get('operator')
+        values = expr.get('values') or []
+        present = key in labels
+        if not {'In': present and labels.get(key) in values,
+                'NotIn': not present or labels[key] not in values,
+                'Exists': present,
+                'DoesNotExist': not present}.get(op, False):
+            return False
+    return True
+
+
+def budgets(state):
+    """Every PodDisruptionBudget object."""
+    return [o for o in state['objects'].values() if o['kind'] == PDB_KIND]
+
+
+def budgets_of(state, pod):
+    """The budgets that select *pod* (same namespace, its labels; a pod
+    without labels has none, as the eviction API says)."""
+    if not pod.get('labels'):
+        return []
+    return [b for b in budgets(state)
+            if b['metadata'].get('namespace') == pod['namespace'] and
+            selector_matches(b.get('spec', {}).get('selector'),
+                             pod['labels'])]
+
+
+def pod_healthy(state, pod):
+    """Running, not being deleted, and on a Ready node (the kubelet
+    marks a pod Ready; a NotReady node's pods are marked not Ready)."""
+    node = state['nodes'].get(pod['node']) if pod['node'] else None
+    return (pod['phase'] == 'Running' and not pod.get('deleting') and
+            node is not None and is_ready(node))
+
+
+def _scaled(value, total):
+    """An IntOrString of a budget: a number or a percentage of *total*,
+    rounded up (the disruption controller's rounding)."""
+    if isinstance(value, str) and value.endswith('%'):
+        return -(-int(value[:-1] or 0) * total // 100)
+    return int(value)
+
+
+def budget_status(state, budget):
+    """The disruption controller's status of *budget*: expectedPods,
+    currentHealthy, desiredHealthy, disruptionsAllowed."""
+    namespace = budget['metadata'].get('namespace')
+    selector = budget.get('spec', {}).get('selector')
+    pods = [p for p in state['pods'] if p['namespace'] == namespace and
+            not p.get('deleting') and
+            selector_matches(selector, p.get('labels') or {})]
+    expected = len(pods)
+    healthy = sum(1 for p in pods if pod_healthy(state, p))
+    spec = budget.get('spec', {})
+    if spec.get('maxUnavailable') is not None:
+        desired = max(expected - _scaled(spec['maxUnavailable'], expected),
+                      0)
+    else:
+        desired = _scaled(spec.get('minAvailable', 1), expected)
+    return {'expectedPods': expected, 'currentHealthy': healthy,
+            'desiredHealthy': desired,
+            'disruptionsAllowed': max(healthy - desired, 0)}
+
+
+def eviction_refusal(state, pod):
+    """Why the eviction API refuses to evict *pod* now, or None.
+
+    :returns: None, or ``(code, message, cause)``: 429 while a budget
+        allows no disruption (the cause names the budget; kubectl
+        prints only the message), 500 when several budgets select the
+        pod.  A pod being deleted, not Running, or selected by no budget
+        is always evictable; an unhealthy pod is when its budget is met
+        (unhealthyPodEvictionPolicy IfHealthyBudget, the default) or
+        when the budget says AlwaysAllow.
+    """
+    if pod.get('stuck') and not pod.get('deleting'):
+        return 429, EVICTION_REFUSED, 'the test marked the pod stuck'
+    if pod.get('deleting') or pod['phase'] != 'Running':
+        return None
+    found = budgets_of(state, pod)
+    if len(found) > 1:
+        return 500, ('This pod has more than one PodDisruptionBudget, which '
+                     'the eviction subresource does not support.'), None
+    if not found:
+        return None
+    budget = found[0]
+    status = budget_status(state, budget)
+    if not pod_healthy(state, pod):
+        policy = budget.get('spec', {}).get('unhealthyPodEvictionPolicy')
+        if policy == 'AlwaysAllow' or (
+                status['currentHealthy'] >= status['desiredHealthy'] and
+                status['desiredHealthy'] > 0):
+            return None
+    if status['disruptionsAllowed'] > 0:
+        return None
+    return 429, EVICTION_REFUSED, (
+        'The disruption budget %s needs %d healthy pods and has %d '
+        'currently' % (budget['metadata']['name'], status['desiredHealthy'],
+                       status['currentHealthy']))
 
 
 # --- Kubernetes-shaped views -------------------------------------------
@@ -335,7 +582,10 @@ def iso(timestamp):
 
 
 def node_object(node):
+    ready = 'True' if is_ready(node) else 'Unknown'
     taints = list(node['taints'])
+    if node.get('condition') == 'Unknown':
+        taints.extend(UNREACHABLE_TAINTS)
     if not node['schedulable']:
         taints.append(UNSCHEDULABLE_TAINT)
     spec = {'podCIDR': node.get('pod_cidr', '10.233.64.0/24')}
@@ -343,7 +593,6 @@ def node_object(node):
         spec['taints'] = taints
     if not node['schedulable']:
         spec['unschedulable'] = True
-    ready = 'True' if node['ready'] else 'Unknown'
     return {
         'apiVersion': 'v1', 'kind': 'Node',
         'metadata': {'name': node['name'], 'labels': node['labels'],
@@ -358,9 +607,14 @@ def node_object(node):
     }
 
 
-def pod_object(pod):
+def pod_object(pod, healthy=None):
+    """The Pod; *healthy* is its Ready condition (default: Running)."""
     meta = {'name': pod['name'], 'namespace': pod['namespace'],
             'creationTimestamp': iso(pod['created'])}
+    if pod.get('labels'):
+        meta['labels'] = dict(pod['labels'])
+    if pod.get('deleting'):
+        meta['deletionTimestamp'] = iso(pod['deleting'])
     if pod['owner_kind']:
         meta['ownerReferences'] = [{
             'apiVersion': 'v1' if pod['owner_kind'] == 'Node' else 'apps/v1',
@@ -377,8 +631,11 @@ def pod_object(pod):
         spec['nodeName'] = pod['node']
     if pod['emptydir']:
         spec['volumes'] = [{'name': 'scratch', 'emptyDir': {}}]
+    if healthy is None:
+        healthy = pod['phase'] == 'Running'
     return {'apiVersion': 'v1', 'kind': 'Pod', 'metadata': meta,
-            'spec': spec, 'status': {'phase': pod['phase']}}
+            'spec': spec, 'status': {'phase': pod['phase'], 'conditions': [
+                {'type': 'Ready', 'status': 'True' if healthy else 'False'}]}}
 
 
 def object_key(kind, namespace, name):

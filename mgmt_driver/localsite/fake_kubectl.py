@@ -12,12 +12,19 @@ stderr), against :mod:`clusterstate`::
   cordon NAME / uncordon NAME
   drain NAME [--ignore-daemonsets] [--delete-emptydir-data] [--force]
       [--timeout=DURATION] [--grace-period=N] [--disable-eviction]
+      [--pod-selector=SEL] [--skip-wait-for-delete-timeout=N]
   delete KIND NAME... [-n NS] [--ignore-not-found] [--wait=BOOL]
   apply -f FILE|-          (JSON; YAML too when PyYAML is importable)
 
 Global flags ``--kubeconfig PATH`` (accepted, not read), ``-n``,
 ``--request-timeout``, ``--context`` go anywhere.  The state directory is
 ``$KUBE_DOUBLE_STATE_DIR`` or ``state/`` next to ``bin/``.
+
+Every command first runs the node lifecycle controller
+(:func:`clusterstate.watch_nodes`): a node whose VM's sshd stopped
+answering turns NotReady after the grace period, and pods deleted on it
+stay Terminating.  Evictions go through the PodDisruptionBudget check of
+the eviction API (:func:`clusterstate.eviction_refusal`).
 """
 
 import calendar
@@ -25,6 +32,7 @@ import contextlib
 import json
 import os
 import re
+import socket
 import sys
 import time
 
@@ -41,6 +49,7 @@ RESOURCES = {
     'clusterrolebindings': ('ClusterRoleBinding', False,
                             '.rbac.authorization.k8s.io'),
     'clusterroles': ('ClusterRole', False, '.rbac.authorization.k8s.io'),
+    'poddisruptionbudgets': ('PodDisruptionBudget', True, '.policy'),
 }
 ALIASES = {'no': 'nodes', 'node': 'nodes', 'po': 'pods', 'pod': 'pods',
            'secret': 'secrets', 'sa': 'serviceaccounts',
@@ -48,7 +57,8 @@ ALIASES = {'no': 'nodes', 'node': 'nodes', 'po': 'pods', 'pod': 'pods',
            'configmap': 'configmaps', 'ns': 'namespaces',
            'namespace': 'namespaces',
            'clusterrolebinding': 'clusterrolebindings',
-           'clusterrole': 'clusterroles'}
+           'clusterrole': 'clusterroles', 'pdb': 'poddisruptionbudgets',
+           'poddisruptionbudget': 'poddisruptionbudgets'}
 KIND_TO_RESOURCE = {kind: res for res, (kind, _, _) in RESOURCES.items()}
 BUILTIN_NAMESPACES = ('default', 'kube-system', 'kube-public',
                       'kube-node-lease')
@@ -68,7 +78,8 @@ COMMAND_FLAGS = {
     'label': {'overwrite': False}, 'taint': {'overwrite': False},
     'drain': {'ignore-daemonsets': False, 'delete-emptydir-data': False,
               'force': False, 'timeout': True, 'grace-period': True,
-              'disable-eviction': False},
+              'disable-eviction': False, 'pod-selector': True,
+              'skip-wait-for-delete-timeout': True},
     'delete': {'ignore-not-found': False, 'wait': False, 'timeout': True,
                'grace-period': True, 'now': False},
     'apply': {'filename': True},
@@ -194,7 +205,21 @@ def cluster():
         if not cs.running(txn.state):
             raise KubectlError(NO_SERVER)
         cs.fill_token_secrets(txn.state)
+        cs.watch_nodes(txn.state, kubelet_answers)
         yield txn.state
+
+
+def kubelet_answers(node):
+    """Whether the VM of *node* is up: its sshd accepts a connection
+    (a loopback connect is answered or refused at once)."""
+    if not node.get('ssh'):
+        return True
+    host, port = cs.split_endpoint(node['ssh'])
+    try:
+        socket.create_connection((host, port or 22), 1.0).close()
+        return True
+    except (OSError, ValueError):
+        return False
 
 
 def resource_of(command, name):
@@ -239,9 +264,13 @@ def all_objects(state, resource):
         return [cs.node_object(state['nodes'][n])
                 for n in sorted(state['nodes'])]
     if resource == 'pods':
-        return [cs.pod_object(p) for p in state['pods']]
+        return [cs.pod_object(p, cs.pod_healthy(state, p))
+                for p in state['pods']]
     stored = [public(o) for k, o in sorted(state['objects'].items())
               if o['kind'] == kind]
+    if resource == 'poddisruptionbudgets':
+        stored = [dict(o, status=cs.budget_status(state, o))
+                  for o in stored]
     builtin = {'namespaces': BUILTIN_NAMESPACES,
                'clusterroles': BUILTIN_CLUSTERROLES}.get(resource, ())
     made = [{'apiVersion': 'v1', 'kind': kind, 'metadata': {'name': n}}
@@ -353,8 +382,10 @@ def _node_row(obj, wide):
 def _pod_row(obj, wide, all_ns):
     meta = obj['metadata']
     row = [meta['namespace']] if all_ns else []
+    status = ('Terminating' if meta.get('deletionTimestamp')
+              else obj['status']['phase'])
     row += [meta['name'], '1/1' if obj['status']['phase'] == 'Running'
-            else '0/1', obj['status']['phase'], '0', age(_created(obj))]
+            else '0/1', status, '0', age(_created(obj))]
     if wide:
         row.append(obj['spec'].get('nodeName', '<none>'))
     return row
@@ -811,38 +842,117 @@ def _drain_failed(name, errors):
         % (name, joined, name, '\n'.join(errors)))
 
 
-def _evict(state, pod, flags, out):
-    out.append('evicting pod %s/%s' % (pod['namespace'], pod['name']))
-    if pod['owner_kind'] == 'ReplicaSet':
-        cs.replace_pod(state, pod, exclude=(pod['node'],))
-    else:
-        state['pods'].remove(pod)
-    out.append('pod/%s evicted' % pod['name'])
+def _pod_selected(flags):
+    """``--pod-selector``: which pods of the node drain considers."""
+    text = flags.get('pod-selector')
+    if not text:
+        return lambda pod: True
+    terms = list(_selector_terms(text))
+
+    def selected(pod):
+        labels = pod.get('labels') or {}
+        return all(((key in labels) != bool(neg)) if op is None else
+                   ((labels.get(key) == value) == (op != '!='))
+                   for neg, key, op, value in terms)
+    return selected
 
 
-def _evict_ready(name, flags):
-    """Evict what can go now; return the refs of pods still blocked."""
-    out, blocked = [], []
-    with cluster() as state:
-        movable, _, _ = _movable(cs.pods_on(state, name), flags)
-        for pod in movable:
-            if pod['stuck'] and not flags.get('disable-eviction'):
-                blocked.append(pod)
-            else:
-                _evict(state, pod, flags, out)
+def _drain_candidates(state, name, flags, skip_wait):
+    """The pods of node *name* drain looks at: those the pod selector
+    picks, minus those deleted longer than --skip-wait-for-delete-timeout
+    ago (kubectl's skip filter)."""
+    selected = _pod_selected(flags)
+    now = time.time()
+    return [p for p in cs.pods_on(state, name) if selected(p) and not (
+        skip_wait > 0 and p.get('deleting') and
+        now - p['deleting'] > skip_wait)]
+
+
+class _Drain:
+    """One ``kubectl drain`` after the cordon: evict (or, with
+    --disable-eviction, delete) every movable pod, retry the evictions a
+    budget refuses (HTTP 429) every ``eviction_retry`` seconds, and wait
+    for each pod asked to go to be gone (kubelet confirmed) or, with
+    --skip-wait-for-delete-timeout=N, deleted more than N seconds ago;
+    all within --timeout (0: the site's ``max_wait``)."""
+
+    def __init__(self, name, flags, pods, grace, skip_wait):
+        self.name, self.flags = name, flags
+        self.grace, self.skip_wait = grace, skip_wait
+        self.evict = not flags.get('disable-eviction')
+        self.pending = [(p['namespace'], p['name']) for p in pods]
+        self.waiting = []
+        self.errors = []
+
+    def step(self, state, out, err):
+        """Ask once for each pending pod; check the waited-for ones.
+
+        :returns: whether the drain has nothing left to do.
+        """
+        by_ref = {(p['namespace'], p['name']): p for p in state['pods']}
         retry = cs.setting(state, 'eviction_retry')
-        max_wait = cs.setting(state, 'max_wait')
-    if out:
-        print('\n'.join(out), flush=True)
-    return ['pods/"%s" -n "%s"' % (p['name'], p['namespace'])
-            for p in blocked], retry, max_wait
+        still = []
+        for ref in self.pending:
+            pod = by_ref.get(ref)
+            if pod is None:
+                continue
+            refusal = cs.eviction_refusal(state, pod) if self.evict else None
+            if refusal is None:
+                if self.evict:
+                    out.append('evicting pod %s/%s' % ref)
+                cs.delete_pod(state, pod, self.grace)
+                self.waiting.append(ref)
+            elif refusal[0] == 429:
+                err.append('error when evicting pods/"%s" -n "%s" (will '
+                           'retry after %ss): %s' % (ref[1], ref[0], retry,
+                                                     refusal[1]))
+                still.append(ref)
+            else:
+                self.errors.append('error when evicting pods/"%s" -n "%s": '
+                                   '%s' % (ref[1], ref[0], refusal[1]))
+        self.pending = still
+        by_ref = {(p['namespace'], p['name']): p for p in state['pods']}
+        self.waiting = [ref for ref in self.waiting
+                        if not self._gone(by_ref.get(ref), ref, out)]
+        return not self.pending and not self.waiting
+
+    def _gone(self, pod, ref, out):
+        if pod is None:
+            out.append('pod/%s %s' % (ref[1], 'evicted' if self.evict
+                                      else 'deleted'))
+            return True
+        if self.skip_wait > 0 and time.time() - pod['deleting'] > \
+                self.skip_wait:
+            out.append('pod "%s" has DeletionTimestamp older than %d '
+                       'seconds, skipping' % (ref[1], self.skip_wait))
+            return True
+        return False
+
+    def timed_out(self, timeout_text):
+        """kubectl's errors for what is left at the global timeout."""
+        return self.errors + [
+            'error when evicting pods/"%s" -n "%s": global timeout reached: '
+            '%s' % (ref[1], ref[0], timeout_text) for ref in self.pending
+        ] + ['error when waiting for pod "%s" in namespace "%s" to '
+             'terminate: global timeout reached: %s' % (
+                 ref[1], ref[0], timeout_text) for ref in self.waiting]
+
+
+def _skip_wait(flags):
+    text = flags.get('skip-wait-for-delete-timeout', '0')
+    if not re.fullmatch(r'-?\d+', text):
+        raise KubectlError('error: invalid argument "%s" for '
+                           '"--skip-wait-for-delete-timeout" flag: '
+                           'strconv.ParseInt: parsing "%s": invalid syntax'
+                           % (text, text))
+    return int(text)
 
 
 def cmd_drain(positional, flags):
     name = _one_node('drain', positional)
     timeout_text = flags.get('timeout', '0s')
     timeout = parse_duration(timeout_text)
-    _grace_period(flags)
+    grace, skip_wait = _grace_period(flags), _skip_wait(flags)
     start = time.monotonic()
     with cluster() as state:
         node = _node_or_404(state, name)
@@ -851,25 +961,31 @@ def cmd_drain(positional, flags):
     print('node/%s %scordoned' % (name, '' if was else 'already '),
           flush=True)
     with cluster() as state:
-        _, errors, warnings = _movable(cs.pods_on(state, name), flags)
+        movable, errors, warnings = _movable(
+            _drain_candidates(state, name, flags, skip_wait), flags)
+        max_wait = cs.setting(state, 'max_wait')
     if errors:
         raise _drain_failed(name, errors)
     if warnings:
         print('\n'.join(warnings), file=sys.stderr, flush=True)
+    drain = _Drain(name, flags, movable, grace, skip_wait)
     while True:
-        blocked, retry, max_wait = _evict_ready(name, flags)
-        if not blocked:
+        out, err = [], []
+        with cluster() as state:
+            done = drain.step(state, out, err)
+            retry = min(cs.setting(state, 'eviction_retry'), 1.0)
+        if out:
+            print('\n'.join(out), flush=True)
+        if done and not drain.errors:
             return 'node/%s drained' % name
-        if time.monotonic() - start >= (timeout or max_wait):
-            errors = ['error when evicting %s: global timeout reached: %s'
-                      % (ref, timeout_text) for ref in blocked]
+        if drain.errors and not drain.pending and not drain.waiting or \
+                time.monotonic() - start >= (timeout or max_wait):
+            errors = drain.timed_out(timeout_text)
             print('There are pending pods in node "%s" when an error '
                   'occurred: %s' % (name, errors[0]), file=sys.stderr)
             raise _drain_failed(name, errors)
-        for ref in blocked:
-            print('error when evicting %s (will retry after %ss): Cannot '
-                  'evict pod as it would violate the pod\'s disruption '
-                  'budget.' % (ref, retry), file=sys.stderr, flush=True)
+        if err:
+            print('\n'.join(err), file=sys.stderr, flush=True)
         time.sleep(retry)
 
 
@@ -893,10 +1009,7 @@ def _delete_one(state, resource, name, flags):
         pods = [p for p in state['pods'] if p['name'] == name and
                 p['namespace'] == namespace_of(flags)]
         for pod in pods:
-            if pod['owner_kind'] == 'ReplicaSet':
-                cs.replace_pod(state, pod)
-            else:
-                state['pods'].remove(pod)
+            cs.delete_pod(state, pod, _grace_period(flags))
         return bool(pods)
     kind, namespaced, _ = RESOURCES[resource]
     key = cs.object_key(kind, namespace_of(flags) if namespaced else '',
@@ -980,6 +1093,13 @@ def _validate(doc, source):
             'ensure CRDs are installed first' % (
                 (doc.get('metadata') or {}).get('name', ''), source, kind,
                 doc.get('apiVersion', '')))
+    spec = doc.get('spec') if isinstance(doc.get('spec'), dict) else {}
+    if kind == 'PodDisruptionBudget' and 'minAvailable' in spec and \
+            'maxUnavailable' in spec:
+        raise KubectlError(
+            'The PodDisruptionBudget "%s" is invalid: spec: Invalid value: '
+            'minAvailable and maxUnavailable cannot be both set'
+            % (doc.get('metadata') or {}).get('name', ''))
     if not (doc.get('metadata') or {}).get('name'):
         raise KubectlError('error: error when retrieving current '
                            'configuration of %s from "%s": resource name '

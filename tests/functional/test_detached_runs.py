@@ -192,6 +192,9 @@ def test_a_lost_connection_is_not_a_failure(server, caplog):
     assert len(server.runs()) == 1
     assert 'Lost the connection to 127.0.0.2' in caplog.text
     # Each line once, none lost: the reconnect reads on from the last.
+    # Every line counts: the one read last before the cut is the one a
+    # resume from one line early would repeat.
+    assert lines == pathlib.Path(run.log).read_text().splitlines()
     assert lines.count('PLAY [stand-in] ***') == 1
     assert lines.count('PLAY RECAP ***') == 1
 
@@ -251,6 +254,37 @@ def test_a_finished_run_nobody_collected_is_not_run_again(server, caplog):
     assert 'not running it again' in caplog.text
     again = runs.run(str(server.root), argv, 'scale_end', 'scale.yml', 60)
     assert not again.reused and len(server.runs()) == 2
+
+
+def test_a_finished_run_is_not_taken_for_a_run_of_other_inputs(server):
+    """A run's id covers the content of the workspace's input files, not
+    only the command line: the same hook run again after its inventory
+    changed (same file names, same argv) runs the playbook again instead
+    of taking the old run's result, and while a run goes on, the same
+    argv over another inventory is refused as busy instead of following
+    the old run."""
+    conn = server.connection()
+    conn.run(['mkdir', '-m', '0700', '-p', server.workspace])
+    workspace = kubespray.Workspace(conn, server.workspace)
+    hosts = workspace.upload({'h.yaml': 'all: {hosts: {node-1: {}}}\n'})[0]
+    runs = detached.DetachedRuns(server.connection(), server.workspace)
+    argv = server.runner().argv('scale.yml', hosts, limit=['node-1'])
+    stem, pid = runs._start(str(server.root), argv, 'scale_end',
+                            'scale.yml', 60, time.monotonic() + 60)
+    assert _gone(pid)  # it ended while nobody followed it
+    workspace.upload({'h.yaml': 'all: {hosts: {node-2: {}}}\n'})
+    outcome = runs.run(str(server.root), argv, 'scale_end', 'scale.yml', 60)
+    assert not outcome.reused and len(server.runs()) == 2
+
+    server.gate.touch()
+    job = Background(server.runner())
+    server.wait_for_runs(3)
+    workspace.upload({'h.yaml': 'all: {hosts: {node-3: {}}}\n'})
+    with pytest.raises(exceptions.ClusterBusy):
+        server.runner().scale(['node-1'])
+    server.gate.unlink()
+    assert isinstance(job.result(), kubespray.PlaybookRun)
+    assert len(server.runs()) == 3
 
 
 def test_a_run_killed_on_the_server_names_its_log(server, caplog):

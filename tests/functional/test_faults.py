@@ -113,6 +113,23 @@ def _state(pid):
         return None
 
 
+#: The node monitor grace period the dead-worker case sets (seconds).
+GRACE = 2.0
+
+
+def ready_after(site, node, status, limit=30.0):
+    """Seconds until kubectl shows *node*'s Ready condition *status*."""
+    start = time.monotonic()
+    while True:
+        shown = site.tool('kubectl', 'get', 'node', node, '-o',
+                          'jsonpath={.status.conditions[0].status}'
+                          ).stdout.strip()
+        if shown == status:
+            return time.monotonic() - start
+        assert time.monotonic() - start < limit, (node, shown)
+        time.sleep(0.2)
+
+
 # ------------------------------------------------------------------ site --
 
 def twin(main, address):
@@ -522,13 +539,59 @@ def test_scale_out_while_a_worker_is_down(cluster):
     assert name(SPARE) in site.nodes()
 
 
+def test_a_disruption_budget_blocks_the_scale_in(cluster):
+    """Case 7: a PodDisruptionBudget allows no disruption of a workload
+    with a pod on the worker: the driver's drain is refused (HTTP 429,
+    retried until drain_timeout) and the error names the budget;
+    Kubernetes keeps the node (cordoned) and the inventory is the old
+    one; once the budget allows a disruption the same hook converges."""
+    c = cluster
+    site = c.lab.site
+    gone = c.removable()
+    other = next(a for a in c.workers if a not in (gone, DEAD))
+    site.add_pod('shop-a1', name(gone), labels={'app': 'shop'})
+    site.add_pod('shop-b2', name(other), labels={'app': 'shop'})
+    site.add_budget('shop-pdb', {'app': 'shop'}, min_available=2)
+    request, kwargs = c.scale_in_args(gone)
+    before = c.snapshot()
+    with c.option('drain_timeout', 10):
+        error = c.fails(exceptions.DrainBlocked, 'scale_start', request,
+                        **kwargs)
+    message = str(error)
+    assert 'Draining node %s failed: PodDisruptionBudget default/shop-pdb ' \
+        '(needs 2 healthy pods, has 2) allows no disruption' % name(gone) \
+        in message
+    assert MASTERS[0] in message
+    after = c.snapshot()
+    assert (after['inventory'], after['etcd'], after['runs']) == (
+        before['inventory'], before['etcd'], before['runs'])
+    cordoned = dict(before['nodes'])
+    cordoned[name(gone)] = (['worker'], True, False)
+    assert after['nodes'] == cordoned
+    assert 'shop-a1' in [p['name'] for p in site.pods_on(name(gone))]
+
+    site.delete_budget('shop-pdb')
+    site.add_budget('shop-pdb', {'app': 'shop'}, max_unavailable=1)
+    c.call('scale_start', request, **kwargs)
+    c.scaled_in(gone)
+    c.check()
+    shop = [p for p in site.state()['pods'] if p['owner_name'] == 'shop']
+    assert len(shop) == 2 and all(p['node'] != name(gone) for p in shop)
+
+
 def test_dead_worker_is_removed_ungracefully(cluster, caplog):
     """Case 4: the worker's VM is dead when it is scaled in: no drain,
     remove-node.yml with reset_nodes false and allow_ungraceful_removal
     true, which never connects to it; the scale-in succeeds."""
     c = cluster
+    site = c.lab.site
     caplog.set_level(logging.INFO, logger='mgmt_driver')
+    site.add_pod('cache-d1', name(DEAD), labels={'app': 'cache'})
+    site.settings(node_monitor_grace_period=GRACE, node_monitor_period=0.5)
     kill_vm_sshd(c.lab.aside[DEAD])
+    # The node lifecycle controller marks it NotReady within the grace
+    # period of the first look that found its VM gone.
+    assert ready_after(site, name(DEAD), 'Unknown') <= GRACE + 1.5
     request, kwargs = c.scale_in_args(DEAD)
     runs = len(c.lab.site.runs())
 
@@ -545,9 +608,13 @@ def test_dead_worker_is_removed_ungracefully(cluster, caplog):
     assert name(DEAD) not in run['touched']
     vars_file, = [f for f in run['extra_vars_files']
                   if f.endswith('remove-node-vars.yaml')]
+    # A forced drain: the dead kubelet never confirms a termination.
     assert yaml.safe_load(pathlib.Path(vars_file).read_text()) == {
         'node': name(DEAD), 'skip_confirmation': True,
-        'reset_nodes': False, 'allow_ungraceful_removal': True}
+        'reset_nodes': False, 'allow_ungraceful_removal': True,
+        'drain_grace_period': 0, 'drain_timeout': '60s'}
+    cache = [p for p in site.state()['pods'] if p['owner_name'] == 'cache']
+    assert [p['node'] in site.nodes() for p in cache] == [True]
 
 
 class StillWaiting(AssertionError):

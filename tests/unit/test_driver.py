@@ -188,12 +188,23 @@ def test_scale_end_adds_only_missing_workers(conf):
     instance.instantiated_vnf_info.additional_params = extra
     h.hooks.scale_end(None, instance, _request({}, type='SCALE_OUT'),
                       None, None, scale_out_id_list=['s3', 's4'])
-    assert base  # the instantiated params are what the instance holds
+    # The workers of the instantiated params (those Kubernetes knows)
+    # stay out of the limit; only the ones the scale-out added join.
+    missing = [n for n in _worker_names(extra)
+               if n not in _worker_names(base)]
+    assert missing == ['worker-10-10-0-23', 'worker-10-10-0-24']
     scale = [c for c in h.ansible.commands
              if 'ansible-playbook -i' in c and 'scale.yml' in c]
     assert len(scale) == 1
-    assert '--limit=worker-10-10-0-23,worker-10-10-0-24' in scale[0]
+    assert '--limit=%s ' % ','.join(missing) in scale[0]
     assert h.playbooks() == ['playbooks/facts.yml', 'scale.yml']
+
+
+def _worker_names(extra):
+    """The node names of the workers of instantiate params."""
+    return ['worker-' + n['nic_ip'].replace('.', '-') for n in
+            extra['k8s_cluster_installation_param']['nodes']
+            if n['role'] == 'worker']
 
 
 def _scale_out_by_two(conf, workers, probe=None):

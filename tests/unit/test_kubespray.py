@@ -487,7 +487,8 @@ def test_remove_unreachable_node_old_layout():
     assert remove_vars(runner) == {
         'node': 'worker-10-0-0-21', 'skip_confirmation': True,
         'delete_nodes_confirmation': 'yes', 'reset_nodes': False,
-        'allow_ungraceful_removal': True}
+        'allow_ungraceful_removal': True, 'drain_grace_period': 0,
+        'drain_timeout': '60s'}
     # typed booleans and the quoted "yes" string, never k=v strings
     assert 'reset_nodes: false' in text
     assert "delete_nodes_confirmation: 'yes'" in text
@@ -502,7 +503,8 @@ def test_remove_unreachable_node_new_layout_and_extra_vars():
                                     'node': 'ignored'})
     assert remove_vars(runner) == {
         'drain_timeout': '120s', 'node': 'w1', 'skip_confirmation': True,
-        'reset_nodes': False, 'allow_ungraceful_removal': True}
+        'reset_nodes': False, 'allow_ungraceful_removal': True,
+        'drain_grace_period': 0}
 
 
 @pytest.mark.parametrize('names', [['all'], ['w1', 'localhost'],

@@ -157,6 +157,7 @@ def _result(text=BIG):
 CUSTOM = {
     'RemoteCommandFailed': lambda cls: cls(_result()),
     'RemoteCommandTimedOut': lambda cls: cls(_result(), BIG),
+    'DrainBlocked': lambda cls: cls(_result(), BIG, BIG),
     'LoadBalancerConfigInvalid': lambda cls: cls(_result(), BIG, BIG),
     'GatewaysFailed': lambda cls: cls(
         {'g%d' % i: ValueError(BIG) for i in range(50)}, 50),
