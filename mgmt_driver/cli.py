@@ -110,7 +110,18 @@ def _read_spec(path, need_cp_names):
         max_size=cfg.CONF.kubespray_mgmt.max_request_size)
 
 
-def _read_nodes(spec, topology_path):
+def _read_nodes(spec, topology_path, need_vip=True):
+    """The node set of the topology file (or of the request's nodes).
+
+    :param need_vip: refuse a VIP named by its Heat port
+        (``vip_cp_name``): only Tacker reads Heat.
+    """
+    lb = spec.external_lb
+    if need_vip and lb is not None and lb.vip is None and lb.vip_cp_name:
+        raise exceptions.ParamsInvalid([
+            '%s.external_lb_param.vip_cp_name: names a Heat port, which '
+            'only Tacker reads; without Tacker give external_lb_param.vip '
+            '(the address the gateways share) instead' % params.ROOT])
     if topology_path is None:
         return nodes.nodes_from_spec(spec)
     document = localfiles.load_document(topology_path, 'TOPOLOGY')
@@ -538,7 +549,8 @@ def _installs_lb(args):
 
 
 def _cluster_driver(args, spec, lb_script, progress):
-    pool = plan.PlanPool() if args.dry_run else ssh.ConnectionPool()
+    pool = plan.PlanPool(spec.kubespray.version) if args.dry_run \
+        else ssh.ConnectionPool()
     store = records.RecordStore.from_conf()
     # Trusted paths: whoever runs this wrote the parameter file.
     return driver.ClusterDriver(
@@ -638,7 +650,7 @@ def _add_run_commands(subparsers):
 def _status(args):
     try:
         spec = _read_spec(args.params, need_cp_names=False)
-        cluster = _read_nodes(spec, args.topology)
+        cluster = _read_nodes(spec, args.topology, need_vip=False)
         pool = ssh.ConnectionPool(status.read_only_settings())
         # Trusted paths: whoever runs this wrote the parameter file.
         reader = status.StatusReader(spec, args.instance_id, pool,

@@ -1,0 +1,78 @@
+"""The operator's rough edges of ``kubespray-mgmt`` (issue "The
+operator's view"): each test here failed before its fix."""
+
+import json
+import pathlib
+
+import pytest
+
+from mgmt_driver import cli
+
+REPO = pathlib.Path(__file__).parents[2]
+SAMPLES = REPO / 'samples'
+
+
+# --- dry runs of the shipped samples -----------------------------------------
+
+def _dry_run(capsys, params, topology, *extra):
+    code = cli.main(['run', 'instantiate', '--dry-run', '--params',
+                     str(params), '--topology', str(topology), *extra])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def _install_param(path):
+    return json.loads(pathlib.Path(path).read_text())['additionalParams'][
+        'k8s_cluster_installation_param']
+
+
+#: Samples that need more than the sample topology: a VIP from Heat
+#: (below), key files at the conductor's paths (see the key file tests).
+NOT_DRY_RUN = ('instantiate_ha_lb.json', 'instantiate_keyauth.json')
+
+
+@pytest.mark.parametrize('sample', sorted(
+    p.name for p in SAMPLES.glob('instantiate_*.json')
+    if p.name not in NOT_DRY_RUN))
+def test_every_shipped_instantiate_sample_has_a_dry_run(capsys, sample):
+    """A sample naming kubespray.version plans as on a checkout of that
+    version, and the plan says the version was assumed."""
+    code, out, err = _dry_run(capsys, SAMPLES / sample,
+                              SAMPLES / 'topology_ha.yaml')
+    assert code == cli.EXIT_OK, err
+    assert out.rstrip().splitlines()[-1].startswith('dry run, nothing done')
+    wanted = _install_param(SAMPLES / sample).get('kubespray', {}).get(
+        'version')
+    if wanted:
+        assert '# assumed: the checkout is kubespray %s' % wanted in out
+
+
+def test_a_vip_from_heat_is_refused_without_tacker(capsys):
+    """instantiate_ha_lb.json names its VIP by a Heat port: the command
+    says so, before anything, instead of a layout error at the end."""
+    code, out, err = _dry_run(capsys, SAMPLES / 'instantiate_ha_lb.json',
+                              SAMPLES / 'topology_ha.yaml')
+    assert code == cli.EXIT_BAD_INPUT
+    assert 'external_lb_param.vip_cp_name: names a Heat port' in err
+    assert 'give external_lb_param.vip' in err and out == ''
+
+
+def test_gateways_with_a_vip_have_a_dry_run(capsys, tmp_path):
+    """The same sample with its VIP given, on two gateways: the plan
+    takes each gateway's interface as a placeholder, and says so."""
+    doc = json.loads((SAMPLES / 'instantiate_ha_lb.json').read_text())
+    lb = doc['additionalParams']['k8s_cluster_installation_param'][
+        'external_lb_param']
+    del lb['vip_cp_name']
+    lb['vip'] = '10.10.0.100'
+    params = tmp_path / 'params.json'
+    params.write_text(json.dumps(doc))
+    topology = tmp_path / 'topology.yaml'
+    topology.write_text((SAMPLES / 'topology_ha.yaml').read_text().replace(
+        'external_lb:\n  ssh_ip: 10.10.0.30',
+        'external_lb:\n  - ssh_ip: 10.10.0.30\n  - ssh_ip: 10.10.0.31'))
+    code, out, err = _dry_run(capsys, params, topology, '--package-dir',
+                              str(REPO / 'vnf_packages' / 'kubespray_ha_lb'))
+    assert code == cli.EXIT_OK, err
+    assert out.count('# assumed: the address is on eth0, /24') == 2
+    assert 'keepalived -t -f /etc/keepalived/keepalived.conf.new' in out
