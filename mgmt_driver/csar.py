@@ -411,6 +411,9 @@ def _unsafe_name(name):
 
 
 def _check_dir(root, zip_path):
+    # tosca-parser resolves a relative template path against its own
+    # idea of a base (an AttributeError deep inside it): never give it one.
+    root = root.absolute()
     meta, problems = _read_meta(root)
     if meta is None:
         return problems

@@ -76,3 +76,29 @@ def test_gateways_with_a_vip_have_a_dry_run(capsys, tmp_path):
     assert code == cli.EXIT_OK, err
     assert out.count('# assumed: the address is on eth0, /24') == 2
     assert 'keepalived -t -f /etc/keepalived/keepalived.conf.new' in out
+
+
+# --- csar check ./DIR, csar build -o -----------------------------------------
+
+@pytest.fixture(scope='module')
+def built_csar(tmp_path_factory):
+    from tests import packages
+    sol001 = packages.sol001_dir()
+    out = tmp_path_factory.mktemp('csar') / 'simple.zip'
+    code = cli.main(['csar', 'build', str(packages.PACKAGES_DIR /
+                                          'kubespray_simple'),
+                     '-o', str(out), '--sol001-dir', str(sol001)])
+    assert code == cli.EXIT_OK
+    return out
+
+
+@pytest.mark.parametrize('relative', ['./extracted', 'extracted'])
+def test_csar_check_of_a_relative_directory(built_csar, tmp_path,
+                                            monkeypatch, capsys, relative):
+    from tests import packages
+    packages.extract(built_csar, tmp_path / 'extracted')
+    monkeypatch.chdir(tmp_path)
+    code = cli.main(['csar', 'check', relative])
+    out = capsys.readouterr()
+    assert (code, out.err) == (cli.EXIT_OK, '')
+    assert out.out == '%s: OK\n' % relative
