@@ -102,3 +102,28 @@ def test_csar_check_of_a_relative_directory(built_csar, tmp_path,
     out = capsys.readouterr()
     assert (code, out.err) == (cli.EXIT_OK, '')
     assert out.out == '%s: OK\n' % relative
+
+
+def test_csar_build_into_a_directory_is_refused(tmp_path, monkeypatch,
+                                                capsys):
+    from tests import packages
+    monkeypatch.chdir(tmp_path)
+    code = cli.main(['csar', 'build', str(packages.PACKAGES_DIR /
+                                          'kubespray_simple'), '-o', '.'])
+    err = capsys.readouterr().err
+    assert code == cli.EXIT_BAD_INPUT
+    assert 'the output . is a directory: give the path of the zip file ' \
+        'to write, such as kubespray_simple.zip' in err, err
+    assert 'Traceback' not in err and list(tmp_path.iterdir()) == []
+
+
+def test_csar_build_creates_no_directory(tmp_path, capsys):
+    from tests import packages
+    out = tmp_path / 'no' / 'such' / 'x.zip'
+    code = cli.main(['csar', 'build', str(packages.PACKAGES_DIR /
+                                          'kubespray_simple'), '-o', str(out)])
+    err = capsys.readouterr().err
+    assert code == cli.EXIT_BAD_INPUT
+    assert 'directory %s does not exist (create it first)' % out.parent \
+        in err, err
+    assert list(tmp_path.iterdir()) == []
