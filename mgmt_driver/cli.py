@@ -685,6 +685,11 @@ def _add_status_command(subparsers):
 
 def _logs(args):
     try:
+        if args.run is not None and detached.parse_stem(args.run) is None:
+            raise exceptions.ParamsInvalid([
+                '--run: %s is not the name of a run (a log name without '
+                '.log, such as 20261123T230501Z-scale_end-scale; status '
+                'lists them)' % safetext.clip(repr(args.run), 80)])
         spec = _read_spec(args.params, need_cp_names=False)
     except (exceptions.ParamsInvalid, exceptions.ParamsNotFound) as exc:
         return _print_problems(exc)
@@ -926,12 +931,14 @@ def _call(args):
         return EXIT_INTERRUPTED
     except (exceptions.MgmtDriverParamInvalid,
             exceptions.MgmtDriverNotFound) as exc:
-        _say('kubespray-mgmt: %s' % exc, file=sys.stderr)
+        _say('kubespray-mgmt: %s' % exceptions.plain_message(exc),
+             file=sys.stderr)
         return EXIT_BAD_INPUT
     except (exceptions.MgmtDriverOtherError,
             exceptions.MgmtDriverRemoteCommandError,
             exceptions.MgmtDriverRemoteCommandTimeOut) as exc:
-        _say('kubespray-mgmt: %s' % exc, file=sys.stderr)
+        _say('kubespray-mgmt: %s' % exceptions.plain_message(exc),
+             file=sys.stderr)
         return EXIT_REMOTE_FAILURE
 
 

@@ -47,6 +47,8 @@ class _Bounded:
 
     def __init__(self, message=None, **kwargs):
         kwargs = {key: _bounded(value) for key, value in kwargs.items()}
+        #: The bounded fields (:func:`plain_message` words them again).
+        self.fields = dict(kwargs)
         if message:
             kwargs['message'] = _bounded(message)
         super().__init__(**kwargs)
@@ -57,6 +59,23 @@ def is_driver_error(exc):
     for whoever asked for the operation (bounded, escaped, no secret,
     no path of the conductor host the request did not name)."""
     return isinstance(exc, _Bounded)
+
+
+def plain_message(exc):
+    """The message of *exc* for someone who runs the driver without
+    Tacker (``kubespray-mgmt``).
+
+    Tacker's own templates frame a bare field for Tacker's users ("The
+    X in the additionalParams is invalid.", "An error occurred in
+    MgmtDriver: X."); a command-line user gave no additionalParams and
+    called no MgmtDriver.  Exceptions with their own template keep it.
+    """
+    fields = getattr(exc, 'fields', None) or {}
+    template = getattr(type(exc), 'message', None)
+    for base, field, wording in _TACKER_TEMPLATES:
+        if template == base.message and set(fields) == {field}:
+            return wording % fields[field]
+    return str(exc)
 
 
 class MgmtDriverOtherError(_Bounded, tacker_compat.MgmtDriverOtherError):
@@ -80,6 +99,14 @@ class MgmtDriverRemoteCommandError(
 class MgmtDriverRemoteCommandTimeOut(
         _Bounded, tacker_compat.MgmtDriverRemoteCommandTimeOut):
     """Tacker's ``MgmtDriverRemoteCommandTimeOut``, its fields bounded."""
+
+
+#: Tacker's templates that only frame one field, and the wording of
+#: :func:`plain_message` instead.
+_TACKER_TEMPLATES = (
+    (tacker_compat.MgmtDriverOtherError, 'error_message', '%s'),
+    (tacker_compat.MgmtDriverParamInvalid, 'param', 'invalid %s'),
+    (tacker_compat.MgmtDriverNotFound, 'param', 'not found: %s'))
 
 
 class SSHConnectError(MgmtDriverOtherError):

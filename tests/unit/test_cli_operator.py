@@ -127,3 +127,49 @@ def test_csar_build_creates_no_directory(tmp_path, capsys):
     assert 'directory %s does not exist (create it first)' % out.parent \
         in err, err
     assert list(tmp_path.iterdir()) == []
+
+
+# --- no Tacker wording in the command's errors -------------------------------
+
+def _main(capsys, *argv):
+    code = cli.main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def _no_tacker_words(err):
+    for words in ('additionalParams is invalid', 'additionalParams does not',
+                  'An error occurred in MgmtDriver'):
+        assert words not in err
+
+
+def test_a_bad_run_name_names_the_option(capsys):
+    code, _, err = _main(capsys, 'logs', '--params',
+                         str(SAMPLES / 'instantiate_simple.json'),
+                         '--run', '../x')
+    assert code == cli.EXIT_BAD_INPUT
+    assert err.startswith("kubespray-mgmt: --run: '../x' is not the name "
+                          "of a run"), err
+    _no_tacker_words(err)
+
+
+def test_a_bad_output_path_says_only_what_failed(capsys, tmp_path):
+    out = tmp_path / 'missing' / 'haproxy.cfg'
+    code, _, err = _main(capsys, 'render', 'haproxy', '--params',
+                         str(SAMPLES / 'instantiate_simple.json'),
+                         '--topology', str(SAMPLES / 'topology_simple.yaml'),
+                         '-o', str(out))
+    assert code == cli.EXIT_REMOTE_FAILURE
+    assert err == 'kubespray-mgmt: cannot write %s: No such file or ' \
+        'directory\n' % out
+    _no_tacker_words(err)
+
+
+def test_a_driver_refusal_is_worded_for_the_command_line(capsys):
+    code, _, err = _main(capsys, 'run', 'instantiate', '--dry-run',
+                         '--params', str(SAMPLES / 'instantiate_simple.json'),
+                         '--topology', str(SAMPLES / 'topology_simple.yaml'),
+                         '--instance-id', '../x')
+    assert code == cli.EXIT_BAD_INPUT
+    assert err == "kubespray-mgmt: invalid VNF instance id '../x' (not " \
+        "usable as a file name)\n"
