@@ -165,7 +165,8 @@ def _check_report(checked=None, problems=()):
             'summary': checked and _request_summary(checked),
             'overrides': checked.overrides if checked else [],
             'merged': bool(checked and checked.merged),
-            'problems': list(problems)}
+            'problems': list(problems),
+            'warnings': checked.warnings if checked else []}
 
 
 def _params_check(args):
@@ -181,6 +182,8 @@ def _params_check(args):
         _print_json(_check_report(checked))
     else:
         _say(summary)
+        for warning in checked.warnings:
+            _say('kubespray-mgmt: warning: %s' % warning, file=sys.stderr)
     return EXIT_OK
 
 
@@ -229,7 +232,7 @@ def _add_params_commands(subparsers):
                             'does; default: the overrides are checked over '
                             'a placeholder instantiation')
     _add_output(check, 'valid, kind, summary, overrides, merged, '
-                       'problems')
+                       'problems, warnings')
     check.set_defaults(func=_params_check)
 
 

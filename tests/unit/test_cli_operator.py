@@ -173,3 +173,51 @@ def test_a_driver_refusal_is_worded_for_the_command_line(capsys):
     assert code == cli.EXIT_BAD_INPUT
     assert err == "kubespray-mgmt: invalid VNF instance id '../x' (not " \
         "usable as a file name)\n"
+
+
+# --- params check: placeholders ----------------------------------------------
+
+SIMPLE_PLACEHOLDERS = [
+    'vimConnectionInfo[0].vimId', 'extVirtualLinks[0].resourceId',
+    'extVirtualLinks[1].resourceId', 'extVirtualLinks[2].resourceId']
+
+
+def test_params_check_warns_about_sample_placeholders(capsys):
+    code, out, err = _main(capsys, 'params', 'check',
+                           str(SAMPLES / 'instantiate_simple.json'))
+    assert code == cli.EXIT_OK and out.startswith('valid: ')
+    warned = [line.split(': ')[2] for line in err.splitlines()]
+    assert warned == SIMPLE_PLACEHOLDERS, err
+    assert all(line.startswith('kubespray-mgmt: warning: ') and
+               line.endswith('still a sample placeholder (REPLACE-WITH-'
+                             '...): replace it before sending the request')
+               for line in err.splitlines())
+
+
+def test_params_check_json_lists_the_placeholders(capsys):
+    code, out, err = _main(capsys, 'params', 'check', '--output', 'json',
+                           str(SAMPLES / 'instantiate_simple.json'))
+    report = json.loads(out)
+    assert (code, err, report['valid']) == (cli.EXIT_OK, '', True)
+    assert [w.split(':')[0] for w in report['warnings']] == \
+        SIMPLE_PLACEHOLDERS
+
+
+def test_a_request_without_placeholders_gets_no_warning(capsys):
+    code, _, err = _main(capsys, 'params', 'check',
+                         str(SAMPLES / 'scale_out.json'))
+    assert (code, err) == (cli.EXIT_OK, '')
+
+
+def test_placeholders_are_found_at_any_depth():
+    from mgmt_driver import lcm_requests
+    deep = 'REPLACE-WITH-X'
+    for _ in range(5000):  # past the recursion limit
+        deep = [deep]
+    doc = {'a': deep, 'b': {'c': 'REPLACE-WITH-Y', 'd': 'x'}}
+    assert lcm_requests.placeholder_paths(doc) == [
+        'a' + '[0]' * 5000, 'b.c']
+    many = {'k%03d' % i: 'REPLACE-WITH-Z' for i in range(25)}
+    warnings = lcm_requests.placeholder_warnings(many)
+    assert len(warnings) == 21 and warnings[-1] == \
+        'and 5 more placeholder(s)'
