@@ -571,13 +571,19 @@ def _format_nodes(section):
                     'kubectl on %s' % section['host'])
     if not section['ok']:
         return head
-    rows = [(n['name'], ','.join(n['roles']) or '-', n['ready'],
+    rows = [(n['name'], ','.join(n['roles']) or '-', _readiness(n),
              n['kubelet_version'] or '-',
              ','.join('%s=%s' % kv for kv in sorted(n['labels'].items())
-                      if not kv[0].startswith('node-role.')) or '-')
+                      if not kv[0].startswith('node-role.')) or '-',
+             ','.join(n['taints']) or '-')
             for n in section['items']]
     return '\n'.join([head] + _table(
-        rows, ('NAME', 'ROLES', 'READY', 'VERSION', 'LABELS')))
+        rows, ('NAME', 'ROLES', 'READY', 'VERSION', 'LABELS', 'TAINTS')))
+
+
+def _readiness(node):
+    """``True``, or ``True,cordoned`` for a node marked unschedulable."""
+    return node['ready'] + ('' if node['schedulable'] else ',cordoned')
 
 
 def _format_etcd(section):

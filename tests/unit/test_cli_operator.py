@@ -221,3 +221,22 @@ def test_placeholders_are_found_at_any_depth():
     warnings = lcm_requests.placeholder_warnings(many)
     assert len(warnings) == 21 and warnings[-1] == \
         'and 5 more placeholder(s)'
+
+
+# --- status text: taints and cordoned nodes ----------------------------------
+
+def test_status_text_shows_taints_and_cordoned_nodes():
+    from mgmt_driver import status
+    node = {'name': 'worker-1', 'roles': [], 'ready': 'True',
+            'kubelet_version': 'v1.33.5', 'internal_ip': '10.0.0.1',
+            'labels': {'pool': 'a'}, 'schedulable': False,
+            'taints': ['gpu=yes:NoSchedule', 'x:NoExecute']}
+    other = dict(node, name='worker-2', schedulable=True, taints=[],
+                 labels={})
+    text = status._format_nodes({'ok': True, 'error': None, 'host': 'm',
+                                 'items': [node, other]})
+    assert text.splitlines()[1:] == [
+        '  NAME      ROLES  READY          VERSION  LABELS  TAINTS',
+        '  worker-1  -      True,cordoned  v1.33.5  pool=a  '
+        'gpu=yes:NoSchedule,x:NoExecute',
+        '  worker-2  -      True           v1.33.5  -       -']
