@@ -500,16 +500,22 @@ def _relabel_args(args):
         _only_for('relabel', ('--labels', args.labels),
                   ('--taints', args.taints), ('--pools', args.pools))
         return None
-    if not args.nodes and not args.pools:
-        raise exceptions.ParamsNotFound(
-            ['--nodes, --pools: missing (which nodes to relabel?)'])
-    extra = {'labels': params.parse_label_list(args.labels, '--labels',
-                                               removals=True),
-             'taints': params.parse_taint_list(args.taints, '--taints',
-                                               removals=True)}
-    if not (extra['labels'] or extra['taints']):
-        raise exceptions.ParamsNotFound(
-            ['--labels, --taints: missing (what to set?)'])
+    missing = [] if args.nodes or args.pools else [
+        '--nodes, --pools: missing (which nodes to relabel?)']
+    extra, invalid = {}, []
+    for key, parse in (('labels', params.parse_label_list),
+                       ('taints', params.parse_taint_list)):
+        try:  # every bad option at once, not the first one only
+            extra[key] = parse(getattr(args, key), '--' + key,
+                               removals=True)
+        except exceptions.ParamsInvalid as exc:
+            invalid += exc.problems
+    if not (invalid or extra['labels'] or extra['taints']):
+        missing.append('--labels, --taints: missing (what to set?)')
+    if invalid:
+        raise exceptions.ParamsInvalid(missing + invalid)
+    if missing:
+        raise exceptions.ParamsNotFound(missing)
     extra['pools'] = [p for p in (args.pools or '').split(',') if p]
     return extra
 

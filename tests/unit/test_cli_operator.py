@@ -240,3 +240,29 @@ def test_status_text_shows_taints_and_cordoned_nodes():
         '  worker-1  -      True,cordoned  v1.33.5  pool=a  '
         'gpu=yes:NoSchedule,x:NoExecute',
         '  worker-2  -      True           v1.33.5  -       -']
+
+
+# --- run relabel: every bad option -------------------------------------------
+
+def test_relabel_reports_every_bad_option(capsys):
+    code, out, err = _main(
+        capsys, 'run', 'relabel', '--dry-run', '--params',
+        str(SAMPLES / 'instantiate_simple.json'), '--topology',
+        str(SAMPLES / 'topology_simple.yaml'),
+        '--labels', 'a b=c,ok=1,$(id)=x', '--taints', 'gpu=x:Never')
+    assert code == cli.EXIT_BAD_INPUT and out == ''
+    lines = err.splitlines()
+    assert [line.split(': ')[1] for line in lines] == [
+        '--nodes, --pools', '--labels', '--labels', '--taints'], err
+
+
+def test_relabel_without_nodes_or_changes_names_both(capsys):
+    code, _, err = _main(
+        capsys, 'run', 'relabel', '--dry-run', '--params',
+        str(SAMPLES / 'instantiate_simple.json'), '--topology',
+        str(SAMPLES / 'topology_simple.yaml'), '--labels', ',')
+    assert code == cli.EXIT_BAD_INPUT
+    assert err.splitlines() == [
+        'kubespray-mgmt: --nodes, --pools: missing (which nodes to '
+        'relabel?)',
+        'kubespray-mgmt: --labels, --taints: missing (what to set?)']
