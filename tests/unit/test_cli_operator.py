@@ -266,3 +266,26 @@ def test_relabel_without_nodes_or_changes_names_both(capsys):
         'kubespray-mgmt: --nodes, --pools: missing (which nodes to '
         'relabel?)',
         'kubespray-mgmt: --labels, --taints: missing (what to set?)']
+
+
+# --- config values of the wrong type -----------------------------------------
+
+def test_a_config_value_of_the_wrong_type_says_why(capsys, tmp_path):
+    from oslo_config import cfg
+    config = tmp_path / 'bad.conf'
+    config.write_text('[kubespray_mgmt]\nssh_connect_timeout = abc\n'
+                      'poll_max_delay = soon\nssh_command_timeout = 0\n')
+    try:
+        code, out, err = _main(capsys, '--config-file', str(config),
+                               'params', 'check',
+                               str(SAMPLES / 'scale_out.json'))
+    finally:
+        cfg.CONF([], project='kubespray-mgmt', default_config_files=[])
+    assert (code, out) == (cli.EXIT_BAD_INPUT, '')
+    assert sorted(err.splitlines()) == [
+        'kubespray-mgmt: [kubespray_mgmt] poll_max_delay: must be a '
+        "number, not 'soon'",
+        'kubespray-mgmt: [kubespray_mgmt] ssh_command_timeout: Should be '
+        'greater than or equal to 1',
+        'kubespray-mgmt: [kubespray_mgmt] ssh_connect_timeout: must be a '
+        "whole number, not 'abc'"]
