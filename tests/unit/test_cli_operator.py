@@ -289,3 +289,30 @@ def test_a_config_value_of_the_wrong_type_says_why(capsys, tmp_path):
         'greater than or equal to 1',
         'kubespray-mgmt: [kubespray_mgmt] ssh_connect_timeout: must be a '
         "whole number, not 'abc'"]
+
+
+# --- key files: what the command line's user is told -------------------------
+
+def test_a_missing_key_file_says_so_to_a_cli_user(capsys):
+    code, out, err = _dry_run(capsys, SAMPLES / 'instantiate_keyauth.json',
+                              SAMPLES / 'topology_ha.yaml')
+    assert (code, out) == (cli.EXIT_BAD_INPUT, '')
+    assert 'ssh_key_dirs' not in err
+    assert "ansible.ssh_key_file: '/etc/tacker/kubespray/ansible_id_ed25519'" \
+        ': cannot open it: No such file or directory' in err
+
+
+def test_a_file_that_is_no_key_says_so_to_a_cli_user(capsys, tmp_path):
+    doc = json.loads((SAMPLES / 'instantiate_keyauth.json').read_text())
+    root = doc['additionalParams']['k8s_cluster_installation_param']
+    not_a_key = tmp_path / 'notes.txt'
+    not_a_key.write_text('hello\n')
+    for section in ('ansible', 'master_node', 'worker_node',
+                    'external_lb_param'):
+        root[section]['ssh_key_file'] = str(not_a_key)
+    params = tmp_path / 'params.json'
+    params.write_text(json.dumps(doc))
+    code, _, err = _dry_run(capsys, params, SAMPLES / 'topology_ha.yaml')
+    assert code == cli.EXIT_BAD_INPUT
+    assert err.count(': not a private key ssh can use (PEM or OpenSSH)') \
+        == 4 and 'ssh_key_dirs' not in err
