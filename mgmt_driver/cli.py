@@ -1,14 +1,19 @@
 """The ``kubespray-mgmt`` command: the driver's work without Tacker.
 
 Each subcommand is a function ``(args) -> int`` registered in
-:func:`build_parser`.  Errors go to stderr: exit code 1 for bad input
-(Tacker's ParamInvalid/NotFound), 2 for a remote failure or any other
-driver error; ``status`` exits 3 when it read everything and the
-cluster differs from its inventory.
+:func:`build_parser`.  Errors go to stderr.  Exit codes (README.rst,
+"Exit codes"): 0 done; 1 bad input (Tacker's ParamInvalid/NotFound),
+nothing done; 2 a remote failure or any other driver error (a playbook
+that failed, SSH); 3 ``status`` read everything and the cluster differs
+from its inventory; 4 another playbook run holds the cluster's lock
+(nothing done: run the command again later); 130 interrupted (Ctrl-C);
+141 standard output closed early (``| head``), as a shell reports a
+command a closed pipe stopped.
 """
 
 import argparse
 import contextlib
+import io
 import json
 import logging
 import os
@@ -45,7 +50,12 @@ EXIT_REMOTE_FAILURE = 2
 #: ``status``: every part was read, and the cluster differs from its
 #: inventory (or a backend is down).
 EXIT_DIFFERENCES = 3
+#: ``run``: another playbook run holds the cluster's lock; nothing done.
+EXIT_BUSY = 4
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports Ctrl-C
+#: Standard output was closed before the command ended (``| head``):
+#: 128 + SIGPIPE, as a shell reports a command a closed pipe stopped.
+EXIT_BROKEN_PIPE = 141
 
 
 def terminal_safe(text):
@@ -913,6 +923,28 @@ def _take_debug(argv):
 
 def main(argv=None):
     """Entry point of the ``kubespray-mgmt`` console script."""
+    try:
+        code = _main(argv)
+        sys.stdout.flush()  # here, not at exit, where a closed pipe
+        return code         # would be reported as "Exception ignored"
+    except BrokenPipeError:
+        return _stdout_closed()
+
+
+def _stdout_closed():
+    """The reader of standard output went away (``| head``): stop
+    quietly, as ``cat`` and ``git log`` do, and keep Python from failing
+    again on the buffered rest when it exits."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        pass  # not a real file (a test's capture): nothing is left to flush
+    return EXIT_BROKEN_PIPE
+
+
+def _main(argv):
     parser = build_parser()
     argv, debug = _take_debug(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
@@ -938,6 +970,10 @@ def _call(args):
     except KeyboardInterrupt:
         print('kubespray-mgmt: interrupted', file=sys.stderr)
         return EXIT_INTERRUPTED
+    except exceptions.ClusterBusy as exc:
+        _say('kubespray-mgmt: %s' % exceptions.plain_message(exc),
+             file=sys.stderr)
+        return EXIT_BUSY
     except (exceptions.MgmtDriverParamInvalid,
             exceptions.MgmtDriverNotFound) as exc:
         _say('kubespray-mgmt: %s' % exceptions.plain_message(exc),

@@ -403,6 +403,16 @@ class _AuthRefused(Exception):
     """The server refused every credential we offered."""
 
 
+class _LineHandlerFailed(Exception):
+    """The caller's ``on_line`` raised *error*: carried past the
+    translation of connection errors (a closed standard output, ``|
+    head``, is an OSError too, and not the connection's)."""
+
+    def __init__(self, error):
+        super().__init__(error)
+        self.error = error
+
+
 class _Output:
     """Accumulates one output stream, decoding UTF-8 across chunk borders.
 
@@ -460,8 +470,14 @@ class _Output:
             self._add_pending(piece)
             line = ''.join(self._pending)
             self._pending, self._pending_len = [], 0
-            self._on_line(line.rstrip('\r'))
+            self._give(line.rstrip('\r'))
         self._add_pending(rest)
+
+    def _give(self, line):
+        try:
+            self._on_line(line)
+        except Exception as exc:
+            raise _LineHandlerFailed(exc) from exc
 
     def _add_pending(self, piece):
         room = self._max_line - self._pending_len
@@ -472,7 +488,7 @@ class _Output:
     def text(self):
         self._take(self._decoder.decode(b'', final=True))
         if self._on_line and self._pending:
-            self._on_line(''.join(self._pending).rstrip('\r'))
+            self._give(''.join(self._pending).rstrip('\r'))
             self._pending, self._pending_len = [], 0
         if self._keep_tail and self._kept > self._limit:
             self._trim()
@@ -762,6 +778,8 @@ class Connection:
             chan.shutdown_write()
             return self._collect(chan, time.monotonic() + deadline_after,
                                  streams, text)
+        except _LineHandlerFailed as exc:
+            raise exc.error from None  # the caller's, as it raised it
         except (OSError, EOFError, paramiko.SSHException) as exc:
             raise exceptions.SSHConnectError(
                 host=self.host, port=self.port, attempts=1,

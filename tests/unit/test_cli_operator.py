@@ -316,3 +316,81 @@ def test_a_file_that_is_no_key_says_so_to_a_cli_user(capsys, tmp_path):
     assert code == cli.EXIT_BAD_INPUT
     assert err.count(': not a private key ssh can use (PEM or OpenSSH)') \
         == 4 and 'ssh_key_dirs' not in err
+
+
+# --- | head: standard output closed early ------------------------------------
+
+def _with_stdout_closed(*argv):
+    """Run the command with a standard output nobody reads: the pipe is
+    closed before the program (still importing) writes anything."""
+    import os
+    import subprocess
+    import sys
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    proc = subprocess.Popen([sys.executable, '-m', 'mgmt_driver.cli',
+                             *argv], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env, cwd=str(REPO))
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    return proc.wait(timeout=120), err
+
+
+@pytest.mark.parametrize('argv', [
+    ('params', 'check', '--output', 'json',
+     'samples/instantiate_simple.json'),
+    ('run', 'instantiate', '--dry-run', '--params',
+     'samples/instantiate_ha.json', '--topology', 'samples/topology_ha.yaml'),
+])
+def test_a_closed_standard_output_ends_quietly(argv):
+    code, err = _with_stdout_closed(*argv)
+    assert (code, err) == (141, '')  # cli.EXIT_BROKEN_PIPE
+
+
+# --- exit codes: a busy cluster is not a failed playbook ---------------------
+
+def _raising(exc):
+    import argparse
+
+    def func(args):
+        raise exc
+    return argparse.Namespace(func=func)
+
+
+def test_a_busy_cluster_and_a_failed_playbook_exit_differently(capsys):
+    from mgmt_driver import exceptions
+    from mgmt_driver import ssh
+    busy = exceptions.ClusterBusy(host='10.0.0.5', holder='scale_out',
+                                  log='/w/logs/x.log')
+    result = ssh.CommandResult('10.0.0.5', 'ansible-playbook', '', 'boom', 2)
+    failed = exceptions.PlaybookFailed('cluster.yml', result, {}, [], 'boom')
+    codes = {cli._call(_raising(busy)), cli._call(_raising(failed))}
+    assert codes == {cli.EXIT_BUSY, cli.EXIT_REMOTE_FAILURE}
+    assert cli.EXIT_BUSY not in (cli.EXIT_OK, cli.EXIT_BAD_INPUT,
+                                 cli.EXIT_REMOTE_FAILURE,
+                                 cli.EXIT_DIFFERENCES)
+    assert 'holds this cluster\'s lock' in capsys.readouterr().err
+
+
+def _readme_section(title):
+    text = (REPO / 'README.rst').read_text()
+    return text.split('\n%s\n%s\n' % (title, '-' * len(title)), 1)[1].split(
+        '\n\n\n', 1)[0]
+
+
+def test_the_readme_lists_every_exit_code():
+    import re
+    table = _readme_section('Exit codes')
+    listed = {int(code) for code in re.findall(r'^(\d+) ', table, re.M)}
+    codes = {value for name, value in vars(cli).items()
+             if name.startswith('EXIT_')}
+    assert listed == codes and len(codes) == len(
+        [n for n in vars(cli) if n.startswith('EXIT_')])
+
+
+def test_the_readme_says_how_to_remove_the_demo_account():
+    import os
+
+    from mgmt_driver.localsite import sshd
+    text = _readme_section('Cleaning up after the demo')
+    assert 'userdel -r %s && rm -rf %s' % (
+        sshd.TEST_USER, os.path.dirname(sshd.PASSWORD_FILE)) in text
