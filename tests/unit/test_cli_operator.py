@@ -394,3 +394,53 @@ def test_the_readme_says_how_to_remove_the_demo_account():
     text = _readme_section('Cleaning up after the demo')
     assert 'userdel -r %s && rm -rf %s' % (
         sshd.TEST_USER, os.path.dirname(sshd.PASSWORD_FILE)) in text
+
+
+# --- developer tooling -------------------------------------------------------
+
+def _tox_commands():
+    import configparser
+    tox = configparser.ConfigParser(interpolation=None)
+    tox.read(REPO / 'tox.ini')
+    return {section: tox[section]['commands'].strip()
+            for section in tox.sections() if 'commands' in tox[section]}
+
+
+def test_tox_posargs_are_the_only_paths():
+    """No env names a test directory besides {posargs}: ``tox -e py3 --
+    FILE`` must run FILE only (a directory is given as testpaths)."""
+    import shlex
+    for section, command in _tox_commands().items():
+        if '{posargs}' not in command or 'pytest' not in command:
+            continue
+        words = shlex.split(command.replace('{posargs}', ''))
+        paths = [w for i, w in enumerate(words)
+                 if w.startswith('tests/') and words[i - 1] != '-o']
+        assert paths in ([], ['tests/unit/test_params_fuzz.py']), section
+
+
+def test_tox_py3_with_a_file_collects_only_that_file():
+    import shlex
+    import subprocess
+    import sys
+    command = _tox_commands()['testenv'].replace(
+        '{posargs}', 'tests/unit/test_readmes.py --collect-only')
+    argv = shlex.split(command)
+    assert argv[0] == 'pytest'
+    proc = subprocess.run([sys.executable, '-m', *argv], cwd=str(REPO),
+                          capture_output=True, text=True, timeout=300)
+    ids = [line for line in proc.stdout.splitlines() if '::' in line]
+    assert ids and all(i.startswith('tests/unit/test_readmes.py::')
+                       for i in ids), proc.stdout[-2000:]
+
+
+def test_the_readme_names_every_module_that_needs_the_sol001_files():
+    """Counts went stale ("26 tests"); the modules are checked instead."""
+    import re
+    text = (REPO / 'README.rst').read_text()
+    paragraph = ' '.join(text.split('need the two ETSI')[0].rsplit(
+        '\n\n', 1)[1].split())
+    named = set(re.findall(r'``(test_\w+\.py)``', paragraph))
+    needing = {p.name for p in (REPO / 'tests' / 'unit').glob('test_*.py')
+               if 'sol001_dir()' in p.read_text()}
+    assert named == needing
