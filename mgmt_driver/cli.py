@@ -678,13 +678,42 @@ def _status(args):
         return _print_problems(exc)
     with pool:
         report = reader.collect(cluster)
+    gone = _gone(report, args.instance_id)
     if args.output == 'json':
         print(status.to_json(report))
-    else:
+    elif not gone:
         sys.stdout.write(terminal_safe(status.format_text(report)))
+    if gone:
+        _say('kubespray-mgmt: %s' % gone, file=sys.stderr)
     if any(report[name]['error'] for name in status.SECTIONS):
         return EXIT_REMOTE_FAILURE
     return EXIT_OK if report['ok'] else EXIT_DIFFERENCES
+
+
+#: The parts of a status read on the cluster's own VMs.
+_CLUSTER_SECTIONS = ('nodes', 'etcd', 'load_balancer')
+
+
+def _gone(report, instance_id):
+    """Why the cluster is gone, or None: the driver keeps no record of
+    the instance here, none of its VMs could be read, and its workspace
+    holds no inventory (``run terminate`` leaves exactly that; its host
+    keys are forgotten, so each VM's section would only say that its
+    key is unknown)."""
+    differences = report.get('differences') or {}
+    if differences.get('ok', True) or any(
+            report[name]['ok'] for name in _CLUSTER_SECTIONS) or not (
+            differences['error'] or '').startswith('no inventory'):
+        return None
+    store = records.RecordStore.from_conf()
+    record = store.load(instance_id)
+    if record.hosts or record.keys or record.vims:
+        return None
+    return ('no cluster: instance %r has no record in %s and its workspace '
+            '%s on %s holds no inventory: it was terminated (or never '
+            'instantiated from this host); --output json shows what was '
+            'tried' % (instance_id, store.directory, report['workspace'],
+                       report['playbook_runs']['host']))
 
 
 def _add_status_command(subparsers):

@@ -133,6 +133,20 @@ class HostKeyUnknown(MgmtDriverOtherError):
                'accept-new')
 
 
+class HostKeyNotRecorded(HostKeyUnknown):
+    """A read-only command (``status``, ``logs``) met a host key the
+    driver has not recorded: it records none itself, whatever
+    ``host_key_policy`` says."""
+
+    message = ('Unknown SSH host key %(fingerprint)s for %(host)s:%(port)s: '
+               'status and logs record no host key and trust only those in '
+               '%(known_hosts)s, which the driver records while it builds '
+               'or changes the cluster and forgets when it terminates it. '
+               'If the VM is not the cluster\'s (terminated, or built from '
+               'another host), there is nothing to read; else verify the '
+               'key and add it (ssh-keyscan -p %(port)s %(host)s)')
+
+
 class HostKeyChanged(MgmtDriverOtherError):
     """The host presented a key other than the one recorded for it."""
 

@@ -215,10 +215,13 @@ class KnownHosts:
     several conductor workers can record and forget keys at once.
 
     :param path: file path; ``~`` is expanded.
-    :param policy: ``reject``, ``accept-new`` or ``warn``.
+    :param policy: ``reject``, ``accept-new`` or ``warn``; or
+        ``read-only``: ``accept-new`` for a command that must record
+        nothing (``status``, ``logs``), which rejects as ``reject`` does
+        and says why (:class:`~mgmt_driver.exceptions.HostKeyNotRecorded`).
     """
 
-    POLICIES = ('reject', 'accept-new', 'warn')
+    POLICIES = ('reject', 'accept-new', 'warn', 'read-only')
 
     def __init__(self, path, policy='accept-new'):
         if policy not in self.POLICIES:
@@ -270,10 +273,11 @@ class KnownHosts:
         if recorded:
             self._check_recorded(host, port, entry, key, recorded)
             return False
-        if self.policy == 'reject':
-            raise exceptions.HostKeyUnknown(
-                host=host, port=port, fingerprint=_fingerprint(key),
-                known_hosts=self.path)
+        if self.policy in ('reject', 'read-only'):
+            refused = exceptions.HostKeyNotRecorded \
+                if self.policy == 'read-only' else exceptions.HostKeyUnknown
+            raise refused(host=host, port=port, fingerprint=_fingerprint(key),
+                          known_hosts=self.path)
         if self.policy == 'warn':
             LOG.warning('Accepting unknown SSH host key %s of %s without '
                         'recording it (host_key_policy=warn)',

@@ -92,13 +92,15 @@ sys.stdout.write(data[:%d].decode("utf-8", "replace"))
 
 
 def read_only_settings(conf=None):
-    """SSH settings that record no host key (``accept-new`` -> reject).
+    """SSH settings that record no host key (``accept-new`` ->
+    ``read-only``: rejected, with a reason that fits a reading command).
 
     :param conf: an oslo.config object (default: the global one).
     """
     settings = ssh.SSHSettings.from_conf(conf)
     if settings.host_key_policy == 'accept-new':
-        settings = dataclasses.replace(settings, host_key_policy='reject')
+        settings = dataclasses.replace(settings,
+                                       host_key_policy='read-only')
     return settings
 
 

@@ -444,3 +444,40 @@ def test_the_readme_names_every_module_that_needs_the_sol001_files():
     needing = {p.name for p in (REPO / 'tests' / 'unit').glob('test_*.py')
                if 'sol001_dir()' in p.read_text()}
     assert named == needing
+
+
+# --- status records no key, and says why it refuses one ----------------------
+
+def test_a_reading_command_refuses_an_unknown_key_without_policy_advice(
+        tmp_path):
+    """status and logs turn accept-new into read-only: the refusal says
+    that they record nothing, not "set host_key_policy = accept-new"
+    (which it already is)."""
+    import paramiko
+    from oslo_config import cfg
+
+    from mgmt_driver import conf as kconf
+    from mgmt_driver import exceptions
+    from mgmt_driver import ssh
+    from mgmt_driver import status
+    conf = cfg.ConfigOpts()
+    kconf.register_opts(conf)
+    conf([])
+    settings = status.read_only_settings(conf)
+    known = ssh.KnownHosts(str(tmp_path / 'kh'), settings.host_key_policy)
+    with pytest.raises(exceptions.HostKeyNotRecorded) as caught:
+        known.check('10.0.0.7', 22, paramiko.Ed25519Key.from_private_key_file(
+            _ed25519(tmp_path)))
+    text = str(caught.value)
+    assert 'host_key_policy' not in text
+    assert 'status and logs record no host key' in text
+    assert isinstance(caught.value, exceptions.HostKeyUnknown)
+    assert not (tmp_path / 'kh').exists()
+
+
+def _ed25519(tmp_path):
+    import subprocess
+    path = tmp_path / 'key'
+    subprocess.run(['ssh-keygen', '-q', '-t', 'ed25519', '-N', '', '-f',
+                    str(path)], check=True)
+    return str(path)

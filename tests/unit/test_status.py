@@ -449,7 +449,7 @@ def test_no_inventory_is_said(conf):
 
 
 def test_accept_new_becomes_reject_for_status(conf):
-    assert status.read_only_settings(conf).host_key_policy == 'reject'
+    assert status.read_only_settings(conf).host_key_policy == 'read-only'
     conf.set_override('host_key_policy', 'warn', group='kubespray_mgmt')
     assert status.read_only_settings(conf).host_key_policy == 'warn'
 
