@@ -86,6 +86,7 @@ def _inputs(lab, tmp):
     root = request[params.ROOT]
     root['external_lb_param']['script_path'] = 'Scripts/install_external_lb.sh'
     root['proxy'] = {'http_proxy': PROXY, 'no_proxy': '.corp.invalid'}
+    root['kubespray'] = {'reset_on_terminate': False}  # one playbook less
     params_file = tmp / 'params.json'
     params_file.write_text(json.dumps(request))
     topology = tmp / 'topology.yaml'
