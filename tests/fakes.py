@@ -54,7 +54,7 @@ class FakeConnection:
         #: ``{stem: answer}`` of each detached playbook run started.
         self.detached_runs = {}
         #: ``{command: stdin}`` of each command given a standard input.
-        self.stdins = {}
+        self.stdin_of = {}
 
     def script(self, pattern, stdout='', stderr='', exit_code=0,
                timeout=False, times=None, first=False):
@@ -96,7 +96,7 @@ class FakeConnection:
         text = ssh.display_command(command, env)
         self.calls.append(('run', text))
         if stdin is not None:
-            self.stdins[text] = stdin
+            self.stdin_of[text] = stdin
         if isinstance(stdin, bytes) and 'tar -x' in text:
             self._unpack(command[-1], stdin)
         rule = self._match(text) or {'stdout': '', 'stderr': '',

@@ -370,7 +370,7 @@ def test_lb_install_script_runs_as_root_with_the_proxy(conf, tmp_path):
     [install] = [c for c in h.lb.commands if driver.LB_SCRIPT in c]
     assert install == ('sudo -n env KUBESPRAY_MGMT_PROXY_ON_STDIN=1 bash '
                        + driver.LB_SCRIPT)
-    lines = h.lb.stdins[install].splitlines()
+    lines = h.lb.stdin_of[install].splitlines()
     assert lines[:2] == ['http_proxy=http://proxy.example.com:3128',
                          'https_proxy=http://proxy.example.com:3128']
     assert lines[2].startswith('no_proxy=') and len(lines) == 3
@@ -392,7 +392,7 @@ def test_lb_install_script_gets_proxy_credentials_off_the_command_line(
     assert 's3cret' not in install and all(
         's3cret' not in c for c in h.lb.commands)
     given = dict(line.split('=', 1)
-                 for line in h.lb.stdins[install].splitlines())
+                 for line in h.lb.stdin_of[install].splitlines())
     assert given['http_proxy'] == given['https_proxy'] == url
     # As kubespray gets it: the user's entries, then the cluster's.
     assert given['no_proxy'].startswith('.corp,localhost,127.0.0.1,')
