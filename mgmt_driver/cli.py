@@ -1,14 +1,19 @@
 """The ``kubespray-mgmt`` command: the driver's work without Tacker.
 
 Each subcommand is a function ``(args) -> int`` registered in
-:func:`build_parser`.  Errors go to stderr: exit code 1 for bad input
-(Tacker's ParamInvalid/NotFound), 2 for a remote failure or any other
-driver error; ``status`` exits 3 when it read everything and the
-cluster differs from its inventory.
+:func:`build_parser`.  Errors go to stderr.  Exit codes (README.rst,
+"Exit codes"): 0 done; 1 bad input (Tacker's ParamInvalid/NotFound),
+nothing done; 2 a remote failure or any other driver error (a playbook
+that failed, SSH); 3 ``status`` read everything and the cluster differs
+from its inventory; 4 another playbook run holds the cluster's lock
+(nothing done: run the command again later); 130 interrupted (Ctrl-C);
+141 standard output closed early (``| head``), as a shell reports a
+command a closed pipe stopped.
 """
 
 import argparse
 import contextlib
+import io
 import json
 import logging
 import os
@@ -46,7 +51,12 @@ EXIT_REMOTE_FAILURE = 2
 #: ``status``: every part was read, and the cluster differs from its
 #: inventory (or a backend is down).
 EXIT_DIFFERENCES = 3
+#: ``run``: another playbook run holds the cluster's lock; nothing done.
+EXIT_BUSY = 4
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports Ctrl-C
+#: Standard output was closed before the command ended (``| head``):
+#: 128 + SIGPIPE, as a shell reports a command a closed pipe stopped.
+EXIT_BROKEN_PIPE = 141
 
 
 def terminal_safe(text):
@@ -111,7 +121,18 @@ def _read_spec(path, need_cp_names):
         max_size=cfg.CONF.kubespray_mgmt.max_request_size)
 
 
-def _read_nodes(spec, topology_path):
+def _read_nodes(spec, topology_path, need_vip=True):
+    """The node set of the topology file (or of the request's nodes).
+
+    :param need_vip: refuse a VIP named by its Heat port
+        (``vip_cp_name``): only Tacker reads Heat.
+    """
+    lb = spec.external_lb
+    if need_vip and lb is not None and lb.vip is None and lb.vip_cp_name:
+        raise exceptions.ParamsInvalid([
+            '%s.external_lb_param.vip_cp_name: names a Heat port, which '
+            'only Tacker reads; without Tacker give external_lb_param.vip '
+            '(the address the gateways share) instead' % params.ROOT])
     if topology_path is None:
         return nodes.nodes_from_spec(spec)
     document = localfiles.load_document(topology_path, 'TOPOLOGY')
@@ -155,7 +176,8 @@ def _check_report(checked=None, problems=()):
             'summary': checked and _request_summary(checked),
             'overrides': checked.overrides if checked else [],
             'merged': bool(checked and checked.merged),
-            'problems': list(problems)}
+            'problems': list(problems),
+            'warnings': checked.warnings if checked else []}
 
 
 def _params_check(args):
@@ -171,6 +193,8 @@ def _params_check(args):
         _print_json(_check_report(checked))
     else:
         _say(summary)
+        for warning in checked.warnings:
+            _say('kubespray-mgmt: warning: %s' % warning, file=sys.stderr)
     return EXIT_OK
 
 
@@ -219,7 +243,7 @@ def _add_params_commands(subparsers):
                             'does; default: the overrides are checked over '
                             'a placeholder instantiation')
     _add_output(check, 'valid, kind, summary, overrides, merged, '
-                       'problems')
+                       'problems, warnings')
     check.set_defaults(func=_params_check)
 
 
@@ -487,16 +511,22 @@ def _relabel_args(args):
         _only_for('relabel', ('--labels', args.labels),
                   ('--taints', args.taints), ('--pools', args.pools))
         return None
-    if not args.nodes and not args.pools:
-        raise exceptions.ParamsNotFound(
-            ['--nodes, --pools: missing (which nodes to relabel?)'])
-    extra = {'labels': params.parse_label_list(args.labels, '--labels',
-                                               removals=True),
-             'taints': params.parse_taint_list(args.taints, '--taints',
-                                               removals=True)}
-    if not (extra['labels'] or extra['taints']):
-        raise exceptions.ParamsNotFound(
-            ['--labels, --taints: missing (what to set?)'])
+    missing = [] if args.nodes or args.pools else [
+        '--nodes, --pools: missing (which nodes to relabel?)']
+    extra, invalid = {}, []
+    for key, parse in (('labels', params.parse_label_list),
+                       ('taints', params.parse_taint_list)):
+        try:  # every bad option at once, not the first one only
+            extra[key] = parse(getattr(args, key), '--' + key,
+                               removals=True)
+        except exceptions.ParamsInvalid as exc:
+            invalid += exc.problems
+    if not (invalid or extra['labels'] or extra['taints']):
+        missing.append('--labels, --taints: missing (what to set?)')
+    if invalid:
+        raise exceptions.ParamsInvalid(missing + invalid)
+    if missing:
+        raise exceptions.ParamsNotFound(missing)
     extra['pools'] = [p for p in (args.pools or '').split(',') if p]
     return extra
 
@@ -539,7 +569,8 @@ def _installs_lb(args):
 
 
 def _cluster_driver(args, spec, lb_script, progress):
-    pool = plan.PlanPool() if args.dry_run else ssh.ConnectionPool()
+    pool = plan.PlanPool(spec.kubespray.version) if args.dry_run \
+        else ssh.ConnectionPool()
     store = records.RecordStore.from_conf()
     # Trusted paths: whoever runs this wrote the parameter file.
     return driver.ClusterDriver(
@@ -639,7 +670,7 @@ def _add_run_commands(subparsers):
 def _status(args):
     try:
         spec = _read_spec(args.params, need_cp_names=False)
-        cluster = _read_nodes(spec, args.topology)
+        cluster = _read_nodes(spec, args.topology, need_vip=False)
         pool = ssh.ConnectionPool(status.read_only_settings())
         # Trusted paths: whoever runs this wrote the parameter file.
         reader = status.StatusReader(spec, args.instance_id, pool,
@@ -648,13 +679,42 @@ def _status(args):
         return _print_problems(exc)
     with pool:
         report = reader.collect(cluster)
+    gone = _gone(report, args.instance_id)
     if args.output == 'json':
         print(status.to_json(report))
-    else:
+    elif not gone:
         sys.stdout.write(terminal_safe(status.format_text(report)))
+    if gone:
+        _say('kubespray-mgmt: %s' % gone, file=sys.stderr)
     if any(report[name]['error'] for name in status.SECTIONS):
         return EXIT_REMOTE_FAILURE
     return EXIT_OK if report['ok'] else EXIT_DIFFERENCES
+
+
+#: The parts of a status read on the cluster's own VMs.
+_CLUSTER_SECTIONS = ('nodes', 'etcd', 'load_balancer')
+
+
+def _gone(report, instance_id):
+    """Why the cluster is gone, or None: the driver keeps no record of
+    the instance here, none of its VMs could be read, and its workspace
+    holds no inventory (``run terminate`` leaves exactly that; its host
+    keys are forgotten, so each VM's section would only say that its
+    key is unknown)."""
+    differences = report.get('differences') or {}
+    if differences.get('ok', True) or any(
+            report[name]['ok'] for name in _CLUSTER_SECTIONS) or not (
+            differences['error'] or '').startswith('no inventory'):
+        return None
+    store = records.RecordStore.from_conf()
+    record = store.load(instance_id)
+    if record.hosts or record.keys or record.vims:
+        return None
+    return ('no cluster: instance %r has no record in %s and its workspace '
+            '%s on %s holds no inventory: it was terminated (or never '
+            'instantiated from this host); --output json shows what was '
+            'tried' % (instance_id, store.directory, report['workspace'],
+                       report['playbook_runs']['host']))
 
 
 def _add_status_command(subparsers):
@@ -674,6 +734,11 @@ def _add_status_command(subparsers):
 
 def _logs(args):
     try:
+        if args.run is not None and detached.parse_stem(args.run) is None:
+            raise exceptions.ParamsInvalid([
+                '--run: %s is not the name of a run (a log name without '
+                '.log, such as 20261123T230501Z-scale_end-scale; status '
+                'lists them)' % safetext.clip(repr(args.run), 80)])
         spec = _read_spec(args.params, need_cp_names=False)
     except (exceptions.ParamsInvalid, exceptions.ParamsNotFound) as exc:
         return _print_problems(exc)
@@ -915,6 +980,28 @@ def _take_debug(argv):
 
 def main(argv=None):
     """Entry point of the ``kubespray-mgmt`` console script."""
+    try:
+        code = _main(argv)
+        sys.stdout.flush()  # here, not at exit, where a closed pipe
+        return code         # would be reported as "Exception ignored"
+    except BrokenPipeError:
+        return _stdout_closed()
+
+
+def _stdout_closed():
+    """The reader of standard output went away (``| head``): stop
+    quietly, as ``cat`` and ``git log`` do, and keep Python from failing
+    again on the buffered rest when it exits."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        pass  # not a real file (a test's capture): nothing is left to flush
+    return EXIT_BROKEN_PIPE
+
+
+def _main(argv):
     parser = build_parser()
     argv, debug = _take_debug(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
@@ -940,14 +1027,20 @@ def _call(args):
     except KeyboardInterrupt:
         print('kubespray-mgmt: interrupted', file=sys.stderr)
         return EXIT_INTERRUPTED
+    except exceptions.ClusterBusy as exc:
+        _say('kubespray-mgmt: %s' % exceptions.plain_message(exc),
+             file=sys.stderr)
+        return EXIT_BUSY
     except (exceptions.MgmtDriverParamInvalid,
             exceptions.MgmtDriverNotFound) as exc:
-        _say('kubespray-mgmt: %s' % exc, file=sys.stderr)
+        _say('kubespray-mgmt: %s' % exceptions.plain_message(exc),
+             file=sys.stderr)
         return EXIT_BAD_INPUT
     except (exceptions.MgmtDriverOtherError,
             exceptions.MgmtDriverRemoteCommandError,
             exceptions.MgmtDriverRemoteCommandTimeOut) as exc:
-        _say('kubespray-mgmt: %s' % exc, file=sys.stderr)
+        _say('kubespray-mgmt: %s' % exceptions.plain_message(exc),
+             file=sys.stderr)
         return EXIT_REMOTE_FAILURE
 
 

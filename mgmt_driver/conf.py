@@ -375,7 +375,8 @@ def check(conf):
         try:
             value = group[opt.dest]
         except (cfg.ConfigFileValueError, ValueError) as exc:
-            problems.append('[%s] %s: %s' % (GROUP, opt.dest, _reason(exc)))
+            problems.append('[%s] %s: %s' % (GROUP, opt.dest,
+                                             _reason(exc, opt)))
             continue
         if opt.dest in NETWORK_OPTS:
             problems += ['[%s] %s: %s' % (GROUP, opt.dest, problem)
@@ -383,9 +384,27 @@ def check(conf):
     return problems
 
 
-def _reason(exc):
-    # oslo.config's text repeats the option; keep its last clause.
-    return str(exc).rsplit(': ', 1)[-1].strip() or type(exc).__name__
+#: What an option of each type must be, for a value Python's own
+#: conversion refused ("invalid literal for int() ...").
+_TYPE_NEEDS = ((cfg.types.Integer, 'a whole number'),
+               (cfg.types.Float, 'a number'))
+
+
+def _reason(exc, opt=None):
+    """Why a value was refused, without oslo.config's preamble (which
+    repeats the option and the file): its checks say it in words ("Should
+    be greater than or equal to 1"); a type conversion only quotes the
+    value, so the option's type says what was expected."""
+    text = str(exc)
+    _, valid, reason = text.partition(' is not valid: ')
+    reason = (reason if valid else text.rsplit(': ', 1)[-1]).strip()
+    needs = next((words for kind, words in _TYPE_NEEDS
+                  if isinstance(getattr(opt, 'type', None), kind)), None)
+    if needs and ('invalid literal' in reason or
+                  'could not convert' in reason):
+        value = reason.rsplit(': ', 1)[-1]
+        return 'must be %s, not %s' % (needs, value)
+    return reason or type(exc).__name__
 
 
 #: Options whose entries are addresses or CIDRs.

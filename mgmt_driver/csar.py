@@ -330,20 +330,40 @@ def build(src_dir, out_path, sol001_dir=None, lb_script=None):
     :param sol001_dir: see :func:`find_sol001_dir`.
     :param lb_script: see :func:`package_files`.
     :returns: :class:`Built` (path, archive names, SHA-256 of the zip).
-    :raises exceptions.CsarError: for a missing input.
+    :raises exceptions.CsarError: for a missing input, or an output
+        path that is a directory or in a directory that does not exist
+        (none is created).
     """
+    out_path = pathlib.Path(out_path)
+    _check_output(out_path, pathlib.Path(src_dir))
     files = package_files(src_dir, sol001_dir, lb_script)
     data = zip_bytes(files)
-    out_path = pathlib.Path(out_path)
-    _write_atomically(out_path, data)
+    try:
+        _write_atomically(out_path, data)
+    except OSError as exc:
+        raise exceptions.CsarError(reason='cannot write %s: %s' % (
+            out_path, exc.strerror or exc)) from None
     digest = hashlib.sha256(data).hexdigest()
     LOG.info('Built %s (%d files, sha256 %s)', out_path, len(files), digest)
     return Built(out_path, sorted(files), digest)
 
 
+def _check_output(out_path, src_dir):
+    """Refuse an output path before any work: a directory (``-o .``), or
+    one whose directory is missing (a typo must not create a tree)."""
+    if out_path.is_dir():
+        raise exceptions.CsarError(
+            reason='the output %s is a directory: give the path of the zip '
+                   'file to write, such as %s' % (
+                       out_path, out_path / (src_dir.name + '.zip')))
+    if not out_path.absolute().parent.is_dir():
+        raise exceptions.CsarError(
+            reason='the output %s: directory %s does not exist (create it '
+                   'first)' % (out_path, out_path.parent))
+
+
 def _write_atomically(path, data):
     # A half-written zip must never be left where a user would upload it.
-    path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix='.' + path.name)
     try:
         with os.fdopen(fd, 'wb') as f:
@@ -411,6 +431,9 @@ def _unsafe_name(name):
 
 
 def _check_dir(root, zip_path):
+    # tosca-parser resolves a relative template path against its own
+    # idea of a base (an AttributeError deep inside it): never give it one.
+    root = root.absolute()
     meta, problems = _read_meta(root)
     if meta is None:
         return problems

@@ -63,6 +63,9 @@ DESCRIPTION = ('Builds, scales, heals and terminates a Kubernetes cluster '
 KEY_DIR = 'keys'
 #: Where the LB install script is copied on the LB VM (home-relative).
 LB_SCRIPT = '.kubespray-mgmt-install-lb.sh'
+#: Set (to 1) for the LB install script when the proxy settings are on
+#: its standard input, one ``NAME=VALUE`` line each.
+LB_PROXY_FLAG = 'KUBESPRAY_MGMT_PROXY_ON_STDIN'
 #: kubeconfig on the LB VM (home-relative), so kubectl works there.
 LB_KUBECONFIG = '.kube/config'
 
@@ -454,25 +457,29 @@ class ClusterDriver:
             raise exceptions.ParamsNotFound([
                 '%s.external_lb_param.script_path: cannot read %s in the '
                 'VNF package: %s' % (params.ROOT, script, exc.strerror)])
+        proxies = inventory.proxy_environment(self.spec, cluster)
         for _, conn in self._gateways(cluster, names):
-            self._run_lb_script(conn, content)
+            self._run_lb_script(conn, content, proxies)
 
-    def _run_lb_script(self, conn, content):
+    def _run_lb_script(self, conn, content, proxies):
         conn.write_file(LB_SCRIPT, content, mode=0o700)
-        # Proxy URLs holding credentials would be on the command line.
-        proxy = self.spec.proxy
-        env = ['%s=%s' % (k, v) for k, v in (
-            ('http_proxy', proxy.http_proxy),
-            ('https_proxy', proxy.https_proxy)) if v and '@' not in v]
+        # The proxies (URLs may hold credentials) go on the script's
+        # standard input, never on a command line (ps shows it to every
+        # user of the VM); the variable only says that they are there.
+        flag = ['%s=1' % LB_PROXY_FLAG] if proxies else []
+        stdin = ''.join('%s=%s\n' % item for item in sorted(
+            proxies.items())) or None
         # The script installs packages: root, through sudo for other users
-        # (env after sudo, which would drop the variables otherwise).
+        # (env after sudo, which would drop the variable otherwise); it is
+        # a bash script whatever the VM's sh is.
         sudo = loadbalancer.ApplySettings.from_conf(
             self.conf, self.spec.external_lb.login.username).sudo
         ha = self.spec.external_lb.highly_available
         self.step('installing HAProxy%s and kubectl on %s',
                   ', keepalived' if ha else '', conn.host)
-        conn.run((['sudo', '-n'] if sudo else []) + ['env'] + env +
-                 ['sh', LB_SCRIPT] + (['--with-keepalived'] if ha else []))
+        conn.run((['sudo', '-n'] if sudo else []) + ['env'] + flag +
+                 ['bash', LB_SCRIPT] + (['--with-keepalived'] if ha else []),
+                 stdin=stdin)
 
     def _lb_script_file(self, script):
         if not script:

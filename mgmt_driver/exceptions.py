@@ -47,6 +47,8 @@ class _Bounded:
 
     def __init__(self, message=None, **kwargs):
         kwargs = {key: _bounded(value) for key, value in kwargs.items()}
+        #: The bounded fields (:func:`plain_message` words them again).
+        self.fields = dict(kwargs)
         if message:
             kwargs['message'] = _bounded(message)
         super().__init__(**kwargs)
@@ -57,6 +59,23 @@ def is_driver_error(exc):
     for whoever asked for the operation (bounded, escaped, no secret,
     no path of the conductor host the request did not name)."""
     return isinstance(exc, _Bounded)
+
+
+def plain_message(exc):
+    """The message of *exc* for someone who runs the driver without
+    Tacker (``kubespray-mgmt``).
+
+    Tacker's own templates frame a bare field for Tacker's users ("The
+    X in the additionalParams is invalid.", "An error occurred in
+    MgmtDriver: X."); a command-line user gave no additionalParams and
+    called no MgmtDriver.  Exceptions with their own template keep it.
+    """
+    fields = getattr(exc, 'fields', None) or {}
+    template = getattr(type(exc), 'message', None)
+    for base, field, wording in _TACKER_TEMPLATES:
+        if template == base.message and set(fields) == {field}:
+            return wording % fields[field]
+    return str(exc)
 
 
 class MgmtDriverOtherError(_Bounded, tacker_compat.MgmtDriverOtherError):
@@ -82,6 +101,14 @@ class MgmtDriverRemoteCommandTimeOut(
     """Tacker's ``MgmtDriverRemoteCommandTimeOut``, its fields bounded."""
 
 
+#: Tacker's templates that only frame one field, and the wording of
+#: :func:`plain_message` instead.
+_TACKER_TEMPLATES = (
+    (tacker_compat.MgmtDriverOtherError, 'error_message', '%s'),
+    (tacker_compat.MgmtDriverParamInvalid, 'param', 'invalid %s'),
+    (tacker_compat.MgmtDriverNotFound, 'param', 'not found: %s'))
+
+
 class SSHConnectError(MgmtDriverOtherError):
     """The host could not be reached over SSH, retries included."""
 
@@ -104,6 +131,20 @@ class HostKeyUnknown(MgmtDriverOtherError):
                '%(known_hosts)s (for example with "ssh-keyscan -p %(port)s '
                '%(host)s"), or set [kubespray_mgmt] host_key_policy = '
                'accept-new')
+
+
+class HostKeyNotRecorded(HostKeyUnknown):
+    """A read-only command (``status``, ``logs``) met a host key the
+    driver has not recorded: it records none itself, whatever
+    ``host_key_policy`` says."""
+
+    message = ('Unknown SSH host key %(fingerprint)s for %(host)s:%(port)s: '
+               'status and logs record no host key and trust only those in '
+               '%(known_hosts)s, which the driver records while it builds '
+               'or changes the cluster and forgets when it terminates it. '
+               'If the VM is not the cluster\'s (terminated, or built from '
+               'another host), there is nothing to read; else verify the '
+               'key and add it (ssh-keyscan -p %(port)s %(host)s)')
 
 
 class HostKeyChanged(MgmtDriverOtherError):

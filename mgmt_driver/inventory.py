@@ -405,6 +405,23 @@ def _no_proxy(spec, nodes, extra_vars):
     return ','.join(_unique(entries))
 
 
+def proxy_environment(spec, nodes):
+    """``http_proxy``, ``https_proxy`` and ``no_proxy`` as the request
+    sets them for the cluster (no_proxy as kubespray gets it), for a
+    program the driver runs on a gateway; {} without a proxy.  The URLs
+    may hold credentials: never on a command line.
+    """
+    proxy = spec.proxy
+    if not proxy.enabled:
+        return {}
+    found = {key: getattr(proxy, key) for key in ('http_proxy',
+                                                  'https_proxy')
+             if getattr(proxy, key)}
+    found['no_proxy'] = _no_proxy(spec, nodes,
+                                  dict(spec.kubespray.extra_vars))
+    return found
+
+
 def _gateway_addresses(nodes):
     """Cluster and SSH address of every gateway, in gateway order."""
     return [address for gateway in nodes.gateways

@@ -68,6 +68,7 @@ class Checked:
     merged: bool            # checked against the real instantiation
     metadata: object = None  # a modify's upgrade.MetadataRequest
     other_keys: tuple = ()   # a modify's metadata keys left to Tacker
+    warnings: list = dataclasses.field(default_factory=list)  # see check
 
 
 def detect_kind(body):
@@ -113,7 +114,49 @@ def check(document, kind=None, instantiated=None, default_key_file=None):
         problems += exc.problems
     if problems:
         raise exceptions.ParamsInvalid(problems)
+    checked.warnings = placeholder_warnings(document)
     return checked
+
+
+#: How the samples mark a value the operator must give (VIM and network
+#: UUIDs): Tacker cannot tell it from a real one, and fails late.
+PLACEHOLDER_PREFIX = 'REPLACE-WITH-'
+#: Placeholders named one by one; more are counted.
+PLACEHOLDERS_SHOWN = 20
+
+
+def placeholder_warnings(document):
+    """One warning per string value of *document* (the whole body, not
+    only ``additionalParams``) that is still a sample's placeholder, in
+    document order; the value is not repeated (only its path)."""
+    paths = placeholder_paths(document)
+    warnings = ['%s: still a sample placeholder (%s...): replace it before '
+                'sending the request' % (path, PLACEHOLDER_PREFIX)
+                for path in paths[:PLACEHOLDERS_SHOWN]]
+    if len(paths) > PLACEHOLDERS_SHOWN:
+        warnings.append('and %d more placeholder(s)'
+                        % (len(paths) - PLACEHOLDERS_SHOWN))
+    return warnings
+
+
+def placeholder_paths(document):
+    """Paths (``a.b[0].c``) of the placeholder strings in *document*.
+
+    One pass with an explicit stack: a request nested past Python's
+    recursion limit is walked as any other.
+    """
+    found, stack = [], [('', document)]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, dict):
+            stack += [('%s.%s' % (path, key) if path else str(key), item)
+                      for key, item in reversed(value.items())]
+        elif isinstance(value, list):
+            stack += [('%s[%d]' % (path, index), item)
+                      for index, item in reversed(list(enumerate(value)))]
+        elif isinstance(value, str) and value.startswith(PLACEHOLDER_PREFIX):
+            found.append(path)
+    return found
 
 
 def _check_kind(document, kind, instantiated, default_key_file):

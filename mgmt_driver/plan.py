@@ -19,10 +19,10 @@ from mgmt_driver import records
 from mgmt_driver import ssh
 
 #: The layout markers a current kubespray checkout prints (see
-#: ``kubespray.detect_layout``).
+#: ``kubespray.detect_layout``), without its version (:func:`_layout`).
 _LAYOUT = ('KS:FILE:cluster.yml\nKS:FILE:scale.yml\nKS:FILE:remove-node.yml'
            '\nKS:FILE:reset.yml\nKS:FILE:playbooks/facts.yml\n'
-           'KS:SKIP_CONFIRMATION\nKS:GIT:(dry run)\n')
+           'KS:SKIP_CONFIRMATION\n')
 _PLACEHOLDER_CA = ('-----BEGIN CERTIFICATE-----\n(dry run)\n'
                    '-----END CERTIFICATE-----\n')
 _PLACEHOLDER_SECRET = json.dumps({'data': {
@@ -34,9 +34,37 @@ _PLACEHOLDER_CLUSTER_INFO = json.dumps({'data': {'kubeconfig': json.dumps(
     {'clusters': [{'cluster': {'server': '(dry run)'}}]})}})
 
 
-def _answer(command):
-    if 'KS:MISSING' in command:
-        return _LAYOUT
+def _is_layout_probe(command):
+    return 'KS:MISSING' in command
+
+
+def _layout(kubespray_version):
+    """The probe's answer: a checkout at *kubespray_version* (the
+    request's ``kubespray.version``) when one is asked for, so that the
+    version check passes as it would on a matching checkout."""
+    return _LAYOUT + 'KS:GIT:%s\n' % (
+        'v%s' % kubespray_version if kubespray_version else '(dry run)')
+
+
+#: ``ip -o addr show to ADDRESS`` on a gateway (keepalived).
+_ADDRESS_PROBE = 'ip -o addr show to '
+#: The interface and prefix a dry run takes a gateway's address to have.
+PLACEHOLDER_INTERFACE = ('eth0', 24)
+
+
+def _interface_answer(command):
+    """A gateway has its cluster address on :data:`PLACEHOLDER_INTERFACE`."""
+    address = command.split(_ADDRESS_PROBE, 1)[1].split()[0]
+    return '2: %s    inet %s/%d scope global %s\n' % (
+        PLACEHOLDER_INTERFACE[0], address, PLACEHOLDER_INTERFACE[1],
+        PLACEHOLDER_INTERFACE[0])
+
+
+def _answer(command, kubespray_version=None):
+    if _is_layout_probe(command):
+        return _layout(kubespray_version)
+    if command.startswith(_ADDRESS_PROBE):
+        return _interface_answer(command)
     if 'start a detached ansible-playbook run' in command:
         return 'KR:STARTED:20000101T000000Z-dry_run-playbook:1\n'
     if 'the exit status and the end of a detached run' in command:
@@ -73,11 +101,12 @@ class Step:
 class PlanConnection:
     """Records what an ``ssh.Connection`` would be asked to do."""
 
-    def __init__(self, host, port, username, steps):
+    def __init__(self, host, port, username, steps, kubespray_version=None):
         self.host = host
         self.port = port
         self.username = username
         self._steps = steps
+        self._kubespray_version = kubespray_version
 
     def run(self, command, timeout=None, check=True, env=None, stdin=None,
             on_line=None, keep_tail=False):
@@ -90,7 +119,17 @@ class PlanConnection:
                 self._steps.append(Step(self.host, 'run', shown))
             return ssh.CommandResult(self.host, text, _answer(text), '', 0)
         self._steps.append(Step(self.host, 'run', text))
-        return ssh.CommandResult(self.host, text, _answer(text), '', 0)
+        if text.startswith(_ADDRESS_PROBE):
+            self._steps.append(Step(
+                self.host, 'local', 'assumed: the address is on %s, /%d; '
+                'a real run reads it here' % PLACEHOLDER_INTERFACE))
+        if _is_layout_probe(text) and self._kubespray_version:
+            self._steps.append(Step(
+                self.host, 'local', 'assumed: the checkout is kubespray %s '
+                '(kubespray.version); a real run checks it here'
+                % self._kubespray_version))
+        return ssh.CommandResult(self.host, text, _answer(
+            text, self._kubespray_version), '', 0)
 
     def write_file(self, path, content, mode=0o600):
         if isinstance(content, bytes):
@@ -105,17 +144,24 @@ class PlanConnection:
 
 
 class PlanPool:
-    """Stands in for ``ssh.ConnectionPool`` during a dry run."""
+    """Stands in for ``ssh.ConnectionPool`` during a dry run.
 
-    def __init__(self):
+    :param kubespray_version: the request's ``kubespray.version``, or
+        None: the version the checkout is taken to have (a dry run
+        cannot read it; the plan says so).
+    """
+
+    def __init__(self, kubespray_version=None):
         self.steps = []
         self._connections = {}
+        self._kubespray_version = kubespray_version
 
     def connection(self, host, credentials, port=22, on_new_key=None):
         key = (host, int(port))
         if key not in self._connections:
             self._connections[key] = PlanConnection(
-                host, port, credentials.username, self.steps)
+                host, port, credentials.username, self.steps,
+                self._kubespray_version)
         return self._connections[key]
 
     def reachable(self, host, credentials=None, port=22, timeout=30,

@@ -216,10 +216,13 @@ class KnownHosts:
     several conductor workers can record and forget keys at once.
 
     :param path: file path; ``~`` is expanded.
-    :param policy: ``reject``, ``accept-new`` or ``warn``.
+    :param policy: ``reject``, ``accept-new`` or ``warn``; or
+        ``read-only``: ``accept-new`` for a command that must record
+        nothing (``status``, ``logs``), which rejects as ``reject`` does
+        and says why (:class:`~mgmt_driver.exceptions.HostKeyNotRecorded`).
     """
 
-    POLICIES = ('reject', 'accept-new', 'warn')
+    POLICIES = ('reject', 'accept-new', 'warn', 'read-only')
 
     def __init__(self, path, policy='accept-new'):
         if policy not in self.POLICIES:
@@ -271,10 +274,11 @@ class KnownHosts:
         if recorded:
             self._check_recorded(host, port, entry, key, recorded)
             return False
-        if self.policy == 'reject':
-            raise exceptions.HostKeyUnknown(
-                host=host, port=port, fingerprint=_fingerprint(key),
-                known_hosts=self.path)
+        if self.policy in ('reject', 'read-only'):
+            refused = exceptions.HostKeyNotRecorded \
+                if self.policy == 'read-only' else exceptions.HostKeyUnknown
+            raise refused(host=host, port=port, fingerprint=_fingerprint(key),
+                          known_hosts=self.path)
         if self.policy == 'warn':
             LOG.warning('Accepting unknown SSH host key %s of %s without '
                         'recording it (host_key_policy=warn)',
@@ -404,6 +408,16 @@ class _AuthRefused(Exception):
     """The server refused every credential we offered."""
 
 
+class _LineHandlerFailed(Exception):
+    """The caller's ``on_line`` raised *error*: carried past the
+    translation of connection errors (a closed standard output, ``|
+    head``, is an OSError too, and not the connection's)."""
+
+    def __init__(self, error):
+        super().__init__(error)
+        self.error = error
+
+
 class _Output:
     """Accumulates one output stream, decoding UTF-8 across chunk borders.
 
@@ -461,8 +475,14 @@ class _Output:
             self._add_pending(piece)
             line = ''.join(self._pending)
             self._pending, self._pending_len = [], 0
-            self._on_line(line.rstrip('\r'))
+            self._give(line.rstrip('\r'))
         self._add_pending(rest)
+
+    def _give(self, line):
+        try:
+            self._on_line(line)
+        except Exception as exc:
+            raise _LineHandlerFailed(exc) from exc
 
     def _add_pending(self, piece):
         room = self._max_line - self._pending_len
@@ -473,7 +493,7 @@ class _Output:
     def text(self):
         self._take(self._decoder.decode(b'', final=True))
         if self._on_line and self._pending:
-            self._on_line(''.join(self._pending).rstrip('\r'))
+            self._give(''.join(self._pending).rstrip('\r'))
             self._pending, self._pending_len = [], 0
         if self._keep_tail and self._kept > self._limit:
             self._trim()
@@ -786,6 +806,8 @@ class Connection:
             chan.shutdown_write()
             return self._collect(chan, time.monotonic() + deadline_after,
                                  streams, text)
+        except _LineHandlerFailed as exc:
+            raise exc.error from None  # the caller's, as it raised it
         except (OSError, EOFError, paramiko.SSHException) as exc:
             raise exceptions.SSHConnectError(
                 host=self.host, port=self.port, attempts=1,

@@ -92,13 +92,15 @@ sys.stdout.write(data[:%d].decode("utf-8", "replace"))
 
 
 def read_only_settings(conf=None):
-    """SSH settings that record no host key (``accept-new`` -> reject).
+    """SSH settings that record no host key (``accept-new`` ->
+    ``read-only``: rejected, with a reason that fits a reading command).
 
     :param conf: an oslo.config object (default: the global one).
     """
     settings = ssh.SSHSettings.from_conf(conf)
     if settings.host_key_policy == 'accept-new':
-        settings = dataclasses.replace(settings, host_key_policy='reject')
+        settings = dataclasses.replace(settings,
+                                       host_key_policy='read-only')
     return settings
 
 
@@ -571,13 +573,19 @@ def _format_nodes(section):
                     'kubectl on %s' % section['host'])
     if not section['ok']:
         return head
-    rows = [(n['name'], ','.join(n['roles']) or '-', n['ready'],
+    rows = [(n['name'], ','.join(n['roles']) or '-', _readiness(n),
              n['kubelet_version'] or '-',
              ','.join('%s=%s' % kv for kv in sorted(n['labels'].items())
-                      if not kv[0].startswith('node-role.')) or '-')
+                      if not kv[0].startswith('node-role.')) or '-',
+             ','.join(n['taints']) or '-')
             for n in section['items']]
     return '\n'.join([head] + _table(
-        rows, ('NAME', 'ROLES', 'READY', 'VERSION', 'LABELS')))
+        rows, ('NAME', 'ROLES', 'READY', 'VERSION', 'LABELS', 'TAINTS')))
+
+
+def _readiness(node):
+    """``True``, or ``True,cordoned`` for a node marked unschedulable."""
+    return node['ready'] + ('' if node['schedulable'] else ',cordoned')
 
 
 def _format_etcd(section):

@@ -135,6 +135,14 @@ def _with_key(section, name, spec, policy, problems):
         text = _default_key(login.key_file)
         if name in _UPLOADED and not _may_receive_default_key(spec, policy):
             problems.append(_default_key_refused(field, spec))
+    elif policy.trusted_paths:
+        # The command line's user wrote the request on their own host:
+        # say what is wrong with the file (no operator's rule applies).
+        text, reason = _load_key(os.path.realpath(os.path.expanduser(
+            login.key_file)))
+        if text is None:
+            problems.append('%s.ssh_key_file: %s: %s' % (
+                field, params.show(login.key_file), reason))
     else:
         text = _request_key(login.key_file, policy)
         if text is None:
@@ -248,7 +256,14 @@ def _resolve(path, policy):
 
 
 def _read_key(path):
-    """The text of the private key at *path*, or None (no reason given).
+    """The text of the private key at *path*, or None (no reason given:
+    a tenant learns nothing about the conductor's files)."""
+    return _load_key(path)[0]
+
+
+def _load_key(path):
+    """``(text, None)`` of the private key at *path*, or ``(None,
+    reason)``.
 
     Opens without following a final link and without blocking (a FIFO or
     a device is refused before any read), reads at most
@@ -257,24 +272,28 @@ def _read_key(path):
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK |
                      os.O_CLOEXEC)
-    except (OSError, ValueError):
-        return None
+    except (OSError, ValueError) as exc:
+        return None, 'cannot open it: %s' % (
+            getattr(exc, 'strerror', None) or exc)
     try:
         info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_KEY_BYTES:
-            return None
+        if not stat.S_ISREG(info.st_mode):
+            return None, 'not a regular file'
         data = os.read(fd, MAX_KEY_BYTES + 1)
-    except OSError:
-        return None
+    except OSError as exc:
+        return None, 'cannot read it: %s' % exc.strerror
     finally:
         os.close(fd)
     if len(data) > MAX_KEY_BYTES:
-        return None
+        return None, 'longer than %d bytes: not a private key' % (
+            MAX_KEY_BYTES)
     try:
         text = data.decode('ascii')
     except UnicodeDecodeError:
-        return None
-    return text if ssh.is_private_key(text) else None
+        return None, 'not a private key (not ASCII text)'
+    if not ssh.is_private_key(text):
+        return None, 'not a private key ssh can use (PEM or OpenSSH)'
+    return text, None
 
 
 def _extra_var_problems(spec, policy):

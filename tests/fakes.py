@@ -53,6 +53,8 @@ class FakeConnection:
         self.closed = False
         #: ``{stem: answer}`` of each detached playbook run started.
         self.detached_runs = {}
+        #: ``{command: stdin}`` of each command given a standard input.
+        self.stdin_of = {}
 
     def script(self, pattern, stdout='', stderr='', exit_code=0,
                timeout=False, times=None, first=False):
@@ -93,6 +95,8 @@ class FakeConnection:
             return self._detached(kind, command, on_line)
         text = ssh.display_command(command, env)
         self.calls.append(('run', text))
+        if stdin is not None:
+            self.stdin_of[text] = stdin
         if isinstance(stdin, bytes) and 'tar -x' in text:
             self._unpack(command[-1], stdin)
         rule = self._match(text) or {'stdout': '', 'stderr': '',

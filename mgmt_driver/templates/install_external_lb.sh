@@ -18,8 +18,11 @@
 #                            configuration and starts it
 #
 # Proxies: http_proxy, https_proxy and no_proxy from the environment are
-# passed to apt and curl (curl also honours no_proxy).  The driver sets
-# them when the request has a proxy; plain sudo would drop them.
+# passed to apt and curl (curl also honours no_proxy).  The driver gives
+# them, when the request has a proxy, on standard input (one NAME=VALUE
+# line each, with KUBESPRAY_MGMT_PROXY_ON_STDIN=1): a proxy URL may hold
+# credentials, which must not appear on a command line (ps shows it to
+# every user of the VM), so apt gets them in a root-only file, not -o.
 set -euo pipefail
 
 KUBECTL_VERSION="${KUBECTL_VERSION:-}"
@@ -37,10 +40,29 @@ while [ $# -gt 0 ]; do
         --kubectl-version) KUBECTL_VERSION="${2:?--kubectl-version needs a value}"; shift 2 ;;
         --kubectl-channel) KUBECTL_CHANNEL="${2:?--kubectl-channel needs a value}"; shift 2 ;;
         --with-keepalived) WITH_KEEPALIVED=yes; shift ;;
-        -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
         *) die "unknown argument: $1" ;;
     esac
 done
+
+# NAME=VALUE lines on standard input: only the three proxy variables,
+# exported as they are (no shell evaluation of a value).
+read_proxies() {
+    local line name value
+    while IFS= read -r line || [ -n "$line" ]; do
+        [ -n "$line" ] || continue
+        name="${line%%=*}"
+        value="${line#*=}"
+        case "$name" in
+            http_proxy|https_proxy|no_proxy) ;;
+            *) die "standard input: not a proxy setting (http_proxy, https_proxy or no_proxy)" ;;
+        esac
+        export "$name=$value"
+    done
+}
+if [ "${KUBESPRAY_MGMT_PROXY_ON_STDIN:-}" = 1 ]; then
+    read_proxies
+fi
 
 [ "$(id -u)" -eq 0 ] || die "run as root (or with sudo -E)"
 command -v apt-get >/dev/null || die "apt-get not found: Ubuntu or Debian only"
@@ -55,13 +77,29 @@ fi
 [[ "$KUBECTL_CHANNEL" =~ ^v[0-9]+\.[0-9]+$ ]] \
     || die "--kubectl-channel must look like v1.30, got $KUBECTL_CHANNEL"
 
-# apt reads proxies from its own options; pass the environment's on.
+# apt reads proxies from its own configuration; the environment's go
+# into a file only root reads (mktemp: mode 0600), removed at exit, and
+# apt-get names the file (-c), not the URLs.
 APT_OPTS=(-y -q -o Dpkg::Options::=--force-confold)
-if [ -n "${http_proxy:-}" ]; then
-    APT_OPTS+=(-o "Acquire::http::Proxy=${http_proxy}")
-fi
-if [ -n "${https_proxy:-}" ]; then
-    APT_OPTS+=(-o "Acquire::https::Proxy=${https_proxy}")
+APT_PROXY_CONF=""
+remove_apt_proxy_conf() {
+    if [ -n "$APT_PROXY_CONF" ]; then rm -f -- "$APT_PROXY_CONF"; fi
+}
+trap remove_apt_proxy_conf EXIT
+apt_proxy_line() {  # $1: http or https, $2: the URL
+    case "$2" in
+        *[\"\\]*|*[[:cntrl:]]*)
+            die "${1}_proxy holds a quote, a backslash or a control character (value not shown)" ;;
+    esac
+    printf 'Acquire::%s::Proxy "%s";\n' "$1" "$2"
+}
+if [ -n "${http_proxy:-}${https_proxy:-}" ]; then
+    APT_PROXY_CONF="$(mktemp)"
+    {
+        if [ -n "${http_proxy:-}" ]; then apt_proxy_line http "$http_proxy"; fi
+        if [ -n "${https_proxy:-}" ]; then apt_proxy_line https "$https_proxy"; fi
+    } > "$APT_PROXY_CONF"
+    APT_OPTS+=(-c "$APT_PROXY_CONF")
 fi
 export DEBIAN_FRONTEND=noninteractive
 

@@ -432,6 +432,12 @@ def test_instantiate_survives_the_ansible_server_gone_for_30_s(site, caplog):
     assert lab.check(MASTERS, WORKERS) == []
 
 
+def _logs_in(logs):
+    """The files of the workspace's log directory; none before the
+    instance's first run (this test may be the module's first)."""
+    return set(logs.iterdir()) if logs.is_dir() else set()
+
+
 def _hook_in_child():
     # A forked process runs the hook and is killed in the middle.
     try:
@@ -451,14 +457,14 @@ def test_a_hook_killed_mid_playbook_is_followed_when_run_again(site,
     lab = site.lab
     logs = lab.workspace(site.vnf.id) / 'logs'
     before_runs = len(lab.site.runs())
-    before_logs = set(logs.iterdir())
+    before_logs = _logs_in(logs)
     lab.site.slow_down('cluster.yml', 20)
     _CHILD_SITE[:] = [site]
     child = multiprocessing.get_context('fork').Process(
         target=_hook_in_child)
     child.start()
     deadline = time.monotonic() + 30
-    while not [p for p in set(logs.iterdir()) - before_logs
+    while not [p for p in _logs_in(logs) - before_logs
                if p.suffix == '.log' and 'PLAY [' in p.read_text()]:
         assert time.monotonic() < deadline, 'cluster.yml did not start'
         time.sleep(0.2)
@@ -470,7 +476,7 @@ def test_a_hook_killed_mid_playbook_is_followed_when_run_again(site,
         caplog.text
     runs = _cluster_runs(site, before_runs)
     assert len(runs) == 1 and runs[0]['ok']
-    new_logs = [p for p in set(logs.iterdir()) - before_logs
+    new_logs = [p for p in _logs_in(logs) - before_logs
                 if p.suffix == '.log']
     assert len(new_logs) == 1
     assert lab.check(MASTERS, WORKERS) == []

@@ -54,7 +54,9 @@ def test_params_check_accepts_the_samples(name, capsys):
     assert code == 0
     assert out.startswith('valid: masters ubuntu:22 by ')
     assert len(out.splitlines()) == 1
-    assert err == ''
+    # Only the warnings about the samples' placeholders (VIM, networks).
+    assert all('still a sample placeholder' in line
+               for line in err.splitlines())
 
 
 def test_params_check_accepts_bare_additional_params(tmp_path, capsys):

@@ -10,7 +10,8 @@ from mgmt_driver import cli
 SAMPLES = pathlib.Path(__file__).parents[2] / 'samples'
 PARAMS = str(SAMPLES / 'instantiate_simple.json')
 TOPOLOGY = str(SAMPLES / 'topology_simple.yaml')
-CHECK_KEYS = {'valid', 'kind', 'summary', 'overrides', 'merged', 'problems'}
+CHECK_KEYS = {'valid', 'kind', 'summary', 'overrides', 'merged', 'problems',
+              'warnings'}
 STEP_KEYS = {'host', 'kind', 'text', 'mode', 'bytes', 'content'}
 
 

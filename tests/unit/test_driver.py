@@ -385,9 +385,35 @@ def test_lb_install_script_runs_as_root_with_the_proxy(conf, tmp_path):
                             None)
     assert h.lb.modes[driver.LB_SCRIPT] == 0o700
     [install] = [c for c in h.lb.commands if driver.LB_SCRIPT in c]
-    assert install == ('sudo -n env http_proxy=http://proxy.example.com:3128'
-                       ' https_proxy=http://proxy.example.com:3128 sh '
+    assert install == ('sudo -n env KUBESPRAY_MGMT_PROXY_ON_STDIN=1 bash '
                        + driver.LB_SCRIPT)
+    lines = h.lb.stdin_of[install].splitlines()
+    assert lines[:2] == ['http_proxy=http://proxy.example.com:3128',
+                         'https_proxy=http://proxy.example.com:3128']
+    assert lines[2].startswith('no_proxy=') and len(lines) == 3
+
+
+def test_lb_install_script_gets_proxy_credentials_off_the_command_line(
+        conf, tmp_path):
+    (tmp_path / 'Scripts').mkdir()
+    (tmp_path / 'Scripts' / 'install_external_lb.sh').write_text('exit 0\n')
+    h = Harness(conf)
+    h.hooks._package_dir_of = lambda c, i: str(tmp_path)
+    extra = _instantiate_params()
+    url = 'http://user1:s3cret@proxy.example.com:3128'
+    extra['k8s_cluster_installation_param']['proxy'] = {
+        'http_proxy': url, 'https_proxy': url, 'no_proxy': '.corp'}
+    h.hooks.instantiate_end(None, h.instance(extra), _request(extra), None,
+                            None)
+    [install] = [c for c in h.lb.commands if driver.LB_SCRIPT in c]
+    assert 's3cret' not in install and all(
+        's3cret' not in c for c in h.lb.commands)
+    given = dict(line.split('=', 1)
+                 for line in h.lb.stdin_of[install].splitlines())
+    assert given['http_proxy'] == given['https_proxy'] == url
+    # As kubespray gets it: the user's entries, then the cluster's.
+    assert given['no_proxy'].startswith('.corp,localhost,127.0.0.1,')
+    assert '10.10.0.11' in given['no_proxy'].split(',')
 
 
 def test_kubectl_and_haproxy_follow_the_drivers_own_conf(conf):

@@ -104,7 +104,7 @@ def test_the_install_script_gets_keepalived_with_a_vip(conf, tmp_path):  # noqa:
     h.lb.script(r'^ip -o addr show', stdout=ADDR)
     _instantiate(h, _vip_params())
     [install] = [c for c in h.lb.commands if driver.LB_SCRIPT in c]
-    assert install.endswith('sh %s --with-keepalived' % driver.LB_SCRIPT)
+    assert install.endswith('bash %s --with-keepalived' % driver.LB_SCRIPT)
 
 
 # ---------------------------------------------- the VIP from a Heat port --

@@ -17,7 +17,8 @@ SCRIPT = (pathlib.Path(__file__).parents[2] / 'mgmt_driver' / 'templates'
           / 'install_external_lb.sh')
 BASH = shutil.which('bash')
 REAL_TOOLS = ('cat', 'grep', 'sed', 'head', 'chmod', 'dirname', 'install',
-              'mkdir', 'touch', 'rm', 'printf', 'env', 'tr')
+              'mkdir', 'touch', 'rm', 'printf', 'env', 'tr', 'mktemp',
+              'stat')
 
 STUBS = {
     'id': 'echo "${STUB_UID:-0}"',
@@ -27,6 +28,13 @@ pkg="${@: -1}"
 exit 0''',
     'apt-get': '''
 echo "apt-get $*" >> "$STUB_LOG"
+prev=""
+for arg in "$@"; do
+    if [ "$prev" = -c ]; then
+        { stat -c 'conf mode %a' "$arg"; cat "$arg"; } >> "$STUB_LOG.conf"
+    fi
+    prev="$arg"
+done
 seen=""
 for arg in "$@"; do
     if [ "$seen" = yes ] && [ "${arg#-}" = "$arg" ]; then
@@ -49,7 +57,11 @@ case "$1" in
     is-active) [ -e "$STUB_STATE/active" ] ;;
     start) touch "$STUB_STATE/active" ;;
 esac''',
-    'curl': 'echo "curl $*" >> "$STUB_LOG"; echo KEY',
+    'curl': '''
+echo "curl $*" >> "$STUB_LOG"
+echo "curl_env http_proxy=${http_proxy:-} no_proxy=${no_proxy:-}" \\
+    >> "$STUB_LOG"
+echo KEY''',
     'gpg': '''
 echo "gpg $*" >> "$STUB_LOG"
 cat > "${@: -1}"''',
@@ -145,9 +157,57 @@ def test_proxies_reach_apt_and_curl(vm):
                     https_proxy='http://proxy.example:3129',
                     no_proxy='10.0.0.0/8')
     assert proc.returncode == 0, proc.stderr
-    for line in (line for line in log if line.startswith('apt-get')):
-        assert '-o Acquire::http::Proxy=http://proxy.example:3128' in line
-        assert '-o Acquire::https::Proxy=http://proxy.example:3129' in line
+    apt = [line for line in log if line.startswith('apt-get')]
+    assert apt and all(' -c ' in line and 'proxy.example' not in line
+                       for line in apt)
+    conf = (vm / 'log.conf').read_text().splitlines()
+    assert conf[:3] == ['conf mode 600',
+                        'Acquire::http::Proxy "http://proxy.example:3128";',
+                        'Acquire::https::Proxy "http://proxy.example:3129";']
+    assert 'curl_env http_proxy=http://proxy.example:3128 ' \
+        'no_proxy=10.0.0.0/8' in log
+
+
+def _run_with_stdin(vm, text, *args, **env):
+    environ = {
+        'PATH': str(vm / 'bin'), 'STUB_BIN': str(vm / 'bin'),
+        'STUB_STATE': str(vm / 'state'), 'STUB_LOG': str(vm / 'log'),
+        'LB_APT_KEYRING': str(vm / 'etc' / 'keyrings' / 'k8s.gpg'),
+        'LB_APT_SOURCES': str(vm / 'etc' / 'kubernetes.list'),
+        'KUBESPRAY_MGMT_PROXY_ON_STDIN': '1', 'TMPDIR': str(vm),
+    }
+    environ.update(env)
+    (vm / 'log').write_text('')
+    proc = subprocess.run([BASH, str(SCRIPT), *args], env=environ,
+                          input=text, capture_output=True, text=True,
+                          timeout=60)
+    return proc, (vm / 'log').read_text().splitlines()
+
+
+def test_proxies_with_credentials_come_on_standard_input(vm):
+    # As the driver sends them: one NAME=VALUE line each, no command line.
+    url = 'http://user:s3cret%40x@proxy.example:3128'
+    proc, log = _run_with_stdin(
+        vm, 'http_proxy=%s\nhttps_proxy=%s\nno_proxy=10.0.0.0/8,.svc\n'
+        % (url, url))
+    assert proc.returncode == 0, proc.stderr
+    assert not any('s3cret' in line for line in log
+                   if not line.startswith('curl_env'))
+    assert 'Acquire::http::Proxy "%s";' % url in \
+        (vm / 'log.conf').read_text()
+    assert 'curl_env http_proxy=%s no_proxy=10.0.0.0/8,.svc' % url in log
+    assert not list(vm.glob('tmp.*')), 'the apt proxy file is left behind'
+    assert 's3cret' not in proc.stderr
+
+
+@pytest.mark.parametrize('text, said', [
+    ('PATH=/tmp\n', 'not a proxy setting'),
+    ('http_proxy=http://a"b\n', 'http_proxy holds a quote'),
+])
+def test_bad_proxy_input_is_refused_before_apt(vm, text, said):
+    proc, log = _run_with_stdin(vm, text)
+    assert proc.returncode != 0 and said in proc.stderr
+    assert not [line for line in log if line.startswith('apt-get')]
 
 
 def test_exact_kubectl_version_and_upgrade(vm):

@@ -449,7 +449,7 @@ def test_no_inventory_is_said(conf):
 
 
 def test_accept_new_becomes_reject_for_status(conf):
-    assert status.read_only_settings(conf).host_key_policy == 'reject'
+    assert status.read_only_settings(conf).host_key_policy == 'read-only'
     conf.set_override('host_key_policy', 'warn', group='kubespray_mgmt')
     assert status.read_only_settings(conf).host_key_policy == 'warn'
 
@@ -463,9 +463,9 @@ def test_text_format_is_a_table_per_section(conf):
     text = status.format_text(report)
     assert text.split('\n\n')[0].splitlines() == [
         'Nodes (kubectl on 192.168.10.11)',
-        '  NAME               ROLES          READY  VERSION  LABELS',
-        '  %s  control-plane  True   v1.33.5  -' % MASTER,
-        '  %s  -              True   v1.33.5  -' % WORKER]
+        '  NAME               ROLES          READY  VERSION  LABELS  TAINTS',
+        '  %s  control-plane  True   v1.33.5  -       -' % MASTER,
+        '  %s  -              True   v1.33.5  -       -' % WORKER]
     assert '  2026-11-23T23:00:00Z  scale_out    scale     running    ' \
         in text
     assert text.endswith('Differences from the inventory\n'
