@@ -112,6 +112,7 @@ class Cluster:
         return self
 
     def stop(self):
+        self.site.stop_etcd()
         self.haproxy.stop()
 
     # Hooks.
@@ -486,6 +487,7 @@ def test_kubespray_mgmt_run(world, tmp_path, capsys, global_conf):
         assert not workspace.exists()
         assert not kubeconfig.exists()
     finally:
+        site.stop_etcd()
         haproxy.stop()
 
 
