@@ -230,7 +230,20 @@ def start(etcd_dir, name, address, initial_cluster, state):
     with open(tmp, 'w') as f:
         f.write('%d\n' % proc.pid)
     os.replace(tmp, where['pid'])
+    _wait_exec(proc, where['data'])
     return proc.pid
+
+
+def _wait_exec(proc, data_dir, timeout=5.0):
+    """Wait until the child shows etcd's command line (``/proc`` may
+    show an empty one for a moment after Popen returns), so that
+    :func:`running_pid` finds it; an etcd that exits at once is left to
+    the health wait, which reports its log."""
+    deadline = time.monotonic() + timeout
+    while data_dir not in _cmdline(proc.pid) and proc.poll() is None:
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.005)
 
 
 def _gone(pid, timeout):
