@@ -21,7 +21,8 @@ they stand for.
                nothing removed; logged in ``state['labelled']``
   reset        kubeadm reset on one node (kubelet stops: node NotReady;
                once no control-plane node is left running, the cluster
-               is gone)
+               is gone); with ``--etcd-peer-url``, kubespray's reset of
+               etcd too (member stopped, data deleted)
   upgrade      kubeadm upgrade apply (``--apply``, the first control-plane
                node: the cluster's version) or kubeadm upgrade node,
                then the kubelet: the node's version; refuses a skipped
@@ -34,7 +35,7 @@ they stand for.
                cluster's (``--new``), or ``etcdctl member add`` to the
                running one, then started as kubespray's service; returns
                once the member is healthy
-  etcd-stop    kubespray's reset of etcd: member stopped, data deleted
+  etcd-stop    kubespray's reset of etcd alone
   status       what exists (JSON), for the playbooks' checks
   check-fail   the failure-injection hook (see README.rst)
 
@@ -454,6 +455,9 @@ def _parser():
     p.add_argument('--during', help='the playbook, for the log')
     p = _node_command(sub, 'reset')
     p.add_argument('--playbook', help='consult the failure hook')
+    p.add_argument('--etcd-peer-url',
+                   help='an etcd host: stop its member, delete its data')
+    p.add_argument('--etcd-dir')
     for name in ETCD_COMMANDS:
         p = sub.add_parser(name)
         p.add_argument('--etcd-dir', required=True)
@@ -500,6 +504,10 @@ def main(argv=None):
         elif args.command != 'check-fail':
             with cs.transaction(state_dir) as txn:
                 print(COMMANDS[args.command](args, txn))
+            if args.command == 'reset' and args.etcd_peer_url:
+                # kubespray's reset also stops etcd and deletes its data.
+                args.peer_url = args.etcd_peer_url
+                print(etcd_stop(args))
     except (cs.StateError, etcd.EtcdError) as exc:
         print('error: %s' % exc, file=sys.stderr)
         return 1

@@ -555,7 +555,9 @@ def check_status(world, site, workspace, config, params_file, tmp_path,
             for n in report['nodes']['items']} == dict(
         [(n, (['control-plane'], 'True')) for n in master_names] +
         [(n, ([], 'True')) for n in worker_names])
-    assert [m['name'] for m in report['etcd']['members']] == master_names
+    # etcd lists its members by ID, not in join order.
+    assert sorted(m['name'] for m in report['etcd']['members']) == sorted(
+        master_names)
     backends = report['load_balancer']['backends']
     assert {(b['backend'], b['server']) for b in backends} == {
         ('kube_apiserver', n) for n in master_names} | {
