@@ -5,9 +5,11 @@
     <root>/kubespray/    fake kubespray checkout (ansible-playbook's cwd)
     <root>/bin/kubectl   fake kubectl          (stdlib Python 3 scripts;
     <root>/bin/kube-double  node-side tool      they import the modules
-    <root>/bin/etcdctl   fake etcdctl           (member list only)
+    <root>/bin/etcdctl.sh  kubespray's etcdctl.sh (real etcdctl, this
+                         VM's real etcd member)
     <root>/*.py          their modules          next to bin/)
     <root>/state/        cluster.json, fail-next-* files
+    <root>/etcd/<addr>/  a master's real etcd member (data, PID, log)
 
 and returns a :class:`Site` to read the cluster state, inject failures,
 add pods and read the log of playbook runs.  See README.rst here for
@@ -33,11 +35,12 @@ import time
 
 from mgmt_driver import isolation
 from mgmt_driver.localsite import clusterstate
+from mgmt_driver.localsite import etcd
 
 SOURCE = pathlib.Path(__file__).resolve().parent
 CHECKOUT_SOURCE = SOURCE / 'kubespray'
 TOOL_MODULES = ('clusterstate.py', 'fake_kubectl.py', 'kube_double.py',
-                'fake_etcdctl.py')
+                'etcd.py')
 
 #: Layouts: 'current' is kubespray v2.22+ (root playbooks import
 #: playbooks/*.yml, facts only as playbooks/facts.yml); 'v2.21' has the
@@ -81,6 +84,7 @@ def materialise(root, layout='current', owner=None):
     for name in TOOL_MODULES:
         shutil.copy2(SOURCE / name, site.root / name)
     os.makedirs(site.state_dir, mode=0o700)
+    os.makedirs(site.etcd_dir, mode=0o700)
     if owner:
         _chown_tree(site.root, owner)
     return site
@@ -131,8 +135,10 @@ class Site:
         self.bin_dir = self.root / 'bin'
         self.kubectl = self.bin_dir / 'kubectl'
         self.kube_double = self.bin_dir / 'kube-double'
-        self.etcdctl = self.bin_dir / 'etcdctl'
+        self.etcdctl = self.bin_dir / 'etcdctl.sh'
         self.state_dir = self.root / 'state'
+        #: The masters' real etcd members (mgmt_driver.localsite.etcd).
+        self.etcd_dir = self.root / 'etcd'
         #: The checkout's fact cache (ansible.cfg): every run on the
         #: site whose environment does not name another.
         self.fact_cache = self.checkout / '.double' / 'facts'
@@ -177,9 +183,17 @@ class Site:
         return clusterstate.pods_on(state, node) if state else []
 
     def etcd_members(self):
-        """Names of the etcd members, in join order."""
-        state = self.state()
-        return [m['name'] for m in state['etcd']] if state else []
+        """Names of the etcd members, as the site's real etcd lists
+        them ('' for a member added but not started; [] when no member
+        runs)."""
+        return etcd.member_names(str(self.etcd_dir))
+
+    def stop_etcd(self):
+        """Stop every etcd member of the site, by PID (its teardown).
+
+        :returns: the addresses whose member was stopped.
+        """
+        return etcd.stop_all(str(self.etcd_dir))
 
     def runs(self):
         """The playbook runs logged by the double, oldest first."""
@@ -265,21 +279,14 @@ class Site:
         finally:
             self._fix_owner()
 
-    def seed(self, control_plane, workers=(), etcd=None):
-        """Create a cluster directly, without Ansible (fast test setup).
+    def seed(self, control_plane, workers=()):
+        """Create a Kubernetes cluster directly, without Ansible (fast
+        test setup).  No etcd member is started: etcd is real, and only
+        cluster.yml starts it.
 
         :param control_plane: [(node name, address)], the first inits.
         :param workers: [(node name, address)].
-        :param etcd: [(member name, host name, address)]; default: one
-            member per control-plane node, named etcd1, etcd2, ...
         """
-        if etcd is None:
-            etcd = [('etcd%d' % i, name, address) for i, (name, address)
-                    in enumerate(control_plane, 1)]
-        for member, host, address in etcd:
-            self.tool('kube-double', 'etcd-add', '--name', member,
-                      '--host', host, '--peer-url',
-                      'https://%s:2380' % address)
         for i, (name, address) in enumerate(control_plane):
             self.tool('kube-double', 'join' if i else 'init', '--node', name,
                       '--address', address, *(['--control-plane'] if i

@@ -1,8 +1,9 @@
 """The Kubernetes state kept by the kubespray test double (stdlib only).
 
 One JSON document per site, ``<state_dir>/cluster.json``, stands in for
-a cluster's API server and etcd: the nodes the playbooks joined, the pods
-on them, the etcd members, and the few API objects the driver creates
+a cluster's API server (etcd itself is real: localsite/etcd.py): the
+nodes the playbooks joined, the pods on them, and the few API objects
+the driver creates
 (ServiceAccount, ClusterRoleBinding, Secret).  The double's playbooks
 write it through ``bin/kube-double``, the fake ``bin/kubectl`` reads and
 changes it, and tests read it through :mod:`mgmt_driver.localsite`.
@@ -192,8 +193,8 @@ def _save(state_dir, state):
 
 
 def empty_state():
-    """State before ``kubeadm init``: etcd may already have members."""
-    return {'cluster': None, 'nodes': {}, 'pods': [], 'etcd': [],
+    """State before ``kubeadm init``."""
+    return {'cluster': None, 'nodes': {}, 'pods': [],
             'objects': {}, 'settings': dict(DEFAULT_SETTINGS)}
 
 

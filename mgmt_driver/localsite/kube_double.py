@@ -2,8 +2,9 @@
 
 The double's playbooks call this (through ``ansible.builtin.command`` on
 each targeted host, so every play really connects over SSH) where
-kubespray would run ``kubeadm init/join/reset`` and ``etcdctl member
-add/remove``.  It changes the shared state in :mod:`clusterstate`.  It is
+kubespray would run ``kubeadm init/join/reset`` and start etcd.  It
+changes the shared state in :mod:`clusterstate`; etcd is real
+(:mod:`etcd`), and members are removed with the real etcdctl.  It is
 a test tool, not a fake of any real command: subcommand names say what
 they stand for.
 
@@ -20,15 +21,21 @@ they stand for.
                nothing removed; logged in ``state['labelled']``
   reset        kubeadm reset on one node (kubelet stops: node NotReady;
                once no control-plane node is left running, the cluster
-               is gone)
+               is gone); with ``--etcd-peer-url``, kubespray's reset of
+               etcd too (member stopped, data deleted)
   upgrade      kubeadm upgrade apply (``--apply``, the first control-plane
                node: the cluster's version) or kubeadm upgrade node,
                then the kubelet: the node's version; refuses a skipped
                minor release and a kubelet newer than the control plane,
                and logs the step in ``state['upgrades']`` (version,
                whether the node was cordoned and emptied, its batch)
-  etcd-add     etcdctl member add (idempotent, checks names and URLs)
-  etcd-remove  etcdctl member remove, by peer URL (no-op if absent)
+  etcd-health  kubespray's etcd cluster health check: healthy, absent
+               (nothing listens) or an error (members without quorum)
+  etcd-member  this host's real etcd member (see etcd.py): a new
+               cluster's (``--new``), or ``etcdctl member add`` to the
+               running one, then started as kubespray's service; returns
+               once the member is healthy
+  etcd-stop    kubespray's reset of etcd alone
   status       what exists (JSON), for the playbooks' checks
   check-fail   the failure-injection hook (see README.rst)
 
@@ -46,6 +53,7 @@ import tempfile
 import time
 
 import clusterstate as cs
+import etcd
 
 
 def _state_dir():
@@ -323,53 +331,40 @@ def _upgrade_pause(state_dir):
         time.sleep(min(float(cs.setting(state, 'upgrade_delay')), 60.0))
 
 
-def cmd_etcd_add(args, txn):
-    if txn.state is None:
-        txn.state = cs.empty_state()
-    members = txn.state['etcd']
-    if cs.running(txn.state):
-        # A new cluster's members join in any order; an existing one
-        # must keep an existing member first.
-        _check_first_etcd(members, args.first_peer_url)
-    for member in members:
-        if member['peer_url'] == args.peer_url:
-            if member['name'] != args.name:
-                raise cs.StateError(
-                    'etcd member add %s: peer URL %s already belongs to '
-                    'member %s (etcd_member_name changed?)' % (
-                        args.name, args.peer_url, member['name']))
-            return 'etcd member %s already present' % args.name
-        if member['name'] == args.name:
-            raise cs.StateError(
-                'etcd member add %s (%s): a member of that name exists with '
-                'peer URL %s; remove it first' % (
-                    args.name, args.peer_url, member['peer_url']))
-    members.append({'name': args.name, 'peer_url': args.peer_url,
-                    'host': args.host, 'id': cs.suffix(16)})
-    return 'etcd member %s added' % args.name
+def _etcd_cluster(text):
+    """``--cluster NAME=PEER_URL,...``: ``[(name, peer URL)]``."""
+    pairs = [p.partition('=') for p in (text or '').split(',') if p]
+    if not pairs or not all(n and u for n, _, u in pairs):
+        raise cs.StateError('--cluster: expected NAME=PEER_URL,... not %r'
+                            % text)
+    return [(n, u) for n, _, u in pairs]
 
 
-def _check_first_etcd(members, first_peer_url):
-    if members and first_peer_url and first_peer_url not in [
-            m['peer_url'] for m in members]:
-        raise cs.StateError(
-            'the first host of the etcd group (%s) is not a member of the '
-            'existing etcd cluster: kubespray would start a new etcd '
-            'cluster there; keep an existing member first' % first_peer_url)
+def etcd_health(args):
+    """kubespray's "Check if etcd cluster is healthy" (run once)."""
+    cluster = _etcd_cluster(args.cluster)
+    return etcd.cluster_health([etcd.address_of(u) for _, u in cluster])
 
 
-def cmd_etcd_remove(args, txn):
-    if txn.state is None:
-        return 'no cluster'
-    members = txn.state['etcd']
-    for member in list(members):
-        if member['peer_url'] == args.peer_url:
-            if len(members) == 1:
-                raise cs.StateError('etcd member remove: %s is the last '
-                                    'member' % member['name'])
-            members.remove(member)
-            return 'etcd member %s removed' % member['name']
-    return 'no etcd member with peer URL %s' % args.peer_url
+def etcd_member(args):
+    """This host's member: started with a new cluster (``--new``), or
+    joined to the running one (``etcdctl member add``, then started)."""
+    address = etcd.address_of(args.peer_url)
+    if args.new:
+        return etcd.start_new(args.etcd_dir, args.name, address,
+                              _etcd_cluster(args.cluster))
+    endpoints = [etcd.client_url(etcd.address_of(u))
+                 for _, u in _etcd_cluster(args.cluster)]
+    return etcd.join(args.etcd_dir, args.name, address, endpoints,
+                     args.first_peer_url)
+
+
+def etcd_stop(args):
+    """kubespray's reset: the etcd service stopped, its data deleted."""
+    address = etcd.address_of(args.peer_url)
+    stopped = etcd.stop(args.etcd_dir, address, wipe=True)
+    return 'etcd at %s %s' % (address, 'stopped' if stopped
+                              else 'not running')
 
 
 def cmd_status(args, txn):
@@ -379,8 +374,7 @@ def cmd_status(args, txn):
         'exists': cs.running(state),
         'control_plane_hosts': sorted(n['host'] for n in nodes
                                       if 'control-plane' in n['roles']),
-        'nodes': sorted(n['name'] for n in nodes),
-        'etcd': state['etcd']})
+        'nodes': sorted(n['name'] for n in nodes)})
 
 
 def _take(state_dir, prefix, playbook, wanted=lambda text: True):
@@ -461,11 +455,21 @@ def _parser():
     p.add_argument('--during', help='the playbook, for the log')
     p = _node_command(sub, 'reset')
     p.add_argument('--playbook', help='consult the failure hook')
-    p = sub.add_parser('etcd-add')
-    for opt in ('--name', '--peer-url', '--host'):
-        p.add_argument(opt, required=True)
+    p.add_argument('--etcd-peer-url',
+                   help='an etcd host: stop its member, delete its data')
+    p.add_argument('--etcd-dir')
+    for name in ETCD_COMMANDS:
+        p = sub.add_parser(name)
+        p.add_argument('--etcd-dir', required=True)
+        p.add_argument('--peer-url', required=name != 'etcd-health')
+        if name in ('etcd-health', 'etcd-member'):
+            p.add_argument('--cluster', required=True,
+                           help='the etcd hosts: NAME=PEER_URL,...')
+    p = sub.choices['etcd-member']
+    p.add_argument('--name', required=True)
+    p.add_argument('--new', action='store_true',
+                   help='no cluster answers: start a new one')
     p.add_argument('--first-peer-url')
-    sub.add_parser('etcd-remove').add_argument('--peer-url', required=True)
     sub.add_parser('status')
     p = sub.add_parser('check-fail')
     p.add_argument('--playbook', required=True)
@@ -475,8 +479,11 @@ def _parser():
 
 COMMANDS = {'init': cmd_init, 'join': cmd_join, 'reset': cmd_reset,
             'upgrade': cmd_upgrade, 'label': cmd_label,
-            'etcd-add': cmd_etcd_add, 'etcd-remove': cmd_etcd_remove,
             'status': cmd_status}
+#: Real etcd (mgmt_driver/localsite/etcd.py): outside the state's lock,
+#: since a member may take seconds to become healthy.
+ETCD_COMMANDS = {'etcd-health': etcd_health, 'etcd-member': etcd_member,
+                 'etcd-stop': etcd_stop}
 
 
 def main(argv=None):
@@ -492,10 +499,16 @@ def main(argv=None):
         if args.command == 'upgrade':
             args.started = time.time()
             _upgrade_pause(state_dir)
-        if args.command != 'check-fail':
+        if args.command in ETCD_COMMANDS:
+            print(ETCD_COMMANDS[args.command](args))
+        elif args.command != 'check-fail':
             with cs.transaction(state_dir) as txn:
                 print(COMMANDS[args.command](args, txn))
-    except cs.StateError as exc:
+            if args.command == 'reset' and args.etcd_peer_url:
+                # kubespray's reset also stops etcd and deletes its data.
+                args.peer_url = args.etcd_peer_url
+                print(etcd_stop(args))
+    except (cs.StateError, etcd.EtcdError) as exc:
         print('error: %s' % exc, file=sys.stderr)
         return 1
     return 0

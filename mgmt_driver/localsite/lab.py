@@ -114,7 +114,10 @@ class Lab:
         self.sshd.start()
 
     def stop(self):
-        """Stop HAProxy, the greeting servers and sshd; remove the files."""
+        """Stop etcd, HAProxy, the greeting servers and sshd; remove the
+        files."""
+        if self.site is not None:
+            self.site.stop_etcd()
         if self.haproxy is not None:
             self.haproxy.stop()
         if self.backends is not None:

@@ -45,6 +45,7 @@ from mgmt_driver import conf as kconf
 from mgmt_driver import nodes as nodes_mod
 from mgmt_driver import params
 from mgmt_driver.localsite import clusterstate
+from mgmt_driver.localsite import etcd
 from mgmt_driver.localsite import haproxy as haproxy_site
 from mgmt_driver.localsite import sshd as sshd_mod
 
@@ -68,7 +69,8 @@ def sftp_server():
 
 def unavailable():
     """Why the end-to-end site cannot run here, or None."""
-    reason = sshd_mod.available() or haproxy_site.available()
+    reason = (sshd_mod.available() or haproxy_site.available()
+              or etcd.available())
     if reason:
         return reason
     if not sftp_server():
@@ -201,7 +203,10 @@ def wait_served(address, port, expected, timeout=DEADLINE):
 
 
 def forget_cluster(site):
-    """Every VM was re-created: the Kubernetes cluster went with them."""
+    """Every VM was re-created: the Kubernetes cluster and its etcd
+    members went with them."""
+    for address in etcd.addresses(str(site.etcd_dir)):
+        etcd.stop(str(site.etcd_dir), address, sig=signal.SIGKILL, wipe=True)
     os.unlink(clusterstate.state_path(site.state_dir))
 
 

@@ -21,6 +21,7 @@ import pytest
 
 from mgmt_driver import exceptions
 from mgmt_driver import params
+from mgmt_driver.localsite import etcd
 from mgmt_driver.localsite import site as site_mod
 from tests.functional import tacker_fakes
 from tests.functional.tacker_fakes import heal_request
@@ -82,8 +83,10 @@ class Chain:
             LB, self.lab.api_port)
 
     def die(self, address):
-        """The VM stops answering (sshd and sessions gone)."""
+        """The VM stops answering (sshd and sessions gone) and a
+        master's etcd member dies with it."""
         kill_vm_sshd(self.lab.aside[address])
+        etcd.kill_at(address)
 
     def heal(self, address, fail_once=None):
         """Tacker's VNFC heal of a dead master: heal_start, a new VM at

@@ -112,6 +112,7 @@ class Cluster:
         return self
 
     def stop(self):
+        self.site.stop_etcd()
         self.haproxy.stop()
 
     # Hooks.
@@ -486,6 +487,7 @@ def test_kubespray_mgmt_run(world, tmp_path, capsys, global_conf):
         assert not workspace.exists()
         assert not kubeconfig.exists()
     finally:
+        site.stop_etcd()
         haproxy.stop()
 
 
@@ -553,7 +555,9 @@ def check_status(world, site, workspace, config, params_file, tmp_path,
             for n in report['nodes']['items']} == dict(
         [(n, (['control-plane'], 'True')) for n in master_names] +
         [(n, ([], 'True')) for n in worker_names])
-    assert [m['name'] for m in report['etcd']['members']] == master_names
+    # etcd lists its members by ID, not in join order.
+    assert sorted(m['name'] for m in report['etcd']['members']) == sorted(
+        master_names)
     backends = report['load_balancer']['backends']
     assert {(b['backend'], b['server']) for b in backends} == {
         ('kube_apiserver', n) for n in master_names} | {

@@ -20,7 +20,7 @@ import yaml
 
 from mgmt_driver import localsite
 from mgmt_driver import ssh
-from mgmt_driver import status
+from mgmt_driver.localsite import etcd
 from mgmt_driver.localsite import sshd as sshd_site
 
 ADDRESSES = ('127.0.0.20', '127.0.0.21', '127.0.0.22', '127.0.0.23')
@@ -56,7 +56,9 @@ def server():
 def site(server):
     """A fresh site, owned by the SSH user, inside the sshd's scratch."""
     root = pathlib.Path(server.scratch) / ('site-' + uuid.uuid4().hex[:8])
-    return localsite.materialise(root, owner=server.user)
+    site = localsite.materialise(root, owner=server.user)
+    yield site
+    site.stop_etcd()
 
 
 class Cluster:
@@ -168,6 +170,7 @@ def test_cluster_yml_builds_and_replaces_the_first_control_plane(
     cluster.groups['kube_control_plane'] = ['cp2', 'cp3', 'cp1']
     cluster.groups['etcd'] = ['cp2', 'cp3', 'cp1']
     cluster.hosts['cp1'] = DEAD
+    etcd.kill_at(ADDRESSES[0])  # its etcd member died with it
     cluster.host_vars['cp1'] = {'ip': ADDRESSES[0],
                                 'access_ip': ADDRESSES[0],
                                 'etcd_member_name': 'etcd1'}
@@ -283,6 +286,7 @@ def test_removed_etcd_members_peer_url_comes_from_cached_facts(
                       host_vars=host_vars)
     ok(cluster.play('cluster.yml'))
     cluster.hosts['cp3'] = DEAD  # its VM is gone; its facts are cached
+    etcd.kill_at(ADDRESSES[2])
     cluster.write_inventory()
     removal = {'node': 'cp3', 'skip_confirmation': True,
                'reset_nodes': False, 'allow_ungraceful_removal': True}
@@ -625,36 +629,3 @@ def test_kubectl_over_ssh_as_the_site_user(server, site, tmp_path):
                   '--delete-emptydir-data', '--timeout=10s'])
     assert result.stdout.split() == ['node/cp1', 'node/w1']
     assert site.nodes()['w1']['schedulable'] is False
-
-
-# --- fake etcdctl ----------------------------------------------------------
-
-def test_etcdctl_member_list(seeded):
-    """etcdctl's shape, read by mgmt_driver.status as from real etcd."""
-    result = seeded.tool('etcdctl', '--endpoints=https://127.0.0.20:2379',
-                         '--cacert', '/etc/ssl/etcd/ssl/ca.pem', 'member',
-                         'list', '-w', 'json')
-    members = status.parse_etcd_members(result.stdout, 'cp1')
-    assert [(m['name'], m['peer_urls'], m['client_urls'])
-            for m in members] == [('etcd1', ['https://127.0.0.20:2380'],
-                                   ['https://127.0.0.20:2379'])]
-    again = seeded.tool('etcdctl', 'member', 'list', '--write-out=json')
-    assert json.loads(again.stdout) == json.loads(result.stdout)
-    simple = seeded.tool('etcdctl', 'member', 'list').stdout
-    assert simple.strip() == '%s, started, etcd1, https://127.0.0.20:2380, ' \
-        'https://127.0.0.20:2379, false' % members[0]['id']
-
-
-@pytest.mark.parametrize('argv', [('member', 'add', 'x'), ('get', 'k'),
-                                  ('member', 'list', '-w', 'yaml'),
-                                  ('member', 'list', '--bogus')])
-def test_etcdctl_refuses_what_it_does_not_do(seeded, argv):
-    result = seeded.tool('etcdctl', *argv, check=False)
-    assert result.returncode == 1 and result.stderr.startswith('Error: ')
-
-
-def test_etcdctl_without_etcd(tmp_path):
-    site = localsite.materialise(tmp_path / 'site')
-    result = site.tool('etcdctl', 'member', 'list', check=False)
-    assert result.returncode == 1
-    assert 'context deadline exceeded' in result.stderr

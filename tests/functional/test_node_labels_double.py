@@ -43,8 +43,11 @@ def cluster(server):
         owner=server.user)
     cluster = Cluster(server, site, HOSTS, ['cp1'], ['w1', 'w2'],
                       host_vars={k: dict(v) for k, v in HOST_VARS.items()})
-    ok(cluster.play('cluster.yml'))
-    return cluster
+    try:
+        ok(cluster.play('cluster.yml'))
+        yield cluster
+    finally:
+        site.stop_etcd()
 
 
 def kubectl(site, *args):

@@ -1,0 +1,133 @@
+"""The local site's masters run real etcd members (localsite/etcd.py).
+
+One site on 127.0.45.0/24 serves one chain, each step on the cluster the
+last one left, through the kubespray double's own playbooks: a new
+one-member cluster; two masters appended and joined (``etcdctl member
+add``, then started with initial cluster state "existing": the cluster
+ID does not change); the member list the driver's ``status`` command
+reads over SSH; a living master removed (its member leaves, its etcd
+stops and its data goes); then one of the two remaining VMs dies, the
+cluster loses quorum and refuses writes, and removing the dead master's
+member fails with etcd's own refusal, changing nothing.
+"""
+
+import json
+import pathlib
+import uuid
+
+import pytest
+
+from mgmt_driver import localsite
+from mgmt_driver import ssh
+from mgmt_driver import status
+from mgmt_driver.localsite import etcd
+from tests.functional.test_kubespray_double import Cluster
+from tests.functional.test_kubespray_double import ok
+from tests.functional.test_kubespray_double import serve
+
+HOSTS = {'cp1': '127.0.45.10', 'cp2': '127.0.45.11', 'cp3': '127.0.45.12'}
+NAMES = {'cp%d' % i: {'etcd_member_name': 'etcd%d' % i} for i in (1, 2, 3)}
+
+pytestmark = pytest.mark.skipif(etcd.available() is not None,
+                                reason=str(etcd.available()))
+
+
+@pytest.fixture(scope='module')
+def server():
+    yield from serve(tuple(HOSTS.values()))
+
+
+@pytest.fixture(scope='module')
+def site(server):
+    root = pathlib.Path(server.scratch) / ('site-' + uuid.uuid4().hex[:8])
+    site = localsite.materialise(root, owner=server.user)
+    yield site
+    site.stop_etcd()
+
+
+def members(address):
+    """``(cluster ID, {name: (peer URLs, client URLs)})`` as the member
+    at *address* lists them."""
+    result = etcd.ctl([etcd.client_url(address)], 'member', 'list', '-w',
+                      'json')
+    assert result.returncode == 0, result.stderr
+    doc = json.loads(result.stdout)
+    return doc['header']['cluster_id'], {
+        m['name']: (m['peerURLs'], m.get('clientURLs', []))
+        for m in doc['members']}
+
+
+def refused(result):
+    """etcd refused for want of quorum: at once ("unhealthy cluster"),
+    when the proposal timed out, or when the leader stepped down."""
+    assert result.returncode != 0
+    assert any(reason in result.stderr for reason in (
+        'etcdserver: unhealthy cluster', 'etcdserver: request timed out',
+        'context deadline exceeded')), result.stderr
+
+
+def urls(address):
+    return ([etcd.peer_url(address)], [etcd.client_url(address)])
+
+
+def driver_status_command(server, site, address, tmp_path):
+    """The driver's etcd status read (``etcdctl_command member list -w
+    json`` over SSH to a master), parsed by :mod:`mgmt_driver.status`."""
+    settings = ssh.SSHSettings(connect_timeout=5, connect_retries=0,
+                               known_hosts_file=str(tmp_path / 'kh'))
+    creds = ssh.Credentials(server.user, key_file=server.client_key)
+    with ssh.Connection(address, creds, server.port, settings) as conn:
+        result = conn.run([str(site.etcdctl), 'member', 'list', '-w',
+                           'json'])
+    return status.parse_etcd_members(result.stdout, address)
+
+
+def test_join_removal_quorum_and_status_meet_real_etcd(server, site,
+                                                       tmp_path):
+    cluster = Cluster(server, site, {'cp1': HOSTS['cp1']}, ['cp1'], [],
+                      host_vars=NAMES)
+    ok(cluster.play('cluster.yml'))
+    cluster_id, listed = members(HOSTS['cp1'])
+    assert listed == {'etcd1': urls(HOSTS['cp1'])}
+    data = site.etcd_dir / HOSTS['cp1'] / 'data'
+    assert (data / 'member').is_dir()
+
+    # Two masters appended: each is added, then started, one at a time.
+    cluster.hosts.update(HOSTS)
+    cluster.groups['kube_control_plane'] = ['cp1', 'cp2', 'cp3']
+    cluster.groups['etcd'] = ['cp1', 'cp2', 'cp3']
+    cluster.write_inventory()
+    ok(cluster.play('cluster.yml'))
+    same_id, listed = members(HOSTS['cp3'])
+    assert same_id == cluster_id
+    assert listed == {'etcd%d' % i: urls(HOSTS['cp%d' % i])
+                      for i in (1, 2, 3)}
+    assert sorted(site.etcd_members()) == ['etcd1', 'etcd2', 'etcd3']
+
+    # What `kubespray-mgmt status` reads, through the site's etcdctl.sh.
+    seen = driver_status_command(server, site, HOSTS['cp2'], tmp_path)
+    assert {m['name']: (m['peer_urls'], m['client_urls'])
+            for m in seen} == listed
+
+    # A living master removed: its member leaves, its etcd stops.
+    ok(cluster.play('remove-node.yml', extra={
+        'node': 'cp3', 'skip_confirmation': True}))
+    assert sorted(members(HOSTS['cp1'])[1]) == ['etcd1', 'etcd2']
+    assert etcd.running_pid(str(site.etcd_dir), HOSTS['cp3']) is None
+    assert not (site.etcd_dir / HOSTS['cp3'] / 'data').exists()
+
+    # cp2's VM dies: one member of two is left, no quorum.  Writes are
+    # refused, and so is the removal kubespray's remove-node runs
+    # (kubespray would not even start: two etcd hosts are an even count).
+    etcd.kill_at(HOSTS['cp2'])
+    cp1 = [etcd.client_url(HOSTS['cp1'])]
+    put = etcd.ctl(cp1, 'put', 'k', 'v')
+    refused(put)
+    local = etcd.ctl(cp1, 'get', 'k', '--consistency=s')
+    assert local.returncode == 0 and local.stdout == ''
+    cp2 = [m for m in json.loads(etcd.ctl(cp1, 'member', 'list', '-w',
+                                          'json').stdout)['members']
+           if m['name'] == 'etcd2']
+    removal = etcd.ctl(cp1, 'member', 'remove', '%x' % cp2[0]['ID'])
+    refused(removal)
+    assert sorted(members(HOSTS['cp1'])[1]) == ['etcd1', 'etcd2']

@@ -1,0 +1,129 @@
+"""The local site's etcd members: command lines, data dirs, PID files.
+
+Pure parts only (no etcd is started here; tests/functional/
+test_real_etcd.py runs real members).
+"""
+
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from mgmt_driver.localsite import etcd
+
+ADDRESS = '127.0.45.10'
+CLUSTER = [('m1', 'http://127.0.45.10:2380'), ('m2', 'http://127.0.45.11:2380')]
+
+
+def test_server_argv_listens_only_on_the_members_address(tmp_path):
+    argv = etcd.server_argv('m1', ADDRESS, str(tmp_path / 'data'), CLUSTER,
+                            'new', 'tok')
+    assert argv[0] == etcd.binary('etcd')
+    flags = dict(zip(argv[1::2], argv[2::2], strict=True))
+    assert flags == {
+        '--name': 'm1', '--data-dir': str(tmp_path / 'data'),
+        '--listen-client-urls': 'http://127.0.45.10:2379',
+        '--advertise-client-urls': 'http://127.0.45.10:2379',
+        '--listen-peer-urls': 'http://127.0.45.10:2380',
+        '--initial-advertise-peer-urls': 'http://127.0.45.10:2380',
+        '--initial-cluster': 'm1=http://127.0.45.10:2380,'
+                             'm2=http://127.0.45.11:2380',
+        '--initial-cluster-state': 'new', '--initial-cluster-token': 'tok',
+        '--heartbeat-interval': str(etcd.HEARTBEAT_MS),
+        '--election-timeout': str(etcd.ELECTION_MS),
+        '--logger': 'zap', '--log-outputs': 'stderr', '--log-level': 'warn'}
+    # No default listener (etcd's is localhost:2379, shared by all sites).
+    assert 'localhost' not in ' '.join(argv)
+    assert '127.0.0.1' not in ' '.join(argv)
+
+
+def test_server_argv_refuses_an_unknown_state(tmp_path):
+    with pytest.raises(ValueError, match='initial cluster state'):
+        etcd.server_argv('m1', ADDRESS, str(tmp_path), CLUSTER, 'old', 't')
+
+
+def test_server_argv_existing():
+    argv = etcd.server_argv('m2', '127.0.45.11', '/d', CLUSTER, 'existing',
+                            't')
+    assert argv[argv.index('--initial-cluster-state') + 1] == 'existing'
+
+
+def test_member_files_live_under_the_sites_etcd_dir(tmp_path):
+    where = etcd.paths(str(tmp_path), ADDRESS)
+    base = str(tmp_path / ADDRESS)
+    assert where == {'dir': base, 'data': base + '/data',
+                     'pid': base + '/etcd.pid', 'log': base + '/etcd.log'}
+
+
+def test_cluster_token_is_per_site(tmp_path):
+    one, two = str(tmp_path / 'a' / 'etcd'), str(tmp_path / 'b' / 'etcd')
+    assert etcd.cluster_token(one) == etcd.cluster_token(one)
+    assert etcd.cluster_token(one) != etcd.cluster_token(two)
+
+
+def test_urls():
+    assert etcd.client_url(ADDRESS) == 'http://127.0.45.10:2379'
+    assert etcd.peer_url('::1') == 'http://[::1]:2380'
+    assert etcd.address_of('http://127.0.45.11:2380') == '127.0.45.11'
+    assert etcd.address_of('https://[::1]:2380') == '::1'
+    for bad in ('127.0.45.11:2380', 'ftp://h:1', 'http://:2380', ''):
+        with pytest.raises(etcd.EtcdError, match='not an etcd URL'):
+            etcd.address_of(bad)
+
+
+def test_ctl_argv_names_the_endpoints_and_bounds_the_wait():
+    argv = etcd.ctl_argv(['http://a:2379', 'http://b:2379'], 'member',
+                         'list', '-w', 'json')
+    assert argv == [etcd.binary('etcdctl'),
+                    '--endpoints=http://a:2379,http://b:2379',
+                    '--dial-timeout=2s', '--command-timeout=5s',
+                    'member', 'list', '-w', 'json']
+
+
+MEMBER_ADD = '''Member 89b7026eb0ab4f23 added to cluster 168ef9524cb35332
+
+ETCD_NAME="m2"
+ETCD_INITIAL_CLUSTER="m1=http://127.0.45.10:2380,m2=http://127.0.45.11:2380"
+ETCD_INITIAL_ADVERTISE_PEER_URLS="http://127.0.45.11:2380"
+ETCD_INITIAL_CLUSTER_STATE="existing"
+'''
+
+
+def test_initial_cluster_from_member_add_output():
+    assert etcd.parse_initial_cluster(MEMBER_ADD) == CLUSTER
+
+
+def test_member_add_output_without_initial_cluster():
+    with pytest.raises(etcd.EtcdError, match='no ETCD_INITIAL_CLUSTER'):
+        etcd.parse_initial_cluster('Member 1 added\n')
+
+
+def test_a_pid_file_naming_another_process_is_not_the_member(tmp_path):
+    """A recycled PID (here: a sleeping Python) is neither reported as
+    the member nor killed by stop; the stale PID file goes."""
+    proc = subprocess.Popen([sys.executable, '-c',
+                             'import time; time.sleep(60)'])
+    try:
+        where = etcd.paths(str(tmp_path), ADDRESS)
+        os.makedirs(where['data'])
+        with open(where['pid'], 'w') as f:
+            f.write('%d\n' % proc.pid)
+        assert etcd.running_pid(str(tmp_path), ADDRESS) is None
+        assert etcd.stop(str(tmp_path), ADDRESS, sig=signal.SIGKILL) is False
+        assert proc.poll() is None
+        assert not os.path.exists(where['pid'])
+        assert os.path.isdir(where['data'])
+        etcd.stop(str(tmp_path), ADDRESS, wipe=True)
+        assert not os.path.exists(where['data'])
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_no_members_without_an_etcd_dir(tmp_path):
+    missing = str(tmp_path / 'none')
+    assert etcd.addresses(missing) == []
+    assert etcd.stop_all(missing) == []
+    assert etcd.member_names(missing) == []
