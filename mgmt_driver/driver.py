@@ -42,6 +42,7 @@ from mgmt_driver import kubespray
 from mgmt_driver import labels as labels_mod
 from mgmt_driver import loadbalancer
 from mgmt_driver import nodes as nodes_mod
+from mgmt_driver import operations
 from mgmt_driver import params
 from mgmt_driver import records as records_mod
 from mgmt_driver import registry
@@ -69,14 +70,9 @@ _PROGRESS_LINES = ('PLAY [', 'TASK [', 'PLAY RECAP')
 _PLAYBOOK_ERRORS = (exceptions.MgmtDriverRemoteCommandError,
                     exceptions.MgmtDriverRemoteCommandTimeOut)
 
-#: Appended to the error of a failed scale_end (what Tacker v1 does next:
-#: README.rst, "Failures, retry and rollback").
-SCALE_OUT_ADVICE = (
-    'The new worker(s) were taken out of the cluster again.  Tacker does '
-    'not run the driver on a retry of this scale-out (it would mark it '
-    'COMPLETED with the workers not joined): roll it back, which deletes '
-    'the new VMs, or fix the cause and let the next scale-out or heal '
-    'join them.')
+#: Appended to the error of a failed scale_end (now composed in
+#: :mod:`mgmt_driver.operations`).
+SCALE_OUT_ADVICE = operations.SCALE_OUT_ADVICE
 
 
 @dataclasses.dataclass
@@ -146,13 +142,15 @@ class ClusterDriver:
         :mod:`mgmt_driver.trust`.
     :param records: the ``records.RecordStore`` of the instances
         (default: from *conf*).
+    :param operation: the hook or command it runs for (``scale_end``);
+        names the playbook logs and the lock (:meth:`claim`).
     :raises ParamsInvalid: the operator's rules refuse a key file, the
         default key or an extra var (before any remote work).
     """
 
     def __init__(self, spec, instance_id, pool, conf=None,
                  package_dir=None, progress=None, trusted_paths=False,
-                 lb_script=None, records=None):
+                 lb_script=None, records=None, operation='operation'):
         self.conf = conf or kconf.CONF
         self.spec = trust.apply(spec, trust.Policy.from_conf(
             self.conf, package_dir, trusted_paths))
@@ -165,7 +163,7 @@ class ClusterDriver:
         self._runner_obj = None
         self._past_timings = []
         #: The hook or command running (names the playbook logs).
-        self.operation = 'operation'
+        self.operation = operation
         self._workspace_ready = False
         self.records = records or records_mod.RecordStore.from_conf(
             self.conf)
@@ -225,23 +223,29 @@ class ClusterDriver:
     def _workspace(self):
         return kubespray.Workspace(self._ansible(), self.workspace_path)
 
-    def claim(self, operation):
+    def claim(self, operation=None):
         """Begin *operation*: ready the workspace and check the lock.
 
         One command.  A playbook run of another operation holding the
         cluster's lock (see :mod:`mgmt_driver.detached`) makes this wait
         up to ``playbook_lock_wait`` and then refuse, before anything is
         changed; one of the same operation (a hook run again after its
-        conductor died) is followed when its playbook comes.
+        conductor died) is followed when its playbook comes.  What an
+        earlier claim of this context read is read afresh, as a new
+        hook would (the command line runs both halves of a heal in one
+        context).
 
         :param operation: the hook or command (``scale_end``); names the
-            playbook logs.
+            playbook logs (default: the one given to the constructor).
         :raises ClusterBusy: the other run did not end in time.
         """
-        self.operation = operation
+        if operation is not None:
+            self.operation = operation
+        self._drop_runner()
         workspace = self._workspace()
         detached.wait_while_busy(
-            workspace.ensure, lambda holder: holder.operation == operation,
+            workspace.ensure,
+            lambda holder: holder.operation == self.operation,
             self.conf.kubespray_mgmt.playbook_lock_wait, workspace.conn.host,
             workspace.path, progress=self.step)
         self._workspace_ready = True
@@ -298,6 +302,7 @@ class ClusterDriver:
         self._runner_obj = None
         self._workspace_ready = False
         self._settings = None
+        self._reachability = {}
 
     def node_settings(self):
         """``{node name: NodeSettings}`` recorded in the workspace
@@ -775,12 +780,7 @@ class ClusterDriver:
         cluster = self.in_recorded_order(cluster)
         chosen = set(names)
         names = [n.name for n in cluster.masters if n.name in chosen]
-        if len(names) >= len(cluster.masters):
-            raise exceptions.MgmtDriverOtherError(
-                error_message='cannot heal every control-plane node at '
-                              'once; heal the whole VNF instead (Tacker: '
-                              'a heal request without vnfcInstanceId; '
-                              'kubespray-mgmt: run heal without --nodes)')
+        operations.check_masters_left(cluster, names)
         if cluster.masters[0].name in names:
             healthy = [n for n in cluster.masters if n.name not in chosen]
             sick = [n for n in cluster.masters if n.name in chosen]
@@ -1130,8 +1130,8 @@ class LcmHooks:
             self._noop('terminate_start', vnf_instance)
             return
         with self._pool_factory() as pool:
-            self._driver(context, vnf_instance, spec, pool,
-                         'terminate_start').reset()
+            operations.terminate_begin(self._driver(
+                context, vnf_instance, spec, pool, 'terminate_start'))
 
     def change_external_connectivity_start(self, context, vnf_instance,
                                            request, grant, grant_request,
@@ -1176,19 +1176,19 @@ class LcmHooks:
         spec = self._spec(context, vnf_instance, None, 'upgrade')
         cluster, _ = self._vms(context, vnf_instance, None, spec)
         relabel = wanted.relabel
-        names = list(relabel.nodes) + labels_mod.pool_members(
-            spec, cluster, relabel.pools,
-            wanted.field(labels_mod.METADATA_POOLS)) if relabel else []
+        if relabel is not None:
+            relabel = (list(relabel.nodes) + labels_mod.pool_members(
+                spec, cluster, relabel.pools,
+                wanted.field(labels_mod.METADATA_POOLS)),
+                relabel.labels, relabel.taints)
+        target = None if wanted.kube_version is None else \
+            upgrade_mod.version_text(wanted.kube_version)
         with self._pool_factory() as pool:
-            driver = self._driver(context, vnf_instance, spec, pool,
-                                  'modify_information_end')
-            if relabel is not None:
-                driver.relabel(cluster, names, relabel.labels,
-                               relabel.taints)
-            if wanted.kube_version is not None:
-                driver.upgrade(
-                    cluster, upgrade_mod.version_text(wanted.kube_version),
-                    wanted.serial, wanted.field(upgrade_mod.METADATA_VERSION))
+            operations.modify(
+                self._driver(context, vnf_instance, spec, pool,
+                             'modify_information_end'),
+                cluster, relabel, target, wanted.serial,
+                wanted.field(upgrade_mod.METADATA_VERSION))
 
     # Inputs.
 
@@ -1251,19 +1251,15 @@ class LcmHooks:
     def _store(self):
         return self._records or records_mod.RecordStore.from_conf(self.conf)
 
-    def _driver(self, context, vnf_instance, spec, pool, operation=None):
-        """The :class:`ClusterDriver`; with *operation*, claimed for it
-        (:meth:`ClusterDriver.claim`)."""
-        drv = ClusterDriver(spec, vnf_instance.id, pool, self.conf,
-                            self._package_dir_of(context, vnf_instance),
-                            records=self._store())
-        if operation is not None:
-            drv.claim(operation)
-        return drv
+    def _driver(self, context, vnf_instance, spec, pool, operation):
+        """The :class:`ClusterDriver` of the hook *operation*."""
+        return ClusterDriver(spec, vnf_instance.id, pool, self.conf,
+                             self._package_dir_of(context, vnf_instance),
+                             records=self._store(), operation=operation)
 
-    def _unregister(self, context, vnf_instance):
-        return lambda vim_id: self._registry.unregister(
-            context, vnf_instance, vim_id)
+    def _vims(self, context, vnf_instance):
+        """The VIM registry, as :mod:`mgmt_driver.operations` calls it."""
+        return TackerVims(self._registry, context, vnf_instance)
 
     @staticmethod
     def _vim_name(spec, vnf_instance):
@@ -1278,46 +1274,31 @@ class LcmHooks:
 
     def _instantiate(self, context, vnf_instance, request, spec,
                      operation='instantiate_end'):
-        store, name = self._store(), self._vim_name(spec, vnf_instance)
-        owned = store.load(vnf_instance.id).vim_id(records_mod.TACKER_VIM)
-        # Before any remote work: a name taken by a VIM this instance
-        # did not register is refused, and so never deleted later.
-        self._registry.check_free(context, name, owned)
         cluster, _ = self._vms(context, vnf_instance, request, spec)
         with self._pool_factory() as pool:
-            access = self._driver(context, vnf_instance, spec, pool,
-                                  operation).instantiate(cluster, name)
-        self._register(context, vnf_instance, access)
-
-    def _register(self, context, vnf_instance, access):
-        """Register (or reuse the owned) VIM and record that we own it."""
-        store = self._store()
-        owned = store.load(vnf_instance.id).vim_id(records_mod.TACKER_VIM)
-        vim_id = self._registry.register(context, vnf_instance, access,
-                                         owned)
-        store.set_vim(vnf_instance.id, records_mod.TACKER_VIM, vim_id,
-                      access.name)
+            operations.instantiate(
+                self._driver(context, vnf_instance, spec, pool, operation),
+                cluster, self._vim_name(spec, vnf_instance),
+                self._vims(context, vnf_instance))
 
     def terminate_end(self, context, vnf_instance, request, grant,
                       grant_request, **kwargs):
         spec = self._spec_or_none(context, vnf_instance, request,
                                   'terminate')
         if spec is None:
-            # Rollback of an instantiate refused for its parameters:
-            # nothing remote to clean; release what the record says this
-            # instance owns (a VIM, host keys), if anything.
+            # Rollback of an instantiate refused for its parameters.
             with self._pool_factory() as pool:
-                records_mod.release(self._store(), vnf_instance.id,
-                                    pool.forget_host, records_mod.TACKER_VIM,
-                                    self._unregister(context, vnf_instance))
+                operations.release(self._store(), vnf_instance.id, pool,
+                                   self._vims(context, vnf_instance))
             return
         self._terminate(context, vnf_instance, spec)
 
-    def _terminate(self, context, vnf_instance, spec):
+    def _terminate(self, context, vnf_instance, spec,
+                   operation='terminate_end'):
         with self._pool_factory() as pool:
-            self._driver(context, vnf_instance, spec, pool).terminate(
-                records_mod.TACKER_VIM,
-                self._unregister(context, vnf_instance))
+            operations.terminate_finish(
+                self._driver(context, vnf_instance, spec, pool, operation),
+                self._vims(context, vnf_instance))
 
     def scale_end(self, context, vnf_instance, request, grant,
                   grant_request, **kwargs):
@@ -1328,15 +1309,12 @@ class LcmHooks:
         new_gateways = _members(records, kwargs.get('scale_out_id_list'),
                                 'stack_id', params.ROLE_EXTERNAL_LB)
         with self._pool_factory() as pool:
-            driver = self._driver(context, vnf_instance, spec, pool,
-                                  'scale_end')
-            masters = {n.name for n in cluster.masters}
-            new = [name for name in driver.reconcile(cluster)
-                   if name not in masters]
-            if new_gateways:
-                driver.add_gateways(cluster, new_gateways,
-                                    self._vim_name(spec, vnf_instance))
-            driver.scale_out(cluster, new, advice=SCALE_OUT_ADVICE)
+            operations.scale_out(
+                self._driver(context, vnf_instance, spec, pool,
+                             'scale_end'),
+                cluster, gateways=new_gateways,
+                vim_name=self._vim_name(spec, vnf_instance),
+                advice=SCALE_OUT_ADVICE)
 
     def scale_start(self, context, vnf_instance, request, grant,
                     grant_request, **kwargs):
@@ -1349,16 +1327,12 @@ class LcmHooks:
         else:
             chosen = set(kwargs.get('scale_out_id_list') or [])
             match = 'stack_id'
-        gone = _members(records, chosen, match, params.ROLE_WORKER)
-        gateways = _members(records, chosen, match, params.ROLE_EXTERNAL_LB)
         with self._pool_factory() as pool:
-            driver = self._driver(context, vnf_instance, spec, pool,
-                                  'scale_start')
-            driver.reconcile(cluster)
-            if gateways:
-                cluster = driver.remove_gateways(cluster, gateways)
-            if gone or not gateways:
-                driver.remove_workers(cluster, gone)
+            operations.scale_in(
+                self._driver(context, vnf_instance, spec, pool,
+                             'scale_start'), cluster,
+                _members(records, chosen, match, params.ROLE_WORKER),
+                _members(records, chosen, match, params.ROLE_EXTERNAL_LB))
 
     @staticmethod
     def _need_heat(spec, operation):
@@ -1381,23 +1355,15 @@ class LcmHooks:
                    grant_request, **kwargs):
         spec = self._spec(context, vnf_instance, request, 'heal')
         if not getattr(request, 'vnfc_instance_id', None):
-            self._terminate(context, vnf_instance, spec)
+            self._terminate(context, vnf_instance, spec, 'heal_start')
             return
         self._need_heat(spec, 'heal of single VNFCs')
         cluster, records = self._vms(context, vnf_instance, request, spec)
-        healed = set(self._healed(vnf_instance, request, records))
-        masters = [n.name for n in cluster.masters if n.name in healed]
-        workers = [n.name for n in cluster.workers if n.name in healed]
-        # A healed LB needs nothing here: heal_end sets the new VM up.
         with self._pool_factory() as pool:
-            driver = self._driver(context, vnf_instance, spec, pool,
-                                  'heal_start')
-            driver.reconcile(cluster, exclude=masters)
-            if workers:
-                cluster = driver.remove_workers(cluster, workers,
-                                                rejoin=True)
-            if masters:
-                driver.remove_masters(cluster, masters)
+            operations.heal_begin(
+                self._driver(context, vnf_instance, spec, pool,
+                             'heal_start'),
+                cluster, self._healed(vnf_instance, request, records))
 
     def heal_end(self, context, vnf_instance, request, grant,
                  grant_request, **kwargs):
@@ -1407,30 +1373,40 @@ class LcmHooks:
                               'heal_end')
             return
         cluster, records = self._vms(context, vnf_instance, request, spec)
-        master_names = {n.name for n in cluster.masters}
-        healed = set(self._healed(vnf_instance, request, records))
-        gateways = [n.name for n in cluster.gateways if n.name in healed]
         with self._pool_factory() as pool:
-            driver = self._driver(context, vnf_instance, spec, pool,
-                                  'heal_end')
-            if gateways:
-                # First: the gateways' old host keys must go before any
-                # step below connects to them; the other gateways keep
-                # serving the VIP meanwhile.
-                self._register(context, vnf_instance,
-                               driver.rebuild_load_balancer(
-                                   cluster,
-                                   self._vim_name(spec, vnf_instance),
-                                   gateways))
-            missing = driver.reconcile(cluster)
-            if params.sets_node_settings(_additional_params(request)):
-                # The request gives the healed nodes new labels or
-                # taints; without, they join with what they had.
-                driver.forget_node_settings(healed)
-            if master_names.intersection(missing):
-                driver.add_masters(cluster)
-            driver.scale_out(cluster, [n for n in missing
-                                       if n not in master_names])
+            operations.heal_finish(
+                self._driver(context, vnf_instance, spec, pool, 'heal_end'),
+                cluster, self._healed(vnf_instance, request, records),
+                self._vim_name(spec, vnf_instance),
+                self._vims(context, vnf_instance),
+                new_settings=params.sets_node_settings(
+                    _additional_params(request)))
+
+
+class TackerVims:
+    """Tacker's VIM registry bound to one hook call, with the interface
+    of :class:`mgmt_driver.operations.KubeconfigVims`.
+
+    :param vim_registry: a ``registry.TackerVimRegistry`` (or v2's).
+    """
+
+    kind = records_mod.TACKER_VIM
+
+    def __init__(self, vim_registry, context, vnf_instance):
+        self._registry = vim_registry
+        self._context = context
+        self._vnf_instance = vnf_instance
+
+    def check_free(self, name, owned_id=None):
+        self._registry.check_free(self._context, name, owned_id)
+
+    def register(self, access, owned_id=None):
+        return self._registry.register(self._context, self._vnf_instance,
+                                       access, owned_id)
+
+    def unregister(self, vim_id):
+        return self._registry.unregister(self._context, self._vnf_instance,
+                                         vim_id)
 
 
 def _members(records, chosen, match, role):
