@@ -123,6 +123,29 @@ def _check_read_back(documents):
             'was changed)' % (', '.join(too_big), safeyaml.MAX_CHARS)])
 
 
+@dataclasses.dataclass
+class Reads:
+    """Everything a :class:`ClusterDriver` caches, in one place: what it
+    read from the Ansible server and the nodes, kept until the next
+    :meth:`~ClusterDriver.claim` (a new hook reads afresh) or until
+    terminate deletes the workspace."""
+
+    #: The ``kubespray.Runner``: the checkout's layout and versions,
+    #: checked once.
+    runner: object = None
+    #: The workspace exists (a claim or the runner made it).
+    workspace_ready: bool = False
+    #: ``{node name: NodeSettings}``: the workspace's record plus this
+    #: operation's changes, written with the next inventory.
+    node_settings: dict | None = None
+    #: The Kubernetes version of the last upgrade recorded in the
+    #: workspace (None: the request's).
+    kube_version: tuple | None = None
+    #: ``{node name: bool}``: SSH answered (asked once: a dead host
+    #: costs the connect retries).
+    reachability: dict = dataclasses.field(default_factory=dict)
+
+
 class ClusterDriver:
     """The operations on one cluster, on normalised inputs.
 
@@ -160,17 +183,16 @@ class ClusterDriver:
         self.package_dir = package_dir
         self.lb_script = lb_script
         self._progress = progress
-        self._runner_obj = None
         self._past_timings = []
         #: The hook or command running (names the playbook logs).
         self.operation = operation
-        self._workspace_ready = False
         self.records = records or records_mod.RecordStore.from_conf(
             self.conf)
         self.records.path(instance_id)  # refuses an unsafe id early
+        #: Hosts already put in the local record (never forgotten: the
+        #: record is local and only grows until terminate).
         self._remembered = set()
-        self._reachability = {}
-        self._settings = None
+        self._reads = Reads()
 
     # Plumbing.
 
@@ -200,7 +222,8 @@ class ClusterDriver:
         # Called by a connection whose login recorded the host's key.
         self.records.claim_key(self.instance_id, address, port, key)
 
-    def _connection(self, node):
+    def connection(self, node):
+        """The connection to *node* (recorded first as the instance's)."""
         self._remember([_host_of(node)])
         login = self.spec.login_for(node.role)
         return self.pool.connection(node.ssh_address, login.credentials(),
@@ -241,20 +264,20 @@ class ClusterDriver:
         """
         if operation is not None:
             self.operation = operation
-        self._drop_runner()
+        self._forget_reads()
         workspace = self._workspace()
         detached.wait_while_busy(
             workspace.ensure,
             lambda holder: holder.operation == self.operation,
             self.conf.kubespray_mgmt.playbook_lock_wait, workspace.conn.host,
             workspace.path, progress=self.step)
-        self._workspace_ready = True
+        self._reads.workspace_ready = True
 
     def _runner(self):
-        if self._runner_obj is None:
+        if self._reads.runner is None:
             conn = self._ansible()
             workspace = self._workspace()
-            if not self._workspace_ready:
+            if not self._reads.workspace_ready:
                 workspace.ensure()
             root = self.spec.ansible.kubespray_root_path
             settings = kubespray.PlaybookSettings.from_conf(
@@ -268,53 +291,65 @@ class ClusterDriver:
                                     conn.host, root)
             kubespray.check_ansible(layout, conn.host, root,
                                     settings.ansible_playbook)
-            self._follow_recorded_version(workspace)
-            self._runner_obj = kubespray.Runner(
+            # The version of the last upgrade wins over the request's:
+            # the instantiate parameters Tacker keeps name the original.
+            self._reads.kube_version = workspace.read_record(
+                upgrade_mod.RECORD_FILE, upgrade_mod.parse_record)
+            self._reads.runner = kubespray.Runner(
                 conn, root, layout, workspace,
                 inventory=inventory.HOSTS_FILE,
                 extra_vars_files=(inventory.CLUSTER_VARS_FILE,
                                   inventory.SECRET_VARS_FILE),
                 settings=settings, on_progress=self._playbook_line,
                 operation=self.operation)
-        return self._runner_obj
+        return self._reads.runner
 
-    def _follow_recorded_version(self, workspace):
-        # The version of the last upgrade wins over the request's: the
-        # instantiate parameters Tacker keeps name the original one.
-        recorded = workspace.read_record(upgrade_mod.RECORD_FILE,
-                                         upgrade_mod.parse_record)
-        if recorded is not None:
-            self._set_kube_version(recorded)
-
-    def _set_kube_version(self, version):
+    def rendered_spec(self):
+        """The spec the documents are rendered from: the request's, with
+        the Kubernetes version of the last upgrade recorded in the
+        workspace, if any (:attr:`spec` itself never changes)."""
+        version = self._reads.kube_version
+        if version is None:
+            return self.spec
         kubespray_opts = self.spec.kubespray
         extra_vars = dict(kubespray_opts.extra_vars)
         extra_vars['kube_version'] = upgrade_mod.version_text(version)
-        self.spec = dataclasses.replace(
-            self.spec, kubespray=dataclasses.replace(
-                kubespray_opts,
-                extra_vars=types.MappingProxyType(extra_vars)))
+        return dataclasses.replace(self.spec, kubespray=dataclasses.replace(
+            kubespray_opts, extra_vars=types.MappingProxyType(extra_vars)))
 
-    def _drop_runner(self):
-        # Its workspace is gone: a later operation starts afresh.
-        if self._runner_obj is not None:
-            self._past_timings += self._runner_obj.timings
-        self._runner_obj = None
-        self._workspace_ready = False
-        self._settings = None
-        self._reachability = {}
+    def record_kube_version(self, version, others=None):
+        """Record *version* (and the *others* records of the upgrade,
+        ``{name: text}``) in the workspace, one transfer: every later
+        document renders it (:meth:`rendered_spec`)."""
+        self._workspace().upload(
+            dict(others or {}, **{
+                upgrade_mod.RECORD_FILE: upgrade_mod.render_record(version)}),
+            mode=inventory.PUBLIC_MODE)
+        self._reads.kube_version = version
+
+    def _forget_reads(self):
+        # A new hook (claim) or a workspace that is gone: read afresh.
+        if self._reads.runner is not None:
+            self._past_timings += self._reads.runner.timings
+        self._reads = Reads()
 
     def node_settings(self):
         """``{node name: NodeSettings}`` recorded in the workspace
-        (:mod:`mgmt_driver.labels`); read once, changed in place, written
-        with the inventory.
+        (:mod:`mgmt_driver.labels`) with this operation's changes: a
+        copy; change them with :meth:`forget_node_settings` and
+        :meth:`set_node_settings`, written with the next inventory.
 
         :raises RemoteDataInvalid: the record was tampered with.
         """
-        if self._settings is None:
-            self._settings = self._workspace().read_record(
+        if self._reads.node_settings is None:
+            self._reads.node_settings = self._workspace().read_record(
                 labels_mod.RECORD_FILE, labels_mod.parse_record)
-        return self._settings
+        return dict(self._reads.node_settings)
+
+    def set_node_settings(self, settings):
+        """Make *settings* (``{name: NodeSettings}``) what the next
+        inventory records."""
+        self._reads.node_settings = dict(settings)
 
     def forget_node_settings(self, names):
         """Drop the record of *names*: nodes that are gone for good, or
@@ -323,11 +358,12 @@ class ClusterDriver:
         settings = self.node_settings()
         for name in names:
             settings.pop(name, None)
+        self.set_node_settings(settings)
 
     @property
     def playbook_timings(self):
         """``(playbook, seconds)`` of every ansible-playbook run so far."""
-        runner = self._runner_obj
+        runner = self._reads.runner
         return self._past_timings + (
             list(runner.timings) if runner is not None else [])
 
@@ -347,14 +383,15 @@ class ClusterDriver:
         self._remember([_host_of(n)
                         for n in cluster.k8s_nodes + cluster.gateways])
         runner = self._runner()
+        spec = self.rendered_spec()
         key_paths = inventory.remote_key_paths(
-            self.spec, cluster, runner.workspace.file(KEY_DIR))
+            spec, cluster, runner.workspace.file(KEY_DIR))
         # A node's labels and taints are fixed when it first appears
         # here; the record keeps them (mgmt_driver.labels).
         settings = self.node_settings()
         for node in cluster.k8s_nodes:
-            settings.setdefault(node.name, self.spec.node_settings(node))
-        files = inventory.render_files(self.spec, cluster, key_paths,
+            settings.setdefault(node.name, spec.node_settings(node))
+        files = inventory.render_files(spec, cluster, key_paths,
                                        settings=settings)
         documents = {name: (rendered.content, rendered.mode)
                      for name, rendered in files.items()}
@@ -369,6 +406,7 @@ class ClusterDriver:
         # One transfer and one command whatever the node count; host_vars/
         # is replaced as a whole, so a removed node's file is gone.
         runner.workspace.replace(documents)
+        self.set_node_settings(settings)
 
     def recorded_inventory(self):
         """The inventory last uploaded to the workspace, checked.
@@ -401,14 +439,14 @@ class ClusterDriver:
             raise exceptions.MgmtDriverNotFound(
                 param='%s.external_lb_param (no load balancer VM found)'
                       % params.ROOT)
-        return self._connection(cluster.external_lb)
+        return self.connection(cluster.external_lb)
 
     def _gateways(self, cluster, names=None):
         """``[(gateway Node, Connection)]``: every gateway, or those
         called *names*; at least one."""
         self._lb(cluster)
         wanted = None if names is None else set(names)
-        return [(g, self._connection(g)) for g in cluster.gateways
+        return [(g, self.connection(g)) for g in cluster.gateways
                 if wanted is None or g.name in wanted]
 
     def update_load_balancer(self, cluster):
@@ -490,7 +528,7 @@ class ClusterDriver:
                 error_message='no control-plane node is left to run '
                               'kubectl on')
         return kubectl.client_on_first_reachable(
-            [self._connection(n) for n in masters],
+            [self.connection(n) for n in masters],
             kubectl=self.settings.kubectl_command,
             kubeconfig=self.settings.kubectl_kubeconfig,
             sudo=kconf.use_sudo(self.settings.kubectl_sudo,
@@ -739,15 +777,15 @@ class ClusterDriver:
         # Asked once per hook: a dead host costs the connect retries.
         if node is None:
             return False
-        if node.name not in self._reachability:
+        if node.name not in self._reads.reachability:
             login = self.spec.login_for(node.role)
-            self._reachability[node.name] = self.pool.reachable(
+            self._reads.reachability[node.name] = self.pool.reachable(
                 node.ssh_address, login.credentials(), node.ssh_port,
                 on_new_key=self._claim_key)
-            if not self._reachability[node.name]:
+            if not self._reads.reachability[node.name]:
                 LOG.warning('%s is not reachable: removing it without '
                             'draining', node.name)
-        return self._reachability[node.name]
+        return self._reads.reachability[node.name]
 
     def _forget_host_keys(self, cluster, names):
         gone = {_host_of(n).endpoint for n in (
@@ -881,8 +919,8 @@ class ClusterDriver:
             and in Kubernetes (nothing was changed on them).
         """
         client = self.kubectl_client(cluster)
-        settings = self.node_settings()
-        recorded = dict(settings)
+        recorded = self.node_settings()
+        settings = dict(recorded)
         names = list(dict.fromkeys(names))
         known = set(cluster.names)
         present = client.nodes_named([n for n in names if n in known])
@@ -895,6 +933,7 @@ class ClusterDriver:
                 settings.get(name) or self.spec.node_settings(
                     cluster.get(name)), labels, taints)
         if settings != recorded:
+            self.set_node_settings(settings)
             self.upload_inventory(cluster)
         # Nodes that need the same change share one command.
         label_groups, taint_groups = {}, {}
@@ -946,7 +985,7 @@ class ClusterDriver:
                   ', '.join(todo.masters) or 'done',
                   ', '.join(todo.workers) or 'done')
         # Dry run (no nodes): nothing is known of the cordons to record.
-        self._record_version(wanted, {} if nodes is None else {
+        self.record_kube_version(wanted, {} if nodes is None else {
             upgrade_mod.CORDONS_FILE: upgrade_mod.render_cordons(
                 wanted, before)})
         if nodes is not None:
@@ -998,15 +1037,6 @@ class ClusterDriver:
         for name in names:
             client.uncordon(name)
 
-    def _record_version(self, version, others):
-        """Record *version* and the *others* records of the upgrade
-        (``{name: text}``) in the workspace: one transfer."""
-        self._set_kube_version(version)
-        self._workspace().upload(
-            dict(others, **{
-                upgrade_mod.RECORD_FILE: upgrade_mod.render_record(version)}),
-            mode=inventory.PUBLIC_MODE)
-
     def _upgrade_master(self, cluster, name):
         """One control-plane node, out of the API backends meanwhile.
 
@@ -1049,7 +1079,7 @@ class ClusterDriver:
             *kind*.
         """
         self.remove_workspace()
-        self._drop_runner()
+        self._forget_reads()
         gone = records_mod.release(self.records, self.instance_id,
                                    self.pool.forget_host, kind, unregister)
         self.step('forgot the SSH host keys of %d host(s) (those its own '
