@@ -23,7 +23,6 @@ fails is reported as a warning.
 """
 
 import dataclasses
-import os
 import posixpath
 import types
 
@@ -34,9 +33,9 @@ from mgmt_driver import conf as kconf
 from mgmt_driver import detached
 from mgmt_driver import exceptions
 from mgmt_driver import factcache
+from mgmt_driver import gateways
 from mgmt_driver import heat
 from mgmt_driver import inventory
-from mgmt_driver import keepalived
 from mgmt_driver import kubectl
 from mgmt_driver import kubespray
 from mgmt_driver import labels as labels_mod
@@ -59,9 +58,7 @@ DESCRIPTION = ('Builds, scales, heals and terminates a Kubernetes cluster '
 #: The VNF package directory holding private keys uploaded for Ansible.
 KEY_DIR = 'keys'
 #: Where the LB install script is copied on the LB VM (home-relative).
-LB_SCRIPT = '.kubespray-mgmt-install-lb.sh'
-#: kubeconfig on the LB VM (home-relative), so kubectl works there.
-LB_KUBECONFIG = '.kube/config'
+LB_SCRIPT = gateways.LB_SCRIPT
 
 
 _PROGRESS_LINES = ('PLAY [', 'TASK [', 'PLAY RECAP')
@@ -432,92 +429,7 @@ class ClusterDriver:
                                         order.get(n.name, 0)))
         return cluster.with_masters(masters)
 
-    # Load balancer and kubectl.
-
-    def _lb(self, cluster):
-        if cluster.external_lb is None:
-            raise exceptions.MgmtDriverNotFound(
-                param='%s.external_lb_param (no load balancer VM found)'
-                      % params.ROOT)
-        return self.connection(cluster.external_lb)
-
-    def _gateways(self, cluster, names=None):
-        """``[(gateway Node, Connection)]``: every gateway, or those
-        called *names*; at least one."""
-        self._lb(cluster)
-        wanted = None if names is None else set(names)
-        return [(g, self.connection(g)) for g in cluster.gateways
-                if wanted is None or g.name in wanted]
-
-    def update_load_balancer(self, cluster):
-        """Render HAProxy's configuration for *cluster* and apply it
-        (and keepalived's, when ``external_lb_param.vip`` is set)."""
-        conn = self._lb(cluster)
-        layout = loadbalancer.layout_for(
-            self.spec.external_lb, cluster,
-            **loadbalancer.layout_options(self.conf))
-        settings = loadbalancer.ApplySettings.from_conf(
-            self.conf, self.spec.external_lb.login.username)
-        text = loadbalancer.render_haproxy_config(layout)
-        if self.spec.external_lb.highly_available:
-            changed = any(any(both) for both in self._update_gateways(
-                cluster, text, layout, settings).values())
-        else:
-            changed = loadbalancer.apply_config(conn, text, settings)
-        self.step('load balancer %s: %d master(s), %d worker(s)%s',
-                  conn.host, len(cluster.masters), len(cluster.workers),
-                  '' if changed else ' (unchanged)')
-
-    def _update_gateways(self, cluster, text, layout, settings):
-        gateways = self._gateways(cluster)
-        return keepalived.update_gateways(
-            {g.name: c for g, c in gateways},
-            [(g.name, g.cluster_address) for g, _ in gateways], text,
-            self.spec.external_lb, settings,
-            keepalived.settings_from_conf(self.conf, settings),
-            keepalived.check_address(layout.bind_addresses))
-
-    def prepare_load_balancer(self, cluster, names=None):
-        """Run the package's LB install script on every gateway (or on
-        the gateways called *names*), if a script is given."""
-        script = self.spec.external_lb.script_path
-        local = self._lb_script_file(script)
-        if local is None:
-            return
-        try:
-            with open(local, 'rb') as f:
-                content = f.read()
-        except OSError as exc:
-            raise exceptions.ParamsNotFound([
-                '%s.external_lb_param.script_path: cannot read %s in the '
-                'VNF package: %s' % (params.ROOT, script, exc.strerror)])
-        for _, conn in self._gateways(cluster, names):
-            self._run_lb_script(conn, content)
-
-    def _run_lb_script(self, conn, content):
-        conn.write_file(LB_SCRIPT, content, mode=0o700)
-        # Proxy URLs holding credentials would be on the command line.
-        proxy = self.spec.proxy
-        env = ['%s=%s' % (k, v) for k, v in (
-            ('http_proxy', proxy.http_proxy),
-            ('https_proxy', proxy.https_proxy)) if v and '@' not in v]
-        # The script installs packages: root, through sudo for other users
-        # (env after sudo, which would drop the variables otherwise).
-        sudo = loadbalancer.ApplySettings.from_conf(
-            self.conf, self.spec.external_lb.login.username).sudo
-        ha = self.spec.external_lb.highly_available
-        self.step('installing HAProxy%s and kubectl on %s',
-                  ', keepalived' if ha else '', conn.host)
-        conn.run((['sudo', '-n'] if sudo else []) + ['env'] + env +
-                 ['sh', LB_SCRIPT] + (['--with-keepalived'] if ha else []))
-
-    def _lb_script_file(self, script):
-        if not script:
-            return None
-        if self.lb_script:
-            return self.lb_script
-        return os.path.join(self.package_dir, script) \
-            if self.package_dir else None
+    # kubectl.
 
     def kubectl_client(self, cluster, exclude=()):
         """kubectl on the first control-plane node that answers."""
@@ -548,90 +460,6 @@ class ClusterDriver:
                 self.spec.external_lb.api_port),
             token=creds.token, ca_cert=creds.ca_cert)
 
-    def rebuild_load_balancer(self, cluster, vim_name, names=None):
-        """Set up re-created LB VMs (a VNFC heal) from scratch.
-
-        Their old host keys are forgotten first (a new VM has a new one;
-        only keys the instance owns, :mod:`mgmt_driver.records`),
-        then the install script and the kubeconfig are put in place
-        again on them, and HAProxy's (and keepalived's) configuration on
-        every gateway: the other gateways keep serving meanwhile and
-        learn the new peer.
-
-        :param names: the re-created gateways (default: the LB VM of a
-            single-gateway cluster, :attr:`ClusterNodes.external_lb`).
-        :returns: the cluster's :class:`~mgmt_driver.registry.ClusterAccess`.
-        """
-        if names is None:
-            self._lb(cluster)  # raises when there is no LB VM
-            names = [cluster.external_lb.name]
-        rebuilt = [g for g, _ in self._gateways(cluster, names)]
-        for lb in rebuilt:
-            self.step('rebuilding the load balancer %s', lb.ssh_address)
-        self.records.forget_keys(
-            self.instance_id, [_host_of(lb).endpoint for lb in rebuilt],
-            self.pool.forget_host)
-        self.prepare_load_balancer(cluster, names)
-        self.update_load_balancer(cluster)
-        # A new address must reach the joins of later operations.
-        self.point_cluster_info(cluster)
-        access = self.cluster_access(cluster, vim_name)
-        self.place_lb_kubeconfig(cluster, access, names)
-        return access
-
-    def place_lb_kubeconfig(self, cluster, access, names=None):
-        """A kubeconfig (0600) on every gateway, or on those called
-        *names*, so kubectl works there."""
-        for _, conn in self._gateways(cluster, names):
-            conn.run(['mkdir', '-p', '-m', '0700', posixpath.dirname(
-                LB_KUBECONFIG)])
-            conn.write_file(LB_KUBECONFIG,
-                            registry.render_kubeconfig(access), mode=0o600)
-
-    def add_gateways(self, cluster, names, vim_name):
-        """Set up the new gateways *names* (a scale-out of the gateway
-        aspect): install script, HAProxy and keepalived on every
-        gateway (the peers change), kubeconfig on the new ones."""
-        self.step('adding gateway(s) %s', ', '.join(names))
-        self.prepare_load_balancer(cluster, names)
-        self.update_load_balancer(cluster)
-        self.place_lb_kubeconfig(
-            cluster, self.cluster_access(cluster, vim_name), names)
-
-    def remove_gateways(self, cluster, names):
-        """Take the gateways *names* out (a scale-in of the gateway
-        aspect, before their VMs are deleted).
-
-        The remaining gateways get the new peer list first; then
-        keepalived is stopped on the leaving ones (best effort), so the
-        VIP moves to a staying gateway before Heat deletes the VM.
-
-        :returns: the cluster without them.
-        :raises MgmtDriverOtherError: *names* are every gateway.
-        """
-        remaining = cluster.remove(*names)
-        if not remaining.gateways:
-            raise exceptions.MgmtDriverOtherError(
-                error_message='cannot remove every gateway (%s): the '
-                              'cluster needs one' % ', '.join(names))
-        settings = keepalived.settings_from_conf(
-            self.conf, loadbalancer.ApplySettings.from_conf(
-                self.conf, self.spec.external_lb.login.username))
-        command = keepalived.stop_command_from_conf(self.conf)
-        self.step('removing gateway(s) %s', ', '.join(names))
-        self.update_load_balancer(remaining)
-        for gateway, conn in self._gateways(cluster, names):
-            try:
-                keepalived.stop(conn, settings, command)
-            except _PLAYBOOK_ERRORS + (
-                    exceptions.MgmtDriverOtherError,) as exc:
-                self.warn('could not stop keepalived on the leaving '
-                          'gateway %s (the VIP moves when its VM is '
-                          'deleted): %s', gateway.name, exc)
-        self.upload_inventory(remaining)
-        self._forget_host_keys(cluster, names)
-        return remaining
-
     # Operations.
 
     def instantiate(self, cluster, vim_name):
@@ -644,10 +472,10 @@ class ClusterDriver:
                   len(cluster.masters), len(cluster.workers))
         self.upload_inventory(cluster)
         self._runner().cluster(len(cluster.k8s_nodes))
-        self.prepare_load_balancer(cluster)
-        self.update_load_balancer(cluster)
+        gateways.prepare(self, cluster)
+        gateways.update(self, cluster)
         access = self.cluster_access(cluster, vim_name)
-        self.place_lb_kubeconfig(cluster, access)
+        gateways.place_kubeconfig(self, cluster, access)
         return access
 
     def not_in_kubernetes(self, cluster):
@@ -681,7 +509,7 @@ class ClusterDriver:
             except _PLAYBOOK_ERRORS as exc:
                 self._undo_join(cluster, new_names)
                 raise exceptions.with_advice(exc, advice)
-        self.update_load_balancer(cluster)
+        gateways.update(self, cluster)
 
     def refresh_facts(self, cluster, limited):
         """Cached facts for every host a run limited to *limited* leaves
@@ -748,13 +576,13 @@ class ClusterDriver:
         cluster = self.in_recorded_order(cluster)
         remaining = cluster.remove(*names)
         self.step('removing %s', ', '.join(names) or 'nothing')
-        self.update_load_balancer(remaining)
+        gateways.update(self, remaining)
         if names:
             self._remove_from_kubernetes(cluster, names)
         if not rejoin:
             self.forget_node_settings(names)
         self.upload_inventory(remaining)
-        self._forget_host_keys(cluster, names)
+        self.forget_host_keys(cluster, names)
         return remaining
 
     def _remove_from_kubernetes(self, cluster, names, exclude=()):
@@ -787,15 +615,21 @@ class ClusterDriver:
                             'draining', node.name)
         return self._reads.reachability[node.name]
 
-    def _forget_host_keys(self, cluster, names):
+    def forget_host_keys(self, cluster, names, drop=True):
+        """Forget the host keys of the nodes or gateways *names* of
+        *cluster*: only those the instance owns (mgmt_driver.records).
+
+        :param drop: the hosts are gone for good: out of the record too
+            (a re-created VM keeps its place in it).
+        """
         gone = {_host_of(n).endpoint for n in (
             cluster.get(name) or cluster.gateway(name) for name in names)
             if n}
-        # Only the keys this instance owns (mgmt_driver.records).
         self.records.forget_keys(self.instance_id, gone,
-                                 self.pool.forget_host, drop=True)
-        self._remembered = {h for h in self._remembered
-                            if h.endpoint not in gone}
+                                 self.pool.forget_host, drop=drop)
+        if drop:
+            self._remembered = {h for h in self._remembered
+                                if h.endpoint not in gone}
 
     def remove_masters(self, cluster, names):
         """Remove control-plane nodes (for a heal), first one included.
@@ -836,10 +670,10 @@ class ClusterDriver:
                 self._runner().cluster(len(cluster.k8s_nodes),
                                        limit=['etcd', 'kube_control_plane'])
         remaining = cluster.remove(*names)
-        self.update_load_balancer(remaining)
+        gateways.update(self, remaining)
         self._remove_from_kubernetes(cluster, names, exclude=names)
         self.upload_inventory(remaining)
-        self._forget_host_keys(cluster, names)
+        self.forget_host_keys(cluster, names)
         self.point_cluster_info(remaining)
         return remaining
 
@@ -895,7 +729,7 @@ class ClusterDriver:
             self.refresh_facts(cluster, [n.name for n in cluster.masters])
             runner.cluster(len(cluster.masters),
                            limit=['etcd', 'kube_control_plane'])
-        self.update_load_balancer(cluster)
+        gateways.update(self, cluster)
 
     def relabel(self, cluster, names, labels=(), taints=()):
         """Change the labels and taints of existing nodes (day 2).
@@ -997,7 +831,7 @@ class ClusterDriver:
         for name in todo.masters:
             self._upgrade_master(cluster, name)
         self._runner().upgrade(list(todo.workers), serial)
-        self.update_load_balancer(cluster)
+        gateways.update(self, cluster)
         return todo
 
     def _upgrade_plan(self, cluster, wanted, field, nodes, before):
@@ -1044,13 +878,13 @@ class ClusterDriver:
         any operation rewrites the configuration).
         """
         if len(cluster.masters) > 1:
-            self.update_load_balancer(cluster.remove(name))
+            gateways.update(self, cluster.remove(name))
         else:
             self.warn('%s is the only control-plane node: the API is down '
                       'while it restarts', name)
         self.step('upgrading control-plane node %s', name)
         self._runner().upgrade([name])
-        self.update_load_balancer(cluster)
+        gateways.update(self, cluster)
 
     def reset(self):
         """Run ``reset.yml`` over the recorded inventory, if there is one.

@@ -26,7 +26,8 @@ The command line runs the same two halves one after the other that
 Tacker runs across its two hooks (heal, terminate); :data:`COMMANDS` is
 that table by command name, with the one-line summary the command and
 the demo print.  The steps themselves (join, drain, remove, the load
-balancer) are the context's (:mod:`mgmt_driver.driver`).
+balancer) are the context's (:mod:`mgmt_driver.driver`) and the
+gateways' (:mod:`mgmt_driver.gateways`).
 
 Each function claims the workspace (:meth:`ClusterDriver.claim`) after
 its checks that need no remote host, and before its first change.
@@ -35,6 +36,7 @@ its checks that need no remote host, and before its first change.
 import os
 
 from mgmt_driver import exceptions
+from mgmt_driver import gateways as gateway_steps
 from mgmt_driver import plan
 from mgmt_driver import records as records_mod
 from mgmt_driver import registry
@@ -186,7 +188,7 @@ def scale_out(drv, cluster, workers=None, gateways=(), vim_name=None,
     missing = [name for name in drv.reconcile(cluster)
                if name not in masters]
     if gateways:
-        drv.add_gateways(cluster, gateways, vim_name)
+        gateway_steps.add(drv, cluster, gateways, vim_name)
     new = missing if workers is None else list(workers)
     drv.scale_out(cluster, new, advice=advice)
     return new
@@ -203,7 +205,7 @@ def scale_in(drv, cluster, workers, gateways=()):
     drv.claim()
     drv.reconcile(cluster)
     if gateways:
-        cluster = drv.remove_gateways(cluster, gateways)
+        cluster = gateway_steps.remove(drv, cluster, gateways)
     if workers or not gateways:
         cluster = drv.remove_workers(cluster, workers)
     return cluster
@@ -268,8 +270,8 @@ def heal_finish(drv, cluster, names, vim_name, vims, new_settings=False):
     if gateways:
         # First: the gateways' old host keys must go before any step
         # below connects to them; the other gateways keep serving.
-        register(drv, vims, drv.rebuild_load_balancer(
-            cluster, vim_name, gateways))
+        register(drv, vims, gateway_steps.rebuild(drv, cluster, vim_name,
+                                                  gateways))
     missing = drv.reconcile(cluster)
     if planning(drv):
         # Nothing to ask: the plan joins the healed nodes only.
