@@ -1,11 +1,14 @@
-"""The LCM hooks: orchestration only.
+"""The context of one operation, and Tacker v1's hooks.
 
-:class:`ClusterDriver` runs each operation on normalised inputs (a
-:class:`~mgmt_driver.params.ClusterSpec`, a
-:class:`~mgmt_driver.nodes.ClusterNodes`, node names); :class:`LcmHooks`
-adapts Tacker v1's hook calls to it (the ``kubespray-mgmt run`` command
-is the other adapter).  Rendering lives in pure modules, remote work in
-the modules that own it.
+:class:`ClusterDriver` is the per-operation context: connections,
+workspace and lock, playbook runner, records, inventory upload, and the
+worker steps (join, drain, remove); what it caches is in one
+:class:`Reads`, and its spec never changes.  The operations that
+compose these steps live in :mod:`mgmt_driver.operations`;
+:class:`LcmHooks` only turns Tacker v1's hook calls into their inputs
+(:mod:`mgmt_driver.v2` and :mod:`mgmt_driver.cli` are the other
+adapters).  Rendering lives in pure modules, remote work in the modules
+that own it.
 
 Every step converges when run again: the workspace is reused, documents
 are rewritten whole, kubespray's playbooks are idempotent, node removal
@@ -144,7 +147,7 @@ class Reads:
 
 
 class ClusterDriver:
-    """The operations on one cluster, on normalised inputs.
+    """The context of one operation on one cluster, and its steps.
 
     :param spec: the :class:`~mgmt_driver.params.ClusterSpec`.
     :param instance_id: the VNF instance id; names the workspace.
@@ -270,7 +273,13 @@ class ClusterDriver:
             workspace.path, progress=self.step)
         self._reads.workspace_ready = True
 
-    def _runner(self):
+    def runner(self):
+        """The ``kubespray.Runner`` of the workspace, made once per claim:
+        the checkout's layout, kubespray and Ansible versions checked,
+        the recorded Kubernetes version read (:meth:`rendered_spec`).
+
+        :raises KubesprayCheckoutUnsupported: the checkout is refused.
+        """
         if self._reads.runner is None:
             conn = self._ansible()
             workspace = self._workspace()
@@ -300,6 +309,11 @@ class ClusterDriver:
                 settings=settings, on_progress=self._playbook_line,
                 operation=self.operation)
         return self._reads.runner
+
+    def read_record(self, name, parse):
+        """The workspace's record file *name*, parsed by *parse*
+        (``kubespray.Workspace.read_record``)."""
+        return self._workspace().read_record(name, parse)
 
     def rendered_spec(self):
         """The spec the documents are rendered from: the request's, with
@@ -379,7 +393,7 @@ class ClusterDriver:
         """
         self._remember([_host_of(n)
                         for n in cluster.k8s_nodes + cluster.gateways])
-        runner = self._runner()
+        runner = self.runner()
         spec = self.rendered_spec()
         key_paths = inventory.remote_key_paths(
             spec, cluster, runner.workspace.file(KEY_DIR))
@@ -462,22 +476,6 @@ class ClusterDriver:
 
     # Operations.
 
-    def instantiate(self, cluster, vim_name):
-        """Build the cluster, front it with HAProxy, return its access.
-
-        :returns: a :class:`~mgmt_driver.registry.ClusterAccess`.
-        """
-        cluster = self.in_recorded_order(cluster)
-        self.step('instantiate: %d master(s), %d worker(s)',
-                  len(cluster.masters), len(cluster.workers))
-        self.upload_inventory(cluster)
-        self._runner().cluster(len(cluster.k8s_nodes))
-        gateways.prepare(self, cluster)
-        gateways.update(self, cluster)
-        access = self.cluster_access(cluster, vim_name)
-        gateways.place_kubeconfig(self, cluster, access)
-        return access
-
     def not_in_kubernetes(self, cluster):
         """Names of *cluster*'s nodes that Kubernetes does not know.
 
@@ -500,7 +498,7 @@ class ClusterDriver:
         cluster = self.in_recorded_order(cluster)
         self.step('scale out: adding %s', ', '.join(new_names) or 'nothing')
         self.upload_inventory(cluster)
-        runner = self._runner()
+        runner = self.runner()
         if new_names:
             self.point_cluster_info(cluster)
             self.refresh_facts(cluster, new_names)
@@ -517,7 +515,7 @@ class ClusterDriver:
         (:func:`~mgmt_driver.factcache.refresh_facts`)."""
         limited = set(limited)
         factcache.refresh_facts(
-            self._runner(), [n for n in cluster.names if n not in limited],
+            self.runner(), [n for n in cluster.names if n not in limited],
             self.settings.fact_cache_margin)
 
     def _undo_join(self, cluster, names):
@@ -528,7 +526,7 @@ class ClusterDriver:
             self.step('the join failed: taking %s out again',
                       ', '.join(names))
             if joined:
-                self._remove_from_kubernetes(cluster, joined)
+                self.remove_from_kubernetes(cluster, joined)
             self.forget_node_settings(names)
             self.upload_inventory(cluster.remove(*names))
         except _PLAYBOOK_ERRORS + (exceptions.MgmtDriverOtherError,) as exc:
@@ -578,31 +576,32 @@ class ClusterDriver:
         self.step('removing %s', ', '.join(names) or 'nothing')
         gateways.update(self, remaining)
         if names:
-            self._remove_from_kubernetes(cluster, names)
+            self.remove_from_kubernetes(cluster, names)
         if not rejoin:
             self.forget_node_settings(names)
         self.upload_inventory(remaining)
         self.forget_host_keys(cluster, names)
         return remaining
 
-    def _remove_from_kubernetes(self, cluster, names, exclude=()):
+    def remove_from_kubernetes(self, cluster, names, exclude=()):
         client = self.kubectl_client(cluster, exclude=exclude)
         present = [n for n in names if client.node_exists(n)]
         reachable, unreachable = [], []
         for name in present:
-            (reachable if self._reachable(cluster.get(name))
+            (reachable if self.reachable(cluster.get(name))
              else unreachable).append(name)
         for name in reachable:
             self.step('draining %s', name)
             client.drain(name, timeout=self.settings.drain_timeout)
             client.wait_evacuated(name, timeout=self.settings.drain_timeout)
         self.upload_inventory(cluster)
-        runner = self._runner()
+        runner = self.runner()
         runner.remove_nodes(reachable, reachable=True)
         runner.remove_nodes(unreachable, reachable=False)
 
-    def _reachable(self, node):
-        # Asked once per hook: a dead host costs the connect retries.
+    def reachable(self, node):
+        """Whether *node* answers SSH: asked once per claim (a dead host
+        costs the connect retries); None (no such node) does not."""
         if node is None:
             return False
         if node.name not in self._reads.reachability:
@@ -630,52 +629,6 @@ class ClusterDriver:
         if drop:
             self._remembered = {h for h in self._remembered
                                 if h.endpoint not in gone}
-
-    def remove_masters(self, cluster, names):
-        """Remove control-plane nodes (for a heal), first one included.
-
-        kubespray cannot remove the first control-plane node (its
-        remove-node.yml delegates to the first host of
-        ``kube_control_plane`` and of ``etcd``), so when it is among
-        *names* the healthy masters are moved to the front first.  With
-        every node to remove still answering, ``cluster.yml`` is re-run
-        over the control plane in the new order, as kubespray's
-        node-operations guide says; a dead one would make that run fail
-        (Ansible cannot reach it), so then the new order goes straight
-        to the ungraceful removal, which only needs the new first host,
-        and heal_end's ``cluster.yml`` applies it to every node.  At the
-        end ``kube-public/cluster-info`` names a live endpoint
-        (:meth:`point_cluster_info`).
-
-        :returns: the cluster without them.
-        """
-        cluster = self.in_recorded_order(cluster)
-        chosen = set(names)
-        names = [n.name for n in cluster.masters if n.name in chosen]
-        operations.check_masters_left(cluster, names)
-        if cluster.masters[0].name in names:
-            healthy = [n for n in cluster.masters if n.name not in chosen]
-            sick = [n for n in cluster.masters if n.name in chosen]
-            cluster = cluster.with_masters(healthy + sick)
-            self.step('moving %s to the front of the control plane',
-                      healthy[0].name)
-            self.upload_inventory(cluster)
-            dead = [n.name for n in sick if not self._reachable(n)]
-            if dead:
-                self.step('not re-running cluster.yml over %s (unreachable)',
-                          ', '.join(dead))
-            else:
-                self.refresh_facts(cluster,
-                                   [n.name for n in cluster.masters])
-                self._runner().cluster(len(cluster.k8s_nodes),
-                                       limit=['etcd', 'kube_control_plane'])
-        remaining = cluster.remove(*names)
-        gateways.update(self, remaining)
-        self._remove_from_kubernetes(cluster, names, exclude=names)
-        self.upload_inventory(remaining)
-        self.forget_host_keys(cluster, names)
-        self.point_cluster_info(remaining)
-        return remaining
 
     def discovery_server(self, cluster):
         """The API endpoint ``kube-public/cluster-info`` must name.
@@ -706,186 +659,6 @@ class ClusterDriver:
         if old != server:
             self.step('cluster-info names %s (was %s)', server, old)
 
-    def add_masters(self, cluster):
-        """Re-run ``cluster.yml`` so new control-plane nodes join last.
-
-        cluster-info is checked first: the joins discover the cluster
-        through it.  With an external load balancer the run is limited
-        to ``etcd,kube_control_plane``, as kubespray's node-operations
-        guide does for control-plane and etcd nodes: the workers reach
-        the API through the load balancer, so nothing on them changes,
-        and only their cached facts are needed (refreshed where stale),
-        so a worker that is down does not stop the heal.  Without one,
-        every node's localhost proxy lists the control-plane addresses:
-        the run covers every host.
-        """
-        cluster = self.in_recorded_order(cluster)
-        self.upload_inventory(cluster)
-        self.point_cluster_info(cluster)
-        runner = self._runner()
-        if cluster.external_lb is None:
-            runner.cluster(len(cluster.k8s_nodes))
-        else:
-            self.refresh_facts(cluster, [n.name for n in cluster.masters])
-            runner.cluster(len(cluster.masters),
-                           limit=['etcd', 'kube_control_plane'])
-        gateways.update(self, cluster)
-
-    def relabel(self, cluster, names, labels=(), taints=()):
-        """Change the labels and taints of existing nodes (day 2).
-
-        The record (:mod:`mgmt_driver.labels`) and the inventory change
-        first, so kubespray's later runs and a node that joins again (a
-        heal) keep the new values; then ``kubectl label`` and ``kubectl
-        taint`` with what each node lacks (each value an argv entry of
-        its own; a taint removal only for a taint the node has), one
-        command for all the nodes that need the same change.  Running it
-        again converges, and costs one ``kubectl get`` once done.
-
-        :param names: node names of *cluster*.
-        :param labels: ``(key, value)`` pairs, as
-            :func:`mgmt_driver.params.parse_label_list` returns them
-            (a None value removes the label).
-        :param taints: strings, as
-            :func:`mgmt_driver.params.parse_taint_list` returns them
-            (``key=value:Effect``, or a removal ending in ``-``).
-        :returns: the names of the nodes that are not both in *cluster*
-            and in Kubernetes (nothing was changed on them).
-        """
-        client = self.kubectl_client(cluster)
-        recorded = self.node_settings()
-        settings = dict(recorded)
-        names = list(dict.fromkeys(names))
-        known = set(cluster.names)
-        present = client.nodes_named([n for n in names if n in known])
-        missing = [name for name in names if name not in present]
-        for name in missing:
-            self.warn('%s is not a Kubernetes node of this cluster: '
-                      'nothing set', name)
-        for name in present:
-            settings[name] = labels_mod.apply_change(
-                settings.get(name) or self.spec.node_settings(
-                    cluster.get(name)), labels, taints)
-        if settings != recorded:
-            self.set_node_settings(settings)
-            self.upload_inventory(cluster)
-        # Nodes that need the same change share one command.
-        label_groups, taint_groups = {}, {}
-        for name, info in present.items():
-            label_groups.setdefault(tuple(labels_mod.labels_to_send(
-                labels, info.labels)), []).append(name)
-            taint_groups.setdefault(tuple(labels_mod.taints_to_send(
-                taints, info.taints)), []).append(name)
-        self.step('relabelling %s', ', '.join(present) or 'no node')
-        for change, group in label_groups.items():
-            if change:
-                client.label(group, change)
-        for change, group in taint_groups.items():
-            if change:
-                client.taint(group, change)
-        return missing
-
-    def upgrade(self, cluster, target, serial=None, field='kube_version',
-                every_node=False):
-        """Upgrade Kubernetes to *target*, node by node.
-
-        The version is checked against the nodes' kubelet versions and
-        the checkout first (:func:`mgmt_driver.upgrade.plan`); a refused
-        one changes nothing.  Then it is recorded in the workspace, so
-        every later operation renders it, and ``upgrade-cluster.yml``
-        runs once per control-plane node, in the inventory's order, with
-        that node out of HAProxy's API backends meanwhile (a lone
-        control-plane node stays: there is no other), then once over the
-        workers, in batches of *serial*.  Nodes already at *target* are
-        skipped, so the same request run again after a failure
-        completes the upgrade.
-
-        :param target: the version, ``'1.34.3'`` or ``'v1.34.3'``.
-        :param serial: workers upgraded at once (``3`` or ``'25%'``), or
-            None for kubespray's default.
-        :param field: where *target* came from, for messages.
-        :param every_node: plan every node without asking Kubernetes for
-            their versions (a dry run: there is no cluster to ask).
-        :returns: the :class:`mgmt_driver.upgrade.Plan` that was run.
-        :raises ParamsInvalid: *target* or *serial* is refused.
-        """
-        wanted = upgrade_mod.parse_version(target, field)
-        cluster = self.in_recorded_order(cluster)
-        nodes = None if every_node else self.kubectl_client(cluster).nodes()
-        before = self._cordoned_before(wanted, nodes)
-        todo = self._upgrade_plan(cluster, wanted, field, nodes, before)
-        self.step('upgrade to %s: control plane %s; workers %s',
-                  upgrade_mod.version_text(wanted),
-                  ', '.join(todo.masters) or 'done',
-                  ', '.join(todo.workers) or 'done')
-        # Dry run (no nodes): nothing is known of the cordons to record.
-        self.record_kube_version(wanted, {} if nodes is None else {
-            upgrade_mod.CORDONS_FILE: upgrade_mod.render_cordons(
-                wanted, before)})
-        if nodes is not None:
-            self._uncordon_left(cluster, upgrade_mod.left_cordoned(
-                nodes, todo, before))
-        self.upload_inventory(cluster)
-        if not todo.done:
-            self.refresh_facts(cluster, ())
-        for name in todo.masters:
-            self._upgrade_master(cluster, name)
-        self._runner().upgrade(list(todo.workers), serial)
-        gateways.update(self, cluster)
-        return todo
-
-    def _upgrade_plan(self, cluster, wanted, field, nodes, before):
-        runner = self._runner()
-        supported = upgrade_mod.parse_supported(
-            kubespray.supported_kube_versions(runner.conn, runner.root))
-        if supported is None:
-            self.warn('the kubespray checkout lists no kubelet_checksums: '
-                      'kubespray itself checks the version')
-        return upgrade_mod.plan(
-            wanted, nodes,
-            [n.name for n in cluster.masters],
-            [n.name for n in cluster.workers], supported, field, before)
-
-    def _cordoned_before(self, wanted, nodes):
-        """The nodes that were cordoned when the upgrade to *wanted*
-        started: recorded by its first run, kept by the runs after."""
-        if nodes is None:
-            return frozenset()
-        recorded = self._workspace().read_record(
-            upgrade_mod.CORDONS_FILE, upgrade_mod.parse_cordons)
-        if recorded is not None and recorded[0] == wanted:
-            return recorded[1]
-        return frozenset(n.name for n in nodes if not n.schedulable)
-
-    def _uncordon_left(self, cluster, names):
-        """Make schedulable the nodes an earlier, failed run of this
-        upgrade left cordoned, so that kubespray drains them and
-        uncordons them afterwards (it does neither for a node it finds
-        cordoned)."""
-        if not names:
-            return
-        self.step('uncordoning %s, left cordoned by an earlier run of '
-                  'this upgrade, so that kubespray drains and uncordons '
-                  'them', ', '.join(names))
-        client = self.kubectl_client(cluster)
-        for name in names:
-            client.uncordon(name)
-
-    def _upgrade_master(self, cluster, name):
-        """One control-plane node, out of the API backends meanwhile.
-
-        After a failure it stays out until the upgrade is run again (or
-        any operation rewrites the configuration).
-        """
-        if len(cluster.masters) > 1:
-            gateways.update(self, cluster.remove(name))
-        else:
-            self.warn('%s is the only control-plane node: the API is down '
-                      'while it restarts', name)
-        self.step('upgrading control-plane node %s', name)
-        self._runner().upgrade([name])
-        gateways.update(self, cluster)
-
     def reset(self):
         """Run ``reset.yml`` over the recorded inventory, if there is one.
 
@@ -897,7 +670,7 @@ class ClusterDriver:
             self.step('no inventory recorded: nothing to reset')
             return
         self.step('resetting %d node(s)', len(hosts))
-        self._runner().reset(len(hosts))
+        self.runner().reset(len(hosts))
 
     def terminate(self, kind, unregister):
         """Delete the workspace, the VIM and the local record's host keys.

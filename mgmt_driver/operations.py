@@ -35,6 +35,8 @@ its checks that need no remote host, and before its first change.
 
 import os
 
+from mgmt_driver import controlplane
+from mgmt_driver import day2
 from mgmt_driver import exceptions
 from mgmt_driver import gateways as gateway_steps
 from mgmt_driver import plan
@@ -114,7 +116,8 @@ def register(drv, vims, access):
 # Instantiate, terminate.
 
 def instantiate(drv, cluster, vim_name, vims):
-    """Build the cluster and register it as *vim_name*.
+    """Build the cluster (``cluster.yml``), front it with HAProxy and
+    register it as *vim_name*.
 
     The name is checked first: one taken by a VIM this instance did not
     register is refused before any remote work, and so never deleted
@@ -124,7 +127,15 @@ def instantiate(drv, cluster, vim_name, vims):
     """
     vims.check_free(vim_name, _owned(drv, vims))
     drv.claim()
-    access = drv.instantiate(cluster, vim_name)
+    cluster = drv.in_recorded_order(cluster)
+    drv.step('instantiate: %d master(s), %d worker(s)',
+             len(cluster.masters), len(cluster.workers))
+    drv.upload_inventory(cluster)
+    drv.runner().cluster(len(cluster.k8s_nodes))
+    gateway_steps.prepare(drv, cluster)
+    gateway_steps.update(drv, cluster)
+    access = drv.cluster_access(cluster, vim_name)
+    gateway_steps.place_kubeconfig(drv, cluster, access)
     return access, register(drv, vims, access)
 
 
@@ -221,20 +232,6 @@ def scale_out_rollback(drv, cluster):
 
 # Heal of single nodes.
 
-def check_masters_left(cluster, names):
-    """Refuse to take out every control-plane node of *cluster*.
-
-    :param names: the control-plane nodes to remove (a heal).
-    :raises MgmtDriverOtherError: *names* are all of them.
-    """
-    if names and len(set(names)) >= len(cluster.masters):
-        raise exceptions.MgmtDriverOtherError(
-            error_message='cannot heal every control-plane node at '
-                          'once; heal the whole VNF instead (Tacker: '
-                          'a heal request without vnfcInstanceId; '
-                          'kubespray-mgmt: run heal without --nodes)')
-
-
 def heal_begin(drv, cluster, names):
     """Before the VMs called *names* are re-created: take the workers
     out (their labels and taints kept for their return) and the
@@ -247,13 +244,13 @@ def heal_begin(drv, cluster, names):
     masters = [n.name for n in cluster.masters if n.name in healed]
     workers = [n.name for n in cluster.workers if n.name in healed]
     # Before any remote work (kubectl would find no master to run on).
-    check_masters_left(cluster, masters)
+    controlplane.check_masters_left(cluster, masters)
     drv.claim()
     drv.reconcile(cluster, exclude=masters)
     if workers:
         cluster = drv.remove_workers(cluster, workers, rejoin=True)
     if masters:
-        drv.remove_masters(cluster, masters)
+        controlplane.remove(drv, cluster, masters)
 
 
 def heal_finish(drv, cluster, names, vim_name, vims, new_settings=False):
@@ -280,7 +277,7 @@ def heal_finish(drv, cluster, names, vim_name, vims, new_settings=False):
         drv.forget_node_settings(healed)
     masters = {n.name for n in cluster.masters}
     if masters.intersection(missing):
-        drv.add_masters(cluster)
+        controlplane.add(drv, cluster)
     drv.scale_out(cluster, [n for n in missing if n not in masters])
 
 
@@ -291,19 +288,19 @@ def modify(drv, cluster, relabel=None, target=None, serial=None,
     """Relabel nodes (first), then upgrade Kubernetes to *target*.
 
     :param relabel: ``(names, labels, taints)``
-        (:meth:`ClusterDriver.relabel`), or None.
+        (:func:`mgmt_driver.day2.relabel`), or None.
     :param target: the version to upgrade to
-        (:meth:`ClusterDriver.upgrade`; a dry run plans every node), or
+        (:func:`mgmt_driver.day2.upgrade`; a dry run plans every node), or
         None.
     :returns: ``(names not relabelled, upgrade Plan or None)``.
     """
     drv.claim()
-    missing = drv.relabel(cluster, *relabel) if relabel is not None \
-        else []
+    missing = day2.relabel(drv, cluster, *relabel) \
+        if relabel is not None else []
     done = None
     if target is not None:
-        done = drv.upgrade(cluster, target, serial, field,
-                           every_node=planning(drv))
+        done = day2.upgrade(drv, cluster, target, serial, field,
+                            every_node=planning(drv))
     return missing, done
 
 
