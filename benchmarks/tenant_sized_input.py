@@ -8,7 +8,7 @@ kubectl commands as a cluster that has every node):
   ``--size`` bytes (the most a value may hold, 64 KiB) on ``--workers``
   workers, through what ``modify_information_end`` runs:
   ``labels.relabel_from_metadata`` (the checks), then
-  ``ClusterDriver.relabel`` (the record, the inventory, the kubectl
+  ``day2.relabel`` (the record, the inventory, the kubectl
   commands).  Two shapes: every taint a new key (``set``), and a taint
   then the removal of another, alternately (``set+remove``).
 * **status differences**: ``status.differences`` over ``--workers``
@@ -32,6 +32,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 from oslo_config import cfg  # noqa: E402
 
 from mgmt_driver import conf as kconf  # noqa: E402
+from mgmt_driver import day2  # noqa: E402
 from mgmt_driver import driver  # noqa: E402
 from mgmt_driver import inventory  # noqa: E402
 from mgmt_driver import labels  # noqa: E402
@@ -95,8 +96,8 @@ def relabel_patch(workers, size, shape, records_dir):
     drv = driver.ClusterDriver(
         spec, 'bench', plan.PlanPool(), conf=_conf(),
         records=plan.PlanRecords(records.RecordStore(records_dir)))
-    drv.relabel(cluster, list(relabel.nodes), relabel.labels,
-                relabel.taints)
+    day2.relabel(drv, cluster, list(relabel.nodes), relabel.labels,
+                 relabel.taints)
     return time.process_time() - start, len(relabel.taints)
 
 

@@ -2,6 +2,16 @@
 
 The Tacker entry point is :mod:`mgmt_driver.kubespray_mgmt`; everything else
 is importable and usable without Tacker (see :mod:`mgmt_driver.cli`).
+
+Where each operation lives: :mod:`mgmt_driver.operations` composes every
+LCM operation once (instantiate, scale out/in, heal begin/finish,
+whole-VNF heal, terminate, upgrade, relabel); the adapters
+(:class:`mgmt_driver.driver.LcmHooks` for Tacker v1, :mod:`mgmt_driver.v2`,
+:mod:`mgmt_driver.cli` and the demo) only turn their inputs into its
+arguments.  The steps are the context's
+(:class:`mgmt_driver.driver.ClusterDriver`), the gateways'
+(:mod:`mgmt_driver.gateways`), the control plane's
+(:mod:`mgmt_driver.controlplane`) and day 2's (:mod:`mgmt_driver.day2`).
 """
 
 DRIVER_NAME = 'mgmt-drivers-kubespray'

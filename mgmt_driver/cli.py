@@ -35,10 +35,10 @@ from mgmt_driver import lcm_requests
 from mgmt_driver import loadbalancer
 from mgmt_driver import localfiles
 from mgmt_driver import nodes
+from mgmt_driver import operations
 from mgmt_driver import params
 from mgmt_driver import plan
 from mgmt_driver import records
-from mgmt_driver import registry
 from mgmt_driver import safetext
 from mgmt_driver import ssh
 from mgmt_driver import statestore
@@ -353,16 +353,39 @@ def _add_render_commands(subparsers):
 # --- run ---------------------------------------------------------------------
 
 def _node_list(text, cluster, operation):
+    """The names of ``--nodes``, checked against the topology.
+
+    :raises ParamsInvalid: ``--nodes`` for an operation that takes
+        none, or a name the topology lacks (a gateway only where the
+        operation takes one).
+    """
+    if text is not None and operation not in operations.TAKES_NODES:
+        raise exceptions.ParamsInvalid(
+            ['--nodes: only for run %s (not %s)' % (
+                ', '.join(sorted(operations.TAKES_NODES)), operation)])
     names = [n for n in (text or '').split(',') if n]
-    unknown = [n for n in names if cluster.get(n) is None]
+    gateways = operation in _GATEWAY_OPERATIONS
+    unknown = [n for n in names if cluster.get(n) is None and not (
+        gateways and cluster.gateway(n) is not None)]
     if unknown:
         raise exceptions.ParamsInvalid(
             ['--nodes: %s not in the topology (nodes: %s)' % (
-                ', '.join(unknown), ', '.join(cluster.names))])
+                ', '.join(unknown), ', '.join(
+                    cluster.names + ([g.name for g in cluster.gateways]
+                                     if gateways else [])))])
+    masters = [n.name for n in cluster.masters if n.name in set(names)]
+    if masters and operation == 'scale-in':
+        raise exceptions.ParamsInvalid(
+            ['--nodes: %s: control-plane node(s); scale-in removes '
+             'workers and gateways' % ', '.join(masters)])
     if not names and operation == 'scale-in':
         raise exceptions.ParamsNotFound(
             ['--nodes: missing (which nodes to %s?)' % operation])
     return names
+
+
+#: Operations whose ``--nodes`` may name gateways (external_lb VMs).
+_GATEWAY_OPERATIONS = ('scale-out', 'scale-in', 'heal')
 
 
 def _progress_printer():
@@ -401,91 +424,9 @@ def _not_the_drivers(record):
     return not record.name.startswith('mgmt_driver')
 
 
-def _kubeconfigs(drv):
-    return registry.KubeconfigRegistry(os.path.expanduser(
-        drv.conf.kubespray_mgmt.kubeconfig_dir))
-
-
-def _op_instantiate(drv, cluster, names, name):
-    kubeconfigs = _kubeconfigs(drv)
-    owned = drv.records.load(drv.instance_id).vim_id(records.KUBECONFIG)
-    # Before any remote work: another cluster's kubeconfig is refused.
-    kubeconfigs.check_free(name, owned)
-    access = drv.instantiate(cluster, name)
-    if isinstance(drv.pool, plan.PlanPool):
-        return 'cluster %s at %s' % (name, access.server)
-    path = kubeconfigs.register(access, owned)
-    drv.records.set_vim(drv.instance_id, records.KUBECONFIG, path, name)
-    return 'cluster %s at %s; kubeconfig: %s' % (name, access.server, path)
-
-
-def _op_scale_out(drv, cluster, names, name):
-    workers = {n.name for n in cluster.workers}
-    new = names or [n for n in drv.not_in_kubernetes(cluster)
-                    if n in workers]
-    drv.scale_out(cluster, new)
-    return 'added %d worker(s)' % len(new)
-
-
-def _op_scale_in(drv, cluster, names, name):
-    drv.remove_workers(cluster, names)
-    return 'removed %s' % ', '.join(names)
-
-
-def _op_heal(drv, cluster, names, name):
-    if not names:
-        return _op_heal_vnf(drv, cluster, name)
-    chosen = set(names)
-    masters = [n.name for n in cluster.masters if n.name in chosen]
-    healed_masters = set(masters)
-    workers = [n for n in names if n not in healed_masters]
-    remaining = drv.remove_workers(cluster, workers, rejoin=True) \
-        if workers else cluster
-    if masters:
-        drv.remove_masters(remaining, masters)
-        drv.add_masters(cluster)
-    drv.scale_out(cluster, workers)
-    return 'healed %s' % ', '.join(names)
-
-
-def _op_terminate(drv, cluster, names, name):
-    # Tacker resets in terminate_start, while the VMs exist; here they
-    # still do.
-    if drv.spec.kubespray.reset_on_terminate:
-        drv.reset()
-    dry_run = isinstance(drv.records, plan.PlanRecords)
-    drv.terminate(records.KUBECONFIG, drv.records.unregister if dry_run
-                  else _kubeconfigs(drv).unregister)
-    return 'terminated %s' % name
-
-
-def _op_heal_vnf(drv, cluster, name):
-    # As Tacker's whole-VNF heal (heal_start, heal_end), on the same VMs.
-    _op_terminate(drv, cluster, [], name)
-    return 'healed the whole VNF: ' + _op_instantiate(drv, cluster, [],
-                                                      name)
-
-
-def _op_upgrade(drv, cluster, names, name, kube_version=None, serial=None):
-    done = drv.upgrade(cluster, kube_version, serial, '--kube-version',
-                       every_node=isinstance(drv.pool, plan.PlanPool))
-    return 'upgraded %s to %s: %d node(s) upgraded' % (
-        name, upgrade.version_text(done.target),
-        len(done.masters) + len(done.workers))
-
-
-def _op_relabel(drv, cluster, names, name, labels=(), taints=()):
-    missing = drv.relabel(cluster, names, labels, taints)
-    gone = set(missing)
-    done = [n for n in names if n not in gone]
-    return 'relabelled %s%s' % (', '.join(done) or 'no node', (
-        '; not Kubernetes nodes: ' + ', '.join(missing)) if missing else '')
-
-
-OPERATIONS = {'instantiate': _op_instantiate,
-              'scale-out': _op_scale_out, 'scale-in': _op_scale_in,
-              'heal': _op_heal, 'terminate': _op_terminate,
-              'upgrade': _op_upgrade, 'relabel': _op_relabel}
+#: ``kubespray-mgmt run`` OPERATION -> the composition it runs
+#: (:mod:`mgmt_driver.operations`, shared with Tacker's hooks).
+OPERATIONS = operations.COMMANDS
 
 
 def _operation_args(args):
@@ -548,10 +489,10 @@ def _upgrade_args(args):
             'serial': upgrade.parse_serial(args.serial, '--serial')}
 
 
-def _lb_script(spec, args):
+def _lb_script(spec, cluster, args):
     """The local LB install script, or None; see ``--package-dir``."""
     script = spec.external_lb.script_path
-    if not script or not _installs_lb(args):
+    if not script or not _installs_lb(args, cluster):
         return None
     local = csar.packaged_file(args.package_dir, script)
     if local is None:
@@ -563,12 +504,20 @@ def _lb_script(spec, args):
     return str(local)
 
 
-def _installs_lb(args):
-    return args.operation == 'instantiate' or (
-        args.operation == 'heal' and not args.nodes)
+def _installs_lb(args, cluster):
+    """Whether the operation sets a gateway up: instantiate, the
+    whole-VNF heal, and a heal or scale-out naming a gateway."""
+    if args.operation == 'instantiate':
+        return True
+    names = [n for n in (args.nodes or '').split(',') if n]
+    if args.operation == 'heal' and not names:
+        return True
+    return args.operation in ('heal', 'scale-out') and any(
+        cluster.gateway(n) is not None for n in names)
 
 
 def _cluster_driver(args, spec, lb_script, progress):
+    """The context of the operation (a dry run's records nothing)."""
     pool = plan.PlanPool(spec.kubespray.version) if args.dry_run \
         else ssh.ConnectionPool()
     store = records.RecordStore.from_conf()
@@ -576,7 +525,8 @@ def _cluster_driver(args, spec, lb_script, progress):
     return driver.ClusterDriver(
         spec, args.instance_id, pool, package_dir=args.package_dir,
         progress=progress, trusted_paths=True, lb_script=lb_script,
-        records=plan.PlanRecords(store) if args.dry_run else store)
+        records=plan.PlanRecords(store) if args.dry_run else store,
+        operation=args.operation.replace('-', '_'))
 
 
 def _run(args):
@@ -592,14 +542,12 @@ def _run(args):
         names += labels.pool_members(spec, cluster, extra.pop('pools', ()),
                                      '--pools')
         progress = None if args.dry_run else _progress_printer()
-        drv = _cluster_driver(args, spec, _lb_script(spec, args), progress)
+        drv = _cluster_driver(args, spec, _lb_script(spec, cluster, args),
+                                 progress)
     except (exceptions.ParamsInvalid, exceptions.ParamsNotFound) as exc:
         return _print_problems(exc)
     name = spec.vim_name or args.instance_id
     with drv.pool, _warnings_shown(progress, args.debug):
-        if args.operation != 'terminate':
-            # Terminate stops whatever runs: it deletes the workspace.
-            drv.claim(args.operation.replace('-', '_'))
         summary = OPERATIONS[args.operation](drv, cluster, names, name,
                                              **extra)
     if args.output == 'json':

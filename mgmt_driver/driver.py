@@ -1,11 +1,14 @@
-"""The LCM hooks: orchestration only.
+"""The context of one operation, and Tacker v1's hooks.
 
-:class:`ClusterDriver` runs each operation on normalised inputs (a
-:class:`~mgmt_driver.params.ClusterSpec`, a
-:class:`~mgmt_driver.nodes.ClusterNodes`, node names); :class:`LcmHooks`
-adapts Tacker v1's hook calls to it (the ``kubespray-mgmt run`` command
-is the other adapter).  Rendering lives in pure modules, remote work in
-the modules that own it.
+:class:`ClusterDriver` is the per-operation context: connections,
+workspace and lock, playbook runner, records, inventory upload, and the
+worker steps (join, drain, remove); what it caches is in one
+:class:`Reads`, and its spec never changes.  The operations that
+compose these steps live in :mod:`mgmt_driver.operations`;
+:class:`LcmHooks` only turns Tacker v1's hook calls into their inputs
+(:mod:`mgmt_driver.v2` and :mod:`mgmt_driver.cli` are the other
+adapters).  Rendering lives in pure modules, remote work in the modules
+that own it.
 
 Every step converges when run again: the workspace is reused, documents
 are rewritten whole, kubespray's playbooks are idempotent, node removal
@@ -26,7 +29,6 @@ runs).
 """
 
 import dataclasses
-import os
 import posixpath
 import types
 
@@ -37,14 +39,15 @@ from mgmt_driver import conf as kconf
 from mgmt_driver import detached
 from mgmt_driver import exceptions
 from mgmt_driver import factcache
+from mgmt_driver import gateways
 from mgmt_driver import heat
 from mgmt_driver import inventory
-from mgmt_driver import keepalived
 from mgmt_driver import kubectl
 from mgmt_driver import kubespray
 from mgmt_driver import labels as labels_mod
 from mgmt_driver import loadbalancer
 from mgmt_driver import nodes as nodes_mod
+from mgmt_driver import operations
 from mgmt_driver import params
 from mgmt_driver import records as records_mod
 from mgmt_driver import registry
@@ -62,12 +65,7 @@ DESCRIPTION = ('Builds, scales, heals and terminates a Kubernetes cluster '
 #: The VNF package directory holding private keys uploaded for Ansible.
 KEY_DIR = 'keys'
 #: Where the LB install script is copied on the LB VM (home-relative).
-LB_SCRIPT = '.kubespray-mgmt-install-lb.sh'
-#: Set (to 1) for the LB install script when the proxy settings are on
-#: its standard input, one ``NAME=VALUE`` line each.
-LB_PROXY_FLAG = 'KUBESPRAY_MGMT_PROXY_ON_STDIN'
-#: kubeconfig on the LB VM (home-relative), so kubectl works there.
-LB_KUBECONFIG = '.kube/config'
+LB_SCRIPT = gateways.LB_SCRIPT
 
 
 _PROGRESS_LINES = ('PLAY [', 'TASK [', 'PLAY RECAP',
@@ -78,14 +76,9 @@ _PROGRESS_LINES = ('PLAY [', 'TASK [', 'PLAY RECAP',
 _PLAYBOOK_ERRORS = (exceptions.MgmtDriverRemoteCommandError,
                     exceptions.MgmtDriverRemoteCommandTimeOut)
 
-#: Appended to the error of a failed scale_end (what Tacker v1 does next:
-#: README.rst, "Failures, retry and rollback").
-SCALE_OUT_ADVICE = (
-    'The new worker(s) were taken out of the cluster again.  Tacker does '
-    'not run the driver on a retry of this scale-out (it would mark it '
-    'COMPLETED with the workers not joined): roll it back, which deletes '
-    'the new VMs, or fix the cause and let the next scale-out or heal '
-    'join them.')
+#: Appended to the error of a failed scale_end (now composed in
+#: :mod:`mgmt_driver.operations`).
+SCALE_OUT_ADVICE = operations.SCALE_OUT_ADVICE
 
 
 @dataclasses.dataclass
@@ -136,8 +129,31 @@ def _check_read_back(documents):
             'was changed)' % (', '.join(too_big), safeyaml.MAX_CHARS)])
 
 
+@dataclasses.dataclass
+class Reads:
+    """Everything a :class:`ClusterDriver` caches, in one place: what it
+    read from the Ansible server and the nodes, kept until the next
+    :meth:`~ClusterDriver.claim` (a new hook reads afresh) or until
+    terminate deletes the workspace."""
+
+    #: The ``kubespray.Runner``: the checkout's layout and versions,
+    #: checked once.
+    runner: object = None
+    #: The workspace exists (a claim or the runner made it).
+    workspace_ready: bool = False
+    #: ``{node name: NodeSettings}``: the workspace's record plus this
+    #: operation's changes, written with the next inventory.
+    node_settings: dict | None = None
+    #: The Kubernetes version of the last upgrade recorded in the
+    #: workspace (None: the request's).
+    kube_version: tuple | None = None
+    #: ``{node name: bool}``: SSH answered (asked once: a dead host
+    #: costs the connect retries).
+    reachability: dict = dataclasses.field(default_factory=dict)
+
+
 class ClusterDriver:
-    """The operations on one cluster, on normalised inputs.
+    """The context of one operation on one cluster, and its steps.
 
     :param spec: the :class:`~mgmt_driver.params.ClusterSpec`.
     :param instance_id: the VNF instance id; names the workspace.
@@ -155,13 +171,15 @@ class ClusterDriver:
         :mod:`mgmt_driver.trust`.
     :param records: the ``records.RecordStore`` of the instances
         (default: from *conf*).
+    :param operation: the hook or command it runs for (``scale_end``);
+        names the playbook logs and the lock (:meth:`claim`).
     :raises ParamsInvalid: the operator's rules refuse a key file, the
         default key or an extra var (before any remote work).
     """
 
     def __init__(self, spec, instance_id, pool, conf=None,
                  package_dir=None, progress=None, trusted_paths=False,
-                 lb_script=None, records=None):
+                 lb_script=None, records=None, operation='operation'):
         self.conf = conf or kconf.CONF
         self.spec = trust.apply(spec, trust.Policy.from_conf(
             self.conf, package_dir, trusted_paths))
@@ -171,17 +189,16 @@ class ClusterDriver:
         self.package_dir = package_dir
         self.lb_script = lb_script
         self._progress = progress
-        self._runner_obj = None
         self._past_timings = []
         #: The hook or command running (names the playbook logs).
-        self.operation = 'operation'
-        self._workspace_ready = False
+        self.operation = operation
         self.records = records or records_mod.RecordStore.from_conf(
             self.conf)
         self.records.path(instance_id)  # refuses an unsafe id early
+        #: Hosts already put in the local record (never forgotten: the
+        #: record is local and only grows until terminate).
         self._remembered = set()
-        self._reachability = {}
-        self._settings = None
+        self._reads = Reads()
 
     # Plumbing.
 
@@ -211,7 +228,8 @@ class ClusterDriver:
         # Called by a connection whose login recorded the host's key.
         self.records.claim_key(self.instance_id, address, port, key)
 
-    def _connection(self, node):
+    def connection(self, node):
+        """The connection to *node* (recorded first as the instance's)."""
         self._remember([_host_of(node)])
         login = self.spec.login_for(node.role)
         return self.pool.connection(node.ssh_address, login.credentials(),
@@ -234,32 +252,44 @@ class ClusterDriver:
     def _workspace(self):
         return kubespray.Workspace(self._ansible(), self.workspace_path)
 
-    def claim(self, operation):
+    def claim(self, operation=None):
         """Begin *operation*: ready the workspace and check the lock.
 
         One command.  A playbook run of another operation holding the
         cluster's lock (see :mod:`mgmt_driver.detached`) makes this wait
         up to ``playbook_lock_wait`` and then refuse, before anything is
         changed; one of the same operation (a hook run again after its
-        conductor died) is followed when its playbook comes.
+        conductor died) is followed when its playbook comes.  What an
+        earlier claim of this context read is read afresh, as a new
+        hook would (the command line runs both halves of a heal in one
+        context).
 
         :param operation: the hook or command (``scale_end``); names the
-            playbook logs.
+            playbook logs (default: the one given to the constructor).
         :raises ClusterBusy: the other run did not end in time.
         """
-        self.operation = operation
+        if operation is not None:
+            self.operation = operation
+        self._forget_reads()
         workspace = self._workspace()
         detached.wait_while_busy(
-            workspace.ensure, lambda holder: holder.operation == operation,
+            workspace.ensure,
+            lambda holder: holder.operation == self.operation,
             self.conf.kubespray_mgmt.playbook_lock_wait, workspace.conn.host,
             workspace.path, progress=self.step)
-        self._workspace_ready = True
+        self._reads.workspace_ready = True
 
-    def _runner(self):
-        if self._runner_obj is None:
+    def runner(self):
+        """The ``kubespray.Runner`` of the workspace, made once per claim:
+        the checkout's layout, kubespray and Ansible versions checked,
+        the recorded Kubernetes version read (:meth:`rendered_spec`).
+
+        :raises KubesprayCheckoutUnsupported: the checkout is refused.
+        """
+        if self._reads.runner is None:
             conn = self._ansible()
             workspace = self._workspace()
-            if not self._workspace_ready:
+            if not self._reads.workspace_ready:
                 workspace.ensure()
             root = self.spec.ansible.kubespray_root_path
             settings = kubespray.PlaybookSettings.from_conf(
@@ -273,52 +303,70 @@ class ClusterDriver:
                                     conn.host, root)
             kubespray.check_ansible(layout, conn.host, root,
                                     settings.ansible_playbook)
-            self._follow_recorded_version(workspace)
-            self._runner_obj = kubespray.Runner(
+            # The version of the last upgrade wins over the request's:
+            # the instantiate parameters Tacker keeps name the original.
+            self._reads.kube_version = workspace.read_record(
+                upgrade_mod.RECORD_FILE, upgrade_mod.parse_record)
+            self._reads.runner = kubespray.Runner(
                 conn, root, layout, workspace,
                 inventory=inventory.HOSTS_FILE,
                 extra_vars_files=(inventory.CLUSTER_VARS_FILE,
                                   inventory.SECRET_VARS_FILE),
                 settings=settings, on_progress=self._playbook_line,
                 operation=self.operation)
-        return self._runner_obj
+        return self._reads.runner
 
-    def _follow_recorded_version(self, workspace):
-        # The version of the last upgrade wins over the request's: the
-        # instantiate parameters Tacker keeps name the original one.
-        recorded = workspace.read_record(upgrade_mod.RECORD_FILE,
-                                         upgrade_mod.parse_record)
-        if recorded is not None:
-            self._set_kube_version(recorded)
+    def read_record(self, name, parse):
+        """The workspace's record file *name*, parsed by *parse*
+        (``kubespray.Workspace.read_record``)."""
+        return self._workspace().read_record(name, parse)
 
-    def _set_kube_version(self, version):
+    def rendered_spec(self):
+        """The spec the documents are rendered from: the request's, with
+        the Kubernetes version of the last upgrade recorded in the
+        workspace, if any (:attr:`spec` itself never changes)."""
+        version = self._reads.kube_version
+        if version is None:
+            return self.spec
         kubespray_opts = self.spec.kubespray
         extra_vars = dict(kubespray_opts.extra_vars)
         extra_vars['kube_version'] = upgrade_mod.version_text(version)
-        self.spec = dataclasses.replace(
-            self.spec, kubespray=dataclasses.replace(
-                kubespray_opts,
-                extra_vars=types.MappingProxyType(extra_vars)))
+        return dataclasses.replace(self.spec, kubespray=dataclasses.replace(
+            kubespray_opts, extra_vars=types.MappingProxyType(extra_vars)))
 
-    def _drop_runner(self):
-        # Its workspace is gone: a later operation starts afresh.
-        if self._runner_obj is not None:
-            self._past_timings += self._runner_obj.timings
-        self._runner_obj = None
-        self._workspace_ready = False
-        self._settings = None
+    def record_kube_version(self, version, others=None):
+        """Record *version* (and the *others* records of the upgrade,
+        ``{name: text}``) in the workspace, one transfer: every later
+        document renders it (:meth:`rendered_spec`)."""
+        self._workspace().upload(
+            dict(others or {}, **{
+                upgrade_mod.RECORD_FILE: upgrade_mod.render_record(version)}),
+            mode=inventory.PUBLIC_MODE)
+        self._reads.kube_version = version
+
+    def _forget_reads(self):
+        # A new hook (claim) or a workspace that is gone: read afresh.
+        if self._reads.runner is not None:
+            self._past_timings += self._reads.runner.timings
+        self._reads = Reads()
 
     def node_settings(self):
         """``{node name: NodeSettings}`` recorded in the workspace
-        (:mod:`mgmt_driver.labels`); read once, changed in place, written
-        with the inventory.
+        (:mod:`mgmt_driver.labels`) with this operation's changes: a
+        copy; change them with :meth:`forget_node_settings` and
+        :meth:`set_node_settings`, written with the next inventory.
 
         :raises RemoteDataInvalid: the record was tampered with.
         """
-        if self._settings is None:
-            self._settings = self._workspace().read_record(
+        if self._reads.node_settings is None:
+            self._reads.node_settings = self._workspace().read_record(
                 labels_mod.RECORD_FILE, labels_mod.parse_record)
-        return self._settings
+        return dict(self._reads.node_settings)
+
+    def set_node_settings(self, settings):
+        """Make *settings* (``{name: NodeSettings}``) what the next
+        inventory records."""
+        self._reads.node_settings = dict(settings)
 
     def forget_node_settings(self, names):
         """Drop the record of *names*: nodes that are gone for good, or
@@ -327,11 +375,12 @@ class ClusterDriver:
         settings = self.node_settings()
         for name in names:
             settings.pop(name, None)
+        self.set_node_settings(settings)
 
     @property
     def playbook_timings(self):
         """``(playbook, seconds)`` of every ansible-playbook run so far."""
-        runner = self._runner_obj
+        runner = self._reads.runner
         return self._past_timings + (
             list(runner.timings) if runner is not None else [])
 
@@ -350,15 +399,16 @@ class ClusterDriver:
         """
         self._remember([_host_of(n)
                         for n in cluster.k8s_nodes + cluster.gateways])
-        runner = self._runner()
+        runner = self.runner()
+        spec = self.rendered_spec()
         key_paths = inventory.remote_key_paths(
-            self.spec, cluster, runner.workspace.file(KEY_DIR))
+            spec, cluster, runner.workspace.file(KEY_DIR))
         # A node's labels and taints are fixed when it first appears
         # here; the record keeps them (mgmt_driver.labels).
         settings = self.node_settings()
         for node in cluster.k8s_nodes:
-            settings.setdefault(node.name, self.spec.node_settings(node))
-        files = inventory.render_files(self.spec, cluster, key_paths,
+            settings.setdefault(node.name, spec.node_settings(node))
+        files = inventory.render_files(spec, cluster, key_paths,
                                        settings=settings)
         documents = {name: (rendered.content, rendered.mode)
                      for name, rendered in files.items()}
@@ -373,6 +423,7 @@ class ClusterDriver:
         # One transfer and one command whatever the node count; host_vars/
         # is replaced as a whole, so a removed node's file is gone.
         runner.workspace.replace(documents)
+        self.set_node_settings(settings)
 
     def recorded_inventory(self):
         """The inventory last uploaded to the workspace, checked.
@@ -398,96 +449,7 @@ class ClusterDriver:
                                         order.get(n.name, 0)))
         return cluster.with_masters(masters)
 
-    # Load balancer and kubectl.
-
-    def _lb(self, cluster):
-        if cluster.external_lb is None:
-            raise exceptions.MgmtDriverNotFound(
-                param='%s.external_lb_param (no load balancer VM found)'
-                      % params.ROOT)
-        return self._connection(cluster.external_lb)
-
-    def _gateways(self, cluster, names=None):
-        """``[(gateway Node, Connection)]``: every gateway, or those
-        called *names*; at least one."""
-        self._lb(cluster)
-        wanted = None if names is None else set(names)
-        return [(g, self._connection(g)) for g in cluster.gateways
-                if wanted is None or g.name in wanted]
-
-    def update_load_balancer(self, cluster):
-        """Render HAProxy's configuration for *cluster* and apply it
-        (and keepalived's, when ``external_lb_param.vip`` is set)."""
-        conn = self._lb(cluster)
-        layout = loadbalancer.layout_for(
-            self.spec.external_lb, cluster,
-            **loadbalancer.layout_options(self.conf))
-        settings = loadbalancer.ApplySettings.from_conf(
-            self.conf, self.spec.external_lb.login.username)
-        text = loadbalancer.render_haproxy_config(layout)
-        if self.spec.external_lb.highly_available:
-            changed = any(any(both) for both in self._update_gateways(
-                cluster, text, layout, settings).values())
-        else:
-            changed = loadbalancer.apply_config(conn, text, settings)
-        self.step('load balancer %s: %d master(s), %d worker(s)%s',
-                  conn.host, len(cluster.masters), len(cluster.workers),
-                  '' if changed else ' (unchanged)')
-
-    def _update_gateways(self, cluster, text, layout, settings):
-        gateways = self._gateways(cluster)
-        return keepalived.update_gateways(
-            {g.name: c for g, c in gateways},
-            [(g.name, g.cluster_address) for g, _ in gateways], text,
-            self.spec.external_lb, settings,
-            keepalived.settings_from_conf(self.conf, settings),
-            keepalived.check_address(layout.bind_addresses))
-
-    def prepare_load_balancer(self, cluster, names=None):
-        """Run the package's LB install script on every gateway (or on
-        the gateways called *names*), if a script is given."""
-        script = self.spec.external_lb.script_path
-        local = self._lb_script_file(script)
-        if local is None:
-            return
-        try:
-            with open(local, 'rb') as f:
-                content = f.read()
-        except OSError as exc:
-            raise exceptions.ParamsNotFound([
-                '%s.external_lb_param.script_path: cannot read %s in the '
-                'VNF package: %s' % (params.ROOT, script, exc.strerror)])
-        proxies = inventory.proxy_environment(self.spec, cluster)
-        for _, conn in self._gateways(cluster, names):
-            self._run_lb_script(conn, content, proxies)
-
-    def _run_lb_script(self, conn, content, proxies):
-        conn.write_file(LB_SCRIPT, content, mode=0o700)
-        # The proxies (URLs may hold credentials) go on the script's
-        # standard input, never on a command line (ps shows it to every
-        # user of the VM); the variable only says that they are there.
-        flag = ['%s=1' % LB_PROXY_FLAG] if proxies else []
-        stdin = ''.join('%s=%s\n' % item for item in sorted(
-            proxies.items())) or None
-        # The script installs packages: root, through sudo for other users
-        # (env after sudo, which would drop the variable otherwise); it is
-        # a bash script whatever the VM's sh is.
-        sudo = loadbalancer.ApplySettings.from_conf(
-            self.conf, self.spec.external_lb.login.username).sudo
-        ha = self.spec.external_lb.highly_available
-        self.step('installing HAProxy%s and kubectl on %s',
-                  ', keepalived' if ha else '', conn.host)
-        conn.run((['sudo', '-n'] if sudo else []) + ['env'] + flag +
-                 ['bash', LB_SCRIPT] + (['--with-keepalived'] if ha else []),
-                 stdin=stdin)
-
-    def _lb_script_file(self, script):
-        if not script:
-            return None
-        if self.lb_script:
-            return self.lb_script
-        return os.path.join(self.package_dir, script) \
-            if self.package_dir else None
+    # kubectl.
 
     def kubectl_client(self, cluster, exclude=()):
         """kubectl on the first control-plane node that answers."""
@@ -498,7 +460,7 @@ class ClusterDriver:
                 error_message='no control-plane node is left to run '
                               'kubectl on')
         return kubectl.client_on_first_reachable(
-            [self._connection(n) for n in masters],
+            [self.connection(n) for n in masters],
             kubectl=self.settings.kubectl_command,
             kubeconfig=self.settings.kubectl_kubeconfig,
             sudo=kconf.use_sudo(self.settings.kubectl_sudo,
@@ -518,107 +480,7 @@ class ClusterDriver:
                 self.spec.external_lb.api_port),
             token=creds.token, ca_cert=creds.ca_cert)
 
-    def rebuild_load_balancer(self, cluster, vim_name, names=None):
-        """Set up re-created LB VMs (a VNFC heal) from scratch.
-
-        Their old host keys are forgotten first (a new VM has a new one;
-        only keys the instance owns, :mod:`mgmt_driver.records`),
-        then the install script and the kubeconfig are put in place
-        again on them, and HAProxy's (and keepalived's) configuration on
-        every gateway: the other gateways keep serving meanwhile and
-        learn the new peer.
-
-        :param names: the re-created gateways (default: the LB VM of a
-            single-gateway cluster, :attr:`ClusterNodes.external_lb`).
-        :returns: the cluster's :class:`~mgmt_driver.registry.ClusterAccess`.
-        """
-        if names is None:
-            self._lb(cluster)  # raises when there is no LB VM
-            names = [cluster.external_lb.name]
-        rebuilt = [g for g, _ in self._gateways(cluster, names)]
-        for lb in rebuilt:
-            self.step('rebuilding the load balancer %s', lb.ssh_address)
-        self.records.forget_keys(
-            self.instance_id, [_host_of(lb).endpoint for lb in rebuilt],
-            self.pool.forget_host)
-        self.prepare_load_balancer(cluster, names)
-        self.update_load_balancer(cluster)
-        # A new address must reach the joins of later operations.
-        self.point_cluster_info(cluster)
-        access = self.cluster_access(cluster, vim_name)
-        self.place_lb_kubeconfig(cluster, access, names)
-        return access
-
-    def place_lb_kubeconfig(self, cluster, access, names=None):
-        """A kubeconfig (0600) on every gateway, or on those called
-        *names*, so kubectl works there."""
-        for _, conn in self._gateways(cluster, names):
-            conn.run(['mkdir', '-p', '-m', '0700', posixpath.dirname(
-                LB_KUBECONFIG)])
-            conn.write_file(LB_KUBECONFIG,
-                            registry.render_kubeconfig(access), mode=0o600)
-
-    def add_gateways(self, cluster, names, vim_name):
-        """Set up the new gateways *names* (a scale-out of the gateway
-        aspect): install script, HAProxy and keepalived on every
-        gateway (the peers change), kubeconfig on the new ones."""
-        self.step('adding gateway(s) %s', ', '.join(names))
-        self.prepare_load_balancer(cluster, names)
-        self.update_load_balancer(cluster)
-        self.place_lb_kubeconfig(
-            cluster, self.cluster_access(cluster, vim_name), names)
-
-    def remove_gateways(self, cluster, names):
-        """Take the gateways *names* out (a scale-in of the gateway
-        aspect, before their VMs are deleted).
-
-        The remaining gateways get the new peer list first; then
-        keepalived is stopped on the leaving ones (best effort), so the
-        VIP moves to a staying gateway before Heat deletes the VM.
-
-        :returns: the cluster without them.
-        :raises MgmtDriverOtherError: *names* are every gateway.
-        """
-        remaining = cluster.remove(*names)
-        if not remaining.gateways:
-            raise exceptions.MgmtDriverOtherError(
-                error_message='cannot remove every gateway (%s): the '
-                              'cluster needs one' % ', '.join(names))
-        settings = keepalived.settings_from_conf(
-            self.conf, loadbalancer.ApplySettings.from_conf(
-                self.conf, self.spec.external_lb.login.username))
-        command = keepalived.stop_command_from_conf(self.conf)
-        self.step('removing gateway(s) %s', ', '.join(names))
-        self.update_load_balancer(remaining)
-        for gateway, conn in self._gateways(cluster, names):
-            try:
-                keepalived.stop(conn, settings, command)
-            except _PLAYBOOK_ERRORS + (
-                    exceptions.MgmtDriverOtherError,) as exc:
-                self.warn('could not stop keepalived on the leaving '
-                          'gateway %s (the VIP moves when its VM is '
-                          'deleted): %s', gateway.name, exc)
-        self.upload_inventory(remaining)
-        self._forget_host_keys(cluster, names)
-        return remaining
-
     # Operations.
-
-    def instantiate(self, cluster, vim_name):
-        """Build the cluster, front it with HAProxy, return its access.
-
-        :returns: a :class:`~mgmt_driver.registry.ClusterAccess`.
-        """
-        cluster = self.in_recorded_order(cluster)
-        self.step('instantiate: %d master(s), %d worker(s)',
-                  len(cluster.masters), len(cluster.workers))
-        self.upload_inventory(cluster)
-        self._runner().cluster(len(cluster.k8s_nodes))
-        self.prepare_load_balancer(cluster)
-        self.update_load_balancer(cluster)
-        access = self.cluster_access(cluster, vim_name)
-        self.place_lb_kubeconfig(cluster, access)
-        return access
 
     def not_in_kubernetes(self, cluster):
         """Names of *cluster*'s nodes that Kubernetes does not know.
@@ -642,7 +504,7 @@ class ClusterDriver:
         cluster = self.in_recorded_order(cluster)
         self.step('scale out: adding %s', ', '.join(new_names) or 'nothing')
         self.upload_inventory(cluster)
-        runner = self._runner()
+        runner = self.runner()
         if new_names:
             self.point_cluster_info(cluster)
             self.refresh_facts(cluster, new_names)
@@ -651,7 +513,7 @@ class ClusterDriver:
             except _PLAYBOOK_ERRORS as exc:
                 self._undo_join(cluster, new_names)
                 raise exceptions.with_advice(exc, advice)
-        self.update_load_balancer(cluster)
+        gateways.update(self, cluster)
 
     def refresh_facts(self, cluster, limited):
         """Cached facts for every host a run limited to *limited* leaves
@@ -659,7 +521,7 @@ class ClusterDriver:
         (:func:`~mgmt_driver.factcache.refresh_facts`)."""
         limited = set(limited)
         factcache.refresh_facts(
-            self._runner(), [n for n in cluster.names if n not in limited],
+            self.runner(), [n for n in cluster.names if n not in limited],
             self.settings.fact_cache_margin)
 
     def _undo_join(self, cluster, names):
@@ -670,7 +532,7 @@ class ClusterDriver:
             self.step('the join failed: taking %s out again',
                       ', '.join(names))
             if joined:
-                self._remove_from_kubernetes(cluster, joined)
+                self.remove_from_kubernetes(cluster, joined)
             self.forget_node_settings(names)
             self.upload_inventory(cluster.remove(*names))
         except _PLAYBOOK_ERRORS + (exceptions.MgmtDriverOtherError,) as exc:
@@ -718,105 +580,61 @@ class ClusterDriver:
         cluster = self.in_recorded_order(cluster)
         remaining = cluster.remove(*names)
         self.step('removing %s', ', '.join(names) or 'nothing')
-        self.update_load_balancer(remaining)
+        gateways.update(self, remaining)
         if names:
-            self._remove_from_kubernetes(cluster, names)
+            self.remove_from_kubernetes(cluster, names)
         if not rejoin:
             self.forget_node_settings(names)
         self.upload_inventory(remaining)
-        self._forget_host_keys(cluster, names)
+        self.forget_host_keys(cluster, names)
         return remaining
 
-    def _remove_from_kubernetes(self, cluster, names, exclude=()):
+    def remove_from_kubernetes(self, cluster, names, exclude=()):
         client = self.kubectl_client(cluster, exclude=exclude)
         present = [n for n in names if client.node_exists(n)]
         reachable, unreachable = [], []
         for name in present:
-            (reachable if self._reachable(cluster.get(name))
+            (reachable if self.reachable(cluster.get(name))
              else unreachable).append(name)
         for name in reachable:
             self.step('draining %s', name)
             client.drain(name, timeout=self.settings.drain_timeout)
             client.wait_evacuated(name, timeout=self.settings.drain_timeout)
         self.upload_inventory(cluster)
-        runner = self._runner()
+        runner = self.runner()
         runner.remove_nodes(reachable, reachable=True)
         runner.remove_nodes(unreachable, reachable=False)
 
-    def _reachable(self, node):
-        # Asked once per hook: a dead host costs the connect retries.
+    def reachable(self, node):
+        """Whether *node* answers SSH: asked once per claim (a dead host
+        costs the connect retries); None (no such node) does not."""
         if node is None:
             return False
-        if node.name not in self._reachability:
+        if node.name not in self._reads.reachability:
             login = self.spec.login_for(node.role)
-            self._reachability[node.name] = self.pool.reachable(
+            self._reads.reachability[node.name] = self.pool.reachable(
                 node.ssh_address, login.credentials(), node.ssh_port,
                 on_new_key=self._claim_key)
-            if not self._reachability[node.name]:
+            if not self._reads.reachability[node.name]:
                 LOG.warning('%s is not reachable: removing it without '
                             'draining', node.name)
-        return self._reachability[node.name]
+        return self._reads.reachability[node.name]
 
-    def _forget_host_keys(self, cluster, names):
+    def forget_host_keys(self, cluster, names, drop=True):
+        """Forget the host keys of the nodes or gateways *names* of
+        *cluster*: only those the instance owns (mgmt_driver.records).
+
+        :param drop: the hosts are gone for good: out of the record too
+            (a re-created VM keeps its place in it).
+        """
         gone = {_host_of(n).endpoint for n in (
             cluster.get(name) or cluster.gateway(name) for name in names)
             if n}
-        # Only the keys this instance owns (mgmt_driver.records).
         self.records.forget_keys(self.instance_id, gone,
-                                 self.pool.forget_host, drop=True)
-        self._remembered = {h for h in self._remembered
-                            if h.endpoint not in gone}
-
-    def remove_masters(self, cluster, names):
-        """Remove control-plane nodes (for a heal), first one included.
-
-        kubespray cannot remove the first control-plane node (its
-        remove-node.yml delegates to the first host of
-        ``kube_control_plane`` and of ``etcd``), so when it is among
-        *names* the healthy masters are moved to the front first.  With
-        every node to remove still answering, ``cluster.yml`` is re-run
-        over the control plane in the new order, as kubespray's
-        node-operations guide says; a dead one would make that run fail
-        (Ansible cannot reach it), so then the new order goes straight
-        to the ungraceful removal, which only needs the new first host,
-        and heal_end's ``cluster.yml`` applies it to every node.  At the
-        end ``kube-public/cluster-info`` names a live endpoint
-        (:meth:`point_cluster_info`).
-
-        :returns: the cluster without them.
-        """
-        cluster = self.in_recorded_order(cluster)
-        chosen = set(names)
-        names = [n.name for n in cluster.masters if n.name in chosen]
-        if len(names) >= len(cluster.masters):
-            raise exceptions.MgmtDriverOtherError(
-                error_message='cannot heal every control-plane node at '
-                              'once; heal the whole VNF instead (Tacker: '
-                              'a heal request without vnfcInstanceId; '
-                              'kubespray-mgmt: run heal without --nodes)')
-        if cluster.masters[0].name in names:
-            healthy = [n for n in cluster.masters if n.name not in chosen]
-            sick = [n for n in cluster.masters if n.name in chosen]
-            cluster = cluster.with_masters(healthy + sick)
-            self.step('moving %s to the front of the control plane',
-                      healthy[0].name)
-            self.upload_inventory(cluster)
-            dead = [n.name for n in sick if not self._reachable(n)]
-            if dead:
-                self.step('not re-running cluster.yml over %s (unreachable)',
-                          ', '.join(dead))
-            else:
-                self.refresh_facts(cluster,
-                                   [n.name for n in cluster.masters])
-                self._runner().cluster(len(cluster.k8s_nodes),
-                                       limit=['etcd', 'kube_control_plane'])
-        remaining = cluster.remove(*names)
-        self.update_load_balancer(remaining)
-        self._remove_from_kubernetes(cluster, names, exclude=names)
-        self.upload_inventory(remaining)
-        self._forget_host_keys(cluster, names)
-        self.point_cluster_info(remaining)
-        return remaining
+                                 self.pool.forget_host, drop=drop)
+        if drop:
+            self._remembered = {h for h in self._remembered
+                                if h.endpoint not in gone}
 
     def discovery_server(self, cluster):
         """The API endpoint ``kube-public/cluster-info`` must name.
@@ -847,194 +665,6 @@ class ClusterDriver:
         if old != server:
             self.step('cluster-info names %s (was %s)', server, old)
 
-    def add_masters(self, cluster):
-        """Re-run ``cluster.yml`` so new control-plane nodes join last.
-
-        cluster-info is checked first: the joins discover the cluster
-        through it.  With an external load balancer the run is limited
-        to ``etcd,kube_control_plane``, as kubespray's node-operations
-        guide does for control-plane and etcd nodes: the workers reach
-        the API through the load balancer, so nothing on them changes,
-        and only their cached facts are needed (refreshed where stale),
-        so a worker that is down does not stop the heal.  Without one,
-        every node's localhost proxy lists the control-plane addresses:
-        the run covers every host.
-        """
-        cluster = self.in_recorded_order(cluster)
-        self.upload_inventory(cluster)
-        self.point_cluster_info(cluster)
-        runner = self._runner()
-        if cluster.external_lb is None:
-            runner.cluster(len(cluster.k8s_nodes))
-        else:
-            self.refresh_facts(cluster, [n.name for n in cluster.masters])
-            runner.cluster(len(cluster.masters),
-                           limit=['etcd', 'kube_control_plane'])
-        self.update_load_balancer(cluster)
-
-    def relabel(self, cluster, names, labels=(), taints=()):
-        """Change the labels and taints of existing nodes (day 2).
-
-        The record (:mod:`mgmt_driver.labels`) and the inventory change
-        first, so kubespray's later runs and a node that joins again (a
-        heal) keep the new values; then ``kubectl label`` and ``kubectl
-        taint`` with what each node lacks (each value an argv entry of
-        its own; a taint removal only for a taint the node has), one
-        command for all the nodes that need the same change.  Running it
-        again converges, and costs one ``kubectl get`` once done.
-
-        :param names: node names of *cluster*.
-        :param labels: ``(key, value)`` pairs, as
-            :func:`mgmt_driver.params.parse_label_list` returns them
-            (a None value removes the label).
-        :param taints: strings, as
-            :func:`mgmt_driver.params.parse_taint_list` returns them
-            (``key=value:Effect``, or a removal ending in ``-``).
-        :returns: the names of the nodes that are not both in *cluster*
-            and in Kubernetes (nothing was changed on them).
-        """
-        client = self.kubectl_client(cluster)
-        settings = self.node_settings()
-        recorded = dict(settings)
-        names = list(dict.fromkeys(names))
-        known = set(cluster.names)
-        present = client.nodes_named([n for n in names if n in known])
-        missing = [name for name in names if name not in present]
-        for name in missing:
-            self.warn('%s is not a Kubernetes node of this cluster: '
-                      'nothing set', name)
-        for name in present:
-            settings[name] = labels_mod.apply_change(
-                settings.get(name) or self.spec.node_settings(
-                    cluster.get(name)), labels, taints)
-        if settings != recorded:
-            self.upload_inventory(cluster)
-        # Nodes that need the same change share one command.
-        label_groups, taint_groups = {}, {}
-        for name, info in present.items():
-            label_groups.setdefault(tuple(labels_mod.labels_to_send(
-                labels, info.labels)), []).append(name)
-            taint_groups.setdefault(tuple(labels_mod.taints_to_send(
-                taints, info.taints)), []).append(name)
-        self.step('relabelling %s', ', '.join(present) or 'no node')
-        for change, group in label_groups.items():
-            if change:
-                client.label(group, change)
-        for change, group in taint_groups.items():
-            if change:
-                client.taint(group, change)
-        return missing
-
-    def upgrade(self, cluster, target, serial=None, field='kube_version',
-                every_node=False):
-        """Upgrade Kubernetes to *target*, node by node.
-
-        The version is checked against the nodes' kubelet versions and
-        the checkout first (:func:`mgmt_driver.upgrade.plan`); a refused
-        one changes nothing.  Then it is recorded in the workspace, so
-        every later operation renders it, and ``upgrade-cluster.yml``
-        runs once per control-plane node, in the inventory's order, with
-        that node out of HAProxy's API backends meanwhile (a lone
-        control-plane node stays: there is no other), then once over the
-        workers, in batches of *serial*.  Nodes already at *target* are
-        skipped, so the same request run again after a failure
-        completes the upgrade.
-
-        :param target: the version, ``'1.34.3'`` or ``'v1.34.3'``.
-        :param serial: workers upgraded at once (``3`` or ``'25%'``), or
-            None for kubespray's default.
-        :param field: where *target* came from, for messages.
-        :param every_node: plan every node without asking Kubernetes for
-            their versions (a dry run: there is no cluster to ask).
-        :returns: the :class:`mgmt_driver.upgrade.Plan` that was run.
-        :raises ParamsInvalid: *target* or *serial* is refused.
-        """
-        wanted = upgrade_mod.parse_version(target, field)
-        cluster = self.in_recorded_order(cluster)
-        nodes = None if every_node else self.kubectl_client(cluster).nodes()
-        before = self._cordoned_before(wanted, nodes)
-        todo = self._upgrade_plan(cluster, wanted, field, nodes, before)
-        self.step('upgrade to %s: control plane %s; workers %s',
-                  upgrade_mod.version_text(wanted),
-                  ', '.join(todo.masters) or 'done',
-                  ', '.join(todo.workers) or 'done')
-        # Dry run (no nodes): nothing is known of the cordons to record.
-        self._record_version(wanted, {} if nodes is None else {
-            upgrade_mod.CORDONS_FILE: upgrade_mod.render_cordons(
-                wanted, before)})
-        if nodes is not None:
-            self._uncordon_left(cluster, upgrade_mod.left_cordoned(
-                nodes, todo, before))
-        self.upload_inventory(cluster)
-        if not todo.done:
-            self.refresh_facts(cluster, ())
-        for name in todo.masters:
-            self._upgrade_master(cluster, name)
-        self._runner().upgrade(list(todo.workers), serial)
-        self.update_load_balancer(cluster)
-        return todo
-
-    def _upgrade_plan(self, cluster, wanted, field, nodes, before):
-        runner = self._runner()
-        supported = upgrade_mod.parse_supported(
-            kubespray.supported_kube_versions(runner.conn, runner.root))
-        if supported is None:
-            self.warn('the kubespray checkout lists no kubelet_checksums: '
-                      'kubespray itself checks the version')
-        return upgrade_mod.plan(
-            wanted, nodes,
-            [n.name for n in cluster.masters],
-            [n.name for n in cluster.workers], supported, field, before)
-
-    def _cordoned_before(self, wanted, nodes):
-        """The nodes that were cordoned when the upgrade to *wanted*
-        started: recorded by its first run, kept by the runs after."""
-        if nodes is None:
-            return frozenset()
-        recorded = self._workspace().read_record(
-            upgrade_mod.CORDONS_FILE, upgrade_mod.parse_cordons)
-        if recorded is not None and recorded[0] == wanted:
-            return recorded[1]
-        return frozenset(n.name for n in nodes if not n.schedulable)
-
-    def _uncordon_left(self, cluster, names):
-        """Make schedulable the nodes an earlier, failed run of this
-        upgrade left cordoned, so that kubespray drains them and
-        uncordons them afterwards (it does neither for a node it finds
-        cordoned)."""
-        if not names:
-            return
-        self.step('uncordoning %s, left cordoned by an earlier run of '
-                  'this upgrade, so that kubespray drains and uncordons '
-                  'them', ', '.join(names))
-        client = self.kubectl_client(cluster)
-        for name in names:
-            client.uncordon(name)
-
-    def _record_version(self, version, others):
-        """Record *version* and the *others* records of the upgrade
-        (``{name: text}``) in the workspace: one transfer."""
-        self._set_kube_version(version)
-        self._workspace().upload(
-            dict(others, **{
-                upgrade_mod.RECORD_FILE: upgrade_mod.render_record(version)}),
-            mode=inventory.PUBLIC_MODE)
-
-    def _upgrade_master(self, cluster, name):
-        """One control-plane node, out of the API backends meanwhile.
-
-        After a failure it stays out until the upgrade is run again (or
-        any operation rewrites the configuration).
-        """
-        if len(cluster.masters) > 1:
-            self.update_load_balancer(cluster.remove(name))
-        else:
-            self.warn('%s is the only control-plane node: the API is down '
-                      'while it restarts', name)
-        self.step('upgrading control-plane node %s', name)
-        self._runner().upgrade([name])
-        self.update_load_balancer(cluster)
-
     def reset(self):
         """Run ``reset.yml`` over the recorded inventory, if there is one.
 
@@ -1046,7 +676,7 @@ class ClusterDriver:
             self.step('no inventory recorded: nothing to reset')
             return
         self.step('resetting %d node(s)', len(hosts))
-        self._runner().reset(len(hosts))
+        self.runner().reset(len(hosts))
 
     def terminate(self, kind, unregister):
         """Delete the workspace, the VIM and the local record's host keys.
@@ -1062,7 +692,7 @@ class ClusterDriver:
             *kind*.
         """
         self.remove_workspace()
-        self._drop_runner()
+        self._forget_reads()
         gone = records_mod.release(self.records, self.instance_id,
                                    self.pool.forget_host, kind, unregister)
         self.step('forgot the SSH host keys of %d host(s) (those its own '
@@ -1144,8 +774,8 @@ class LcmHooks:
             self._noop('terminate_start', vnf_instance)
             return
         with self._pool_factory() as pool:
-            self._driver(context, vnf_instance, spec, pool,
-                         'terminate_start').reset()
+            operations.terminate_begin(self._driver(
+                context, vnf_instance, spec, pool, 'terminate_start'))
 
     def change_external_connectivity_start(self, context, vnf_instance,
                                            request, grant, grant_request,
@@ -1191,19 +821,19 @@ class LcmHooks:
         spec = self._spec(context, vnf_instance, None, 'upgrade')
         cluster, _ = self._vms(context, vnf_instance, None, spec)
         relabel = wanted.relabel
-        names = list(relabel.nodes) + labels_mod.pool_members(
-            spec, cluster, relabel.pools,
-            wanted.field(labels_mod.METADATA_POOLS)) if relabel else []
+        if relabel is not None:
+            relabel = (list(relabel.nodes) + labels_mod.pool_members(
+                spec, cluster, relabel.pools,
+                wanted.field(labels_mod.METADATA_POOLS)),
+                relabel.labels, relabel.taints)
+        target = None if wanted.kube_version is None else \
+            upgrade_mod.version_text(wanted.kube_version)
         with self._pool_factory() as pool:
-            driver = self._driver(context, vnf_instance, spec, pool,
-                                  'modify_information_end')
-            if relabel is not None:
-                driver.relabel(cluster, names, relabel.labels,
-                               relabel.taints)
-            if wanted.kube_version is not None:
-                driver.upgrade(
-                    cluster, upgrade_mod.version_text(wanted.kube_version),
-                    wanted.serial, wanted.field(upgrade_mod.METADATA_VERSION))
+            operations.modify(
+                self._driver(context, vnf_instance, spec, pool,
+                             'modify_information_end'),
+                cluster, relabel, target, wanted.serial,
+                wanted.field(upgrade_mod.METADATA_VERSION))
 
     # Inputs.
 
@@ -1266,19 +896,15 @@ class LcmHooks:
     def _store(self):
         return self._records or records_mod.RecordStore.from_conf(self.conf)
 
-    def _driver(self, context, vnf_instance, spec, pool, operation=None):
-        """The :class:`ClusterDriver`; with *operation*, claimed for it
-        (:meth:`ClusterDriver.claim`)."""
-        drv = ClusterDriver(spec, vnf_instance.id, pool, self.conf,
-                            self._package_dir_of(context, vnf_instance),
-                            records=self._store())
-        if operation is not None:
-            drv.claim(operation)
-        return drv
+    def _driver(self, context, vnf_instance, spec, pool, operation):
+        """The :class:`ClusterDriver` of the hook *operation*."""
+        return ClusterDriver(spec, vnf_instance.id, pool, self.conf,
+                             self._package_dir_of(context, vnf_instance),
+                             records=self._store(), operation=operation)
 
-    def _unregister(self, context, vnf_instance):
-        return lambda vim_id: self._registry.unregister(
-            context, vnf_instance, vim_id)
+    def _vims(self, context, vnf_instance):
+        """The VIM registry, as :mod:`mgmt_driver.operations` calls it."""
+        return TackerVims(self._registry, context, vnf_instance)
 
     @staticmethod
     def _vim_name(spec, vnf_instance):
@@ -1294,25 +920,12 @@ class LcmHooks:
 
     def _instantiate(self, context, vnf_instance, request, spec,
                      operation='instantiate_end'):
-        store, name = self._store(), self._vim_name(spec, vnf_instance)
-        owned = store.load(vnf_instance.id).vim_id(records_mod.TACKER_VIM)
-        # Before any remote work: a name taken by a VIM this instance
-        # did not register is refused, and so never deleted later.
-        self._registry.check_free(context, name, owned)
         cluster, _ = self._vms(context, vnf_instance, request, spec)
         with self._pool_factory() as pool:
-            access = self._driver(context, vnf_instance, spec, pool,
-                                  operation).instantiate(cluster, name)
-        self._register(context, vnf_instance, access)
-
-    def _register(self, context, vnf_instance, access):
-        """Register (or reuse the owned) VIM and record that we own it."""
-        store = self._store()
-        owned = store.load(vnf_instance.id).vim_id(records_mod.TACKER_VIM)
-        vim_id = self._registry.register(context, vnf_instance, access,
-                                         owned)
-        store.set_vim(vnf_instance.id, records_mod.TACKER_VIM, vim_id,
-                      access.name)
+            operations.instantiate(
+                self._driver(context, vnf_instance, spec, pool, operation),
+                cluster, self._vim_name(spec, vnf_instance),
+                self._vims(context, vnf_instance))
 
     @statestore.hook
     def terminate_end(self, context, vnf_instance, request, grant,
@@ -1320,21 +933,19 @@ class LcmHooks:
         spec = self._spec_or_none(context, vnf_instance, request,
                                   'terminate')
         if spec is None:
-            # Rollback of an instantiate refused for its parameters:
-            # nothing remote to clean; release what the record says this
-            # instance owns (a VIM, host keys), if anything.
+            # Rollback of an instantiate refused for its parameters.
             with self._pool_factory() as pool:
-                records_mod.release(self._store(), vnf_instance.id,
-                                    pool.forget_host, records_mod.TACKER_VIM,
-                                    self._unregister(context, vnf_instance))
+                operations.release(self._store(), vnf_instance.id, pool,
+                                   self._vims(context, vnf_instance))
             return
         self._terminate(context, vnf_instance, spec)
 
-    def _terminate(self, context, vnf_instance, spec):
+    def _terminate(self, context, vnf_instance, spec,
+                   operation='terminate_end'):
         with self._pool_factory() as pool:
-            self._driver(context, vnf_instance, spec, pool).terminate(
-                records_mod.TACKER_VIM,
-                self._unregister(context, vnf_instance))
+            operations.terminate_finish(
+                self._driver(context, vnf_instance, spec, pool, operation),
+                self._vims(context, vnf_instance))
 
     @statestore.hook
     def scale_end(self, context, vnf_instance, request, grant,
@@ -1346,15 +957,12 @@ class LcmHooks:
         new_gateways = _members(records, kwargs.get('scale_out_id_list'),
                                 'stack_id', params.ROLE_EXTERNAL_LB)
         with self._pool_factory() as pool:
-            driver = self._driver(context, vnf_instance, spec, pool,
-                                  'scale_end')
-            masters = {n.name for n in cluster.masters}
-            new = [name for name in driver.reconcile(cluster)
-                   if name not in masters]
-            if new_gateways:
-                driver.add_gateways(cluster, new_gateways,
-                                    self._vim_name(spec, vnf_instance))
-            driver.scale_out(cluster, new, advice=SCALE_OUT_ADVICE)
+            operations.scale_out(
+                self._driver(context, vnf_instance, spec, pool,
+                             'scale_end'),
+                cluster, gateways=new_gateways,
+                vim_name=self._vim_name(spec, vnf_instance),
+                advice=SCALE_OUT_ADVICE)
 
     @statestore.hook
     def scale_start(self, context, vnf_instance, request, grant,
@@ -1368,16 +976,12 @@ class LcmHooks:
         else:
             chosen = set(kwargs.get('scale_out_id_list') or [])
             match = 'stack_id'
-        gone = _members(records, chosen, match, params.ROLE_WORKER)
-        gateways = _members(records, chosen, match, params.ROLE_EXTERNAL_LB)
         with self._pool_factory() as pool:
-            driver = self._driver(context, vnf_instance, spec, pool,
-                                  'scale_start')
-            driver.reconcile(cluster)
-            if gateways:
-                cluster = driver.remove_gateways(cluster, gateways)
-            if gone or not gateways:
-                driver.remove_workers(cluster, gone)
+            operations.scale_in(
+                self._driver(context, vnf_instance, spec, pool,
+                             'scale_start'), cluster,
+                _members(records, chosen, match, params.ROLE_WORKER),
+                _members(records, chosen, match, params.ROLE_EXTERNAL_LB))
 
     @staticmethod
     def _need_heat(spec, operation):
@@ -1401,23 +1005,15 @@ class LcmHooks:
                    grant_request, **kwargs):
         spec = self._spec(context, vnf_instance, request, 'heal')
         if not getattr(request, 'vnfc_instance_id', None):
-            self._terminate(context, vnf_instance, spec)
+            self._terminate(context, vnf_instance, spec, 'heal_start')
             return
         self._need_heat(spec, 'heal of single VNFCs')
         cluster, records = self._vms(context, vnf_instance, request, spec)
-        healed = set(self._healed(vnf_instance, request, records))
-        masters = [n.name for n in cluster.masters if n.name in healed]
-        workers = [n.name for n in cluster.workers if n.name in healed]
-        # A healed LB needs nothing here: heal_end sets the new VM up.
         with self._pool_factory() as pool:
-            driver = self._driver(context, vnf_instance, spec, pool,
-                                  'heal_start')
-            driver.reconcile(cluster, exclude=masters)
-            if workers:
-                cluster = driver.remove_workers(cluster, workers,
-                                                rejoin=True)
-            if masters:
-                driver.remove_masters(cluster, masters)
+            operations.heal_begin(
+                self._driver(context, vnf_instance, spec, pool,
+                             'heal_start'),
+                cluster, self._healed(vnf_instance, request, records))
 
     @statestore.hook
     def heal_end(self, context, vnf_instance, request, grant,
@@ -1428,30 +1024,40 @@ class LcmHooks:
                               'heal_end')
             return
         cluster, records = self._vms(context, vnf_instance, request, spec)
-        master_names = {n.name for n in cluster.masters}
-        healed = set(self._healed(vnf_instance, request, records))
-        gateways = [n.name for n in cluster.gateways if n.name in healed]
         with self._pool_factory() as pool:
-            driver = self._driver(context, vnf_instance, spec, pool,
-                                  'heal_end')
-            if gateways:
-                # First: the gateways' old host keys must go before any
-                # step below connects to them; the other gateways keep
-                # serving the VIP meanwhile.
-                self._register(context, vnf_instance,
-                               driver.rebuild_load_balancer(
-                                   cluster,
-                                   self._vim_name(spec, vnf_instance),
-                                   gateways))
-            missing = driver.reconcile(cluster)
-            if params.sets_node_settings(_additional_params(request)):
-                # The request gives the healed nodes new labels or
-                # taints; without, they join with what they had.
-                driver.forget_node_settings(healed)
-            if master_names.intersection(missing):
-                driver.add_masters(cluster)
-            driver.scale_out(cluster, [n for n in missing
-                                       if n not in master_names])
+            operations.heal_finish(
+                self._driver(context, vnf_instance, spec, pool, 'heal_end'),
+                cluster, self._healed(vnf_instance, request, records),
+                self._vim_name(spec, vnf_instance),
+                self._vims(context, vnf_instance),
+                new_settings=params.sets_node_settings(
+                    _additional_params(request)))
+
+
+class TackerVims:
+    """Tacker's VIM registry bound to one hook call, with the interface
+    of :class:`mgmt_driver.operations.KubeconfigVims`.
+
+    :param vim_registry: a ``registry.TackerVimRegistry`` (or v2's).
+    """
+
+    kind = records_mod.TACKER_VIM
+
+    def __init__(self, vim_registry, context, vnf_instance):
+        self._registry = vim_registry
+        self._context = context
+        self._vnf_instance = vnf_instance
+
+    def check_free(self, name, owned_id=None):
+        self._registry.check_free(self._context, name, owned_id)
+
+    def register(self, access, owned_id=None):
+        return self._registry.register(self._context, self._vnf_instance,
+                                       access, owned_id)
+
+    def unregister(self, vim_id):
+        return self._registry.unregister(self._context, self._vnf_instance,
+                                         vim_id)
 
 
 def _members(records, chosen, match, role):

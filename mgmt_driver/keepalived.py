@@ -125,7 +125,7 @@ class VrrpLayout:
     def __post_init__(self):
         set_ = functools.partial(object.__setattr__, self)
         if not isinstance(self.name, str) or \
-                not loadbalancer._NAME_RE.fullmatch(self.name):
+                not loadbalancer.NAME_RE.fullmatch(self.name):
             raise _invalid('name: %r is not a valid gateway name', self.name)
         own = _address('address', self.address)
         vip = _address('vip', self.vip)
@@ -160,8 +160,8 @@ class VrrpLayout:
                                peer, own)
         if own in peers:
             raise _invalid('peers: %s is the gateway\'s own address', own)
-        loadbalancer._reject_duplicates('peers', [str(p) for p in peers],
-                                        'address')
+        loadbalancer.reject_duplicates('peers', [str(p) for p in peers],
+                                       'address')
         return tuple(str(p) for p in sorted(peers))
 
     def _check_numbers(self, max_prefix):
@@ -217,7 +217,7 @@ def gateway_layouts(gateways, interfaces, lb_spec, check_at='127.0.0.1',
     """
     if not lb_spec.highly_available:
         raise _invalid('vip: external_lb_param.vip is not set')
-    backends = loadbalancer._backends('gateways', gateways)
+    backends = loadbalancer.backends('gateways', gateways)
     if not backends or len(backends) > MAX_GATEWAYS:
         raise _invalid('gateways: %d gateway(s); 1 to %d are supported',
                        len(backends), MAX_GATEWAYS)
@@ -246,7 +246,7 @@ def _interface_of(interfaces, name):
 @functools.lru_cache(maxsize=1)
 def _template():
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(loadbalancer._TEMPLATE_DIR),
+        loader=jinja2.FileSystemLoader(loadbalancer.TEMPLATE_DIR),
         undefined=jinja2.StrictUndefined, autoescape=False,
         trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
     return env.get_template(_TEMPLATE_NAME)
@@ -325,10 +325,10 @@ def settings_from_conf(conf, haproxy_settings):
     group = conf.kubespray_mgmt
     return apply_settings(
         haproxy_settings, config_path=group.keepalived_config_path,
-        check_command=loadbalancer._argv('keepalived_check_command',
-                                         group.keepalived_check_command),
-        reload_command=loadbalancer._argv('keepalived_reload_command',
-                                          group.keepalived_reload_command))
+        check_command=loadbalancer.config_argv(
+            'keepalived_check_command', group.keepalived_check_command),
+        reload_command=loadbalancer.config_argv(
+            'keepalived_reload_command', group.keepalived_reload_command))
 
 
 def stop_command_from_conf(conf):
@@ -336,8 +336,9 @@ def stop_command_from_conf(conf):
 
     :raises MgmtDriverParamInvalid: the option is empty.
     """
-    return loadbalancer._argv('keepalived_stop_command',
-                              conf.kubespray_mgmt.keepalived_stop_command)
+    return loadbalancer.config_argv(
+        'keepalived_stop_command',
+        conf.kubespray_mgmt.keepalived_stop_command)
 
 
 def apply_gateway(conn, haproxy_text, layout, haproxy_settings,

@@ -64,34 +64,34 @@ _PEM_BEGIN = '-----BEGIN CERTIFICATE-----'
 _PEM_END = '-----END CERTIFICATE-----'
 
 
-class _BadShape(Exception):
+class BadShape(Exception):
     """Remote JSON lacks a field or has another type (text: field path)."""
 
 
 @contextlib.contextmanager
-def _parsing(host, what):
-    """Turn a :class:`_BadShape` inside the block into RemoteDataInvalid."""
+def parsing(host, what):
+    """Turn a :class:`BadShape` inside the block into RemoteDataInvalid."""
     try:
         yield
-    except _BadShape as exc:
+    except BadShape as exc:
         raise exceptions.RemoteDataInvalid(host=host, what=what,
                                            problem=str(exc)) from None
 
 
-def _field(obj, key, kind, where, default=None):
+def json_field(obj, key, kind, where, default=None):
     """``obj[key]`` if it has type *kind*; *default* if absent or null.
 
-    :raises _BadShape: *obj* is no mapping, the field has another type,
+    :raises BadShape: *obj* is no mapping, the field has another type,
         or it is absent and *default* is None.
     """
     if not isinstance(obj, dict):
-        raise _BadShape('%s must be an object, not %s'
-                        % (where, type(obj).__name__))
+        raise BadShape('%s must be an object, not %s'
+                       % (where, type(obj).__name__))
     value = obj.get(key)
     if value is None and default is not None:
         return default
     if not isinstance(value, kind):
-        raise _BadShape('%s.%s must be %s, not %s' % (
+        raise BadShape('%s.%s must be %s, not %s' % (
             where, key, _KIND_NAMES[kind], type(value).__name__))
     return value
 
@@ -100,33 +100,33 @@ _KIND_NAMES = {dict: 'an object', list: 'a list', str: 'a string'}
 
 
 def _check_depth(data):
-    """Raise _BadShape if *data* nests deeper than MAX_JSON_DEPTH."""
+    """Raise BadShape if *data* nests deeper than MAX_JSON_DEPTH."""
     stack = [(data, 1)]
     while stack:
         value, depth = stack.pop()
         if depth > MAX_JSON_DEPTH:
-            raise _BadShape('JSON nested deeper than %d levels'
-                            % MAX_JSON_DEPTH)
+            raise BadShape('JSON nested deeper than %d levels'
+                           % MAX_JSON_DEPTH)
         children = value.values() if isinstance(value, dict) else \
             value if isinstance(value, list) else ()
         stack.extend((child, depth + 1) for child in children)
 
 
-def _load_json(text):
+def load_json(text):
     """A JSON object parsed from untrusted *text*, bounded in depth.
 
-    :raises _BadShape: not JSON, not an object, or too deep; the text
+    :raises BadShape: not JSON, not an object, or too deep; the text
         is never quoted (it may hold a token).
     """
     try:
         data = json.loads(text)
     except RecursionError:
-        raise _BadShape('JSON nested deeper than %d levels'
-                        % MAX_JSON_DEPTH) from None
+        raise BadShape('JSON nested deeper than %d levels'
+                       % MAX_JSON_DEPTH) from None
     except ValueError:
-        raise _BadShape('no valid JSON') from None
+        raise BadShape('no valid JSON') from None
     if not isinstance(data, dict):
-        raise _BadShape('the output is not a JSON object')
+        raise BadShape('the output is not a JSON object')
     _check_depth(data)
     return data
 
@@ -211,8 +211,8 @@ def _check_label(value, what):
 
 def _name_of(item, where):
     """``metadata.name`` of a listed object."""
-    meta = _field(item, 'metadata', dict, where)
-    return _field(meta, 'name', str, where + '.metadata')
+    meta = json_field(item, 'metadata', dict, where)
+    return json_field(meta, 'name', str, where + '.metadata')
 
 
 _ROLE_PREFIX = 'node-role.kubernetes.io/'
@@ -246,27 +246,27 @@ class NodeInfo:
 
 def _node_info(item, where):
     """A :class:`NodeInfo` of one listed node (types checked)."""
-    meta = _field(item, 'metadata', dict, where)
-    labels = _field(meta, 'labels', dict, where + '.metadata', {})
+    meta = json_field(item, 'metadata', dict, where)
+    labels = json_field(meta, 'labels', dict, where + '.metadata', {})
     for value in labels.values():
         if not isinstance(value, str):
-            raise _BadShape('%s.metadata.labels values must be strings'
-                            % where)
-    spec = _field(item, 'spec', dict, where, {})
+            raise BadShape('%s.metadata.labels values must be strings'
+                           % where)
+    spec = json_field(item, 'spec', dict, where, {})
     taints = tuple(_taint_text(entry, where + '.spec.taints[]')
-                   for entry in _field(spec, 'taints', list,
-                                       where + '.spec', []))
+                   for entry in json_field(spec, 'taints', list,
+                                           where + '.spec', []))
     name = _name_of(item, where)
-    status = _field(item, 'status', dict, where, {})
+    status = json_field(item, 'status', dict, where, {})
     where += '.status'
-    info = _field(status, 'nodeInfo', dict, where, {})
+    info = json_field(status, 'nodeInfo', dict, where, {})
     return NodeInfo(
         name=name,
         roles=tuple(sorted(k[len(_ROLE_PREFIX):] for k in labels
                            if k.startswith(_ROLE_PREFIX))),
         ready=_condition(status, 'Ready', where),
-        kubelet_version=_field(info, 'kubeletVersion', str,
-                               where + '.nodeInfo', ''),
+        kubelet_version=json_field(info, 'kubeletVersion', str,
+                                   where + '.nodeInfo', ''),
         internal_ip=_address(status, 'InternalIP', where),
         labels=dict(labels), schedulable=not spec.get('unschedulable'),
         taints=taints)
@@ -275,47 +275,48 @@ def _node_info(item, where):
 def _taint_text(entry, where):
     """One ``spec.taints`` entry as ``key=value:Effect``."""
     if not isinstance(entry, dict):
-        raise _BadShape('%s must be objects' % where)
-    key = _field(entry, 'key', str, where)
-    value = _field(entry, 'value', str, where, '')
-    effect = _field(entry, 'effect', str, where)
+        raise BadShape('%s must be objects' % where)
+    key = json_field(entry, 'key', str, where)
+    value = json_field(entry, 'value', str, where, '')
+    effect = json_field(entry, 'effect', str, where)
     return '%s%s:%s' % (key, '=' + value if value else '', effect)
 
 
 def _condition(status, kind, where):
-    for entry in _field(status, 'conditions', list, where, []):
-        if _field(entry, 'type', str, where + '.conditions[]', '') == kind:
-            value = _field(entry, 'status', str, where + '.conditions[]',
-                           'Unknown')
+    for entry in json_field(status, 'conditions', list, where, []):
+        if json_field(entry, 'type', str, where + '.conditions[]', '') == kind:
+            value = json_field(entry, 'status', str, where + '.conditions[]',
+                               'Unknown')
             return value if value in ('True', 'False') else 'Unknown'
     return 'Unknown'
 
 
 def _address(status, kind, where):
-    for entry in _field(status, 'addresses', list, where, []):
-        if _field(entry, 'type', str, where + '.addresses[]', '') == kind:
-            return _field(entry, 'address', str, where + '.addresses[]', '')
+    for entry in json_field(status, 'addresses', list, where, []):
+        if json_field(entry, 'type', str, where + '.addresses[]', '') == kind:
+            return json_field(entry, 'address', str,
+                              where + '.addresses[]', '')
     return ''
 
 
 def _pod_entry(pod, where):
     """``('namespace/name', evacuated)`` of one listed pod."""
-    meta = _field(pod, 'metadata', dict, where)
-    namespace = _field(meta, 'namespace', str, where + '.metadata', '')
+    meta = json_field(pod, 'metadata', dict, where)
+    namespace = json_field(meta, 'namespace', str, where + '.metadata', '')
     return '%s/%s' % (namespace, _name_of(pod, where)), \
         _is_evacuated(pod, meta, where)
 
 
 def _is_evacuated(pod, meta, where):
     """True for pods that need not leave a drained node."""
-    owners = _field(meta, 'ownerReferences', list, where + '.metadata', [])
-    if any(_field(owner, 'kind', str, where + '.ownerReferences[]', '')
+    owners = json_field(meta, 'ownerReferences', list, where + '.metadata', [])
+    if any(json_field(owner, 'kind', str, where + '.ownerReferences[]', '')
            == 'DaemonSet' for owner in owners):
         return True
-    if _MIRROR_ANNOTATION in _field(meta, 'annotations', dict,
-                                    where + '.metadata', {}):
+    if _MIRROR_ANNOTATION in json_field(meta, 'annotations', dict,
+                                        where + '.metadata', {}):
         return True  # static pod: the kubelet runs it, not the API
-    status = _field(pod, 'status', dict, where, {})
+    status = json_field(pod, 'status', dict, where, {})
     return status.get('phase') in _DONE_PHASES
 
 
@@ -326,9 +327,9 @@ EVICTION_REFUSED = "would violate the pod's disruption budget"
 
 
 def _labels_of(meta, where):
-    labels = _field(meta, 'labels', dict, where, {})
+    labels = json_field(meta, 'labels', dict, where, {})
     if not all(isinstance(v, str) for v in labels.values()):
-        raise _BadShape('%s.labels values must be strings' % where)
+        raise BadShape('%s.labels values must be strings' % where)
     return labels
 
 
@@ -338,15 +339,15 @@ def _selects(selector, labels, where):
     if selector is None:
         return False
     if not isinstance(selector, dict):
-        raise _BadShape('%s must be an object' % where)
-    wanted = _field(selector, 'matchLabels', dict, where, {})
+        raise BadShape('%s must be an object' % where)
+    wanted = json_field(selector, 'matchLabels', dict, where, {})
     if any(labels.get(k) != v for k, v in wanted.items()):
         return False
-    for expr in _field(selector, 'matchExpressions', list, where, []):
-        key = _field(expr, 'key', str, where + '.matchExpressions[]')
-        op = _field(expr, 'operator', str, where + '.matchExpressions[]')
-        values = _field(expr, 'values', list, where + '.matchExpressions[]',
-                        [])
+    for expr in json_field(selector, 'matchExpressions', list, where, []):
+        at = where + '.matchExpressions[]'
+        key = json_field(expr, 'key', str, at)
+        op = json_field(expr, 'operator', str, at)
+        values = json_field(expr, 'values', list, at, [])
         present = key in labels
         if not {'In': present and labels[key] in values,
                 'NotIn': not present or labels[key] not in values,
@@ -372,16 +373,16 @@ class Budget:
 
 
 def _budget(item, where):
-    meta = _field(item, 'metadata', dict, where)
-    spec = _field(item, 'spec', dict, where, {})
-    status = _field(item, 'status', dict, where, {})
+    meta = json_field(item, 'metadata', dict, where)
+    spec = json_field(item, 'spec', dict, where, {})
+    status = json_field(item, 'status', dict, where, {})
 
     def count(key):
         value = status.get(key, 0)
         if not isinstance(value, int) or isinstance(value, bool):
-            raise _BadShape('%s.status.%s must be a number' % (where, key))
+            raise BadShape('%s.status.%s must be a number' % (where, key))
         return value
-    return Budget(_field(meta, 'namespace', str, where + '.metadata', ''),
+    return Budget(json_field(meta, 'namespace', str, where + '.metadata', ''),
                   _name_of(item, where), spec.get('selector'),
                   count('disruptionsAllowed'), count('desiredHealthy'),
                   count('currentHealthy'))
@@ -389,8 +390,8 @@ def _budget(item, where):
 
 def _pod_labels(pod, where):
     """``(namespace, labels, evacuated)`` of one listed pod."""
-    meta = _field(pod, 'metadata', dict, where)
-    return (_field(meta, 'namespace', str, where + '.metadata', ''),
+    meta = json_field(pod, 'metadata', dict, where)
+    return (json_field(meta, 'namespace', str, where + '.metadata', ''),
             _labels_of(meta, where + '.metadata'),
             _is_evacuated(pod, meta, where))
 
@@ -495,10 +496,10 @@ class KubectlClient:
         :raises RemoteDataInvalid: the output is not such a list.
         """
         result = self._run(*args, '-o', 'json')
-        with _parsing(self.conn.host, 'output of kubectl %s'
-                      % ' '.join(args[:2])):
-            items = _field(_load_json(result.stdout), 'items', list,
-                           'the output', default=[])
+        with parsing(self.conn.host, 'output of kubectl %s'
+                     % ' '.join(args[:2])):
+            items = json_field(load_json(result.stdout), 'items', list,
+                               'the output', default=[])
             return [parse(item, 'items[%d]' % index)
                     for index, item in enumerate(items)]
 
@@ -535,10 +536,10 @@ class KubectlClient:
                                '-o', 'json')
             if not result.stdout.strip():
                 continue
-            with _parsing(self.conn.host, 'output of kubectl get node'):
-                doc = _load_json(result.stdout)
+            with parsing(self.conn.host, 'output of kubectl get node'):
+                doc = load_json(result.stdout)
                 # One name: the object itself; several: a List.
-                items = _field(doc, 'items', list, 'the output') \
+                items = json_field(doc, 'items', list, 'the output') \
                     if isinstance(doc, dict) and 'items' in doc else [doc]
                 infos = [_node_info(item, 'items[%d]' % index)
                          for index, item in enumerate(items)]
@@ -632,7 +633,7 @@ class KubectlClient:
                                'spec.nodeName=' + _check_node_name(name))
             budgets = self._items(_budget, 'get', 'poddisruptionbudgets',
                                   '-A')
-            with _parsing(self.conn.host, 'PodDisruptionBudget selectors'):
+            with parsing(self.conn.host, 'PodDisruptionBudget selectors'):
                 return blocking_budgets(pods, budgets)
         except (exceptions.MgmtDriverRemoteCommandError,
                 exceptions.MgmtDriverRemoteCommandTimeOut,
@@ -735,7 +736,7 @@ class KubectlClient:
         """
         result = self._run('get', 'configmap', 'cluster-info', '-n',
                            'kube-public', '-o', 'json')
-        with _parsing(self.conn.host, 'ConfigMap kube-public/cluster-info'):
+        with parsing(self.conn.host, 'ConfigMap kube-public/cluster-info'):
             config, clusters = _cluster_info(result.stdout)
             old = _printable(clusters[0]['server'])
             if old == server:
@@ -815,7 +816,7 @@ class KubectlClient:
             # Keep stdout out of the error: it could hold the token.
             raise exceptions.RemoteCommandFailed(
                 dataclasses.replace(result, stdout=''))
-        with _parsing(self.conn.host, 'Secret %s/%s' % (namespace,
+        with parsing(self.conn.host, 'Secret %s/%s' % (namespace,
                                                         secret_name)):
             return _credentials(result.stdout)
 
@@ -831,26 +832,26 @@ def _printable(text, limit=200):
 def _cluster_info(stdout):
     """``(kubeconfig, [its cluster entries])`` of ``get configmap -o json``.
 
-    :raises _BadShape: malformed.
+    :raises BadShape: malformed.
     """
-    data = _field(_load_json(stdout), 'data', dict, 'the ConfigMap')
-    text = _field(data, 'kubeconfig', str, 'data')
+    data = json_field(load_json(stdout), 'data', dict, 'the ConfigMap')
+    text = json_field(data, 'kubeconfig', str, 'data')
     if len(text) > MAX_CLUSTER_INFO_CHARS:
-        raise _BadShape('data.kubeconfig is longer than %d characters'
-                        % MAX_CLUSTER_INFO_CHARS)
+        raise BadShape('data.kubeconfig is longer than %d characters'
+                       % MAX_CLUSTER_INFO_CHARS)
     try:
         config = safeyaml.load(text)
     except yaml.YAMLError as exc:
-        raise _BadShape('data.kubeconfig is not YAML' +
-                        safeyaml.describe(exc)) from None
-    entries = _field(config, 'clusters', list, 'data.kubeconfig')
+        raise BadShape('data.kubeconfig is not YAML' +
+                       safeyaml.describe(exc)) from None
+    entries = json_field(config, 'clusters', list, 'data.kubeconfig')
     if not entries:
-        raise _BadShape('data.kubeconfig.clusters is empty')
+        raise BadShape('data.kubeconfig.clusters is empty')
     clusters = []
     for index, entry in enumerate(entries):
         where = 'data.kubeconfig.clusters[%d]' % index
-        cluster = _field(entry, 'cluster', dict, where)
-        _field(cluster, 'server', str, where + '.cluster')
+        cluster = json_field(entry, 'cluster', dict, where)
+        json_field(cluster, 'server', str, where + '.cluster')
         clusters.append(cluster)
     return config, clusters
 
@@ -858,32 +859,32 @@ def _cluster_info(stdout):
 def _credentials(stdout):
     """``(done, AdminCredentials or None)`` from ``get secret -o json``.
 
-    :raises _BadShape: malformed; the message never holds the token.
+    :raises BadShape: malformed; the message never holds the token.
     """
-    data = _field(_load_json(stdout), 'data', dict, 'the Secret', {})
+    data = json_field(load_json(stdout), 'data', dict, 'the Secret', {})
     if not data.get('token') or not data.get('ca.crt'):
         return False, None
     token = _decoded(data, 'token', MAX_TOKEN_CHARS)
     if not (token.isascii() and token.isprintable()) or ' ' in token:
-        raise _BadShape('data.token is not a printable ASCII token')
+        raise BadShape('data.token is not a printable ASCII token')
     ca_cert = _decoded(data, 'ca.crt', MAX_CA_CHARS)
     if not ca_cert.isascii() or _PEM_BEGIN not in ca_cert or \
             _PEM_END not in ca_cert:
-        raise _BadShape('data.ca.crt is not a PEM certificate')
+        raise BadShape('data.ca.crt is not a PEM certificate')
     return True, AdminCredentials(token=token, ca_cert=ca_cert)
 
 
 def _decoded(data, key, limit):
     """The base64 text of Secret field *key*, at most *limit* chars."""
-    value = _field(data, key, str, 'data')
+    value = json_field(data, key, str, 'data')
     if len(value) > limit * 4 // 3 + 4:
-        raise _BadShape('data.%s is longer than %d characters'
-                        % (key, limit))
+        raise BadShape('data.%s is longer than %d characters'
+                       % (key, limit))
     try:
         return base64.b64decode(value.encode('ascii'),
                                 validate=True).decode('ascii')
     except (binascii.Error, UnicodeError):
-        raise _BadShape('data.%s is not base64 of ASCII text' % key) \
+        raise BadShape('data.%s is not base64 of ASCII text' % key) \
             from None
 
 

@@ -15,6 +15,12 @@ The API frontend forwards to every control-plane node's API server port
 with a TCP health check; the NodePort frontend listens on the whole
 NodePort range and forwards each connection to the same port of a worker
 (a server without a port keeps the client's destination port).
+
+One module of the gateway family: :mod:`mgmt_driver.keepalived` builds
+on the public helpers here (:data:`NAME_RE`, :func:`backends`,
+:func:`reject_duplicates`, :data:`TEMPLATE_DIR`, :func:`config_argv`),
+and :mod:`mgmt_driver.gateways` holds the steps operations run on the
+gateway VMs.
 """
 
 import dataclasses
@@ -38,12 +44,14 @@ DEFAULT_APISERVER_PORT = 6443
 DEFAULT_NODEPORT_RANGE = (30000, 32767)
 DEFAULT_CONFIG_PATH = '/etc/haproxy/haproxy.cfg'
 
-_TEMPLATE_DIR = os.path.join(os.path.dirname(__file__), 'templates')
+#: The package's templates (HAProxy's here, keepalived's too).
+TEMPLATE_DIR = os.path.join(os.path.dirname(__file__), 'templates')
 _TEMPLATE_NAME = 'haproxy.cfg.j2'
 
-# HAProxy accepts letters, digits and "-_.:" in proxy and server names;
-# Kubernetes node names (DNS-1123 subdomains) always fit.
-_NAME_RE = re.compile(r'[A-Za-z0-9][A-Za-z0-9_.:-]{0,252}')
+#: A name HAProxy (and keepalived) accept: letters, digits and "-_.:"
+#: (proxy and server names); Kubernetes node names (DNS-1123
+#: subdomains) always fit.
+NAME_RE = re.compile(r'[A-Za-z0-9][A-Za-z0-9_.:-]{0,252}')
 # chroot, user and group land verbatim in the file: no spaces, no quotes.
 _WORD_RE = re.compile(r'[A-Za-z0-9_./-]+')
 
@@ -89,7 +97,7 @@ def _parse_address(field, value):
         raise _invalid('%s: %r is not an IP address', field, value)
 
 
-def _backends(field, nodes):
+def backends(field, nodes):
     """Validated Backends of *nodes* (pairs or Backends), sorted by name."""
     result = []
     for index, node in enumerate(nodes):
@@ -101,18 +109,20 @@ def _backends(field, nodes):
         except (TypeError, ValueError):
             raise _invalid('%s: %r is not a (name, address) pair',
                            where, node)
-        if not isinstance(name, str) or not _NAME_RE.fullmatch(name):
+        if not isinstance(name, str) or not NAME_RE.fullmatch(name):
             raise _invalid('%s.name: %r is not a valid node name (letters, '
                            'digits and "-_.:", at most 253 characters)',
                            where, name)
         result.append(Backend(name, _parse_address(where + '.address',
                                                    address)))
-    _reject_duplicates(field, [b.name for b in result], 'node name')
-    _reject_duplicates(field, [b.address for b in result], 'address')
+    reject_duplicates(field, [b.name for b in result], 'node name')
+    reject_duplicates(field, [b.address for b in result], 'address')
     return tuple(sorted(result))
 
 
-def _reject_duplicates(field, values, what):
+def reject_duplicates(field, values, what):
+    """:raises LoadBalancerLayoutInvalid: a value of *values* twice,
+    named as a *what* of *field*."""
     seen = set()
     for value in values:
         if value in seen:
@@ -176,8 +186,8 @@ class LbLayout:
 
     def __post_init__(self):
         set_ = functools.partial(object.__setattr__, self)
-        set_('control_plane', _backends('control_plane', self.control_plane))
-        set_('workers', _backends('workers', self.workers))
+        set_('control_plane', backends('control_plane', self.control_plane))
+        set_('workers', backends('workers', self.workers))
         if not self.control_plane:
             raise _invalid('control_plane: at least one control-plane node '
                            'is required')
@@ -289,7 +299,7 @@ def _bind_lines(layout, first, last):
 @functools.lru_cache(maxsize=1)
 def _template():
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(_TEMPLATE_DIR),
+        loader=jinja2.FileSystemLoader(TEMPLATE_DIR),
         undefined=jinja2.StrictUndefined, autoescape=False,
         trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
     env.filters['hostport'] = hostport
@@ -378,14 +388,18 @@ class ApplySettings:
         group = conf.kubespray_mgmt
         sudo = kconf.use_sudo(group.haproxy_sudo, ssh_username)
         return cls(config_path=group.haproxy_config_path,
-                   check_command=_argv('haproxy_check_command',
+                   check_command=config_argv('haproxy_check_command',
                                        group.haproxy_check_command),
-                   reload_command=_argv('haproxy_reload_command',
+                   reload_command=config_argv('haproxy_reload_command',
                                         group.haproxy_reload_command),
                    sudo=sudo, timeout=group.ssh_command_timeout)
 
 
-def _argv(option, text):
+def config_argv(option, text):
+    """The command of the ``[kubespray_mgmt]`` *option* (*text*), as argv.
+
+    :raises MgmtDriverParamInvalid: the option is empty.
+    """
     argv = tuple(shlex.split(text or ''))
     if not argv:
         raise exceptions.MgmtDriverParamInvalid(

@@ -205,23 +205,23 @@ def parse_etcd_members(text, host):
 
     :raises RemoteDataInvalid: naming *host* and the field.
     """
-    with kubectl._parsing(host, 'etcdctl member list output'):
-        data = kubectl._load_json(text)
-        members = kubectl._field(data, 'members', list, 'the output', [])
+    with kubectl.parsing(host, 'etcdctl member list output'):
+        data = kubectl.load_json(text)
+        members = kubectl.json_field(data, 'members', list, 'the output', [])
         return [_member(m, 'members[%d]' % i)
                 for i, m in enumerate(members)]
 
 
 def _member(member, where):
-    get = kubectl._field
+    get = kubectl.json_field
     member_id = member.get('ID') if isinstance(member, dict) else None
     if not isinstance(member_id, int) or isinstance(member_id, bool):
-        raise kubectl._BadShape('%s.ID must be a number' % where)
+        raise kubectl.BadShape('%s.ID must be a number' % where)
     urls = {}
     for key in ('peerURLs', 'clientURLs'):
         urls[key] = get(member, key, list, where, [])
         if not all(isinstance(u, str) for u in urls[key]):
-            raise kubectl._BadShape('%s.%s must be strings' % (where, key))
+            raise kubectl.BadShape('%s.%s must be strings' % (where, key))
     return {'name': get(member, 'name', str, where, ''),
             'id': '%x' % member_id, 'peer_urls': urls['peerURLs'],
             'client_urls': urls['clientURLs']}

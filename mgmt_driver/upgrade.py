@@ -1,9 +1,8 @@
 """Rolling Kubernetes upgrades: the version rules, the plan, the record.
 
 Not in the design's layout: a day-2 capability gets its own module
-beside the others (STYLE), and :meth:`ClusterDriver.upgrade
-<mgmt_driver.driver.ClusterDriver.upgrade>` only orchestrates what this
-module decides.  Pure functions, no I/O.
+beside the others (STYLE), and :func:`mgmt_driver.day2.upgrade`
+only orchestrates what this module decides.  Pure functions, no I/O.
 
 The rules are kubespray's (``docs/operations/upgrades.md``) and
 kubeadm's: no downgrade, no skipped minor release (patch releases may be

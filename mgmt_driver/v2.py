@@ -67,6 +67,7 @@ from mgmt_driver import driver
 from mgmt_driver import exceptions
 from mgmt_driver import heat
 from mgmt_driver import nodes as nodes_mod
+from mgmt_driver import operations
 from mgmt_driver import params
 from mgmt_driver import records as records_mod
 from mgmt_driver import registry
@@ -456,10 +457,9 @@ class V2Hooks(driver.LcmHooks):
         spec = self._spec(context, vnf_instance, request, 'scale')
         cluster, _ = self._vms(context, vnf_instance, request, spec)
         with self._pool_factory() as pool:
-            drv = self._driver(context, vnf_instance, spec, pool,
-                               'scale_rollback_end')
-            drv.reconcile(cluster)
-            drv.scale_out(cluster, [])
+            operations.scale_out_rollback(
+                self._driver(context, vnf_instance, spec, pool,
+                             'scale_rollback_end'), cluster)
 
 
 class Operation:

@@ -20,6 +20,7 @@ import time
 import yaml
 
 from mgmt_driver import exceptions
+from mgmt_driver import operations
 from mgmt_driver import params
 from mgmt_driver import upgrade as upgrade_mod
 from mgmt_driver.localsite import lab as lab_mod
@@ -44,7 +45,7 @@ class Step:
     """One operation of the demo and the VMs it leaves."""
 
     title: str
-    operation: str          # a key of cli.OPERATIONS
+    operation: str          # a key of operations.COMMANDS
     masters: list           # the VMs the operation sees
     workers: list
     names: list             # --nodes
@@ -247,7 +248,6 @@ class Demo:
             lab.site.checkout, site_mod.ANSIBLE_PLAYBOOK))
 
     def _run_step(self, lab, step):
-        from mgmt_driver import cli  # cli imports this module lazily
         outcome = Outcome(step)
         try:
             target = self._upgrade_target(lab, step)
@@ -270,7 +270,7 @@ class Demo:
         started = time.monotonic()
         try:
             with drv.pool:
-                summary = cli.OPERATIONS[step.operation](
+                summary = operations.COMMANDS[step.operation](
                     drv, cluster, step.names, 'demo', **extra)
             self.say(summary)
         except (exceptions.MgmtDriverRemoteCommandError,

@@ -12,6 +12,7 @@ import stat
 
 import pytest
 
+from mgmt_driver import operations
 from mgmt_driver import ssh
 from mgmt_driver.localsite import lab as lab_mod
 from mgmt_driver.localsite import site as site_mod
@@ -36,7 +37,8 @@ def built():
         spec = lab.spec()
         drv, _ = lab.driver(spec, 'tenant-a')
         with drv.pool:
-            drv.instantiate(lab.cluster(spec, MASTERS, WORKERS), 'a')
+            operations.COMMANDS['instantiate'](
+                drv, lab.cluster(spec, MASTERS, WORKERS), [], 'a')
         yield lab
     finally:
         lab.stop()

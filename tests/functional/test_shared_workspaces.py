@@ -88,10 +88,10 @@ class Tenant:
         """What each operation does first: claim, write the inventory."""
         self.driver.claim('instantiate_end')
         self.driver.upload_inventory(self.cluster)
-        return self.driver._runner()
+        return self.driver.runner()
 
     def refresh(self):
-        return factcache.refresh_facts(self.driver._runner(), NAMES, MARGIN)
+        return factcache.refresh_facts(self.driver.runner(), NAMES, MARGIN)
 
 
 @pytest.fixture

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from oslo_config import cfg
 
 from mgmt_driver import conf as kconf
+from mgmt_driver import day2
 from mgmt_driver import driver
 from mgmt_driver import exceptions
 from mgmt_driver import factcache
@@ -295,8 +296,8 @@ def _patch(case):
     pool.connection(master).script(r' get node', stdout=listed)
     relabel = labels.relabel_from_metadata(metadata, 'vnf_metadata')
     drv = driver.ClusterDriver(spec, 'i1', pool, conf=opts)
-    assert drv.relabel(cluster, list(relabel.nodes), relabel.labels,
-                       relabel.taints) == []
+    assert day2.relabel(drv, cluster, list(relabel.nodes), relabel.labels,
+                        relabel.taints) == []
 
 
 @SETTINGS

@@ -1,5 +1,5 @@
 """Day-2 relabel of existing nodes: the option checks (params), the
-kubectl commands and ClusterDriver.relabel (recording SSH fake)."""
+kubectl commands and day2.relabel (recording SSH fake)."""
 
 import json
 
@@ -7,6 +7,7 @@ import pytest
 import yaml
 
 from mgmt_driver import cli
+from mgmt_driver import day2
 from mgmt_driver import driver
 from mgmt_driver import exceptions
 from mgmt_driver import kubectl
@@ -134,8 +135,9 @@ def test_relabel_records_then_changes_node_by_node(conf):  # noqa: F811
     _nodes_are(master, json.loads(_node_json(W1, [
         {'key': 'old', 'effect': 'NoSchedule'}], {'zone': 'z'})),
         json.loads(_node_json(W2)))
-    missing = drv.relabel(cluster, [W1, W2], (('pool', 'a'), ('zone', None)),
-                          ('gpu=yes:NoSchedule', 'old:NoSchedule-'))
+    missing = day2.relabel(drv, cluster, [W1, W2],
+                           (('pool', 'a'), ('zone', None)),
+                           ('gpu=yes:NoSchedule', 'old:NoSchedule-'))
     assert missing == []
     assert _changes(master) == [KUBECTL + c for c in (
         'label node %s --overwrite pool=a zone-' % W1,
@@ -162,7 +164,8 @@ def _nodes_are(master, *items):
 def test_nodes_that_need_the_same_change_share_a_command(conf):  # noqa: F811
     drv, cluster, master = _driver(conf)
     _nodes_are(master, *(json.loads(_node_json(n)) for n in (W1, W2)))
-    drv.relabel(cluster, [W1, W2, W1], (('pool', 'a'),), ('x:NoExecute',))
+    day2.relabel(drv, cluster, [W1, W2, W1], (('pool', 'a'),),
+                 ('x:NoExecute',))
     assert _changes(master) == [KUBECTL + c % (W1, W2) for c in (
         'label node %s %s --overwrite pool=a',
         'taint node %s %s --overwrite x:NoExecute')]
@@ -179,8 +182,8 @@ def test_a_relabel_the_node_has_already_changes_nothing(conf):  # noqa: F811
         {'pool': 'a'}))
     assert drv.kubectl_client(cluster).nodes_named([W1])[W1].taints == (
         'gpu=yes:NoSchedule',)
-    drv.relabel(cluster, [W1], (('pool', 'a'), ('zone', None)),
-                ('gpu=yes:NoSchedule', 'old-'))
+    day2.relabel(drv, cluster, [W1], (('pool', 'a'), ('zone', None)),
+                 ('gpu=yes:NoSchedule', 'old-'))
     assert _changes(master) == []
     assert labels.parse_record(_workspace_file(drv, labels.RECORD_FILE))[
         W1].taints == ('gpu=yes:NoSchedule',)
@@ -189,8 +192,9 @@ def test_a_relabel_the_node_has_already_changes_nothing(conf):  # noqa: F811
 def test_relabel_names_a_node_kubernetes_lacks(conf):  # noqa: F811
     drv, cluster, master = _driver(conf)
     _nodes_are(master, json.loads(_node_json(W2)))
-    assert drv.relabel(cluster, [W1, W2, 'worker-9-9-9-9'], (('pool', 'a'),),
-                       ('x:NoExecute',)) == [W1, 'worker-9-9-9-9']
+    assert day2.relabel(drv, cluster, [W1, W2, 'worker-9-9-9-9'],
+                        (('pool', 'a'),),
+                        ('x:NoExecute',)) == [W1, 'worker-9-9-9-9']
     assert not [c for c in master.commands
                 if ' label node %s' % W1 in c or ' taint node %s' % W1 in c]
     recorded = labels.parse_record(_workspace_file(drv, labels.RECORD_FILE))
@@ -201,7 +205,7 @@ def test_relabel_names_a_node_kubernetes_lacks(conf):  # noqa: F811
 def test_a_new_driver_renders_the_recorded_values(conf):  # noqa: F811
     drv, cluster, master = _driver(conf)
     master.script(r'get node %s ' % W1, stdout=_node_json(W1))
-    drv.relabel(cluster, [W1], (('pool', 'a'),), ())
+    day2.relabel(drv, cluster, [W1], (('pool', 'a'),), ())
     # The next operation (a new driver, the parameters unchanged) keeps
     # W1's label; a heal keeps it too, a scale-in forgets it.
     again = driver.ClusterDriver(drv.spec, 'i1', drv.pool, conf=conf)
@@ -289,8 +293,8 @@ def _relabel_workers(conf, count):  # noqa: F811
     names = [n.name for n in cluster.workers]
     _nodes_are(master, *(json.loads(_node_json(n)) for n in names))
     drv = driver.ClusterDriver(spec, 'i1', pool, conf=conf)
-    assert drv.relabel(cluster, names, (('pool', 'a'),),
-                       ('x:NoExecute',)) == []
+    assert day2.relabel(drv, cluster, names, (('pool', 'a'),),
+                        ('x:NoExecute',)) == []
     return pool
 
 
@@ -319,7 +323,7 @@ def test_a_relabel_too_large_to_read_back_changes_nothing(
     drv = driver.ClusterDriver(spec, 'i1', pool, conf=conf)
     taints = tuple('k%d=%s:NoSchedule' % (i, 'v' * 40) for i in range(80))
     with pytest.raises(exceptions.ParamsInvalid) as caught:
-        drv.relabel(cluster, names, (), taints)
+        day2.relabel(drv, cluster, names, (), taints)
     message = str(caught.value)
     assert 'node-settings.yaml' in message and '20000' in message
     assert 'v' * 40 not in message
@@ -327,4 +331,4 @@ def test_a_relabel_too_large_to_read_back_changes_nothing(
     assert not [c for c in master.commands if ' taint ' in c]
     # Within the cap, the same relabel goes through.
     monkeypatch.setattr(safeyaml, 'MAX_CHARS', 2 * 1024 * 1024)
-    assert drv.relabel(cluster, names, (), taints) == []
+    assert day2.relabel(drv, cluster, names, (), taints) == []

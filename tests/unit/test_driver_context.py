@@ -1,0 +1,76 @@
+"""ClusterDriver as the per-operation context: its spec never changes,
+and what it caches is handed out as copies (mgmt_driver.driver.Reads)."""
+
+import yaml
+
+from mgmt_driver import driver
+from mgmt_driver import labels
+from mgmt_driver import nodes
+from mgmt_driver import params
+from mgmt_driver import upgrade
+from tests.fakes import FakePool
+from tests.unit import test_driver
+
+WORKSPACE = '/home/ubuntu/kubespray/inventory/mycluster/inst-1/'
+conf = test_driver.conf
+
+
+def _context(conf, recorded_version=None):
+    pool = FakePool()
+    ansible = pool.connection(test_driver.ANSIBLE)
+    ansible.script(r'KS:MISSING', stdout=test_driver.LAYOUT)
+    if recorded_version is not None:
+        ansible.files[WORKSPACE + upgrade.RECORD_FILE] = \
+            upgrade.render_record(recorded_version)
+    spec = params.parse_params(test_driver._instantiate_params(2))
+    return (driver.ClusterDriver(spec, 'inst-1', pool, conf),
+            nodes.nodes_from_spec(spec), ansible)
+
+
+def test_the_recorded_version_is_rendered_and_the_spec_left_alone(conf):
+    drv, cluster, ansible = _context(conf, (1, 33, 7))
+    spec = drv.spec
+    drv.upload_inventory(cluster)
+    assert drv.spec is spec
+    assert 'kube_version' not in spec.kubespray.extra_vars
+    rendered = yaml.safe_load(ansible.files[WORKSPACE + 'cluster-vars.yaml'])
+    assert rendered['kube_version'] == '1.33.7'
+
+
+def test_an_upgrade_record_changes_the_rendering_not_the_spec(conf):
+    drv, cluster, ansible = _context(conf)
+    spec = drv.spec
+    drv.record_kube_version((1, 34, 1))
+    drv.upload_inventory(cluster)
+    assert drv.spec is spec
+    rendered = yaml.safe_load(ansible.files[WORKSPACE + 'cluster-vars.yaml'])
+    assert rendered['kube_version'] == '1.34.1'
+
+
+def test_node_settings_hands_out_a_copy_the_upload_does_not_write(conf):
+    drv, cluster, ansible = _context(conf)
+    drv.upload_inventory(cluster)
+    handed = drv.node_settings()
+    handed['ghost-node'] = handed['worker-10-10-0-21']
+    drv.upload_inventory(cluster)
+    record = labels.parse_record(ansible.files[WORKSPACE +
+                                               labels.RECORD_FILE])
+    assert 'ghost-node' not in record
+    assert 'ghost-node' not in drv.node_settings()
+    drv.set_node_settings(handed)
+    drv.upload_inventory(cluster)
+    assert 'ghost-node' in labels.parse_record(
+        ansible.files[WORKSPACE + labels.RECORD_FILE])
+
+
+def test_a_claim_reads_afresh(conf):
+    drv, cluster, ansible = _context(conf)
+    drv.claim('scale_end')
+    drv.upload_inventory(cluster)
+    ansible.files[WORKSPACE + upgrade.RECORD_FILE] = upgrade.render_record(
+        (1, 33, 9))
+    drv.claim('heal_end')
+    drv.upload_inventory(cluster)
+    rendered = yaml.safe_load(ansible.files[WORKSPACE + 'cluster-vars.yaml'])
+    assert rendered['kube_version'] == '1.33.9'
+    assert len([c for c in ansible.commands if 'KS:MISSING' in c]) == 2

@@ -1,0 +1,294 @@
+"""mgmt_driver.operations: one composition per operation.
+
+For the same inputs, ``kubespray-mgmt run`` and Tacker v1's hooks issue
+the same remote steps (each path on its own recording fake), because
+both call the same operation function; flags an operation does not
+take are refused; the package's import graph has no cycle.
+"""
+
+import ast
+import base64
+import json
+import pathlib
+import types
+
+import pytest
+import yaml
+from oslo_config import cfg
+
+from mgmt_driver import cli
+from mgmt_driver import conf as kconf
+from mgmt_driver import driver
+from mgmt_driver import heat
+from mgmt_driver import localfiles
+from mgmt_driver import nodes
+from mgmt_driver import params
+from mgmt_driver import ssh
+from tests.fakes import FakePool
+from tests.fakes import FakeRegistry
+
+ROOT = pathlib.Path(__file__).parents[2]
+PACKAGE = ROOT / 'mgmt_driver'
+SAMPLES = ROOT / 'samples'
+PARAMS = str(SAMPLES / 'instantiate_simple.json')
+TOPOLOGY = str(SAMPLES / 'topology_simple.yaml')
+ANSIBLE = '10.10.0.50'
+MASTER = '10.10.0.11'
+LAYOUT = 'KS:FILE:cluster.yml\nKS:FILE:scale.yml\nKS:FILE:remove-node.yml' \
+    '\nKS:FILE:reset.yml\nKS:FILE:playbooks/facts.yml\n' \
+    'KS:SKIP_CONFIRMATION\nKS:GIT:v2.31.0\n'
+SECRET = json.dumps({'data': {'token': 'dG9rZW4=', 'ca.crt': base64.b64encode(
+    b'-----BEGIN CERTIFICATE-----\nCA\n-----END CERTIFICATE-----\n'
+).decode()}})
+INSTANCE = 'inst-1'
+WORKSPACE = '/home/ubuntu/kubespray/inventory/mycluster/' + INSTANCE
+ALL = ['master-10-10-0-11', 'worker-10-10-0-21', 'worker-10-10-0-22']
+
+
+def _scripted(k8s_nodes, inventory):
+    """A FakePool answering as a cluster whose Kubernetes knows
+    *k8s_nodes* and whose workspace holds the *inventory* names."""
+    pool = FakePool()
+    ansible = pool.connection(ANSIBLE)
+    ansible.script(r'KS:MISSING', stdout=LAYOUT)
+    if inventory:
+        ansible.files[WORKSPACE + '/hosts.yaml'] = yaml.safe_dump(
+            {'all': {'hosts': {n: {} for n in inventory}, 'children': {
+                'kube_control_plane': {'hosts': {ALL[0]: {}}}}}})
+    master = pool.connection(MASTER)
+    master.script(r'get secret', stdout=SECRET)
+    master.script(r'get nodes -o json', stdout=json.dumps(
+        {'items': [{'metadata': {'name': n}} for n in k8s_nodes]}))
+    master.script(r'get node worker', stdout='node/x\n')
+    master.script(r'get pods', stdout=json.dumps({'items': []}))
+    master.script(r'get configmap cluster-info', stdout=json.dumps(
+        {'data': {'kubeconfig': json.dumps({'clusters': [{'cluster': {
+            'server': 'https://10.10.0.30:8383'}}]})}}))
+    return pool
+
+
+def _steps(pool):
+    """Every host's commands and files written, in order."""
+    return {host: [c[1] for c in conn.calls if c[0] in ('run', 'write_file')]
+            for host, conn in pool.connections.items()
+            if any(c[0] in ('run', 'write_file') for c in conn.calls)}
+
+
+@pytest.fixture
+def package(tmp_path):
+    scripts = tmp_path / 'package' / 'Scripts'
+    scripts.mkdir(parents=True)
+    (scripts / 'install_external_lb.sh').write_text('exit 0\n')
+    return str(scripts.parent)
+
+
+def _home(monkeypatch, tmp_path, name):
+    home = tmp_path / name
+    home.mkdir()
+    monkeypatch.setenv('HOME', str(home))
+
+
+def _cli(monkeypatch, tmp_path, package, pool, argv, params_path=PARAMS):
+    _home(monkeypatch, tmp_path, 'cli-home')
+    monkeypatch.setattr(ssh, 'ConnectionPool', lambda *a, **k: pool)
+    code = cli.main(['run', *argv, '--params', params_path, '--topology',
+                     TOPOLOGY, '--instance-id', INSTANCE,
+                     '--package-dir', package])
+    assert code == cli.EXIT_OK, capsys_err(pool)
+    return _steps(pool)
+
+
+def capsys_err(pool):
+    return _steps(pool)
+
+
+def _cluster():
+    doc = localfiles.load_document(PARAMS, 'PARAMS')['additionalParams']
+    spec = params.parse_params(doc, need_cp_names=False)
+    return nodes.build_nodes(spec, nodes.load_topology(
+        localfiles.load_document(TOPOLOGY, 'TOPOLOGY')))
+
+
+class Tacker:
+    """Tacker v1's hook calls on the same VMs, as Heat would give them
+    (each VM is its own stack, named after the node)."""
+
+    def __init__(self, monkeypatch, tmp_path, package, pool,
+                 params_path=PARAMS):
+        _home(monkeypatch, tmp_path, 'tacker-home')
+        self.pool = pool
+        self.hooks = driver.LcmHooks(
+            cfg.CONF, pool_factory=lambda: pool, vim_registry=FakeRegistry(),
+            package_dir_of=lambda context, inst: package)
+        cluster = _cluster()
+        records = {n.name: heat.VmRecord(
+            address=params.NodeAddress(n.role, n.ssh_address,
+                                       n.cluster_address),
+            stack_id=n.name, server_id=n.name)
+            for n in cluster.k8s_nodes + cluster.gateways}
+        self.hooks._vms = lambda *args: (cluster, records)
+        self.extra = localfiles.load_document(
+            params_path, 'PARAMS')['additionalParams']
+        self.instance = types.SimpleNamespace(
+            id=INSTANCE, vnfd_id='vnfd', vim_connection_info=[],
+            instantiated_vnf_info=types.SimpleNamespace(
+                additional_params=self.extra, instance_id='stack',
+                vnfc_resource_info=[]))
+
+    def call(self, hook, request_fields=None, **kwargs):
+        # Only instantiate's request holds the parameters; the others
+        # hold overrides (none here).
+        request = types.SimpleNamespace(
+            additional_params=self.extra if hook == 'instantiate_end'
+            else {}, **(request_fields or {}))
+        getattr(self.hooks, hook)(None, self.instance, request, None, None,
+                                  **kwargs)
+        return self
+
+    def heal(self, names):
+        self.hooks._healed = lambda inst, request, records: list(names)
+        fields = {'vnfc_instance_id': ['vnfc'] if names else []}
+        return self.call('heal_start', fields).call('heal_end', fields)
+
+
+@pytest.fixture(autouse=True)
+def _cli_conf():
+    # Both paths read the global configuration, as the CLI loads it.
+    kconf.register_opts(cfg.CONF)
+    cfg.CONF([], project='kubespray-mgmt', default_config_files=[])
+
+
+GATEWAY = _cluster().gateways[0].name
+
+#: (CLI arguments, the hooks Tacker calls, Kubernetes' nodes, inventory)
+CASES = {
+    'instantiate': (['instantiate'], lambda t: t.call('instantiate_end'),
+                    [], []),
+    'scale-out': (['scale-out'], lambda t: t.call(
+        'scale_end', {'type': 'SCALE_OUT'}), ALL[:2], ALL[:2]),
+    'scale-in': (['scale-in', '--nodes', ALL[2]], lambda t: t.call(
+        'scale_start', {'type': 'SCALE_IN'}, scale_out_id_list=[ALL[2]]),
+        ALL, ALL),
+    'heal a worker': (['heal', '--nodes', ALL[1]],
+                      lambda t: t.heal([ALL[1]]), ALL, ALL),
+    'heal a gateway': (['heal', '--nodes', GATEWAY],
+                       lambda t: t.heal([GATEWAY]), ALL, ALL),
+    'heal the whole VNF': (['heal'], lambda t: t.heal([]), ALL, ALL),
+    'terminate': (['terminate'], lambda t: t.call('terminate_end'), ALL,
+                  ALL),
+}
+
+
+@pytest.mark.parametrize('case', sorted(CASES))
+def test_the_cli_and_the_v1_hooks_issue_the_same_remote_steps(
+        monkeypatch, tmp_path, package, case):
+    argv, hooks, k8s_nodes, inventory = CASES[case]
+    by_cli = _cli(monkeypatch, tmp_path, package,
+                  _scripted(k8s_nodes, inventory), argv)
+    tacker = hooks(Tacker(monkeypatch, tmp_path, package,
+                          _scripted(k8s_nodes, inventory)))
+    assert by_cli == _steps(tacker.pool)
+    assert by_cli[ANSIBLE]
+
+
+def test_terminate_resets_first_on_both_paths(monkeypatch, tmp_path,
+                                              package):
+    doc = json.loads(pathlib.Path(PARAMS).read_text())
+    doc['additionalParams']['k8s_cluster_installation_param']['kubespray'] \
+        = {'reset_on_terminate': True}
+    reset = tmp_path / 'reset.json'
+    reset.write_text(json.dumps(doc))
+    by_cli = _cli(monkeypatch, tmp_path, package, _scripted(ALL, ALL),
+                  ['terminate'], str(reset))
+    tacker = Tacker(monkeypatch, tmp_path, package, _scripted(ALL, ALL),
+                    str(reset))
+    tacker.call('terminate_start').call('terminate_end')
+    assert by_cli == _steps(tacker.pool)
+    assert any('reset.yml' in c for c in by_cli[ANSIBLE])
+
+
+@pytest.mark.parametrize('operation', ['terminate', 'upgrade',
+                                       'instantiate'])
+def test_nodes_is_refused_where_an_operation_takes_none(capsys, operation):
+    extra = ['--kube-version', '1.34.3'] if operation == 'upgrade' else []
+    code = cli.main(['run', operation, '--dry-run', '--nodes', ALL[2],
+                     '--params', PARAMS, '--topology', TOPOLOGY, *extra])
+    out, err = capsys.readouterr()
+    assert code == cli.EXIT_BAD_INPUT
+    assert err.startswith('kubespray-mgmt: --nodes: only for run ')
+    assert operation in err and len(err.splitlines()) == 1
+    assert out == ''
+
+
+def test_the_cli_heals_a_gateway_without_touching_kubernetes_nodes(
+        monkeypatch, tmp_path, package):
+    steps = _cli(monkeypatch, tmp_path, package, _scripted(ALL, ALL),
+                 ['heal', '--nodes', GATEWAY])
+    assert not [c for c in steps[ANSIBLE] if 'ansible-playbook -i' in c]
+    lb = _cluster().gateways[0].ssh_address
+    assert any('install-lb' in c for c in steps[lb])
+
+
+def _imports(path, package):
+    """The package's modules *path* imports, at any depth (function
+    level imports included: a lazy import is still a cycle)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and \
+                node.module.split('.')[0] == 'mgmt_driver':
+            base = node.module
+            for alias in node.names:
+                name = '%s.%s' % (base, alias.name)
+                found.add(name if name in package else base)
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name in package)
+    return found & set(package)
+
+
+def _module_graph():
+    files = {}
+    for path in PACKAGE.rglob('*.py'):
+        parts = path.relative_to(ROOT).with_suffix('').parts
+        if parts[-1] == '__init__':
+            parts = parts[:-1]
+        files['.'.join(parts)] = path
+    return {name: _imports(path, files) - {name}
+            for name, path in files.items()}
+
+
+def _cycle(graph):
+    """One import cycle of *graph* as a list of modules, or None."""
+    state = {}
+
+    def visit(name, stack):
+        state[name] = 'open'
+        stack.append(name)
+        for dep in sorted(graph[name]):
+            if state.get(dep) == 'open':
+                return stack[stack.index(dep):] + [dep]
+            if dep not in state:
+                found = visit(dep, stack)
+                if found:
+                    return found
+        state[name] = 'done'
+        stack.pop()
+        return None
+
+    for name in sorted(graph):
+        if name not in state:
+            found = visit(name, [])
+            if found:
+                return found
+    return None
+
+
+def test_the_package_has_no_import_cycle():
+    graph = _module_graph()
+    assert 'mgmt_driver.operations' in graph['mgmt_driver.cli']
+    assert _cycle(graph) is None
+
+
+def test_the_cycle_finder_finds_one():
+    assert _cycle({'a': {'b'}, 'b': {'c'}, 'c': {'a'}}) == \
+        ['a', 'b', 'c', 'a']
+    assert _cycle({'a': {'b'}, 'b': set()}) is None
