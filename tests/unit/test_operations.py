@@ -23,6 +23,7 @@ from mgmt_driver import heat
 from mgmt_driver import localfiles
 from mgmt_driver import nodes
 from mgmt_driver import params
+from mgmt_driver import records as records_mod
 from mgmt_driver import ssh
 from tests.fakes import FakePool
 from tests.fakes import FakeRegistry
@@ -116,6 +117,11 @@ class Tacker:
     def __init__(self, monkeypatch, tmp_path, package, pool,
                  params_path=PARAMS):
         _home(monkeypatch, tmp_path, 'tacker-home')
+        # The instance was instantiated: its record exists (the state
+        # store refuses scale, heal and terminate without one).
+        store = records_mod.RecordStore.from_conf(cfg.CONF)
+        if store.state(INSTANCE) == records_mod.MISSING:
+            store.save(records_mod.InstanceRecord(INSTANCE))
         self.pool = pool
         self.hooks = driver.LcmHooks(
             cfg.CONF, pool_factory=lambda: pool, vim_registry=FakeRegistry(),
