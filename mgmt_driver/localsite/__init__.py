@@ -6,6 +6,7 @@
     <root>/bin/kubectl   fake kubectl          (stdlib Python 3 scripts;
     <root>/bin/kube-double  node-side tool      they import the modules
     <root>/bin/etcdctl   fake etcdctl           (member list only)
+    <root>/bin/kube-sudo sudo of the hosts      (the become plugin's)
     <root>/*.py          their modules          next to bin/)
     <root>/state/        cluster.json, fail-next-* files
 
@@ -33,11 +34,12 @@ import time
 
 from mgmt_driver import isolation
 from mgmt_driver.localsite import clusterstate
+from mgmt_driver.localsite import fake_sudo
 
 SOURCE = pathlib.Path(__file__).resolve().parent
 CHECKOUT_SOURCE = SOURCE / 'kubespray'
 TOOL_MODULES = ('clusterstate.py', 'fake_kubectl.py', 'kube_double.py',
-                'fake_etcdctl.py')
+                'fake_etcdctl.py', 'fake_sudo.py')
 
 #: Layouts: 'current' is kubespray v2.22+ (root playbooks import
 #: playbooks/*.yml, facts only as playbooks/facts.yml); 'v2.21' has the
@@ -292,6 +294,13 @@ class Site:
         for path in self.state_dir.iterdir():
             _copy_owner(self.state_dir, path)
 
+
+    def require_sudo_password(self, address, password):
+        """Make the host at *address* (its SSH address) ask *password*
+        for sudo, as a user without NOPASSWD (None: ask none again).
+        See ``fake_sudo.py``."""
+        fake_sudo.require_password(self.state_dir, address, password)
+        self._fix_owner()
 
     def slow_down(self, playbook, seconds):
         """Make the next run of *playbook* pause *seconds* once, when its
