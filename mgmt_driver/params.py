@@ -212,10 +212,12 @@ class Login:
         if self.key_text:
             return ssh.Credentials(username=self.username,
                                    password=self.password,
-                                   key_text=self.key_text)
+                                   key_text=self.key_text,
+                                   sudo_password=self.sudo_password)
         return ssh.Credentials(username=self.username,
                                password=self.password,
-                               key_file=self.key_file)
+                               key_file=self.key_file,
+                               sudo_password=self.sudo_password)
 
 
 @dataclasses.dataclass(frozen=True)

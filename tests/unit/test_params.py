@@ -204,7 +204,8 @@ def test_lb_password_message_names_its_own_field():
 def test_login_credentials_and_repr_hide_password():
     login = params.Login('ubuntu', 'Very-Secret-1', '/k', 2222)
     assert login.credentials() == ssh.Credentials(
-        username='ubuntu', password='Very-Secret-1', key_file='/k')
+        username='ubuntu', password='Very-Secret-1', key_file='/k',
+        sudo_password='Very-Secret-1')
     assert 'Very-Secret-1' not in repr(login)
     spec = params.parse_params(params_data.tacker_sample())
     assert 'password1' not in repr(spec)
