@@ -78,7 +78,7 @@ class BecomeModule(SudoBecomeModule):
 
     name = 'kube_double'
 
-    def get_option(self, option, hostvars=None):
+    def get_option(self, option, *args, **kwargs):
         if option == 'become_exe':
             return shlex.quote(KUBE_SUDO)
-        return super().get_option(option, hostvars)
+        return super().get_option(option, *args, **kwargs)
