@@ -14,6 +14,7 @@ applies it to every argv that starts with ``sudo -n``.
 """
 
 import pathlib
+import re
 
 #: What the callers write in front of a command run as root.
 SUDO = ('sudo', '-n')
@@ -50,3 +51,19 @@ def wrap(command, stdin, password):
         stdin = stdin.encode('utf-8')
     return (['sh', '-c', SCRIPT, 'sudo'] + list(command[2:]),
             line + (stdin or b''))
+
+
+#: What Ansible's become plugins report when sudo wants another password
+#: ("Missing sudo password", "Incorrect sudo password").
+_BECOME_FAILURE = re.compile(r'\b(Missing|Incorrect) [\w.-]{1,40} password\b')
+HINT = ('sudo on the hosts asks a password Ansible was not given, or not '
+        'this one: set become_password (default: the login password) in '
+        'master_node / worker_node, and passwordless_sudo: true only for '
+        'NOPASSWD users')
+
+
+def playbook_hint(lines):
+    """:data:`HINT` when the error *lines* of a playbook say sudo wanted
+    a password, else ''."""
+    return HINT if any(_BECOME_FAILURE.search(line) for line in lines) \
+        else ''

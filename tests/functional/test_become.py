@@ -19,6 +19,7 @@ import stat
 import pytest
 
 from mgmt_driver import cli
+from mgmt_driver import escalation
 from mgmt_driver import exceptions
 from mgmt_driver import inventory
 from mgmt_driver import params
@@ -83,6 +84,7 @@ def test_sudo_asking_a_password_needs_ansibles_become_password(lab):
     message = _failure(lab, passwordless_sudo=True)
     assert 'cluster.yml' in message
     assert 'Missing kube_double password' in message
+    assert escalation.HINT in message
     for address in MASTERS + WORKERS:
         assert site_mod.name_of('master' if address in MASTERS
                                 else 'worker', address) in message

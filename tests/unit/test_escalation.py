@@ -14,6 +14,7 @@ import subprocess
 import pytest
 
 from mgmt_driver import escalation
+from mgmt_driver import exceptions
 from mgmt_driver import localsite
 from mgmt_driver import params
 from mgmt_driver import ssh
@@ -109,3 +110,22 @@ def test_a_connection_escalates_with_its_login_sudo_password(tmp_path):
     conn = _Recording('h', nopasswd.credentials(), 22, conn.settings)
     conn.run(['sudo', '-n', 'kubectl', 'get', 'nodes'])
     assert conn.sent[1] is None and 'sudo -n kubectl' in conn.sent[0]
+
+
+@pytest.mark.parametrize('line, hinted', [
+    ('fatal: [w1]: FAILED! => {"msg": "Missing sudo password"}', True),
+    ('fatal: [w1]: FAILED! => {"msg": "Incorrect sudo password"}', True),
+    ('fatal: [w1]: FAILED! => {"msg": "Missing kube_double password"}',
+     True),
+    ('fatal: [w1]: UNREACHABLE! => {"msg": "Invalid/incorrect password"}',
+     False),
+    ('fatal: [w1]: FAILED! => {"msg": "kubeadm join failed"}', False),
+])
+def test_a_failed_playbook_names_the_become_fields(line, hinted):
+    result = ssh.CommandResult(host='10.0.0.5', command='ansible-playbook',
+                               stdout='', stderr='', exit_code=2)
+    message = str(exceptions.PlaybookFailed(
+        'cluster.yml', result, {'w1': {'failed': 1}}, [line], 'tail'))
+    assert (escalation.HINT in message) is hinted
+    assert ('errors: %s (%s); output tail' % (line, escalation.HINT)
+            in message) is hinted
