@@ -103,15 +103,20 @@ def test_options_as_the_sudo_plugin_writes_them():
 # ------------------------------------------------------------ the plugin --
 
 @pytest.fixture
-def become():
+def become(state, monkeypatch):
+    """``build(password, address)``: the plugin and its command for a
+    host at *address* (listed by the site as asking a password)."""
     loader = pytest.importorskip('ansible.plugins.loader')
     loader.become_loader.add_directory(str(PLUGINS))
     shell = loader.shell_loader.get('sh')
+    monkeypatch.setenv('KUBE_SUDO_STATE_DIR', str(state))
 
-    def build(password=None):
+    def build(password=None, address=NODE):
         plugin = loader.become_loader.get('kube_double')
-        plugin.set_options(direct={'become_pass': password} if password
-                           else {})
+        options = {'kube_double_address': address}
+        if password:
+            options['become_pass'] = password
+        plugin.set_options(direct=options)
         return plugin, plugin.build_become_command('echo hi', shell)
     return build
 
@@ -134,3 +139,11 @@ def test_the_plugin_prompts_and_keeps_the_password_off_the_command(become):
     # wrong password.
     assert plugin.check_missing_password(fake_sudo.MISSING.encode())
     assert plugin.check_incorrect_password(fake_sudo.WRONG.encode())
+
+
+def test_a_host_with_nopasswd_gets_the_handshake_alone(become):
+    # What kube-sudo would do there, without a process per task.
+    plugin, command = become(PASSWORD, address='127.0.44.21')
+    assert str(KUBE_SUDO) not in command and PASSWORD not in command
+    assert plugin.success in command and 'echo hi' in command
+    assert not plugin.expect_prompt()
