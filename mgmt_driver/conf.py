@@ -156,7 +156,10 @@ lb_opts = [
                                   'directory and reload HAProxy')],
                help='Whether the commands that replace the HAProxy '
                     'configuration and reload it run under "sudo -n" '
-                    '(passwordless sudo) on the LB VM.'),
+                    '(passwordless sudo) on the LB VM. When the LB login '
+                    'has a sudo password (external_lb_param.'
+                    'become_password, else ssh_password unless '
+                    'passwordless_sudo), sudo gets it on standard input.'),
     cfg.ListOpt('haproxy_bind_addresses', default=[],
                 help='Addresses the HAProxy frontends (API port and '
                      'NodePort range) listen on. Empty: every IPv4 '
@@ -221,7 +224,9 @@ kubectl_opts = [
                         ('always', 'always use "sudo -n"'),
                         ('never', 'never use sudo')],
                help='Whether kubectl runs under sudo on the control-plane '
-                    'nodes (admin.conf is readable by root only).'),
+                    'nodes (admin.conf is readable by root only). sudo gets '
+                    'master_node\'s sudo password (become_password, else '
+                    'password unless passwordless_sudo) on standard input.'),
     cfg.StrOpt('etcdctl_command', default='/usr/local/bin/etcdctl.sh',
                help='etcdctl on the control-plane nodes, for "kubespray-mgmt '
                     'status" (etcd members); kubespray installs this '

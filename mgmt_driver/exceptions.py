@@ -13,6 +13,7 @@ quote a hostile host's output, never carry its control sequences or
 its megabytes.
 """
 
+from mgmt_driver import escalation
 from mgmt_driver import safetext
 from mgmt_driver import tacker_compat
 
@@ -317,6 +318,10 @@ class GatewaysFailed(MgmtDriverOtherError):
 SHOWN_HOSTS = 50
 
 
+def _hint(text):
+    return ' (%s)' % text if text else ''
+
+
 class PlaybookFailed(MgmtDriverRemoteCommandError):
     """``ansible-playbook`` exited non-zero on the Ansible server.
 
@@ -329,8 +334,8 @@ class PlaybookFailed(MgmtDriverRemoteCommandError):
 
     message = ('ansible-playbook %(playbook)s on %(host)s failed with exit '
                'code %(exit_code)s; failed hosts: %(failed)s; unreachable '
-               'hosts: %(unreachable)s; errors: %(errors)s; output tail: '
-               '%(tail)s%(log_text)s')
+               'hosts: %(unreachable)s; errors: %(errors)s%(hint)s; output '
+               'tail: %(tail)s%(log_text)s')
 
     def __init__(self, playbook, result, recap, errors, tail, log=None):
         self.playbook = playbook
@@ -347,6 +352,7 @@ class PlaybookFailed(MgmtDriverRemoteCommandError):
             unreachable=clip_list(self.unreachable_hosts,
                                   SHOWN_HOSTS) or 'none',
             errors=' | '.join(errors) or 'none', tail=tail or '(no output)',
+            hint=_hint(escalation.playbook_hint(errors)),
             log_text='; its whole log on %s: %s' % (result.host, log)
             if log else '')
 

@@ -13,7 +13,9 @@
     credential.
 ``host_vars/<node name>.yaml`` (mode 0600)
     ``ansible_user`` and ``ansible_ssh_private_key_file`` or
-    ``ansible_password``.  Ansible loads ``host_vars/`` next to the
+    ``ansible_password``, and ``ansible_become_password`` when the
+    role's sudo asks one (``params.Login.sudo_password``: kubespray runs
+    with ``--become``).  Ansible loads ``host_vars/`` next to the
     inventory file for exactly that host, so a host gets its own role's
     login whatever groups it is in (``group_vars`` per group would let
     one group's login win over another's for a host in both).
@@ -370,6 +372,10 @@ def _credentials(login, key_paths):
             login.key_file, login.key_file)
     else:
         creds['ansible_password'] = Unsafe(login.password)
+    if login.sudo_password:
+        # Per host, as the login: masters and workers may differ.  Never
+        # -e (it would apply to every host) nor argv.
+        creds['ansible_become_password'] = Unsafe(login.sudo_password)
     return creds
 
 
@@ -379,7 +385,7 @@ def render_credentials(spec, nodes, key_paths=None):
     :param key_paths: ``{local key file: path Ansible uses}`` (see
         :func:`remote_key_paths`); a key not in it keeps its local path.
     :returns: ``{node name: {ansible_user, ansible_password |
-        ansible_ssh_private_key_file}}``.
+        ansible_ssh_private_key_file[, ansible_become_password]}}``.
     """
     key_paths = key_paths or {}
     return {node.name: _credentials(spec.login_for(node.role), key_paths)

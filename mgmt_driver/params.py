@@ -71,8 +71,11 @@ OVERRIDABLE_SECTIONS = ('worker_node', 'external_lb_param', 'ansible',
 #: What a scale or heal request may change in an existing node pool.
 OVERRIDABLE_POOL_KEYS = ('labels', 'taints')
 
+#: How the driver and kubespray gain root on a role's VMs (sudo).
+_BECOME_KEYS = ('become_password', 'passwordless_sudo')
 _ROLE_KEYS = ('aspect_id', 'ssh_cp_name', 'nic_cp_name', 'username',
-              'password', 'ssh_key_file', 'port', 'labels', 'taints')
+              'password', 'ssh_key_file', 'port', 'labels',
+              'taints') + _BECOME_KEYS
 _SECTION_KEYS = {
     ROOT: ('vim_name', 'master_node', 'worker_node', 'proxy', 'ansible',
            'external_lb_param', 'script_path', 'kubespray', 'nodes',
@@ -87,7 +90,7 @@ _SECTION_KEYS = {
                           'ssh_password', 'ssh_key_file', 'ssh_port',
                           'script_path', 'api_port', 'nodeport_range',
                           'vip', 'vip_cp_name', 'vrrp_router_id',
-                          'vrrp_password', 'aspect_id'),
+                          'vrrp_password', 'aspect_id') + _BECOME_KEYS,
     'kubespray': ('extra_vars', 'forks', 'version', 'reset_on_terminate'),
     'node': ('role', 'ssh_ip', 'nic_ip', 'ssh_port', 'pool'),
     'node_pool': ('aspect_id', 'ssh_cp_name', 'nic_cp_name', 'nodes',
@@ -174,6 +177,10 @@ class Login:
         (``[kubespray_mgmt] ssh_private_key_file``), not the request's.
     :param key_text: the key itself, once :func:`mgmt_driver.trust.apply`
         has read it; nothing reads *key_file* again after that.
+    :param become_password: sudo's password when it is not *password*
+        (``become_password``), or None.  Never in ``repr``.
+    :param passwordless_sudo: the user's sudo asks no password
+        (``passwordless_sudo``: NOPASSWD, or the user is root).
     """
 
     username: str
@@ -182,16 +189,35 @@ class Login:
     port: int = DEFAULT_SSH_PORT
     default_key: bool = False
     key_text: str | None = dataclasses.field(default=None, repr=False)
+    become_password: str | None = dataclasses.field(default=None,
+                                                    repr=False)
+    passwordless_sudo: bool = False
+
+    @property
+    def sudo_password(self):
+        """The password sudo is given on this role's VMs, or None.
+
+        ``become_password`` when given; else the login ``password`` (the
+        usual sudoers rule asks the user's own password), unless
+        ``passwordless_sudo`` says sudo asks none.  A key login without
+        either gets None: kubespray's and the driver's sudo run
+        non-interactively and fail if it asks.
+        """
+        if self.passwordless_sudo:
+            return None
+        return self.become_password or self.password
 
     def credentials(self):
         """:returns: the :class:`mgmt_driver.ssh.Credentials` to log in."""
         if self.key_text:
             return ssh.Credentials(username=self.username,
                                    password=self.password,
-                                   key_text=self.key_text)
+                                   key_text=self.key_text,
+                                   sudo_password=self.sudo_password)
         return ssh.Credentials(username=self.username,
                                password=self.password,
-                               key_file=self.key_file)
+                               key_file=self.key_file,
+                               sudo_password=self.sudo_password)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -993,13 +1019,26 @@ def _login(sec, user_key, password_key, port_key, default_key_file):
     return Login(username, password, key_file, port, default_key)
 
 
+def _become(sec, login):
+    """*login* with the section's ``become_password`` and
+    ``passwordless_sudo`` (not both: they contradict each other)."""
+    password = _text(sec, 'become_password', secret=True)
+    passwordless = _bool(sec, 'passwordless_sudo', False)
+    if password is not None and passwordless:
+        sec.problems.invalid(sec.at('passwordless_sudo'), (
+            'true says sudo asks no password, but become_password gives '
+            'one: give one of them'))
+    return dataclasses.replace(login, become_password=password,
+                               passwordless_sudo=bool(passwordless))
+
+
 def _cp_name(sec, key, required):
     return _text(sec, key, required=required)
 
 
 def _node_group(sec, role, options):
-    login = _login(sec, 'username', 'password', 'port',
-                   options['default_key_file'])
+    login = _become(sec, _login(sec, 'username', 'password', 'port',
+                                options['default_key_file']))
     return NodeGroupSpec(
         role=role, aspect_id=_text(sec, 'aspect_id'),
         ssh_cp_name=_cp_name(sec, 'ssh_cp_name', options['need_cp_names']),
@@ -1221,8 +1260,8 @@ def _nodeport_range(sec):
 def _external_lb(sec, options):
     if sec is None:
         return None
-    login = _login(sec, 'ssh_username', 'ssh_password', 'ssh_port',
-                   options['default_key_file'])
+    login = _become(sec, _login(sec, 'ssh_username', 'ssh_password',
+                                'ssh_port', options['default_key_file']))
     api_port = _port(sec, 'api_port', DEFAULT_API_PORT)
     ports = _nodeport_range(sec)
     if api_port and ports and ports[0] <= api_port <= ports[1]:
@@ -1309,7 +1348,8 @@ def _extra_var_problem(name, value):
             _DERIVED_VARS[name])
     if name.startswith('ansible_'):
         return ('connection settings come from the role sections '
-                '(username, password, ssh_key_file, port)')
+                '(username, password, ssh_key_file, port, '
+                'become_password, passwordless_sudo)')
     if name == 'kube_network_node_prefix' and isinstance(value, int) and \
             not isinstance(value, bool) and not 1 <= value <= 32:
         return 'must be a prefix length from 1 to 32'
@@ -1801,8 +1841,10 @@ def parse_for_operation(instantiated, operation, operation_name='scale',
 
 
 def _login_text(login):
-    return '%s:%d by %s' % (login.username, login.port,
-                            'key' if login.key_file else 'password')
+    return '%s:%d by %s%s' % (login.username, login.port,
+                              'key' if login.key_file else 'password',
+                              ', sudo with a password'
+                              if login.sudo_password else '')
 
 
 def describe(spec):

@@ -27,6 +27,7 @@ import tenacity
 from oslo_log import log as logging
 
 from mgmt_driver import conf as kconf
+from mgmt_driver import escalation
 from mgmt_driver import exceptions
 from mgmt_driver import runtime
 from mgmt_driver import safetext
@@ -74,6 +75,8 @@ class Credentials:
     :param key_file: a private key file on this host, or None.
     :param key_text: the private key itself (PEM/OpenSSH text), or None.
     :param key_passphrase: passphrase of the private key, or None.
+    :param sudo_password: what sudo asks on the host, or None: an argv
+        run as ``sudo -n ...`` gets it (:mod:`mgmt_driver.escalation`).
     """
 
     username: str
@@ -81,6 +84,7 @@ class Credentials:
     key_file: str | None = None
     key_text: str | None = dataclasses.field(default=None, repr=False)
     key_passphrase: str | None = dataclasses.field(default=None, repr=False)
+    sudo_password: str | None = dataclasses.field(default=None, repr=False)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -754,6 +758,8 @@ class Connection:
             bytes on one stream (never with *keep_tail*).
         """
         timeout = timeout or self.settings.command_timeout
+        command, stdin = escalation.wrap(command, stdin,
+                                         self.credentials.sudo_password)
         text = display_command(command, env)
         wrapped = 'timeout -k 5 %d sh -c %s' % (math.ceil(timeout),
                                                 quote(text))

@@ -7,6 +7,7 @@
     <root>/bin/kube-double  node-side tool      they import the modules
     <root>/bin/etcdctl.sh  kubespray's etcdctl.sh (real etcdctl, this
                          VM's real etcd member)
+    <root>/bin/kube-sudo sudo of the hosts      (the become plugin's)
     <root>/*.py          their modules          next to bin/)
     <root>/state/        cluster.json, fail-next-* files
     <root>/etcd/<addr>/  a master's real etcd member (data, PID, log)
@@ -36,11 +37,12 @@ import time
 from mgmt_driver import isolation
 from mgmt_driver.localsite import clusterstate
 from mgmt_driver.localsite import etcd
+from mgmt_driver.localsite import fake_sudo
 
 SOURCE = pathlib.Path(__file__).resolve().parent
 CHECKOUT_SOURCE = SOURCE / 'kubespray'
 TOOL_MODULES = ('clusterstate.py', 'fake_kubectl.py', 'kube_double.py',
-                'etcd.py')
+                'etcd.py', 'fake_sudo.py')
 
 #: Layouts: 'current' is kubespray v2.22+ (root playbooks import
 #: playbooks/*.yml, facts only as playbooks/facts.yml); 'v2.21' has the
@@ -299,6 +301,13 @@ class Site:
         for path in self.state_dir.iterdir():
             _copy_owner(self.state_dir, path)
 
+
+    def require_sudo_password(self, address, password):
+        """Make the host at *address* (its SSH address) ask *password*
+        for sudo, as a user without NOPASSWD (None: ask none again).
+        See ``fake_sudo.py``."""
+        fake_sudo.require_password(self.state_dir, address, password)
+        self._fix_owner()
 
     def slow_down(self, playbook, seconds):
         """Make the next run of *playbook* pause *seconds* once, when its

@@ -11,6 +11,10 @@ step through ``kubespray-mgmt run``, against the local site
   Ansible's askpass for the workers).  The masters and the Ansible server
   log in with a key and also carry a password that never matches, as an
   operator who gives both would;
+* the workers' sudo password (``worker_node.become_password``): the
+  site's sudo asks it on the workers (``Site.require_sudo_password``),
+  so every ``--become`` task there gets it from Ansible at sudo's prompt
+  (issue 30);
 * proxy URLs with ``user:password@`` (kubespray's proxy variables; the
   double never uses a proxy, and nothing listens on 127.0.5.250);
 * the passphrase of an encrypted key.  No request field or option takes
@@ -392,6 +396,10 @@ def _with_secrets(additional, sshd, found):
                          ('external_lb_param', 'ssh_password')):
         del root[section]['ssh_key_file']
         root[section][key] = sshd.password
+    # The workers' sudo asks another password (Run.require_sudo), which
+    # Ansible hands to sudo at its prompt on every --become task.
+    root['worker_node']['become_password'] = found.value(
+        'worker sudo password')
     root['kubespray']['extra_vars'] = {'containerd_registry_auth': [{
         'registry': '127.0.5.251:5000', 'username': 'puller',
         'password': found.value(EXTRA_VAR)}]}
@@ -425,6 +433,9 @@ class Run:
         self.seconds = {}
         additional = _with_secrets(lab.additional_params, self.sshd,
                                    self.secrets)
+        for address in WORKERS:
+            lab.site.require_sudo_password(
+                address, self.secrets.value('worker sudo password'))
         self.vnf = tacker_fakes.TackerVnf(additional, MASTERS[:1],
                                           WORKERS[:2], LB)
         self.registry = tacker_fakes.FakeRegistry()
@@ -439,6 +450,7 @@ class Run:
         add = self.secrets.add
         add('node SSH password', self.sshd.password, shared=True)
         add('master password', _tag('master-pw'))
+        add('worker sudo password', _tag('sudo-pw'))
         add('ansible password', _tag('ansible-pw'))
         for key in ('http_proxy', 'https_proxy'):
             user, password = _tag(key[:5] + 'user'), _tag(key + '-pw')
@@ -785,6 +797,8 @@ def test_secrets_reach_the_files_that_need_them(run):
     expected = {
         (workspace + '/host_vars/%s.yaml' % site_mod.name_of(
             params.ROLE_WORKER, WORKERS[0]), 'node SSH password'),
+        (workspace + '/host_vars/%s.yaml' % site_mod.name_of(
+            params.ROLE_WORKER, WORKERS[0]), 'worker sudo password'),
         (workspace + '/' + inventory.SECRET_VARS_FILE,
          'http_proxy credentials'),
         (workspace + '/' + inventory.SECRET_VARS_FILE,

@@ -186,6 +186,8 @@ def test_render_inventory_needs_nodes_from_somewhere(tmp_path, capsys):
 def test_render_inventory_key_dir(tmp_path):
     request = params_data.minimal()
     request[P]['worker_node']['ssh_key_file'] = '/local/keys/worker'
+    # A key login only: no password for sudo either.
+    del request[P]['worker_node']['password']
     code, out = _render(tmp_path, request, extra=['--key-dir', '/remote/k'])
     assert code == 0
     assert yaml.safe_load((out / 'host_vars/worker-10-10-0-21.yaml')

@@ -124,11 +124,16 @@ def test_credentials_password_is_unsafe_and_key_wins():
     spec = _spec(worker_node={'ssh_key_file': '/keys/w'})
     creds = inventory.render_credentials(spec, _cluster(spec))
     master = creds['master-10-10-0-11']
-    assert master == {'ansible_user': 'ubuntu', 'ansible_password': 'm-pass'}
+    # sudo asks the user's own password: the login one by default.
+    assert master == {'ansible_user': 'ubuntu', 'ansible_password': 'm-pass',
+                      'ansible_become_password': 'm-pass'}
     assert isinstance(master['ansible_password'], inventory.Unsafe)
-    # The worker has a password and a key: Ansible gets the key only.
+    assert isinstance(master['ansible_become_password'], inventory.Unsafe)
+    # The worker has a password and a key: Ansible logs in with the key
+    # only; the password is still the user's, for sudo.
     assert creds['worker-10-10-0-21'] == {
-        'ansible_user': 'ubuntu', 'ansible_ssh_private_key_file': '/keys/w'}
+        'ansible_user': 'ubuntu', 'ansible_ssh_private_key_file': '/keys/w',
+        'ansible_become_password': 'w-pass'}
     assert set(creds) == {'master-10-10-0-11', 'worker-10-10-0-21',
                           'worker-10-10-0-22'}
 
@@ -303,6 +308,47 @@ def test_quoted_strings_stay_strings():
 
 # ------------------------------------------------------------------ files
 
+def _become_vars(spec):
+    return {name: creds.get('ansible_become_password')
+            for name, creds in inventory.render_credentials(
+                spec, _cluster(spec)).items()}
+
+
+def test_become_password_per_role_and_declared_nopasswd():
+    # Issue 30: kubespray runs with --become; a user without NOPASSWD
+    # needs Ansible to have sudo's password, per host like the login.
+    spec = _spec(master_node={'become_password': 'm-sudo {{ x }}'},
+                 worker_node={'passwordless_sudo': True})
+    become = _become_vars(spec)
+    assert become == {'master-10-10-0-11': 'm-sudo {{ x }}',
+                      'worker-10-10-0-21': None, 'worker-10-10-0-22': None}
+    text = inventory.render_files(spec, _cluster(spec))[
+        'host_vars/master-10-10-0-11.yaml']
+    assert text.mode == 0o600
+    assert "ansible_become_password: !unsafe 'm-sudo {{ x }}'" in \
+        text.content
+
+
+def test_key_login_without_a_password_has_no_become_password():
+    request = params_data.minimal()
+    for role in ('master_node', 'worker_node'):
+        del request[P][role]['password']
+        request[P][role]['ssh_key_file'] = '/keys/%s' % role
+    spec = _spec(request)
+    assert set(_become_vars(spec).values()) == {None}
+    with_sudo = _spec(request, worker_node={'become_password': 'w-sudo'})
+    assert _become_vars(with_sudo)['worker-10-10-0-21'] == 'w-sudo'
+
+
+def test_no_become_password_outside_host_vars():
+    spec = _spec(master_node={'become_password': 'Sudo-Secret-7'})
+    files = inventory.render_files(spec, _cluster(spec))
+    holding = sorted(name for name, f in files.items()
+                     if 'Sudo-Secret-7' in f.content)
+    assert holding == ['host_vars/master-10-10-0-11.yaml']
+    assert 'Sudo-Secret-7' not in repr(files)
+
+
 def test_render_files_modes_and_names():
     spec = _spec()
     files = inventory.render_files(spec, _cluster(spec))
@@ -314,7 +360,8 @@ def test_render_files_modes_and_names():
         'host_vars/worker-10-10-0-22.yaml': 0o600}
     assert _load(files['secret-vars.yaml'].content) == {}
     assert _load(files['host_vars/worker-10-10-0-22.yaml'].content) == {
-        'ansible_user': 'ubuntu', 'ansible_password': 'w-pass'}
+        'ansible_user': 'ubuntu', 'ansible_password': 'w-pass',
+        'ansible_become_password': 'w-pass'}
     assert 'w-pass' not in repr(files)
 
 

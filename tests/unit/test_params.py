@@ -204,10 +204,61 @@ def test_lb_password_message_names_its_own_field():
 def test_login_credentials_and_repr_hide_password():
     login = params.Login('ubuntu', 'Very-Secret-1', '/k', 2222)
     assert login.credentials() == ssh.Credentials(
-        username='ubuntu', password='Very-Secret-1', key_file='/k')
+        username='ubuntu', password='Very-Secret-1', key_file='/k',
+        sudo_password='Very-Secret-1')
     assert 'Very-Secret-1' not in repr(login)
     spec = params.parse_params(params_data.tacker_sample())
     assert 'password1' not in repr(spec)
+
+
+def test_sudo_password_defaults_to_the_login_password():
+    spec = params.parse_params(params_data.tacker_sample())
+    assert spec.master.login.sudo_password == 'ubuntu'
+    assert spec.external_lb.login.sudo_password == 'ubuntu'
+    request = params_data.tacker_sample()
+    request[P]['master_node']['become_password'] = 'Sudo-Secret-9'
+    request[P]['worker_node']['passwordless_sudo'] = True
+    request[P]['external_lb_param']['become_password'] = 'Lb-Sudo-3'
+    spec = params.parse_params(request)
+    assert spec.master.login.sudo_password == 'Sudo-Secret-9'
+    assert spec.worker.login.sudo_password is None
+    assert spec.external_lb.login.sudo_password == 'Lb-Sudo-3'
+    assert 'Sudo-Secret-9' not in repr(spec)
+    assert 'Sudo-Secret-9' not in params.describe(spec)
+    assert 'masters ubuntu:22 by password, sudo with a password' in \
+        params.describe(spec)
+
+
+def test_a_key_login_asks_no_sudo_password_unless_given():
+    login = params.Login('ubuntu', key_file='/k')
+    assert login.sudo_password is None
+    assert params.Login('ubuntu', key_file='/k',
+                        become_password='s').sudo_password == 's'
+
+
+def test_become_fields_are_refused_where_they_cannot_work():
+    request = params_data.minimal()
+    request[P]['worker_node'].update(become_password='Sudo-Secret-5',
+                                     passwordless_sudo=True)
+    request[P]['master_node']['passwordless_sudo'] = 'yes'
+    request[P]['ansible']['become_password'] = 'x'
+    found = problems_of(request)
+    assert found == [
+        # Nothing runs as root on the Ansible server.
+        P + ".ansible.become_password: unknown key (did you mean "
+        "'password'?)",
+        P + '.master_node.passwordless_sudo: must be a boolean, not str',
+        P + '.worker_node.passwordless_sudo: true says sudo asks no '
+        'password, but become_password gives one: give one of them']
+    assert 'Sudo-Secret-5' not in str(found)
+
+
+def test_a_become_password_is_a_secret():
+    found = problems_with('master_node.become_password', 'Bad\nSecret-4')
+    assert found == [P + '.master_node.become_password: must not contain '
+                     'control characters (newline, tab, ...)']
+    assert problems_with('external_lb_param.become_password', 7) == [
+        P + '.external_lb_param.become_password: must be a string, not int']
 
 
 # ------------------------------------------------------- single problems
@@ -330,7 +381,7 @@ CASES = [
     ('kubespray.extra_vars', {'ansible_become_password': 'x'},
      'kubespray.extra_vars.ansible_become_password: connection settings '
      'come from the role sections (username, password, ssh_key_file, '
-     'port)'),
+     'port, become_password, passwordless_sudo)'),
     ('kubespray.extra_vars', {'helm_enabled': 'true'},
      'kubespray.extra_vars.helm_enabled: must be a boolean, not str'),
     ('kubespray.extra_vars', {'kube_version': 1.29},

@@ -103,8 +103,9 @@ POOLS, POOL_NODES = 'pools', 'pool_nodes'
 
 _ROLE_FIELDS = {'aspect_id': TEXT, 'ssh_cp_name': TEXT, 'nic_cp_name': TEXT,
                 'username': USER, 'password': TEXT,
-                'ssh_key_file': LOCAL_PATH, 'port': PORT, 'labels': LABELS,
-                'taints': TAINTS}
+                'ssh_key_file': LOCAL_PATH, 'port': PORT,
+                'become_password': TEXT, 'passwordless_sudo': BOOL,
+                'labels': LABELS, 'taints': TAINTS}
 #: section path -> {key: kind}: every key parse_params reads.
 FIELDS = {
     (): {'vim_name': TEXT, 'master_node': SECTION, 'worker_node': SECTION,
@@ -125,7 +126,8 @@ FIELDS = {
         'ssh_password': TEXT, 'ssh_key_file': LOCAL_PATH, 'ssh_port': PORT,
         'script_path': PACKAGE_PATH, 'api_port': PORT,
         'nodeport_range': RANGE, 'vip': IP, 'vip_cp_name': TEXT,
-        'vrrp_router_id': VRID, 'vrrp_password': TEXT, 'aspect_id': TEXT},
+        'vrrp_router_id': VRID, 'vrrp_password': TEXT, 'aspect_id': TEXT,
+        'become_password': TEXT, 'passwordless_sudo': BOOL},
     ('kubespray',): {'extra_vars': EXTRA_VARS, 'forks': FORKS,
                      'version': VERSION, 'reset_on_terminate': BOOL},
 }

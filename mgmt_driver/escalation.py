@@ -1,0 +1,69 @@
+"""Root on a VM for the driver's own commands: sudo with a password.
+
+The driver runs a few commands as root on the control-plane nodes
+(kubectl, etcdctl: ``[kubespray_mgmt] kubectl_sudo``) and on the load
+balancers (HAProxy's and keepalived's files, the install script:
+``haproxy_sudo``), each as ``sudo -n COMMAND`` (no password).  When the
+login of that VM has a sudo password (``params.Login.sudo_password``:
+``become_password``, or the login password unless ``passwordless_sudo``),
+:func:`wrap` turns ``sudo -n COMMAND`` into ``templates/sudo_password.sh``
+with the password as the first line of standard input, so that sudo gets
+it whether or not it asks (NOPASSWD users are unaffected) and the
+password is never on a command line.  :class:`mgmt_driver.ssh.Connection`
+applies it to every argv that starts with ``sudo -n``.
+"""
+
+import pathlib
+import re
+
+#: What the callers write in front of a command run as root.
+SUDO = ('sudo', '-n')
+SCRIPT_FILE = (pathlib.Path(__file__).resolve().parent / 'templates' /
+               'sudo_password.sh')
+
+
+def _program(text):
+    """*text* without its comments and blank lines: it is on the remote
+    command line and in every message about the command."""
+    return '\n'.join(line for line in text.splitlines()
+                     if line.strip() and not line.lstrip().startswith('#'))
+
+
+#: ``templates/sudo_password.sh`` as it is sent.
+SCRIPT = _program(SCRIPT_FILE.read_text())
+
+
+def wrap(command, stdin, password):
+    """*command* and *stdin* as they run on a host whose sudo may ask
+    *password*.
+
+    :param command: an argv list (other commands are left alone: a shell
+        string is the caller's own).
+    :param stdin: the command's input (str, bytes or None).
+    :param password: the sudo password, or None (nothing to change).
+    :returns: ``(command, stdin)``.
+    """
+    if not password or not isinstance(command, (list, tuple)) or \
+            tuple(command[:2]) != SUDO:
+        return command, stdin
+    line = password.encode('utf-8') + b'\n'
+    if isinstance(stdin, str):
+        stdin = stdin.encode('utf-8')
+    return (['sh', '-c', SCRIPT, 'sudo'] + list(command[2:]),
+            line + (stdin or b''))
+
+
+#: What Ansible's become plugins report when sudo wants another password
+#: ("Missing sudo password", "Incorrect sudo password").
+_BECOME_FAILURE = re.compile(r'\b(Missing|Incorrect) [\w.-]{1,40} password\b')
+HINT = ('sudo on the hosts asks a password Ansible was not given, or not '
+        'this one: set become_password (default: the login password) in '
+        'master_node / worker_node, and passwordless_sudo: true only for '
+        'NOPASSWD users')
+
+
+def playbook_hint(lines):
+    """:data:`HINT` when the error *lines* of a playbook say sudo wanted
+    a password, else ''."""
+    return HINT if any(_BECOME_FAILURE.search(line) for line in lines) \
+        else ''
