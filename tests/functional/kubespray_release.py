@@ -203,9 +203,14 @@ def ensure_venv(requirements, target):
         shutil.rmtree(target, ignore_errors=True)
         subprocess.run([sys.executable, '-m', 'venv', str(target)],
                        check=True)
-        subprocess.run([str(target / 'bin' / 'pip'), 'install', '-q',
-                        '--disable-pip-version-check', '-r',
-                        str(requirements)], check=True)
+        pip = subprocess.run([str(target / 'bin' / 'pip'), 'install', '-q',
+                              '--disable-pip-version-check', '-r',
+                              str(requirements)], capture_output=True,
+                             text=True)
+        if pip.returncode:
+            raise AssertionError('pip could not install kubespray\'s '
+                                 'requirements into %s: %s' % (
+                                     target, pip.stderr[-2000:]))
         marker.write_text(key)
     return target
 

@@ -131,6 +131,12 @@ def playbook(invocation):
     return invocation['argv'][-1]
 
 
+def report(problems):
+    """Every problem, under the invocation it belongs to."""
+    return '\n'.join('%s:\n  %s' % (where, '\n  '.join(found))
+                     for where, found in problems.items() if found)
+
+
 @pytest.fixture(scope='module')
 def release(tmp_path_factory):
     started = time.monotonic()
@@ -178,12 +184,11 @@ def test_every_play_targets_the_hosts_of_the_real_play(replayed):
                                        invocation['limit'])
         problems[where] += real.compare_plays(
             playbook(invocation), invocation['plays'], real_plays)
-    assert {k: v for k, v in problems.items() if v} == {}
+    assert not any(problems.values()), report(problems)
 
 
 def test_the_real_guards_accept_what_the_driver_sends(replayed):
     problems = {'#%d %s --limit=%s' % (index, playbook(invocation),
                                        invocation['limit']): guards
-                for index, (invocation, _, guards) in enumerate(replayed)
-                if guards}
-    assert problems == {}
+                for index, (invocation, _, guards) in enumerate(replayed)}
+    assert not any(problems.values()), report(problems)
