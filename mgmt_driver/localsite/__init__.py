@@ -205,6 +205,27 @@ class Site:
             return []
         return [json.loads(line) for line in lines if line.strip()]
 
+    def record_invocations(self):
+        """From now on, record every ansible-playbook invocation on the
+        site (argv, inventory, extra vars, each play's hosts) for
+        :meth:`invocations` (plugins/callback/kube_double_invocations.py;
+        off unless asked: the conformance tests replay them with the
+        real kubespray)."""
+        directory = self.checkout / '.double'
+        directory.mkdir(mode=0o755, exist_ok=True)
+        _copy_owner(self.checkout, directory)
+        (directory / 'record-invocations').touch()
+
+    def invocations(self):
+        """The recorded invocations, oldest first (see
+        :meth:`record_invocations`)."""
+        path = self.checkout / '.double' / 'invocations.jsonl'
+        try:
+            lines = path.read_text().splitlines()
+        except FileNotFoundError:
+            return []
+        return [json.loads(line) for line in lines if line.strip()]
+
     def fact_caches(self):
         """Every fact cache directory on the site: the checkout's shared
         one and each workspace's own (:mod:`mgmt_driver.isolation`)."""
