@@ -175,10 +175,20 @@ class Site:
                          'namespace': 'kube-public'},
             'data': {'kubeconfig': json.dumps(kubeconfig)}}))
 
+    #: What the node lifecycle controller keeps on a node for itself
+    #: (when it last probed the kubelet, since when it has been lost):
+    #: not the node's state, and left out of :meth:`nodes`, so that a
+    #: kubectl call (each runs the controller) changes no node a test
+    #: compares.
+    CONTROLLER_KEYS = ('probed', 'lost')
+
     def nodes(self):
-        """Node records by name ({} without a cluster)."""
+        """Node records by name ({} without a cluster), without the
+        controller's bookkeeping (:data:`CONTROLLER_KEYS`)."""
         state = self.state()
-        return dict(state['nodes']) if state else {}
+        return {name: {k: v for k, v in node.items()
+                       if k not in self.CONTROLLER_KEYS}
+                for name, node in (state or {}).get('nodes', {}).items()}
 
     def pods_on(self, node):
         state = self.state()

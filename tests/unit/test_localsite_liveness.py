@@ -259,3 +259,25 @@ def test_deleting_a_terminating_pod_again_with_less_grace_brings_it_forward():
     assert len(state['pods']) == 2  # one replacement only
     cs.delete_pod(state, pod, grace=0, now=40.0)
     assert pod not in state['pods']
+
+
+def test_a_look_by_the_controller_changes_no_node_a_test_reads(tmp_path):
+    """Every fake kubectl call runs the controller, which notes when it
+    probed each kubelet; Site.nodes() leaves that bookkeeping out, so a
+    command on one node leaves the others equal (Tacker's relabel test
+    compares them)."""
+    from mgmt_driver import localsite
+
+    state_dir = str(tmp_path / 'state')
+    with cs.transaction(state_dir) as txn:
+        txn.state = cluster('w1')
+        cs.watch_nodes(txn.state, Probe(), now=0.0)  # as cluster.yml's
+    site = localsite.Site(tmp_path)
+    before = site.nodes()
+    with cs.transaction(state_dir) as txn:
+        cs.watch_nodes(txn.state, Probe(), now=1000.0)
+    assert site.nodes() == before
+    with cs.transaction(state_dir) as txn:
+        cs.watch_nodes(txn.state, Probe(dead=('w1',)), now=2000.0)
+    assert site.nodes()['cp1'] == before['cp1']
+    assert 'probed' in site.state()['nodes']['cp1']  # it did look
