@@ -185,10 +185,18 @@ class Site:
     def nodes(self):
         """Node records by name ({} without a cluster), without the
         controller's bookkeeping (:data:`CONTROLLER_KEYS`)."""
+        return (self.observed_state() or {}).get('nodes', {})
+
+    def observed_state(self):
+        """:meth:`state` without the controller's bookkeeping: what a
+        read-only command must leave as it found it."""
         state = self.state()
-        return {name: {k: v for k, v in node.items()
+        if state:
+            state['nodes'] = {
+                name: {k: v for k, v in node.items()
                        if k not in self.CONTROLLER_KEYS}
-                for name, node in (state or {}).get('nodes', {}).items()}
+                for name, node in state.get('nodes', {}).items()}
+        return state
 
     def pods_on(self, node):
         state = self.state()

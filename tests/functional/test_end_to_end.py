@@ -506,7 +506,7 @@ def _snapshot(site, workspace, tmp_path):
     files = {str(p): p.read_bytes() for root in (
         workspace, site.root / 'lb', tmp_path) for p in sorted(
         root.rglob('*')) if p.is_file() and p.suffix != '.sock'}
-    return site.state(), len(site.runs()), files
+    return site.observed_state(), len(site.runs()), files
 
 
 def check_status(world, site, workspace, config, params_file, tmp_path,
