@@ -403,9 +403,11 @@ def watch_nodes(state, probe, now=None):
         lost = node.get('lost')
         condition = ('Unknown' if lost is not None and now - lost >= grace
                      else 'True')
+        # Written only when it changes: a node never looked at is Ready
+        # (a read-only command must not add the default to it).
         if condition != node.get('condition', 'True'):
             changed.append(node['name'])
-        node['condition'] = condition
+            node['condition'] = condition
     _finish_terminations(state)
     return changed
 

@@ -271,7 +271,6 @@ def test_a_look_by_the_controller_changes_no_node_a_test_reads(tmp_path):
     state_dir = str(tmp_path / 'state')
     with cs.transaction(state_dir) as txn:
         txn.state = cluster('w1')
-        cs.watch_nodes(txn.state, Probe(), now=0.0)  # as cluster.yml's
     site = localsite.Site(tmp_path)
     before = site.nodes()
     with cs.transaction(state_dir) as txn:
