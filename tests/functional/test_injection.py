@@ -79,6 +79,7 @@ import types
 import pytest
 import yaml
 
+from mgmt_driver import detached
 from mgmt_driver import driver
 from mgmt_driver import exceptions
 from mgmt_driver import records
@@ -561,11 +562,13 @@ def _by_design(path, world, workspaces, removed=False):
 
     The instance's workspace (``transferring_inventory_path/<instance
     id>``) and, when created, the directories ``mkdir -p`` made for it;
-    the double's fact cache, runs log and state; the LB directory
+    the double's fact cache, runs log, state and the masters' etcd
+    members; the LB directory
     (HAProxy's config, backup, log); the driver's known_hosts file, its
     lock and the driver's records;
     compiled plugins of the checkout; in the site homes, each user's home
-    itself and Ansible's ``~/.ansible``, and on the LB the kubeconfig and
+    itself, Ansible's ``~/.ansible`` and the account's playbook slots
+    (``detached.SLOT_DIR``), and on the LB the kubeconfig and
     install script the driver puts there.
     """
     p = pathlib.Path(path)
@@ -573,7 +576,8 @@ def _by_design(path, world, workspaces, removed=False):
         if p == w or w in p.parents or (not removed and p in w.parents):
             return True
     site = world.lab.site
-    owned = (site.checkout / '.double', site.state_dir, site.root / 'lb')
+    owned = (site.checkout / '.double', site.state_dir, site.root / 'lb',
+             site.etcd_dir)
     if any(p == d or d in p.parents for d in owned):
         return True
     known_hosts = site.root / 'known_hosts'
@@ -588,6 +592,10 @@ def _by_design(path, world, workspaces, removed=False):
         return False
     user, *rest = p.relative_to(homes).parts
     if not rest or rest[0] == '.ansible':
+        return True
+    # The account's playbook slots (max_parallel_playbooks_per_server).
+    slots = pathlib.PurePosixPath(detached.SLOT_DIR).parts
+    if tuple(rest[:len(slots)]) == slots[:len(rest)]:
         return True
     return user == world.lab.sshd.user and rest[0] in (
         '.kube', driver.LB_SCRIPT)
