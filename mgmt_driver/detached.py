@@ -176,6 +176,7 @@ else
   cd -- "$root" && timeout -k 30 "$limit" "$@" 8>&- 9>&-
   code=$?
 fi
+exec 8>&-
 echo "$code" > "$rc.tmp" && mv -f -- "$rc.tmp" "$rc"
 ' sh "$ws/logs/$stem.rc" "$root" "$limit" "$slots" "$max" "$@" \\
   < /dev/null >> "logs/$stem.log" 2>&1 &
