@@ -1,0 +1,57 @@
+"""The shell programs the driver runs on remote hosts, kept as files.
+
+Each program is ``mgmt_driver/scripts/NAME.sh``: a plain POSIX sh file
+that shellcheck lints (``tox -e pep8``).  :func:`program` gives what is
+sent (``sh -c PROGRAM sh ARG...``): the file without its comments and
+blank lines, after one marker line ``# kubespray-mgmt-script: NAME``.
+The dry run and the test fakes recognise a program by that name
+(:func:`name_of`), never by its text, so editing a comment or a line of
+a script changes nothing for them.
+"""
+
+import functools
+import pathlib
+import re
+
+#: Where the programs are, one ``NAME.sh`` each.
+SCRIPT_DIR = pathlib.Path(__file__).resolve().parent / 'scripts'
+#: The first line of every program as it is sent.
+MARKER = '# kubespray-mgmt-script: '
+
+_NAME = re.compile(r'[a-z0-9][a-z0-9_-]{0,63}')
+_MARKED = re.compile(re.escape(MARKER) + r'(' + _NAME.pattern + r')\n')
+
+
+def _strip(text):
+    """*text* without comment lines and blank lines."""
+    return '\n'.join(line for line in text.splitlines()
+                     if line.strip() and not line.lstrip().startswith('#'))
+
+
+@functools.cache
+def program(name):
+    """The program ``scripts/<name>.sh`` as it is sent to a host.
+
+    :raises ValueError: *name* is not a program name (lower case letters,
+        digits, ``-`` and ``_``).
+    :raises FileNotFoundError: there is no such program.
+    """
+    if not _NAME.fullmatch(name):
+        raise ValueError('not a remote program name: %r' % (name,))
+    text = (SCRIPT_DIR / (name + '.sh')).read_text()
+    return MARKER + name + '\n' + _strip(text) + '\n'
+
+
+def name_of(command):
+    """The name of the program *command* runs, or None.
+
+    :param command: a command string or an argv list (the program is
+        one of its words, e.g. ``['sh', '-c', PROGRAM, 'sh', ...]``).
+    """
+    words = [command] if isinstance(command, str) else command
+    for word in words:
+        if isinstance(word, str):
+            found = _MARKED.match(word)
+            if found:
+                return found.group(1)
+    return None
