@@ -20,6 +20,8 @@ import subprocess
 import tempfile
 import time
 
+from mgmt_driver.localsite import procs
+
 SSHD = shutil.which('sshd') or '/usr/sbin/sshd'
 SSH_KEYGEN = shutil.which('ssh-keygen') or '/usr/bin/ssh-keygen'
 TEST_USER = 'kmgmt-test'
@@ -256,7 +258,7 @@ class Sshd:
         the double's) would otherwise keep its session, and itself,
         running long after the site is gone.
         """
-        sessions = descendants(p.pid for p in self._procs)
+        sessions = procs.descendants(p.pid for p in self._procs)
         self.stop()
         for pid in sessions:
             try:
@@ -264,30 +266,3 @@ class Sshd:
             except ProcessLookupError:
                 pass
         shutil.rmtree(self.root, ignore_errors=True)
-
-
-def parents():
-    """``{pid: parent pid}`` of every process (from /proc)."""
-    found = {}
-    for entry in os.listdir('/proc'):
-        if not entry.isdigit():
-            continue
-        try:
-            with open('/proc/%s/stat' % entry) as f:
-                found[int(entry)] = int(f.read().rsplit(')', 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-    return found
-
-
-def descendants(roots):
-    """Every process below the processes *roots* (from /proc)."""
-    children = {}
-    for pid, parent in parents().items():
-        children.setdefault(parent, []).append(pid)
-    found, todo = [], list(roots)
-    while todo:
-        for child in children.get(todo.pop(), ()):
-            found.append(child)
-            todo.append(child)
-    return found

@@ -36,8 +36,8 @@ from mgmt_driver import params
 from mgmt_driver import registry
 from mgmt_driver import ssh
 from mgmt_driver.localsite import lab as lab_mod
+from mgmt_driver.localsite import procs
 from mgmt_driver.localsite import site as site_mod
-from mgmt_driver.localsite import sshd as sshd_mod
 from tests.functional import tacker_fakes
 from tests.functional.tacker_fakes import instantiate_request
 from tests.functional.tacker_fakes import scale_request
@@ -66,24 +66,16 @@ pytestmark = pytest.mark.skipif(site_mod.unavailable() is not None,
 
 # ------------------------------------------------------------ processes --
 
-def _cmdline(pid):
-    try:
-        with open('/proc/%d/cmdline' % pid, 'rb') as f:
-            return f.read().decode(errors='replace').split('\0')
-    except OSError:
-        return []
-
-
 def sessions_of(sshd):
     """Every process under the listeners of *sshd* (this test's sshd,
     found by its private config directory): its sessions and whatever
     they run."""
     # A listener's title: "sshd: /usr/sbin/sshd -D -f <config> ...".
     config = '-f ' + os.path.join(sshd.root, 'sshd_config')
-    listeners = [pid for pid in sshd_mod.parents()
-                 if config in ' '.join(_cmdline(pid))
-                 and _cmdline(pid)[0].startswith(('sshd', '/'))]
-    return sshd_mod.descendants(listeners)
+    listeners = [pid for pid in procs.parents()
+                 if config in ' '.join(procs.cmdline(pid))
+                 and procs.cmdline(pid)[0].startswith(('sshd', '/'))]
+    return procs.descendants(listeners)
 
 
 def kill_vm_sshd(sshd):
@@ -98,19 +90,10 @@ def kill_vm_sshd(sshd):
 def process_gone(pid, timeout=10.0):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if not os.path.exists('/proc/%d' % pid) or \
-                _state(pid) == 'Z':
+        if procs.gone(pid):
             return True
         time.sleep(0.1)
     return False
-
-
-def _state(pid):
-    try:
-        with open('/proc/%d/stat' % pid) as f:
-            return f.read().rsplit(')', 1)[1].split()[0]
-    except OSError:
-        return None
 
 
 #: The node monitor grace period the dead-worker case sets (seconds).
@@ -643,7 +626,8 @@ def test_connection_lost_mid_command_is_reported_at_once(faults):
     worker.start()
     sshd = c.lab.aside[ANSIBLE]
     deadline = time.monotonic() + 15
-    while not any(_cmdline(p)[:1] == ['sleep'] for p in sessions_of(sshd)):
+    while not any(procs.cmdline(p)[:1] == ['sleep']
+                  for p in sessions_of(sshd)):
         assert time.monotonic() < deadline, 'the command did not start'
         time.sleep(0.05)
     kill_vm_sshd(sshd)

@@ -1,0 +1,32 @@
+"""mgmt_driver.localsite.procs: this machine's processes from /proc."""
+
+import os
+import subprocess
+import sys
+
+from mgmt_driver.localsite import procs
+
+
+def test_a_child_is_seen_with_its_argv_then_gone():
+    child = subprocess.Popen([sys.executable, '-c',
+                              'import time; time.sleep(30)'])
+    try:
+        assert procs.cmdline(child.pid)[1:3] == ['-c',
+                                                 'import time; time.sleep(30)']
+        assert procs.state(child.pid) in ('R', 'S')
+        assert not procs.gone(child.pid)
+        assert procs.parents()[child.pid] == os.getpid()
+        assert child.pid in procs.descendants([os.getpid()])
+    finally:
+        child.kill()
+    child.wait()
+    assert procs.gone(child.pid) and procs.cmdline(child.pid) == []
+
+
+def test_a_zombie_counts_as_gone():
+    child = subprocess.Popen(['true'])
+    os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOWAIT)  # not reaped
+    try:
+        assert procs.state(child.pid) == 'Z' and procs.gone(child.pid)
+    finally:
+        child.wait()
