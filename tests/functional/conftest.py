@@ -6,20 +6,13 @@ import tempfile
 
 import pytest
 
-from mgmt_driver.localsite import sshd as sshd_site
+from tests.functional import sshd_fixture
 
 
 @pytest.fixture(scope='session')
 def sshd():
     """A running sshd on 127.0.0.2 and 127.0.0.3 (one port for both)."""
-    reason = sshd_site.available()
-    if reason:
-        pytest.skip(reason)
-    site = sshd_site.Sshd(addresses=('127.0.0.2', '127.0.0.3'))
-    try:
-        yield site.start()
-    finally:
-        site.cleanup()
+    yield from sshd_fixture.serve(('127.0.0.2', '127.0.0.3'))
 
 
 @pytest.fixture(scope='session', autouse=True)

@@ -18,7 +18,7 @@ import pytest
 from mgmt_driver import detached
 from mgmt_driver import kubespray
 from mgmt_driver import ssh
-from mgmt_driver.localsite import sshd as sshd_site
+from tests.functional import sshd_fixture
 from tests.functional import test_faults
 
 ADDRESS = '127.0.34.1'
@@ -27,14 +27,7 @@ STEM = '20261123T230501Z-scale_end-scale'
 
 @pytest.fixture(scope='module')
 def server():
-    reason = sshd_site.available()
-    if reason:
-        pytest.skip(reason)
-    site = sshd_site.Sshd(addresses=(ADDRESS,))
-    try:
-        yield site.start()
-    finally:
-        site.cleanup()
+    yield from sshd_fixture.serve((ADDRESS,))
 
 
 @pytest.fixture

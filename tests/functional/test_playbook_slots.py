@@ -18,7 +18,7 @@ import pytest
 
 from mgmt_driver import kubespray
 from mgmt_driver import ssh
-from mgmt_driver.localsite import sshd as sshd_site
+from tests.functional import sshd_fixture
 from tests.functional import test_detached_runs
 
 ADDRESS = '127.0.41.200'
@@ -26,14 +26,7 @@ ADDRESS = '127.0.41.200'
 
 @pytest.fixture(scope='module')
 def sshd():
-    reason = sshd_site.available()
-    if reason:
-        pytest.skip(reason)
-    site = sshd_site.Sshd(addresses=(ADDRESS,))
-    try:
-        yield site.start()
-    finally:
-        site.cleanup()
+    yield from sshd_fixture.serve((ADDRESS,))
 
 
 class Server:

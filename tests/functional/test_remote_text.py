@@ -11,7 +11,7 @@ import pytest
 from mgmt_driver import exceptions
 from mgmt_driver import kubectl
 from mgmt_driver import ssh
-from mgmt_driver.localsite import sshd as sshd_site
+from tests.functional import sshd_fixture
 
 #: This test's own loopback addresses (two masters).
 MASTERS = ('127.0.33.1', '127.0.33.2')
@@ -31,14 +31,7 @@ esac
 
 @pytest.fixture(scope='module')
 def site():
-    reason = sshd_site.available()
-    if reason:
-        pytest.skip(reason)
-    server = sshd_site.Sshd(addresses=MASTERS)
-    try:
-        yield server.start()
-    finally:
-        server.cleanup()
+    yield from sshd_fixture.serve(MASTERS)
 
 
 @pytest.fixture(scope='module')
