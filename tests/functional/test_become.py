@@ -27,6 +27,7 @@ from mgmt_driver import inventory
 from mgmt_driver import params
 from mgmt_driver.localsite import lab as lab_mod
 from mgmt_driver.localsite import site as site_mod
+from tests.functional import test_faults
 
 ANSIBLE, LB = '127.0.44.1', '127.0.44.2'
 MASTERS = ['127.0.44.10']
@@ -46,16 +47,10 @@ pytestmark = pytest.mark.skipif(site_mod.unavailable() is not None,
 def lab():
     if os.geteuid() != 0:
         pytest.skip('the SSH password logins need sshd running as root')
-    try:
-        lab = lab_mod.Lab(ANSIBLE, LB, MASTERS, WORKERS, nodeports=1,
-                          backends=False)
-        lab.start()
-    except lab_mod.LabError as exc:
-        pytest.skip(str(exc))
-    try:
+    with test_faults.running(lab_mod.Lab(
+            ANSIBLE, LB, MASTERS, WORKERS, nodeports=1,
+            backends=False)) as lab:
         yield lab
-    finally:
-        lab.stop()
 
 
 def _instantiate(lab, become=lambda section: {}):
