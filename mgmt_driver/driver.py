@@ -35,6 +35,7 @@ import types
 from oslo_log import log as logging
 
 from mgmt_driver import DRIVER_NAME  # noqa: F401 (the shim reads it)
+from mgmt_driver import autoheal
 from mgmt_driver import conf as kconf
 from mgmt_driver import detached
 from mgmt_driver import exceptions
@@ -198,6 +199,9 @@ class ClusterDriver:
         #: Hosts already put in the local record (never forgotten: the
         #: record is local and only grows until terminate).
         self._remembered = set()
+        #: ``{node name: identity labels}`` (mgmt_driver.autoheal), or
+        #: None: no identity labels (v1, the command line).
+        self.node_identity = None
         self._reads = Reads()
 
     # Plumbing.
@@ -408,6 +412,12 @@ class ClusterDriver:
         settings = self.node_settings()
         for node in cluster.k8s_nodes:
             settings.setdefault(node.name, spec.node_settings(node))
+        if self.node_identity is not None:
+            # Tacker v2: each node's VNF instance and VNFC, laid over
+            # whatever the record holds (mgmt_driver.autoheal).
+            settings = {name: autoheal.with_identity(
+                value, self.node_identity.get(name))
+                for name, value in settings.items()}
         files = inventory.render_files(spec, cluster, key_paths,
                                        settings=settings)
         documents = {name: (rendered.content, rendered.mode)
