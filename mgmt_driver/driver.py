@@ -202,6 +202,12 @@ class ClusterDriver:
         #: ``{node name: identity labels}`` (mgmt_driver.autoheal), or
         #: None: no identity labels (v1, the command line).
         self.node_identity = None
+        #: Nodes removed as dead ones (no drain of ours, kubespray's
+        #: ungraceful removal, no reset): an automatic heal's, found not
+        #: Ready.  A dead kubelet never lets an evicted pod finish, so a
+        #: drain would wait for its timeout and fail (Cluster API skips
+        #: it for an unreachable node too); the VM is re-created anyway.
+        self.undrained = frozenset()
         self._reads = Reads()
 
     # Plumbing.
@@ -604,8 +610,10 @@ class ClusterDriver:
         present = [n for n in names if client.node_exists(n)]
         reachable, unreachable = [], []
         for name in present:
-            (reachable if self.reachable(cluster.get(name))
-             else unreachable).append(name)
+            # A node the heal replaces because its kubelet is dead is
+            # removed as a dead one (see undrained).
+            (reachable if name not in self.undrained and self.reachable(
+                cluster.get(name)) else unreachable).append(name)
         for name in reachable:
             self.step('draining %s', name)
             client.drain(name, timeout=self.settings.drain_timeout)

@@ -437,6 +437,7 @@ class V2Hooks(driver.LcmHooks):
     def _driver(self, context, vnf_instance, spec, pool, operation):
         drv = super()._driver(context, vnf_instance, spec, pool, operation)
         drv.node_identity = getattr(self, '_node_identity', None)
+        drv.undrained = getattr(self, '_undrained', frozenset())
         return drv
 
     def heal_start(self, context, vnf_instance, request, grant,
@@ -463,6 +464,8 @@ class V2Hooks(driver.LcmHooks):
         limit = self.conf[kconf.GROUP].auto_heal_max_unhealthy_percent
         autoheal.check_heal(cluster, {n.name: n.ready for n in nodes},
                             healed, limit)
+        # Checked: every node healed is not Ready (nothing to drain).
+        self._undrained = frozenset(healed)
 
     def _resolve_vip(self, context, vnf_instance, request, spec):
         # v2's stacks are laid out per VM; no VIP port is looked up there.
