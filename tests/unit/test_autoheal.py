@@ -2,6 +2,7 @@
 survival (inventory, relabel), Tacker's automatic heal request, the guard
 rails, and the shipped Prometheus rules (promtool)."""
 
+import json
 import pathlib
 import shutil
 import subprocess
@@ -251,3 +252,79 @@ def test_promtool_test_fails_on_a_rule_without_the_ids(tmp_path):
     done = _promtool('test', 'rules', str(tmp_path / RULES_TEST.name))
     assert done.returncode != 0
     assert 'vnfc_info_id' in done.stdout + done.stderr
+
+
+# ------------------------------------------------------------ v2 hooks
+
+
+def _v2_harness(conf, not_ready):  # noqa: F811
+    from tests.unit import test_v2
+    names = ['master-10-10-0-11', 'worker-10-10-0-21', 'worker-10-10-0-22']
+    h = test_v2.Harness(conf, k8s_nodes=names)
+    h.instantiate()
+    h.master.script(r'get nodes -o json', first=True, stdout=json.dumps({
+        'items': [{'metadata': {'name': n}, 'status': {'conditions': [
+            {'type': 'Ready',
+             'status': 'Unknown' if n in not_ready else 'True'}]}}
+            for n in names]}))
+    h.master.script(r'get node worker-10-10-0-21',
+                    stdout='node/worker-10-10-0-21\n')
+    return h, test_v2
+
+
+def _hosts(h):
+    [text] = [t for p, t in h.ansible.files.items()
+              if p.endswith('/hosts.yaml')]
+    return yaml.safe_load(text)['all']['hosts']
+
+
+def test_v2_nodes_carry_their_vnfc_info_ids(conf):  # noqa: F811
+    h, _ = _v2_harness(conf, ())
+    hosts = _hosts(h)
+    infos = {i['vnfcResourceInfoId']: i['id'] for i in h.vnf.dict()[
+        'instantiatedVnfInfo']['vnfcInfo']}
+    labelled = {name: host['node_labels'][autoheal.LABEL_VNFC]
+                for name, host in hosts.items()
+                if autoheal.LABEL_VNFC in host.get('node_labels', {})}
+    assert sorted(labelled) == ['master-10-10-0-11', 'worker-10-10-0-21',
+                                'worker-10-10-0-22']
+    assert set(labelled.values()) <= set(infos.values())
+    assert {host['node_labels'][autoheal.LABEL_INSTANCE]
+            for host in hosts.values() if 'node_labels' in host} == {
+        h.vnf.dict()['id']}
+
+
+def test_v2_automatic_heal_removes_the_dead_worker_undrained(conf):  # noqa: F811,E501
+    h, test_v2 = _v2_harness(conf, ['worker-10-10-0-21'])
+    worker = h.vnf.vnfc(test_v2.WORKERS[0][0])
+    h.run('heal_start', {'vnfcInstanceId': ['info-' + worker['id']]},
+          test_v2._removing(worker))
+    assert not [c for c in h.master.commands if ' drain ' in c]
+    assert 'remove-node.yml' in h.playbooks()
+    [vars_text] = [t for p, t in h.ansible.files.items()
+                   if p.endswith('remove-node-vars.yaml')]
+    assert yaml.safe_load(vars_text)['reset_nodes'] is False
+
+
+def test_v2_requested_heal_drains(conf):  # noqa: F811
+    h, test_v2 = _v2_harness(conf, ['worker-10-10-0-21'])
+    worker = h.vnf.vnfc(test_v2.WORKERS[0][0])
+    h.master.script(r'get pods', stdout=json.dumps({'items': []}))
+    h.run('heal_start', {'vnfcInstanceId': ['info-' + worker['id']],
+                         'cause': 'disk'}, test_v2._removing(worker))
+    assert [c for c in h.master.commands if ' drain worker-10-10-0-21' in c]
+
+
+def test_v2_automatic_heal_refused_changes_nothing(conf):  # noqa: F811
+    h, test_v2 = _v2_harness(conf, ['worker-10-10-0-21',
+                                    'worker-10-10-0-22'])
+    worker = h.vnf.vnfc(test_v2.WORKERS[0][0])
+    ansible, master = len(h.ansible.commands), len(h.master.commands)
+    with pytest.raises(autoheal.AutoHealRefused, match='2 of 3 Kubernetes'):
+        h.run('heal_start', {'vnfcInstanceId': ['info-' + worker['id']]},
+              test_v2._removing(worker))
+    assert h.ansible.commands[ansible:] == []
+    # Only read: kubectl found, the nodes listed.
+    assert [c.split(' -o ')[0].split()[-2:] for c in
+            h.master.commands[master:]] == [['version', '--client'],
+                                             ['get', 'nodes']]
