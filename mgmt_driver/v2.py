@@ -415,6 +415,12 @@ class V2Hooks(driver.LcmHooks):
             conf.kubespray_mgmt.kubeconfig_dir)))
         super().__init__(conf, **kwargs)
         self._v2_heat = heat_factory or tacker_heat_client
+        #: What this script call learnt for its ClusterDriver
+        #: (mgmt_driver.autoheal): each node's identity labels (from the
+        #: instance, by :meth:`_vms`), and the nodes an automatic heal
+        #: found not Ready (by :meth:`_check_automatic`).
+        self._node_identity = None
+        self._undrained = frozenset()
 
     def _vms(self, context, vnf_instance, request, spec):
         if spec.nodes is not None:
@@ -436,8 +442,8 @@ class V2Hooks(driver.LcmHooks):
 
     def _driver(self, context, vnf_instance, spec, pool, operation):
         drv = super()._driver(context, vnf_instance, spec, pool, operation)
-        drv.node_identity = getattr(self, '_node_identity', None)
-        drv.undrained = getattr(self, '_undrained', frozenset())
+        drv.node_identity = self._node_identity
+        drv.undrained = self._undrained
         return drv
 
     def heal_start(self, context, vnf_instance, request, grant,
