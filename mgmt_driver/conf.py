@@ -353,8 +353,23 @@ state_opts = [
                     'refused, changing nothing.'),
 ]
 
+# Automatic heals (Tacker's auto-heal request: mgmt_driver/autoheal.py).
+autoheal_opts = [
+    cfg.IntOpt('auto_heal_max_unhealthy_percent', default=40, min=0,
+               max=100,
+               help='An automatic heal (a HEAL request that carries only '
+                    'vnfcInstanceId, as Tacker\'s Prometheus plugin and '
+                    'server notification send it) is refused, changing '
+                    'nothing, when more than this share of the cluster\'s '
+                    'Kubernetes nodes (in percent, rounded down to whole '
+                    'nodes) is not Ready: a network partition must not '
+                    'replace half the cluster (Cluster API\'s '
+                    'maxUnhealthy). 0 refuses every automatic heal; '
+                    'requested heals are never limited by it.'),
+]
+
 ALL_OPTS = (ssh_opts + kubespray_opts + lb_opts + kubectl_opts + trust_opts +
-            limits_opts + state_opts)
+            limits_opts + state_opts + autoheal_opts)
 
 
 def use_sudo(setting, username):

@@ -7,6 +7,7 @@ What :mod:`mgmt_driver.labels` and :mod:`mgmt_driver.upgrade` decide
 after claiming the workspace.
 """
 
+from mgmt_driver import autoheal
 from mgmt_driver import gateways
 from mgmt_driver import kubespray
 from mgmt_driver import labels as labels_mod
@@ -34,6 +35,8 @@ def relabel(drv, cluster, names, labels=(), taints=()):
     :returns: the names of the nodes that are not both in *cluster*
         and in Kubernetes (nothing was changed on them).
     """
+    # Before anything is read or changed (mgmt_driver.autoheal).
+    autoheal.check_relabel(labels, 'relabel labels')
     client = drv.kubectl_client(cluster)
     recorded = drv.node_settings()
     settings = dict(recorded)

@@ -35,6 +35,7 @@ import types
 from oslo_log import log as logging
 
 from mgmt_driver import DRIVER_NAME  # noqa: F401 (the shim reads it)
+from mgmt_driver import autoheal
 from mgmt_driver import conf as kconf
 from mgmt_driver import detached
 from mgmt_driver import exceptions
@@ -198,6 +199,15 @@ class ClusterDriver:
         #: Hosts already put in the local record (never forgotten: the
         #: record is local and only grows until terminate).
         self._remembered = set()
+        #: ``{node name: identity labels}`` (mgmt_driver.autoheal), or
+        #: None: no identity labels (v1, the command line).
+        self.node_identity = None
+        #: Nodes removed as dead ones (no drain of ours, kubespray's
+        #: ungraceful removal, no reset): an automatic heal's, found not
+        #: Ready.  A dead kubelet never lets an evicted pod finish, so a
+        #: drain would wait for its timeout and fail (Cluster API skips
+        #: it for an unreachable node too); the VM is re-created anyway.
+        self.undrained = frozenset()
         self._reads = Reads()
 
     # Plumbing.
@@ -408,6 +418,12 @@ class ClusterDriver:
         settings = self.node_settings()
         for node in cluster.k8s_nodes:
             settings.setdefault(node.name, spec.node_settings(node))
+        if self.node_identity is not None:
+            # Tacker v2: each node's VNF instance and VNFC, laid over
+            # whatever the record holds (mgmt_driver.autoheal).
+            settings = {name: autoheal.with_identity(
+                value, self.node_identity.get(name))
+                for name, value in settings.items()}
         files = inventory.render_files(spec, cluster, key_paths,
                                        settings=settings)
         documents = {name: (rendered.content, rendered.mode)
@@ -594,8 +610,10 @@ class ClusterDriver:
         present = [n for n in names if client.node_exists(n)]
         reachable, unreachable = [], []
         for name in present:
-            (reachable if self.reachable(cluster.get(name))
-             else unreachable).append(name)
+            # A node the heal replaces because its kubelet is dead is
+            # removed as a dead one (see undrained).
+            (reachable if name not in self.undrained and self.reachable(
+                cluster.get(name)) else unreachable).append(name)
         for name in reachable:
             self.step('draining %s', name)
             client.drain(name, timeout=self.settings.drain_timeout)

@@ -20,6 +20,7 @@ import dataclasses
 
 import yaml
 
+from mgmt_driver import autoheal
 from mgmt_driver import exceptions
 from mgmt_driver import nodes
 from mgmt_driver import params
@@ -177,6 +178,12 @@ def relabel_from_metadata(metadata, prefix):
                                  removals=True)
         except exceptions.ParamsInvalid as exc:
             problems += exc.problems
+    try:
+        # The driver's own labels (mgmt_driver.autoheal).
+        autoheal.check_relabel(changes.get(METADATA_LABELS) or (),
+                               '%s.%s' % (prefix, METADATA_LABELS))
+    except exceptions.ParamsInvalid as exc:
+        problems += exc.problems
     if not problems and not any(changes.values()):
         problems.append('%s.%s, %s.%s: missing (what to change?)' % (
             prefix, METADATA_LABELS, prefix, METADATA_TAINTS))

@@ -41,7 +41,9 @@ _SHAPES = ((SCALE, ('type', 'aspectId', 'numberOfSteps')),
            # After instantiate: an InstantiateVnfRequest may have
            # vimConnectionInfo and extensions too, never these.
            (MODIFY, (METADATA, 'vnfInstanceName', 'vnfInstanceDescription',
-                     'vnfdId', 'vnfPkgId', 'vnfcInfoModifications')))
+                     'vnfdId', 'vnfPkgId', 'vnfcInfoModifications',
+                     # v2's instantiate may carry it too, after flavourId
+                     'vnfConfigurableProperties')))
 _SCALE_TYPES = ('SCALE_OUT', 'SCALE_IN')
 
 _LOGIN = {'username': 'placeholder', 'password': 'placeholder'}

@@ -62,6 +62,7 @@ import uuid
 
 from oslo_log import log as logging
 
+from mgmt_driver import autoheal
 from mgmt_driver import conf as kconf
 from mgmt_driver import driver
 from mgmt_driver import exceptions
@@ -414,6 +415,12 @@ class V2Hooks(driver.LcmHooks):
             conf.kubespray_mgmt.kubeconfig_dir)))
         super().__init__(conf, **kwargs)
         self._v2_heat = heat_factory or tacker_heat_client
+        #: What this script call learnt for its ClusterDriver
+        #: (mgmt_driver.autoheal): each node's identity labels (from the
+        #: instance, by :meth:`_vms`), and the nodes an automatic heal
+        #: found not Ready (by :meth:`_check_automatic`).
+        self._node_identity = None
+        self._undrained = frozenset()
 
     def _vms(self, context, vnf_instance, request, spec):
         if spec.nodes is not None:
@@ -423,9 +430,48 @@ class V2Hooks(driver.LcmHooks):
         cluster = nodes_mod.build_nodes(
             spec, [r.address for r in records],
             path='VNF instance %s' % inst.get('id'))
-        return cluster, {nodes_mod.node_name(r.address.role,
-                                             r.address.nic_ip): r
-                         for r in records}
+        by_name = {nodes_mod.node_name(r.address.role, r.address.nic_ip): r
+                   for r in records}
+        # Each node's VNF instance and VNFC, as Tacker's auto-heal alerts
+        # name them: labelled at every inventory write (_driver).
+        names = set(cluster.names)
+        self._node_identity = autoheal.identity_of(inst, {
+            name: r.server_id for name, r in by_name.items()
+            if name in names})
+        return cluster, by_name
+
+    def _driver(self, context, vnf_instance, spec, pool, operation):
+        drv = super()._driver(context, vnf_instance, spec, pool, operation)
+        drv.node_identity = self._node_identity
+        drv.undrained = self._undrained
+        return drv
+
+    def heal_start(self, context, vnf_instance, request, grant,
+                   grant_request, **kwargs):
+        """As v1's; an automatic heal (:func:`mgmt_driver.autoheal.
+        is_automatic`) passes the guard rails first."""
+        if getattr(request, 'automatic', False):
+            self._check_automatic(context, vnf_instance, request)
+        super().heal_start(context, vnf_instance, request, grant,
+                           grant_request, **kwargs)
+
+    def _check_automatic(self, context, vnf_instance, request):
+        """:func:`mgmt_driver.autoheal.check_heal` over Kubernetes'
+        node list, before any change."""
+        spec = self._spec(context, vnf_instance, request, 'heal')
+        cluster, records = self._vms(context, vnf_instance, request, spec)
+        healed = self._healed(vnf_instance, request, records)
+        with self._pool_factory() as pool:
+            drv = self._driver(context, vnf_instance, spec, pool,
+                               'heal_start')
+            drv.step('automatic heal of %s: checking the guard rails',
+                     ', '.join(healed) or 'no node')
+            nodes = drv.kubectl_client(cluster).nodes()
+        limit = self.conf[kconf.GROUP].auto_heal_max_unhealthy_percent
+        autoheal.check_heal(cluster, {n.name: n.ready for n in nodes},
+                            healed, limit)
+        # Checked: every node healed is not Ready (nothing to drain).
+        self._undrained = frozenset(healed)
 
     def _resolve_vip(self, context, vnf_instance, request, spec):
         # v2's stacks are laid out per VM; no VIP port is looked up there.
@@ -574,7 +620,8 @@ class Operation:
             self.inst, self.req, self.grant_request))
         self._carry(healed_stacks=stacks)
         self.hooks.heal_start(None, self._view(), request_view(
-            self.req, healed_stacks=stacks), None, None)
+            self.req, healed_stacks=stacks,
+            automatic=autoheal.is_automatic(self.req)), None, None)
 
     def heal_end(self):
         request = request_view(self.req, healed_stacks=list(

@@ -16,7 +16,8 @@ SCHEMAS = {'instantiate_simple.json': 'InstantiateVnfRequest_V200',
            'heal_vnfc.json': 'HealVnfRequest_V200',
            'heal_vnf.json': 'HealVnfRequest_V200',
            'terminate.json': 'TerminateVnfRequest_V200',
-           'modify_upgrade.json': 'VnfInfoModificationRequest_V200'}
+           'modify_upgrade.json': 'VnfInfoModificationRequest_V200',
+           'modify_autoheal.json': 'VnfInfoModificationRequest_V200'}
 V2_SAMPLES = packages.SAMPLES_DIR / 'v2'
 
 

@@ -21,6 +21,7 @@ lookups), and the NFVO's grant (the grant request is Tacker's own).
 The scenarios share one VNF and run in file order.
 """
 
+import contextlib
 import datetime
 import json
 import pathlib
@@ -103,8 +104,9 @@ class V2Infra:
     the server ids, ``metadata.stack_id`` the nested stack).
     """
 
-    def __init__(self, lab, heat, objects):
+    def __init__(self, lab, heat, objects, lb_address=LB_ADDRESS):
         self.lab, self.heat, self.objects = lab, heat, objects
+        self.lb_address = lb_address
         self.site = cs.FakeInfra(lab, objects)  # the site's VM events
         self.layout = ([], [])
         self.free_workers = []
@@ -117,7 +119,7 @@ class V2Infra:
     def instantiate(self, req, inst, grant_req, grant, vnfd):
         masters, workers = self.layout
         self.vms = []
-        for vdu, address in ([('externalLB', LB_ADDRESS)] +
+        for vdu, address in ([('externalLB', self.lb_address)] +
                              [('masterNode', a) for a in masters] +
                              [('workerNode', a) for a in workers]):
             self._add(vdu, address)
@@ -258,7 +260,11 @@ class World:
         As the conductor does, the instance is saved only when the
         operation completes; a failed one leaves the saved one.
         """
-        lcmocc = self._lcmocc(operation, request)
+        return self.start(self._lcmocc(operation, request), data)
+
+    def start(self, lcmocc, data=None):
+        """:meth:`run` of an lcmocc made elsewhere (Tacker's auto-heal
+        makes its own)."""
         grant_req, grant = self.lcm.grant(self.context, lcmocc,
                                           self.inst.obj_clone(), self.vnfd)
         lcmocc.operationState = 'PROCESSING'
@@ -318,7 +324,8 @@ class World:
 
     def instantiate(self, masters, workers):
         self.infra.layout = (masters, workers)
-        self.infra.free_workers = [a for a in WORKERS if a not in workers]
+        self.infra.free_workers = [a for a in self.lab.workers
+                                   if a not in workers]
         request = self.objects.InstantiateVnfRequest.from_dict({
             'flavourId': 'simple',
             'instantiationLevelId': 'instantiation_level_1',
@@ -355,7 +362,8 @@ class World:
         assert sorted(inventory['kube_node']) == sorted(
             site_mod.name_of(cs.WORKER, a) for a in workers)
         kubeconfig = self.lab.sshd.home() / '.kube' / 'config'
-        assert 'https://%s:%d' % (LB_ADDRESS, self.lab.api_port) in \
+        assert 'https://%s:%d' % (
+            self.infra.lb_address, self.lab.api_port) in \
             kubeconfig.read_text()
 
     def kept(self):
@@ -380,8 +388,15 @@ def _script_config(lab, tmp):
     return path
 
 
-@pytest.fixture(scope='module')
-def world(tacker_conf, admin_context, tmp_path_factory):
+@contextlib.contextmanager
+def make_world(tacker_conf, admin_context, tmp, ansible=ANSIBLE,
+               heat_address=HEAT_ADDRESS, lb=LB_ADDRESS, masters=MASTERS,
+               workers=WORKERS, patch=None):
+    """Tacker's v2 LCM driver over a new local site (its addresses
+    given), as the :func:`world` fixture and other modules use it.
+
+    :param patch: a ``pytest.MonkeyPatch`` to use (undone on exit).
+    """
     reason = site_mod.unavailable()
     if reason:
         pytest.skip(reason)
@@ -390,16 +405,15 @@ def world(tacker_conf, admin_context, tmp_path_factory):
     from tacker.sol_refactored.infra_drivers.openstack import openstack
 
     objects.register_all()
-    tmp = tmp_path_factory.mktemp('v2')
-    patch = pytest.MonkeyPatch()
-    lab = lab_mod.Lab(ANSIBLE, LB_ADDRESS, MASTERS, WORKERS)
-    heat = FakeHeatServer(HEAT_ADDRESS, tmp)
+    patch = patch or pytest.MonkeyPatch()
+    lab = lab_mod.Lab(ansible, lb, masters, workers)
+    heat = FakeHeatServer(heat_address, tmp)
     try:
         lab.start()
         heat.start()
         patch.setenv(v2.CONFIG_ENV, str(_script_config(lab, tmp)))
         vnfd = test_v2_packages.onboard(tacker_conf, tmp, V2_PACKAGE)
-        infra = V2Infra(lab, heat, objects)
+        infra = V2Infra(lab, heat, objects, lb_address=lb)
         for name in ('instantiate', 'instantiate_rollback', 'scale',
                      'scale_rollback', 'heal', 'terminate'):
             # A bound method is no descriptor: Openstack().<name> is it.
@@ -428,6 +442,13 @@ def world(tacker_conf, admin_context, tmp_path_factory):
         patch.undo()
         heat.stop()
         lab.stop()
+
+
+@pytest.fixture(scope='module')
+def world(tacker_conf, admin_context, tmp_path_factory):
+    with make_world(tacker_conf, admin_context,
+                    tmp_path_factory.mktemp('v2')) as w:
+        yield w
 
 
 class _LocalGrants:

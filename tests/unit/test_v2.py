@@ -355,7 +355,8 @@ def test_heal_carries_the_healed_stacks_to_heal_end(conf):
                                  'worker-10-10-0-22'])
     h.instantiate()
     lb = h.vnf.vnfc(td.LB)
-    request = {'vnfcInstanceId': ['info-' + lb['id']]}
+    # A requested heal (a cause: not Tacker's automatic one).
+    request = {'vnfcInstanceId': ['info-' + lb['id']], 'cause': 'test'}
     out = h.run('heal_start', request, _removing(lb))
     carried = out['user_script_err_handling_data']
     assert carried == {'kubespray_mgmt': {
