@@ -1,4 +1,5 @@
-"""Day-2 steps on a running cluster: relabel nodes, upgrade Kubernetes.
+"""Day-2 steps on a running cluster: relabel nodes, upgrade Kubernetes,
+renew the control-plane certificates.
 
 What :mod:`mgmt_driver.labels` and :mod:`mgmt_driver.upgrade` decide
 (both pure), run over the operation's context (a
@@ -7,9 +8,16 @@ What :mod:`mgmt_driver.labels` and :mod:`mgmt_driver.upgrade` decide
 after claiming the workspace.
 """
 
+from mgmt_driver import certificates
+from mgmt_driver import conf as kconf
+from mgmt_driver import exceptions
 from mgmt_driver import gateways
+from mgmt_driver import kubectl
 from mgmt_driver import kubespray
 from mgmt_driver import labels as labels_mod
+from mgmt_driver import loadbalancer
+from mgmt_driver import registry
+from mgmt_driver import remote
 from mgmt_driver import upgrade as upgrade_mod
 
 
@@ -172,3 +180,99 @@ def _upgrade_master(drv, cluster, name):
     drv.step('upgrading control-plane node %s', name)
     drv.runner().upgrade([name])
     gateways.update(drv, cluster)
+
+
+def renew_certificates(drv, cluster, request=None):
+    """Renew the control-plane certificates, one master at a time.
+
+    For each master, in the inventory's order: out of HAProxy's API
+    backends (a lone master stays: there is no other), ``kubeadm certs
+    renew all`` and a restart of its control-plane static pods
+    (``scripts/renew-certs.sh``, kubespray's ``k8s-certs-renew.sh``
+    steps), its own API server polled until it answers (or
+    ``cert_renew_timeout``), then back into HAProxy; the API is checked
+    through the load balancer at the end.  With a *request* id (a
+    PATCH), the masters done are recorded in the workspace as they
+    finish, so the same request run again after a failure goes on with
+    the others and, once all are done, renews nothing.
+
+    :param request: the PATCH's ``renew_certificates`` id, or None (the
+        command line: always renew).
+    :returns: the names of the masters renewed.
+    :raises MgmtDriverRemoteCommandError, MgmtDriverOtherError: a master
+        failed (it stays out of HAProxy until the next update) or the
+        API did not answer.
+    """
+    cluster = drv.in_recorded_order(cluster)
+    record = drv.read_record(certificates.RECORD_FILE,
+                             certificates.parse_record) if request else None
+    done = set(record[1]) if record and record[0] == request else set()
+    todo = [n for n in cluster.masters if n.name not in done]
+    drv.step('renewing certificates: %s', ', '.join(
+        n.name for n in todo) or 'all done already for request %s' % request)
+    for node in todo:
+        _renew_master(drv, cluster, node)
+        done.add(node.name)
+        if request:
+            drv.write_record(certificates.RECORD_FILE,
+                             certificates.render_record(request, done))
+    if todo:
+        _check_api(drv, cluster)
+    return [n.name for n in todo]
+
+
+def _master_argv(drv, *argv):
+    sudo = kconf.use_sudo(drv.settings.kubectl_sudo,
+                          drv.spec.master.login.username)
+    return (['sudo', '-n'] if sudo else []) + list(argv)
+
+
+def _renew_master(drv, cluster, node):
+    if len(cluster.masters) > 1:
+        gateways.update(drv, cluster.remove(node.name))
+    else:
+        drv.warn('%s is the only control-plane node: the API is down '
+                 'while it restarts', node.name)
+    group = drv.conf.kubespray_mgmt
+    drv.step('renewing the certificates of %s', node.name)
+    conn = drv.connection(node)
+    conn.run(_master_argv(drv, 'sh', '-c', remote.program(
+        certificates.RENEW_PROGRAM), 'sh', group.kubeadm_command,
+        group.crictl_command), timeout=group.cert_renew_timeout)
+    _wait_ready(drv, cluster, registry.server_url(
+        node.cluster_address, loadbalancer.DEFAULT_APISERVER_PORT),
+        node.name)
+    gateways.update(drv, cluster)
+
+
+def _wait_ready(drv, cluster, server, where):
+    """Poll ``kubectl --server SERVER get --raw /readyz`` (on a master)
+    until it answers ``ok``.
+
+    :raises MgmtDriverOtherError: not within ``cert_renew_timeout``.
+    """
+    client = drv.kubectl_client(cluster)
+    argv = client.argv('--server', server, 'get', '--raw', '/readyz')
+    timeout = drv.conf.kubespray_mgmt.cert_renew_timeout
+
+    def probe():
+        result = client.conn.run(argv, timeout=min(timeout, 30),
+                                 check=False)
+        return result.ok and result.stdout.strip() == 'ok', result
+    ready, result = kubectl.poll(probe, timeout,
+                                 kubectl.KubectlSettings.from_conf(drv.conf))
+    if not ready:
+        raise exceptions.MgmtDriverOtherError(
+            error_message='the API server of %s (%s) did not answer '
+                          '/readyz within %d s after its certificates were '
+                          'renewed: %s' % (where, server, timeout,
+                                           result.tail(3) or 'no answer'))
+
+
+def _check_api(drv, cluster):
+    """The API answers through the load balancer (its VIP or VM)."""
+    if cluster.external_lb is None:
+        return
+    server = drv.discovery_server(cluster)
+    drv.step('checking the API through the load balancer (%s)', server)
+    _wait_ready(drv, cluster, server, 'the load balancer')

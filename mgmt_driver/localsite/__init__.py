@@ -42,7 +42,7 @@ from mgmt_driver.localsite import fake_sudo
 SOURCE = pathlib.Path(__file__).resolve().parent
 CHECKOUT_SOURCE = SOURCE / 'kubespray'
 TOOL_MODULES = ('clusterstate.py', 'fake_kubectl.py', 'kube_double.py',
-                'etcd.py', 'fake_sudo.py')
+                'etcd.py', 'fake_sudo.py', 'pki.py', 'fake_kubeadm.py')
 
 #: Layouts: 'current' is kubespray v2.22+ (root playbooks import
 #: playbooks/*.yml, facts only as playbooks/facts.yml); 'v2.21' has the
@@ -138,6 +138,8 @@ class Site:
         self.kubectl = self.bin_dir / 'kubectl'
         self.kube_double = self.bin_dir / 'kube-double'
         self.etcdctl = self.bin_dir / 'etcdctl.sh'
+        self.kubeadm = self.bin_dir / 'kubeadm'
+        self.crictl = self.bin_dir / 'crictl'
         self.state_dir = self.root / 'state'
         #: The masters' real etcd members (mgmt_driver.localsite.etcd).
         self.etcd_dir = self.root / 'etcd'

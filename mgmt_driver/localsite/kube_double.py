@@ -37,6 +37,9 @@ they stand for.
                once the member is healthy
   etcd-stop    kubespray's reset of etcd alone
   status       what exists (JSON), for the playbooks' checks
+
+init and join of a control-plane node write its PKI (real X.509 files,
+:mod:`pki`); reset deletes it.
   check-fail   the failure-injection hook (see README.rst)
 
 Exit status 1 with ``error: ...`` on stderr when the cluster would refuse.
@@ -54,6 +57,7 @@ import time
 
 import clusterstate as cs
 import etcd
+import pki
 
 
 def _state_dir():
@@ -150,6 +154,10 @@ def _add_node(state, args, roles):
         return 'node %s already joined' % args.node
     state['nodes'][args.node] = node
     _system_pods(state, node)
+    if 'control-plane' in roles:
+        # kubeadm writes the node's /etc/kubernetes/pki (real X.509).
+        pki.install(_state_dir(), args.node, int(cs.setting(state,
+                                                            'cert_days')))
     for pod in state['pods']:
         if pod['node'] is None:
             cs.place(state, pod)
@@ -256,6 +264,7 @@ def cmd_reset(args, txn):
     if not cs.running(state) or args.node not in state['nodes']:
         return 'node %s reset (not part of a cluster)' % args.node
     state['nodes'][args.node]['ready'] = False
+    pki.remove(_state_dir(), args.node)  # kubeadm reset deletes the PKI
     running = [n for n in state['nodes'].values()
                if 'control-plane' in n['roles'] and n['ready']]
     if not running:
@@ -508,7 +517,7 @@ def main(argv=None):
                 # kubespray's reset also stops etcd and deletes its data.
                 args.peer_url = args.etcd_peer_url
                 print(etcd_stop(args))
-    except (cs.StateError, etcd.EtcdError) as exc:
+    except (cs.StateError, etcd.EtcdError, pki.PkiError) as exc:
         print('error: %s' % exc, file=sys.stderr)
         return 1
     return 0
