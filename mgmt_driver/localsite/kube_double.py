@@ -144,7 +144,7 @@ def _system_pods(state, node):
     state['pods'].extend(pods)
 
 
-def _add_node(state, args, roles):
+def _add_node(state, args, roles, init=False):
     node = _node(args, roles)
     old = state['nodes'].get(args.node)
     if old:
@@ -156,8 +156,8 @@ def _add_node(state, args, roles):
     _system_pods(state, node)
     if 'control-plane' in roles:
         # kubeadm writes the node's /etc/kubernetes/pki (real X.509).
-        pki.install(_state_dir(), args.node, int(cs.setting(state,
-                                                            'cert_days')))
+        pki.install(_state_dir(), args.node,
+                    int(cs.setting(state, 'cert_days')), init)
     for pod in state['pods']:
         if pod['node'] is None:
             cs.place(state, pod)
@@ -184,13 +184,13 @@ def cmd_init(args, txn):
                 'control-plane nodes (the first host of kube_control_plane '
                 'must be an existing control-plane node; append new ones '
                 'at the end)' % (args.node, args.node))
-        return _add_node(state, args, node['roles'])
+        return _add_node(state, args, node['roles'], init=True)
     state = txn.state = cs.init_cluster(
         state or cs.empty_state(), args.cluster_name, args.kube_version,
         _ca_pem())
     cs.set_cluster_info(state, args.control_plane_endpoint or '%s:%d' % (
         args.address, cs.APISERVER_PORT))
-    message = _add_node(state, args, _roles(args))
+    message = _add_node(state, args, _roles(args), init=True)
     for name, replicas in cs.DEPLOYMENTS:
         for _ in range(replicas):
             state['pods'].append(cs.make_pod(

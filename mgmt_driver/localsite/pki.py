@@ -12,7 +12,9 @@ etcd outside the static pods (no etcd certificates in kubeadm's list):
 * the leaf certificates kubeadm lists, each signed by its CA, valid for
   ``cert_days`` days (the double's setting; kubeadm: 365).  The
   kubeconfig files' embedded client certificates (``admin.conf`` ...)
-  are kept as ``<name>.crt`` files too.
+  are kept as ``<name>.crt`` files too.  ``super-admin.conf`` exists on
+  the node that ran kubeadm init only: kubeadm lists it as missing on
+  the others (kubespray issue #12875 shows it), and renews what exists.
 
 :func:`install` runs at kubeadm init/join of a control-plane node,
 :func:`expiration` is ``kubeadm certs check-expiration -o json``,
@@ -102,8 +104,14 @@ def _sign(directory, name, ca, days):
             os.unlink(tmp)
 
 
-def install(state_dir, node, days):
+#: Only on the node where kubeadm init ran.
+INIT_ONLY = ('super-admin.conf',)
+
+
+def install(state_dir, node, days, init=False):
     """A new control-plane node's PKI (kept if it has one: a re-join).
+
+    :param init: kubeadm init runs there (:data:`INIT_ONLY` too).
 
     :returns: True when it was made now.
     """
@@ -116,7 +124,8 @@ def install(state_dir, node, days):
         for ext in ('.crt', '.key'):
             shutil.copy2(os.path.join(cluster, name + ext), directory)
     for name, ca in LEAVES:
-        _sign(directory, name, ca, days)
+        if init or name not in INIT_ONLY:
+            _sign(directory, name, ca, days)
     return True
 
 
@@ -126,7 +135,8 @@ def reissue(state_dir, node, days, names=None):
     directory = node_dir(state_dir, node)
     wanted = set(names or (n for n, _ in LEAVES))
     for name, ca in LEAVES:
-        if name in wanted:
+        if name in wanted and os.path.exists(
+                os.path.join(directory, name + '.crt')):
             _sign(directory, name, ca, days)
 
 
@@ -138,8 +148,11 @@ def renew_all(state_dir, node):
     """
     if not os.path.isdir(node_dir(state_dir, node)):
         raise PkiError('%s has no /etc/kubernetes/pki' % node)
-    reissue(state_dir, node, RENEW_DAYS)
-    return [name for name, _ in LEAVES]
+    directory = node_dir(state_dir, node)
+    present = [name for name, _ in LEAVES if os.path.exists(
+        os.path.join(directory, name + '.crt'))]
+    reissue(state_dir, node, RENEW_DAYS, present)
+    return present
 
 
 def remove(state_dir, node):
