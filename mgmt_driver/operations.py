@@ -137,6 +137,9 @@ def instantiate(drv, cluster, vim_name, vims):
     gateway_steps.update(drv, cluster)
     access = drv.cluster_access(cluster, vim_name)
     gateway_steps.place_kubeconfig(drv, cluster, access)
+    if not planning(drv):
+        # Records each master's host key too: status reads them all.
+        day2.check_certificates(drv, cluster)
     return access, register(drv, vims, access)
 
 

@@ -475,6 +475,8 @@ def test_a_failure_at_any_remote_step_then_a_rerun_converges(conf):
     assert len(steps) >= 10
     final_lb = baseline.lb.files['/etc/haproxy/haproxy.cfg.new']
     for host, command in steps:
+        if 'certs check-expiration' in command:
+            continue  # best effort: a warning (day2.check_certificates)
         h, run = _instantiate_once(conf, (host, command))
         with pytest.raises((exceptions.MgmtDriverRemoteCommandError,
                             exceptions.MgmtDriverOtherError)):
