@@ -282,6 +282,9 @@ def heal_finish(drv, cluster, names, vim_name, vims, new_settings=False):
     masters = {n.name for n in cluster.masters}
     if masters.intersection(missing):
         controlplane.add(drv, cluster)
+        if not planning(drv):
+            # The new masters' host keys, for status (as instantiate).
+            day2.check_certificates(drv, cluster)
     drv.scale_out(cluster, [n for n in missing if n not in masters])
 
 

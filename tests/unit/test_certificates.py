@@ -308,3 +308,31 @@ def test_instantiate_reads_every_master_once_and_only_warns(
     assert len(warnings) == 2
     assert all(sum('check-expiration' in c for c in
                    pool.connection(h).commands) == 1 for h in (M1, M2, M3))
+
+
+def test_a_v1_patch_passes_the_request_id_to_the_operation(
+        conf, monkeypatch):  # noqa: F811
+    from tests.unit import test_driver as td
+    calls = []
+    monkeypatch.setattr(driver.operations, 'modify',
+                        lambda *args: calls.append(args))
+    h = td.Harness(conf)
+    instance = h.instance(td._instantiate_params())
+    instance.vnf_metadata = {'renew_certificates': 'r1', 'owner': 'ops'}
+    h.hooks.modify_information_end(None, instance, None, None, None)
+    [(_, _, relabel, target, serial, field, renew)] = calls
+    assert (relabel, target, renew) == (None, None, 'r1')
+    instance.vnf_metadata = {'renew_certificates': 'a b'}
+    with pytest.raises(exceptions.MgmtDriverParamInvalid,
+                       match='vnf_metadata.renew_certificates'):
+        h.hooks.modify_information_end(None, instance, None, None, None)
+
+
+def test_a_v2_patch_runs_the_hook(conf):  # noqa: F811
+    from tests.unit import test_v2 as tv
+    h = tv.Harness(conf)
+    h.instantiate()
+    [((_, view, _, _, _), kwargs)] = tv._modify(
+        h, {'renew_certificates': '2026-11-26'})
+    assert kwargs == {'metadata_field': 'metadata'}
+    assert view.vnf_metadata == {'renew_certificates': '2026-11-26'}
