@@ -182,7 +182,7 @@ def _upgrade_master(drv, cluster, name):
     gateways.update(drv, cluster)
 
 
-def renew_certificates(drv, cluster, request=None):
+def renew_certificates(drv, cluster, request=None, planned=False):
     """Renew the control-plane certificates, one master at a time.
 
     For each master, in the inventory's order: out of HAProxy's API
@@ -198,6 +198,8 @@ def renew_certificates(drv, cluster, request=None):
 
     :param request: the PATCH's ``renew_certificates`` id, or None (the
         command line: always renew).
+    :param planned: a dry run: each readiness probe is planned once,
+        not polled (nothing answers).
     :returns: the names of the masters renewed.
     :raises MgmtDriverRemoteCommandError, MgmtDriverOtherError: a master
         failed (it stays out of HAProxy until the next update) or the
@@ -210,14 +212,15 @@ def renew_certificates(drv, cluster, request=None):
     todo = [n for n in cluster.masters if n.name not in done]
     drv.step('renewing certificates: %s', ', '.join(
         n.name for n in todo) or 'all done already for request %s' % request)
+    probe = _ReadyProbe(drv, cluster, planned)
     for node in todo:
-        _renew_master(drv, cluster, node)
+        _renew_master(drv, cluster, node, probe)
         done.add(node.name)
         if request:
             drv.write_record(certificates.RECORD_FILE,
                              certificates.render_record(request, done))
     if todo:
-        _check_api(drv, cluster)
+        _check_api(drv, cluster, probe)
     return [n.name for n in todo]
 
 
@@ -260,7 +263,7 @@ def _master_argv(drv, *argv):
     return (['sudo', '-n'] if sudo else []) + list(argv)
 
 
-def _renew_master(drv, cluster, node):
+def _renew_master(drv, cluster, node, probe):
     if len(cluster.masters) > 1:
         gateways.update(drv, cluster.remove(node.name))
     else:
@@ -272,40 +275,55 @@ def _renew_master(drv, cluster, node):
     conn.run(_master_argv(drv, 'sh', '-c', remote.program(
         certificates.RENEW_PROGRAM), 'sh', group.kubeadm_command,
         group.crictl_command), timeout=group.cert_renew_timeout)
-    _wait_ready(drv, cluster, registry.server_url(
+    probe.wait(registry.server_url(
         node.cluster_address, loadbalancer.DEFAULT_APISERVER_PORT),
         node.name)
     gateways.update(drv, cluster)
 
 
-def _wait_ready(drv, cluster, server, where):
-    """Poll ``kubectl --server SERVER get --raw /readyz`` (on a master)
-    until it answers ``ok``.
+class _ReadyProbe:
+    """``kubectl --server SERVER get --raw /readyz``, polled on one
+    master (picked once, at the first wait) until it answers ``ok``.
 
-    :raises MgmtDriverOtherError: not within ``cert_renew_timeout``.
+    :param planned: a dry run: each probe is planned once, not polled.
     """
-    client = drv.kubectl_client(cluster)
-    argv = client.argv('--server', server, 'get', '--raw', '/readyz')
-    timeout = drv.conf.kubespray_mgmt.cert_renew_timeout
 
-    def probe():
-        result = client.conn.run(argv, timeout=min(timeout, 30),
-                                 check=False)
-        return result.ok and result.stdout.strip() == 'ok', result
-    ready, result = kubectl.poll(probe, timeout,
-                                 kubectl.KubectlSettings.from_conf(drv.conf))
-    if not ready:
-        raise exceptions.MgmtDriverOtherError(
-            error_message='the API server of %s (%s) did not answer '
-                          '/readyz within %d s after its certificates were '
-                          'renewed: %s' % (where, server, timeout,
-                                           result.tail(3) or 'no answer'))
+    def __init__(self, drv, cluster, planned=False):
+        self.drv, self.cluster, self.planned = drv, cluster, planned
+        self.timeout = drv.conf.kubespray_mgmt.cert_renew_timeout
+        self._client = None
+
+    def wait(self, server, where):
+        """:raises MgmtDriverOtherError: not within
+        ``cert_renew_timeout``."""
+        if self._client is None:
+            self._client = self.drv.kubectl_client(self.cluster)
+        argv = self._client.argv('--server', server, 'get', '--raw',
+                                 '/readyz')
+
+        def probe():
+            result = self._client.conn.run(
+                argv, timeout=min(self.timeout, 30), check=False)
+            return result.ok and result.stdout.strip() == 'ok', result
+        if self.planned:
+            probe()
+            return
+        ready, result = kubectl.poll(
+            probe, self.timeout,
+            kubectl.KubectlSettings.from_conf(self.drv.conf))
+        if not ready:
+            raise exceptions.MgmtDriverOtherError(
+                error_message='the API server of %s (%s) did not answer '
+                              '/readyz within %d s after its certificates '
+                              'were renewed: %s' % (
+                                  where, server, self.timeout,
+                                  result.tail(3) or 'no answer'))
 
 
-def _check_api(drv, cluster):
+def _check_api(drv, cluster, probe):
     """The API answers through the load balancer (its VIP or VM)."""
     if cluster.external_lb is None:
         return
     server = drv.discovery_server(cluster)
     drv.step('checking the API through the load balancer (%s)', server)
-    _wait_ready(drv, cluster, server, 'the load balancer')
+    probe.wait(server, 'the load balancer')

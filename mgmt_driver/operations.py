@@ -311,7 +311,8 @@ def modify(drv, cluster, relabel=None, target=None, serial=None,
     if renew is not None:
         # Before an upgrade: expired certificates would stop kubeadm.
         day2.renew_certificates(drv, cluster,
-                                None if renew is True else renew)
+                                None if renew is True else renew,
+                                planned=planning(drv))
     done = None
     if target is not None:
         done = day2.upgrade(drv, cluster, target, serial, field,

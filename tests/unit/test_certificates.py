@@ -4,6 +4,7 @@ renewal one master at a time (day2.renew_certificates over the
 recording SSH fake)."""
 
 import json
+import pathlib
 
 import pytest
 
@@ -274,7 +275,8 @@ def test_the_command_and_the_patch_compose_the_same_operation(
         conf, monkeypatch):  # noqa: F811
     calls = []
     monkeypatch.setattr(operations.day2, 'renew_certificates',
-                        lambda drv, cluster, request: calls.append(request))
+                        lambda drv, cluster, request, planned:
+                        calls.append(request))
     monkeypatch.setattr(driver.ClusterDriver, 'claim', lambda self: None)
     drv, cluster, _, _ = _renewal(conf, monkeypatch)
     summary = operations.COMMANDS['renew-certs'](drv, cluster, [], 'c1',
@@ -336,3 +338,15 @@ def test_a_v2_patch_runs_the_hook(conf):  # noqa: F811
         h, {'renew_certificates': '2026-11-26'})
     assert kwargs == {'metadata_field': 'metadata'}
     assert view.vnf_metadata == {'renew_certificates': '2026-11-26'}
+
+
+def test_a_dry_run_plans_each_master_and_waits_for_nothing(capsys):
+    samples = pathlib.Path(__file__).parents[2] / 'samples'
+    code = cli.main(['run', 'renew-certs', '--dry-run', '--params',
+                     str(samples / 'instantiate_ha.json'), '--topology',
+                     str(samples / 'topology_ha.yaml')])
+    out = capsys.readouterr().out
+    assert code == cli.EXIT_OK
+    assert out.count('# kubespray-mgmt-script: renew-certs') == 3
+    assert out.count('get --raw /readyz') == 4  # 3 masters, then the LB
+    assert out.count('version --client') == 1
