@@ -109,14 +109,18 @@ INIT_ONLY = ('super-admin.conf',)
 
 
 def install(state_dir, node, days, init=False):
-    """A new control-plane node's PKI (kept if it has one: a re-join).
+    """A new control-plane node's PKI (kept if it has one: a re-join;
+    none without the openssl command).
 
     :param init: kubeadm init runs there (:data:`INIT_ONLY` too).
 
     :returns: True when it was made now.
     """
     directory = node_dir(state_dir, node)
-    if os.path.exists(os.path.join(directory, 'apiserver.crt')):
+    if os.path.exists(os.path.join(directory, 'apiserver.crt')) or \
+            shutil.which('openssl') is None:
+        # Without openssl (tools/host-packages installs it) the node has
+        # no PKI: status says so for that master, nothing else fails.
         return False
     cluster = _authorities(state_dir)
     os.makedirs(directory, mode=0o700, exist_ok=True)
