@@ -641,7 +641,7 @@ def _status(args):
         _say('kubespray-mgmt: %s' % gone, file=sys.stderr)
     if any(report[name]['error'] for name in status.SECTIONS):
         return EXIT_REMOTE_FAILURE
-    if report['certificates']['expiring']:
+    if (report.get('certificates') or {}).get('expiring'):
         return EXIT_CERTS_EXPIRING
     return EXIT_OK if report['ok'] else EXIT_DIFFERENCES
 

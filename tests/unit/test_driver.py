@@ -76,6 +76,9 @@ class Harness:
         self.master.script(r'get secret', stdout=_secret())
         self.master.script(r'get nodes -o json',
                            stdout=_nodes_json(k8s_nodes))
+        # A cluster without a certificate inside the warning window.
+        self.master.script(r'certs check-expiration', stdout=json.dumps(
+            {'certificates': [], 'certificateAuthorities': []}))
         self.master.script(r'get configmap cluster-info', stdout=json.dumps(
             {'data': {'kubeconfig': json.dumps({'clusters': [{'cluster': {
                 'server': 'https://%s:8383' % LB}}]})}}))
