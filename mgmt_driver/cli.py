@@ -5,8 +5,10 @@ Each subcommand is a function ``(args) -> int`` registered in
 "Exit codes"): 0 done; 1 bad input (Tacker's ParamInvalid/NotFound),
 nothing done; 2 a remote failure or any other driver error (a playbook
 that failed, SSH); 3 ``status`` read everything and the cluster differs
-from its inventory; 4 another playbook run holds the cluster's lock
-(nothing done: run the command again later); 130 interrupted (Ctrl-C);
+from its inventory; 5 ``status`` read everything and a control-plane
+certificate expires within ``cert_warn_days`` (before 3); 4 another
+playbook run holds the cluster's lock (nothing done: run the command
+again later); 130 interrupted (Ctrl-C);
 141 standard output closed early (``| head``), as a shell reports a
 command a closed pipe stopped.
 """
@@ -53,6 +55,9 @@ EXIT_REMOTE_FAILURE = 2
 EXIT_DIFFERENCES = 3
 #: ``run``: another playbook run holds the cluster's lock; nothing done.
 EXIT_BUSY = 4
+#: ``status``: every part was read, and a control-plane certificate
+#: expires within ``cert_warn_days`` (renew-certs renews them).
+EXIT_CERTS_EXPIRING = 5
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports Ctrl-C
 #: Standard output was closed before the command ended (``| head``):
 #: 128 + SIGPIPE, as a shell reports a command a closed pipe stopped.
@@ -636,6 +641,8 @@ def _status(args):
         _say('kubespray-mgmt: %s' % gone, file=sys.stderr)
     if any(report[name]['error'] for name in status.SECTIONS):
         return EXIT_REMOTE_FAILURE
+    if (report.get('certificates') or {}).get('expiring'):
+        return EXIT_CERTS_EXPIRING
     return EXIT_OK if report['ok'] else EXIT_DIFFERENCES
 
 
@@ -668,13 +675,15 @@ def _gone(report, instance_id):
 def _add_status_command(subparsers):
     command = subparsers.add_parser(
         'status', help="show the cluster as it is (read only): nodes, "
-                       "etcd, HAProxy backends, last playbook runs, "
-                       "differences from the inventory")
+                       "etcd, certificate expiry, HAProxy backends, last "
+                       "playbook runs, differences from the inventory")
     _add_inputs(command)
     _add_instance_id(command)
     _add_output(command, 'instance_id, workspace, ok, nodes, etcd, '
-                         'load_balancer, playbook_runs, differences; exit '
-                         '0 all well, 2 a part unreadable, 3 differences')
+                         'certificates, load_balancer, playbook_runs, '
+                         'differences; exit 0 all well, 2 a part '
+                         'unreadable, 5 a certificate expires within '
+                         'cert_warn_days, 3 differences')
     command.set_defaults(func=_status)
 
 

@@ -368,8 +368,32 @@ autoheal_opts = [
                     'requested heals are never limited by it.'),
 ]
 
+# Control-plane certificates: expiry in status, renewal (certificates.py).
+certificate_opts = [
+    cfg.IntOpt('cert_warn_days', default=30, min=0, max=3650,
+               help='"kubespray-mgmt status" warns about a control-plane '
+                    'certificate (or certificate authority) that expires '
+                    'within this many days, and exits with code 5. kubeadm '
+                    'issues them for one year; 0 warns only about expired '
+                    'ones.'),
+    cfg.StrOpt('kubeadm_command', default='/usr/local/bin/kubeadm',
+               help='kubeadm on the control-plane nodes (kubespray\'s '
+                    'bin_dir): "kubeadm certs check-expiration -o json" '
+                    'for status, "kubeadm certs renew all" for '
+                    'renew-certs. Runs under sudo as kubectl_sudo says.'),
+    cfg.StrOpt('crictl_command', default='/usr/local/bin/crictl',
+               help='crictl on the control-plane nodes: renew-certs '
+                    'restarts the control-plane static pods with it, as '
+                    'kubespray\'s k8s-certs-renew.sh does.'),
+    cfg.IntOpt('cert_renew_timeout', default=300, min=10, max=3600,
+               help='Seconds renew-certs gives one control-plane node to '
+                    'renew its certificates and restart its static pods, '
+                    'and again for its API server to answer before the '
+                    'node goes back into HAProxy.'),
+]
+
 ALL_OPTS = (ssh_opts + kubespray_opts + lb_opts + kubectl_opts + trust_opts +
-            limits_opts + state_opts + autoheal_opts)
+            limits_opts + state_opts + autoheal_opts + certificate_opts)
 
 
 def use_sudo(setting, username):

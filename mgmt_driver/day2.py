@@ -1,4 +1,5 @@
-"""Day-2 steps on a running cluster: relabel nodes, upgrade Kubernetes.
+"""Day-2 steps on a running cluster: relabel nodes, upgrade Kubernetes,
+renew the control-plane certificates.
 
 What :mod:`mgmt_driver.labels` and :mod:`mgmt_driver.upgrade` decide
 (both pure), run over the operation's context (a
@@ -8,9 +9,16 @@ after claiming the workspace.
 """
 
 from mgmt_driver import autoheal
+from mgmt_driver import certificates
+from mgmt_driver import conf as kconf
+from mgmt_driver import exceptions
 from mgmt_driver import gateways
+from mgmt_driver import kubectl
 from mgmt_driver import kubespray
 from mgmt_driver import labels as labels_mod
+from mgmt_driver import loadbalancer
+from mgmt_driver import registry
+from mgmt_driver import remote
 from mgmt_driver import upgrade as upgrade_mod
 
 
@@ -175,3 +183,150 @@ def _upgrade_master(drv, cluster, name):
     drv.step('upgrading control-plane node %s', name)
     drv.runner().upgrade([name])
     gateways.update(drv, cluster)
+
+
+def renew_certificates(drv, cluster, request=None, planned=False):
+    """Renew the control-plane certificates, one master at a time.
+
+    For each master, in the inventory's order: out of HAProxy's API
+    backends (a lone master stays: there is no other), ``kubeadm certs
+    renew all`` and a restart of its control-plane static pods
+    (``scripts/renew-certs.sh``, kubespray's ``k8s-certs-renew.sh``
+    steps), its own API server polled until it answers (or
+    ``cert_renew_timeout``), then back into HAProxy; the API is checked
+    through the load balancer at the end.  With a *request* id (a
+    PATCH), the masters done are recorded in the workspace as they
+    finish, so the same request run again after a failure goes on with
+    the others and, once all are done, renews nothing.
+
+    :param request: the PATCH's ``renew_certificates`` id, or None (the
+        command line: always renew).
+    :param planned: a dry run: each readiness probe is planned once,
+        not polled (nothing answers).
+    :returns: the names of the masters renewed.
+    :raises MgmtDriverRemoteCommandError, MgmtDriverOtherError: a master
+        failed (it stays out of HAProxy until the next update) or the
+        API did not answer.
+    """
+    cluster = drv.in_recorded_order(cluster)
+    record = drv.read_record(certificates.RECORD_FILE,
+                             certificates.parse_record) if request else None
+    done = set(record[1]) if record and record[0] == request else set()
+    todo = [n for n in cluster.masters if n.name not in done]
+    drv.step('renewing certificates: %s', ', '.join(
+        n.name for n in todo) or 'all done already for request %s' % request)
+    probe = _ReadyProbe(drv, cluster, planned)
+    for node in todo:
+        _renew_master(drv, cluster, node, probe)
+        done.add(node.name)
+        if request:
+            drv.write_record(certificates.RECORD_FILE,
+                             certificates.render_record(request, done))
+    if todo:
+        _check_api(drv, cluster, probe)
+    return [n.name for n in todo]
+
+
+def check_certificates(drv, cluster):
+    """Read every master's certificate expiry once (best effort: a
+    failure is a warning) and warn about those inside ``cert_warn_days``.
+
+    After an instantiate, this is also the driver's first connection to
+    each master other than kubectl's: their host keys are recorded, so
+    that ``status`` (which records none) can read every master.
+
+    :returns: ``{master name: [Certificate]}`` of the masters read.
+    """
+    group = drv.conf.kubespray_mgmt
+    argv = _master_argv(drv, group.kubeadm_command, *certificates.CHECK_ARGS)
+    found = {}
+    for node in cluster.masters:
+        try:
+            conn = drv.connection(node)
+            found[node.name] = certificates.parse_expiration(
+                conn.run(argv, timeout=group.kubectl_timeout).stdout,
+                conn.host)
+        except (exceptions.MgmtDriverOtherError,
+                exceptions.MgmtDriverRemoteCommandError,
+                exceptions.MgmtDriverRemoteCommandTimeOut) as exc:
+            drv.warn('the certificates of %s could not be read: %s',
+                     node.name, exc)
+            continue
+        soon = certificates.expiring(found[node.name], group.cert_warn_days)
+        if soon:
+            drv.warn('%s: certificate(s) %s expire within %d days: run '
+                     'renew-certs', node.name, ', '.join(
+                         c.name for c in soon), group.cert_warn_days)
+    return found
+
+
+def _master_argv(drv, *argv):
+    sudo = kconf.use_sudo(drv.settings.kubectl_sudo,
+                          drv.spec.master.login.username)
+    return (['sudo', '-n'] if sudo else []) + list(argv)
+
+
+def _renew_master(drv, cluster, node, probe):
+    if len(cluster.masters) > 1:
+        gateways.update(drv, cluster.remove(node.name))
+    else:
+        drv.warn('%s is the only control-plane node: the API is down '
+                 'while it restarts', node.name)
+    group = drv.conf.kubespray_mgmt
+    drv.step('renewing the certificates of %s', node.name)
+    conn = drv.connection(node)
+    conn.run(_master_argv(drv, 'sh', '-c', remote.program(
+        certificates.RENEW_PROGRAM), 'sh', group.kubeadm_command,
+        group.crictl_command), timeout=group.cert_renew_timeout)
+    probe.wait(registry.server_url(
+        node.cluster_address, loadbalancer.DEFAULT_APISERVER_PORT),
+        node.name)
+    gateways.update(drv, cluster)
+
+
+class _ReadyProbe:
+    """``kubectl --server SERVER get --raw /readyz``, polled on one
+    master (picked once, at the first wait) until it answers ``ok``.
+
+    :param planned: a dry run: each probe is planned once, not polled.
+    """
+
+    def __init__(self, drv, cluster, planned=False):
+        self.drv, self.cluster, self.planned = drv, cluster, planned
+        self.timeout = drv.conf.kubespray_mgmt.cert_renew_timeout
+        self._client = None
+
+    def wait(self, server, where):
+        """:raises MgmtDriverOtherError: not within
+        ``cert_renew_timeout``."""
+        if self._client is None:
+            self._client = self.drv.kubectl_client(self.cluster)
+        argv = self._client.argv('--server', server, 'get', '--raw',
+                                 '/readyz')
+
+        def probe():
+            result = self._client.conn.run(
+                argv, timeout=min(self.timeout, 30), check=False)
+            return result.ok and result.stdout.strip() == 'ok', result
+        if self.planned:
+            probe()
+            return
+        ready, result = kubectl.poll(
+            probe, self.timeout,
+            kubectl.KubectlSettings.from_conf(self.drv.conf))
+        if not ready:
+            raise exceptions.MgmtDriverOtherError(
+                error_message='the API server of %s (%s) did not answer '
+                              '/readyz within %d s after its certificates '
+                              'were renewed: %s' % (
+                                  where, server, self.timeout,
+                                  result.tail(3) or 'no answer'))
+
+
+def _check_api(drv, cluster, probe):
+    """The API answers through the load balancer (its VIP or VM)."""
+    if cluster.external_lb is None:
+        return
+    server = drv.discovery_server(cluster)
+    drv.step('checking the API through the load balancer (%s)', server)
+    probe.wait(server, 'the load balancer')

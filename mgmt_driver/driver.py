@@ -331,6 +331,11 @@ class ClusterDriver:
         (``kubespray.Workspace.read_record``)."""
         return self._workspace().read_record(name, parse)
 
+    def write_record(self, name, text):
+        """Write the workspace's record file *name* (mode 0644, as the
+        inventory), e.g. a day-2 operation's progress."""
+        self._workspace().upload({name: text}, mode=inventory.PUBLIC_MODE)
+
     def rendered_spec(self):
         """The spec the documents are rendered from: the request's, with
         the Kubernetes version of the last upgrade recorded in the
@@ -816,7 +821,8 @@ class LcmHooks:
         """A PATCH with ``vnf_metadata.kube_version`` upgrades the cluster;
         one with ``relabel_nodes`` or ``relabel_pools`` and
         ``relabel_labels`` or ``relabel_taints`` relabels those nodes
-        (first).
+        (first); one with ``renew_certificates: <request id>`` renews
+        the control-plane certificates (once per id; before an upgrade).
 
         Tacker v1 passes no request here and has already stored the new
         metadata: the keys are read from the instance, and a version the
@@ -851,7 +857,7 @@ class LcmHooks:
                 self._driver(context, vnf_instance, spec, pool,
                              'modify_information_end'),
                 cluster, relabel, target, wanted.serial,
-                wanted.field(upgrade_mod.METADATA_VERSION))
+                wanted.field(upgrade_mod.METADATA_VERSION), wanted.renew)
 
     # Inputs.
 

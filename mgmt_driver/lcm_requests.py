@@ -246,6 +246,9 @@ def _describe_modify(checked):
         done.append('relabels %s' % ', '.join(
             list(wanted.relabel.nodes) +
             ['pool %s' % pool for pool in wanted.relabel.pools]))
+    if wanted.renew is not None:
+        done.append('renews the control-plane certificates (request %s)'
+                    % wanted.renew)
     if wanted.kube_version is not None:
         done.append('upgrades Kubernetes to %s' % upgrade.version_text(
             wanted.kube_version) + (

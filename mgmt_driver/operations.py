@@ -18,7 +18,8 @@ heal (whole VNF)  heal_start: :func:`heal_vnf_begin`;       heal
                   heal_end: :func:`heal_vnf_finish`
 terminate         terminate_start: :func:`terminate_begin`; terminate
                   terminate_end: :func:`terminate_finish`
-upgrade, relabel  modify_information_end: :func:`modify`    upgrade, relabel
+upgrade, relabel, modify_information_end: :func:`modify`    upgrade, relabel,
+renew certs                                                 renew-certs
 scale rollback    v2 scale_rollback_end: :func:`scale_out_rollback`
 ================  =================================  =====================
 
@@ -136,6 +137,9 @@ def instantiate(drv, cluster, vim_name, vims):
     gateway_steps.update(drv, cluster)
     access = drv.cluster_access(cluster, vim_name)
     gateway_steps.place_kubeconfig(drv, cluster, access)
+    if not planning(drv):
+        # Records each master's host key too: status reads them all.
+        day2.check_certificates(drv, cluster)
     return access, register(drv, vims, access)
 
 
@@ -278,25 +282,37 @@ def heal_finish(drv, cluster, names, vim_name, vims, new_settings=False):
     masters = {n.name for n in cluster.masters}
     if masters.intersection(missing):
         controlplane.add(drv, cluster)
+        if not planning(drv):
+            # The new masters' host keys, for status (as instantiate).
+            day2.check_certificates(drv, cluster)
     drv.scale_out(cluster, [n for n in missing if n not in masters])
 
 
 # Day 2.
 
 def modify(drv, cluster, relabel=None, target=None, serial=None,
-           field='kube_version'):
-    """Relabel nodes (first), then upgrade Kubernetes to *target*.
+           field='kube_version', renew=None):
+    """Relabel nodes (first), renew the control-plane certificates,
+    then upgrade Kubernetes to *target*.
 
     :param relabel: ``(names, labels, taints)``
         (:func:`mgmt_driver.day2.relabel`), or None.
     :param target: the version to upgrade to
         (:func:`mgmt_driver.day2.upgrade`; a dry run plans every node), or
         None.
+    :param renew: renew the certificates
+        (:func:`mgmt_driver.day2.renew_certificates`): a request id (a
+        PATCH: done once per id), True (always), or None.
     :returns: ``(names not relabelled, upgrade Plan or None)``.
     """
     drv.claim()
     missing = day2.relabel(drv, cluster, *relabel) \
         if relabel is not None else []
+    if renew is not None:
+        # Before an upgrade: expired certificates would stop kubeadm.
+        day2.renew_certificates(drv, cluster,
+                                None if renew is True else renew,
+                                planned=planning(drv))
     done = None
     if target is not None:
         done = day2.upgrade(drv, cluster, target, serial, field,
@@ -311,6 +327,12 @@ def upgrade(drv, cluster, target, serial=None, field='kube_version'):
     """
     return modify(drv, cluster, target=target, serial=serial,
                   field=field)[1]
+
+
+def renew_certificates(drv, cluster):
+    """:func:`modify` with a renewal of the certificates only (every
+    master, in the inventory's order)."""
+    modify(drv, cluster, renew=True)
 
 
 def relabel(drv, cluster, names, labels=(), taints=()):
@@ -385,6 +407,12 @@ def _run_relabel(drv, cluster, names, name, vims, labels=(), taints=()):
         '; not Kubernetes nodes: ' + ', '.join(missing)) if missing else '')
 
 
+def _run_renew_certs(drv, cluster, names, name, vims):
+    renew_certificates(drv, cluster)
+    return 'renewed the control-plane certificates of %s, one master at a ' \
+        'time; the API answers through the load balancer' % name
+
+
 def _by_name(command, function):
     def run(drv, cluster, names, name, vims=None, **options):
         """Run the operation; :returns: its one-line summary.
@@ -407,4 +435,4 @@ COMMANDS = {name: _by_name(name, function) for name, function in (
     ('instantiate', _run_instantiate), ('scale-out', _run_scale_out),
     ('scale-in', _run_scale_in), ('heal', _run_heal),
     ('terminate', _run_terminate), ('upgrade', _run_upgrade),
-    ('relabel', _run_relabel))}
+    ('relabel', _run_relabel), ('renew-certs', _run_renew_certs))}

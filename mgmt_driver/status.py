@@ -27,6 +27,7 @@ import re
 
 from oslo_log import log as logging
 
+from mgmt_driver import certificates
 from mgmt_driver import conf as kconf
 from mgmt_driver import detached
 from mgmt_driver import exceptions
@@ -41,7 +42,7 @@ from mgmt_driver import trust
 LOG = logging.getLogger(__name__)
 
 SECTIONS = ('nodes', 'etcd', 'load_balancer', 'playbook_runs',
-            'differences')
+            'differences', 'certificates')
 #: Directory of the playbook logs in the workspace, and how many runs
 #: are shown (newest first).
 LOGS_DIR = detached.LOG_DIR
@@ -380,6 +381,7 @@ class StatusReader:
         report['load_balancer'] = self._load_balancer(cluster)
         report['playbook_runs'] = self._runs()
         report['differences'] = self._differences(report)
+        report['certificates'] = self._certificates(cluster)
         report['ok'] = all(report[s]['ok'] for s in SECTIONS)
         return report
 
@@ -477,6 +479,25 @@ class StatusReader:
                 (backend['backend'], backend['server']), (None, None))
         return 'ok'
 
+    def _certificates(self, cluster):
+        """Each master's ``kubeadm certs check-expiration -o json``
+        (:mod:`mgmt_driver.certificates`); a master that cannot be read
+        is named in the section's error, the others still shown."""
+        argv = (['sudo', '-n'] if self._master_sudo() else []) + [
+            self.group.kubeadm_command, *certificates.CHECK_ARGS]
+        masters = []
+        for node in cluster.masters:
+            try:
+                conn = self._connection(node)
+                result = conn.run(argv, timeout=self.group.kubectl_timeout)
+                masters.append(certificates.master_entry(
+                    node.name, node.ssh_address, certificates.parse_expiration(
+                        result.stdout, conn.host)))
+            except _READ_ERRORS as exc:
+                masters.append(certificates.master_entry(
+                    node.name, node.ssh_address, error=str(exc)))
+        return certificates.section(masters, self.group.cert_warn_days)
+
     def _ansible(self):
         login = self.spec.ansible.login
         return self.pool.connection(self.spec.ansible.ip_address,
@@ -545,6 +566,7 @@ def to_json(report):
 def format_text(report):
     """The report as text for people: one block per section."""
     blocks = [_format_nodes(report['nodes']), _format_etcd(report['etcd']),
+              certificates.format_section(report['certificates']),
               _format_lb(report['load_balancer']),
               _format_runs(report['playbook_runs']),
               _format_differences(report['differences'])]

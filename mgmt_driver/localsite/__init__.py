@@ -38,11 +38,12 @@ from mgmt_driver import isolation
 from mgmt_driver.localsite import clusterstate
 from mgmt_driver.localsite import etcd
 from mgmt_driver.localsite import fake_sudo
+from mgmt_driver.localsite import pki
 
 SOURCE = pathlib.Path(__file__).resolve().parent
 CHECKOUT_SOURCE = SOURCE / 'kubespray'
 TOOL_MODULES = ('clusterstate.py', 'fake_kubectl.py', 'kube_double.py',
-                'etcd.py', 'fake_sudo.py')
+                'etcd.py', 'fake_sudo.py', 'pki.py', 'fake_kubeadm.py')
 
 #: Layouts: 'current' is kubespray v2.22+ (root playbooks import
 #: playbooks/*.yml, facts only as playbooks/facts.yml); 'v2.21' has the
@@ -138,6 +139,8 @@ class Site:
         self.kubectl = self.bin_dir / 'kubectl'
         self.kube_double = self.bin_dir / 'kube-double'
         self.etcdctl = self.bin_dir / 'etcdctl.sh'
+        self.kubeadm = self.bin_dir / 'kubeadm'
+        self.crictl = self.bin_dir / 'crictl'
         self.state_dir = self.root / 'state'
         #: The masters' real etcd members (mgmt_driver.localsite.etcd).
         self.etcd_dir = self.root / 'etcd'
@@ -340,6 +343,32 @@ class Site:
         for path in self.state_dir.iterdir():
             _copy_owner(self.state_dir, path)
 
+
+    # --- certificates (pki.py) ----------------------------------------
+
+    def age_certificates(self, node, days, names=None):
+        """Sign *node*'s leaf certificates (or *names* of them) again,
+        valid for *days* days: real X.509, as kubeadm left them."""
+        pki.reissue(str(self.state_dir), node, days, names)
+        if os.geteuid() == 0:
+            info = os.stat(self.state_dir)
+            for directory, _dirs, files in os.walk(
+                    self.state_dir / pki.PKI_DIR):
+                for path in [directory] + [os.path.join(directory, f)
+                                           for f in files]:
+                    os.chown(path, info.st_uid, info.st_gid)
+
+    def certificate_expiry(self, node):
+        """``{name: notAfter (epoch seconds)}`` of *node*'s files."""
+        report = pki.expiration(str(self.state_dir), node, now=0)
+        return {c['name']: c['residualTime'] for c in
+                report['certificates'] + report['certificateAuthorities']
+                if not c['missing']}
+
+    def restarts(self):
+        """The static pod restarts ``crictl rmp`` logged (node, pods,
+        start, end)."""
+        return (self.state() or {}).get('restarts', [])
 
     def require_sudo_password(self, address, password):
         """Make the host at *address* (its SSH address) ask *password*

@@ -58,6 +58,12 @@ DEFAULT_SETTINGS = {
     'node_monitor_period': 5.0,
     # A pod's terminationGracePeriodSeconds (Kubernetes' default).
     'pod_grace_period': 30.0,
+    # Days the leaf certificates of a new control-plane node are valid
+    # (pki.py; kubeadm: 365).
+    'cert_days': 365,
+    # Seconds "crictl rmp" of static pods takes (fake_kubeadm.py): the
+    # API server's restart after a certificate renewal.
+    'static_pod_restart': 0.0,
 }
 
 #: DaemonSets kubespray deploys on every node (Calico, kube-proxy,

@@ -16,6 +16,9 @@ stderr), against :mod:`clusterstate`::
   delete KIND NAME... [-n NS] [--ignore-not-found] [--wait=BOOL]
   apply -f FILE|-          (JSON; YAML too when PyYAML is importable)
 
+``get --raw /readyz`` (``/livez``, ``/healthz``) answers ``ok``; with the
+global ``--server URL`` only when something there greets as the site's
+API backends do (:func:`get_raw`).
 Global flags ``--kubeconfig PATH`` (accepted, not read), ``-n``,
 ``--request-timeout``, ``--context`` go anywhere.  The state directory is
 ``$KUBE_DOUBLE_STATE_DIR`` or ``state/`` next to ``bin/``.
@@ -65,7 +68,7 @@ BUILTIN_NAMESPACES = ('default', 'kube-system', 'kube-public',
 BUILTIN_CLUSTERROLES = ('cluster-admin', 'admin', 'edit', 'view')
 
 GLOBAL_FLAGS = {'kubeconfig': True, 'namespace': True, 'context': True,
-                'request-timeout': True, 'v': True}
+                'request-timeout': True, 'v': True, 'server': True}
 SHORT = {'n': 'namespace', 'o': 'output', 'A': 'all-namespaces',
          'f': 'filename', 'l': 'selector', 'v': 'v'}
 #: command -> {flag: takes a value}
@@ -73,7 +76,7 @@ COMMAND_FLAGS = {
     'version': {'client': False, 'output': True},
     'get': {'output': True, 'all-namespaces': False, 'field-selector': True,
             'selector': True, 'ignore-not-found': False,
-            'no-headers': False},
+            'no-headers': False, 'raw': True},
     'cordon': {}, 'uncordon': {},
     'label': {'overwrite': False}, 'taint': {'overwrite': False},
     'drain': {'ignore-daemonsets': False, 'delete-emptydir-data': False,
@@ -550,7 +553,39 @@ def cmd_version(positional, flags):
     return '\n'.join(lines)
 
 
+#: ``get --raw`` paths answered (the API server's health endpoints).
+HEALTH_PATHS = ('/readyz', '/livez', '/healthz')
+
+
+def get_raw(path, flags):
+    """``kubectl [--server URL] get --raw /readyz``: ``ok`` when the
+    cluster runs and, with ``--server``, something answers there with
+    the site's greeting (an API backend, directly or through HAProxy)."""
+    if path not in HEALTH_PATHS:
+        raise KubectlError('Error from server (NotFound): the server '
+                           'could not find the requested resource')
+    with cluster():
+        pass
+    server = flags.get('server')
+    if server:
+        hostport = server.split('://', 1)[-1].rstrip('/')
+        host, port = cs.split_endpoint(hostport)
+        try:
+            with socket.create_connection((host, port or 443), 3.0) as sock:
+                sock.settimeout(3.0)
+                greeted = sock.recv(128).endswith(b'\n')
+        except (OSError, TypeError, ValueError):
+            greeted = False
+        if not greeted:
+            raise KubectlError('The connection to the server %s was '
+                               'refused - did you specify the right host '
+                               'or port?' % hostport)
+    return 'ok'
+
+
 def cmd_get(positional, flags):
+    if flags.get('raw'):
+        return get_raw(flags['raw'], flags)
     resource, names = split_names('get', positional)
     with cluster() as state:
         objs, missing = select(state, resource, names, flags)

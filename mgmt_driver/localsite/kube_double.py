@@ -37,6 +37,9 @@ they stand for.
                once the member is healthy
   etcd-stop    kubespray's reset of etcd alone
   status       what exists (JSON), for the playbooks' checks
+
+init and join of a control-plane node write its PKI (real X.509 files,
+:mod:`pki`); reset deletes it.
   check-fail   the failure-injection hook (see README.rst)
 
 Exit status 1 with ``error: ...`` on stderr when the cluster would refuse.
@@ -54,6 +57,7 @@ import time
 
 import clusterstate as cs
 import etcd
+import pki
 
 
 def _state_dir():
@@ -140,7 +144,7 @@ def _system_pods(state, node):
     state['pods'].extend(pods)
 
 
-def _add_node(state, args, roles):
+def _add_node(state, args, roles, init=False):
     node = _node(args, roles)
     old = state['nodes'].get(args.node)
     if old:
@@ -150,6 +154,10 @@ def _add_node(state, args, roles):
         return 'node %s already joined' % args.node
     state['nodes'][args.node] = node
     _system_pods(state, node)
+    if 'control-plane' in roles:
+        # kubeadm writes the node's /etc/kubernetes/pki (real X.509).
+        pki.install(_state_dir(), args.node,
+                    int(cs.setting(state, 'cert_days')), init)
     for pod in state['pods']:
         if pod['node'] is None:
             cs.place(state, pod)
@@ -176,13 +184,13 @@ def cmd_init(args, txn):
                 'control-plane nodes (the first host of kube_control_plane '
                 'must be an existing control-plane node; append new ones '
                 'at the end)' % (args.node, args.node))
-        return _add_node(state, args, node['roles'])
+        return _add_node(state, args, node['roles'], init=True)
     state = txn.state = cs.init_cluster(
         state or cs.empty_state(), args.cluster_name, args.kube_version,
         _ca_pem())
     cs.set_cluster_info(state, args.control_plane_endpoint or '%s:%d' % (
         args.address, cs.APISERVER_PORT))
-    message = _add_node(state, args, _roles(args))
+    message = _add_node(state, args, _roles(args), init=True)
     for name, replicas in cs.DEPLOYMENTS:
         for _ in range(replicas):
             state['pods'].append(cs.make_pod(
@@ -256,6 +264,7 @@ def cmd_reset(args, txn):
     if not cs.running(state) or args.node not in state['nodes']:
         return 'node %s reset (not part of a cluster)' % args.node
     state['nodes'][args.node]['ready'] = False
+    pki.remove(_state_dir(), args.node)  # kubeadm reset deletes the PKI
     running = [n for n in state['nodes'].values()
                if 'control-plane' in n['roles'] and n['ready']]
     if not running:
@@ -508,7 +517,7 @@ def main(argv=None):
                 # kubespray's reset also stops etcd and deletes its data.
                 args.peer_url = args.etcd_peer_url
                 print(etcd_stop(args))
-    except (cs.StateError, etcd.EtcdError) as exc:
+    except (cs.StateError, etcd.EtcdError, pki.PkiError) as exc:
         print('error: %s' % exc, file=sys.stderr)
         return 1
     return 0

@@ -387,6 +387,8 @@ def driver_options(site, haproxy, known_hosts, key_dirs=()):
         'kubectl_command': str(site.kubectl), 'kubectl_kubeconfig': '',
         'kubectl_sudo': 'never', 'kubectl_timeout': 30,
         'etcdctl_command': str(site.etcdctl),
+        'kubeadm_command': str(site.kubeadm),
+        'crictl_command': str(site.crictl),
         'drain_timeout': 60,
         'poll_initial_delay': 0.1, 'poll_max_delay': 0.5,
         # The site's Ansible account is one for every test process of the

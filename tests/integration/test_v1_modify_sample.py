@@ -16,7 +16,8 @@ pytest.importorskip('tacker')
 
 from tests import packages  # noqa: E402
 
-SAMPLES = ('modify_upgrade.json', 'modify_relabel.json')
+SAMPLES = ('modify_upgrade.json', 'modify_relabel.json',
+           'modify_renew_certificates.json')
 
 
 def _validate(body):

@@ -20,6 +20,7 @@ KINDS = {'instantiate_simple.json': 'instantiate',
          'heal_vnf.json': 'heal', 'heal_vnfc.json': 'heal',
          'terminate.json': 'terminate', 'modify_upgrade.json': 'modify',
          'modify_relabel.json': 'modify',
+         'modify_renew_certificates.json': 'modify',
          'v2/modify_upgrade.json': 'modify'}
 
 

@@ -343,6 +343,11 @@ class Site:
             _node(MASTER, ['control-plane']), _node(WORKER)]}))
         master.script('etcdctl', stdout=json.dumps({'members': [
             {'ID': 1, 'name': MASTER, 'peerURLs': ['https://x:2380']}]}))
+        master.script('check-expiration', stdout=json.dumps({
+            'certificates': [{'name': 'apiserver', 'residualTime': 86400 * 300,
+                              'expirationDate': '2027-09-22T10:00:00Z',
+                              'caName': 'ca'}],
+            'certificateAuthorities': []}))
         self.lb = self.pool.connection(LB)
         self.lb.files['/etc/haproxy/haproxy.cfg'] = _rendered(
             [(MASTER, '10.10.0.11')], [(WORKER, '10.10.0.21'),
