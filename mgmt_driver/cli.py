@@ -13,6 +13,7 @@ command a closed pipe stopped.
 
 import argparse
 import contextlib
+import dataclasses
 import io
 import json
 import logging
@@ -79,11 +80,8 @@ def _say(text, file=None):
 
 
 def _version():
-    try:
-        from importlib import metadata
-        return metadata.version('mgmt-driver-kubespray')
-    except Exception:  # running from a source tree that is not installed
-        return 'unknown'
+    from mgmt_driver import version
+    return version.version_text()
 
 
 # Each entry adds one command group (``params``, ``render``, ...) to the
@@ -720,6 +718,53 @@ def _add_logs_command(subparsers):
     command.set_defaults(func=_logs)
 
 
+# --- doctor (mgmt_driver.doctor) --------------------------------------------
+
+def _doctor(args):
+    from mgmt_driver import doctor
+    spec = cluster = None
+    try:
+        if args.params:
+            spec = _read_spec(args.params, need_cp_names=False)
+            if args.topology or spec.nodes is not None:
+                cluster = _read_nodes(spec, args.topology, need_vip=False)
+    except (exceptions.ParamsInvalid, exceptions.ParamsNotFound) as exc:
+        return _print_problems(exc)
+    with ssh.ConnectionPool(doctor.doctor_settings(cfg.CONF)) as pool:
+        findings = doctor.check_all(cfg.CONF, spec, cluster, pool,
+                                    foreign_sections=True)
+    if args.output == 'json':
+        _print_json({'exit_code': doctor.exit_code(findings),
+                     'findings': [dataclasses.asdict(f) for f in findings]})
+    else:
+        for finding in findings:
+            _say(finding.line())
+        counts = [sum(f.level == level for f in findings)
+                  for level in (doctor.PROBLEM, doctor.WARNING)]
+        _say('%d problem(s), %d warning(s)' % tuple(counts))
+    return doctor.exit_code(findings)
+
+
+def _add_doctor_command(subparsers):
+    command = subparsers.add_parser(
+        'doctor', help='preflight, read only: the config files (unknown '
+                       'keys too), this host\'s directories and, with '
+                       '--params, the Ansible server and the load '
+                       'balancers; one line per finding; exit 0 no '
+                       'problem, 1 a problem here, 2 on a remote host, '
+                       '3 both')
+    command.add_argument('--params', metavar='PARAMS',
+                         help='the parameters of a cluster (instantiate '
+                              'body or additionalParams): check the hosts '
+                              'they name; - reads standard input')
+    command.add_argument('--topology', metavar='TOPOLOGY',
+                         help='YAML/JSON topology file: check its load '
+                              'balancer too (default: the request\'s '
+                              'nodes list, if any)')
+    _add_output(command, 'exit_code, findings (level, where, text)')
+    command.set_defaults(func=_doctor)
+
+
 # --- completion --------------------------------------------------------------
 
 #: Arguments whose value is a local file or directory, by metavar.
@@ -834,7 +879,7 @@ _COMMAND_GROUPS.append(_add_state_commands)
 
 _COMMAND_GROUPS += [_add_params_commands, _add_render_commands,
                     _add_run_commands, _add_status_command,
-                    _add_logs_command,
+                    _add_logs_command, _add_doctor_command,
                     _add_demo_command, _add_completion_command]
 
 
@@ -849,7 +894,8 @@ def build_parser():
     parser.add_argument('--config-file', action='append', default=[],
                         metavar='FILE',
                         help='oslo.config file with a [kubespray_mgmt] '
-                             'section (may be repeated)')
+                             'section (may be repeated); default: the '
+                             'comma-separated files of $%s' % CONFIG_ENV)
     parser.add_argument('--debug', action='store_true',
                         help='log at DEBUG level to standard error (may '
                              'also follow the subcommand)')
@@ -857,6 +903,19 @@ def build_parser():
     for add_commands in _COMMAND_GROUPS:
         add_commands(subparsers)
     return parser
+
+
+#: The config files of a command given no --config-file (comma
+#: separated), as the v2 script reads them (:data:`v2.CONFIG_ENV`).
+CONFIG_ENV = 'KUBESPRAY_MGMT_CONFIG_FILES'
+
+
+def _config_files(given):
+    """--config-file, else the files $KUBESPRAY_MGMT_CONFIG_FILES names."""
+    if given:
+        return given
+    return [f.strip() for f in os.environ.get(CONFIG_ENV, '').split(',')
+            if f.strip()]
 
 
 def _load_config(files):
@@ -959,11 +1018,14 @@ def _main(argv):
     if not getattr(args, 'func', None):
         parser.print_help(sys.stderr)
         return EXIT_BAD_INPUT
-    problems = _load_config(args.config_file)
+    problems = _load_config(_config_files(args.config_file))
     for problem in problems:
         _say('kubespray-mgmt: %s' % problem, file=sys.stderr)
     if problems:
         return EXIT_BAD_INPUT
+    if args.command != 'doctor':  # doctor lists them as problems
+        for ignored in kconf.unknown_options(cfg.CONF):
+            _say('kubespray-mgmt: warning: %s' % ignored, file=sys.stderr)
     with _terminal_log(args.debug):
         return _call(args)
 

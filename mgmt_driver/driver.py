@@ -729,6 +729,22 @@ def _additional_params(obj):
     return dict(getattr(obj, 'additional_params', None) or {})
 
 
+#: Config files whose ignored keys were already logged (once a process).
+_WARNED_FILES = set()
+
+
+def _warn_ignored_options(conf):
+    """Log each ``[kubespray_mgmt]`` key of Tacker's config files that
+    names no option (``kubespray-mgmt doctor`` lists them too): a typo
+    would otherwise lose the setting silently."""
+    files = tuple(kconf.config_files(conf))
+    if files in _WARNED_FILES:
+        return
+    _WARNED_FILES.add(files)
+    for ignored in kconf.unknown_options(conf, files=files):
+        LOG.warning('%s', ignored)
+
+
 class LcmHooks:
     """Tacker v1's hooks, adapted to :class:`ClusterDriver`.
 
@@ -752,6 +768,7 @@ class LcmHooks:
         self._heat_factory = heat_factory or heat.heat_client
         self._registry = vim_registry or registry.TackerVimRegistry()
         self._package_dir_of = package_dir_of or _tacker_package_dir
+        _warn_ignored_options(self.conf)
 
     def _noop(self, hook, vnf_instance):
         LOG.info('%s: nothing to do for VNF instance %s', hook,
