@@ -800,9 +800,12 @@ def _completion(args):
 def _add_completion_command(subparsers):
     command = subparsers.add_parser(
         'completion', help='print a shell completion script (e.g. '
-                           'source <(kubespray-mgmt completion bash))')
-    command.add_argument('shell', choices=('bash',),
-                         help='the shell to complete in')
+                           'source <(kubespray-mgmt completion bash); zsh: '
+                           'save it as _kubespray-mgmt in a directory of '
+                           '$fpath)')
+    command.add_argument('shell', choices=('bash', 'zsh'),
+                         help='the shell to complete in (shtab writes both; '
+                              'fish has no generator there)')
     command.set_defaults(func=_completion)
 
 
