@@ -516,8 +516,8 @@ def _installs_lb(args, cluster):
 
 def _cluster_driver(args, spec, lb_script, progress):
     """The context of the operation (a dry run's records nothing)."""
-    pool = plan.PlanPool(spec.kubespray.version) if args.dry_run \
-        else ssh.ConnectionPool()
+    pool = plan.PlanPool(spec.kubespray.version, plan.secrets_of(spec)) \
+        if args.dry_run else ssh.ConnectionPool()
     store = records.RecordStore.from_conf()
     # Trusted paths: whoever runs this wrote the parameter file.
     return driver.ClusterDriver(
