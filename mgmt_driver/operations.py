@@ -372,9 +372,15 @@ def _run_terminate(drv, cluster, names, name, vims):
 def _run_upgrade(drv, cluster, names, name, vims, kube_version=None,
                  serial=None):
     done = upgrade(drv, cluster, kube_version, serial, '--kube-version')
-    return 'upgraded %s to %s: %d node(s) upgraded' % (
-        name, upgrade_mod.version_text(done.target),
-        len(done.masters) + len(done.workers))
+    version = upgrade_mod.version_text(done.target)
+    count = len(done.masters) + len(done.workers)
+    if planning(drv):
+        return ('would upgrade %s to %s: %d node(s), every one planned (a '
+                'dry run cannot ask their versions; a real run skips those '
+                'already there)' % (name, version, count))
+    if not count:
+        return '%s is already at %s: no node to upgrade' % (name, version)
+    return 'upgraded %s to %s: %d node(s) upgraded' % (name, version, count)
 
 
 def _run_relabel(drv, cluster, names, name, vims, labels=(), taints=()):

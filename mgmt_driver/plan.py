@@ -148,6 +148,11 @@ class PlanConnection:
             self._steps.append(Step(
                 self.host, 'local', 'assumed: the address is on %s, /%d; '
                 'a real run reads it here' % PLACEHOLDER_INTERFACE))
+        if 'KS:KUBE:' in text:  # kubespray.supported_kube_versions
+            self._steps.append(Step(
+                self.host, 'local', 'not read: the Kubernetes versions the '
+                'checkout lists (kubelet_checksums); a real run checks the '
+                'version against them here'))
         if _is_layout_probe(text) and self._kubespray_version:
             self._steps.append(Step(
                 self.host, 'local', 'assumed: the checkout is kubespray %s '
