@@ -70,7 +70,9 @@ LB_SCRIPT = gateways.LB_SCRIPT
 
 _PROGRESS_LINES = ('PLAY [', 'TASK [', 'PLAY RECAP',
                    # a run queued for a slot (detached.SlotReporter)
-                   'waiting for a playbook slot', 'got playbook slot')
+                   'waiting for a playbook slot', 'got playbook slot',
+                   # which run, on which nodes, and its log
+                   'running ', 'log: ')
 
 #: What a failed playbook run raises.
 _PLAYBOOK_ERRORS = (exceptions.MgmtDriverRemoteCommandError,
@@ -491,7 +493,12 @@ class ClusterDriver:
         known = set(self.kubectl_client(cluster).node_names())
         return [name for name in cluster.names if name not in known]
 
-    def scale_out(self, cluster, new_names, advice=None):
+    #: What :meth:`scale_out` says it does, by *purpose*.
+    JOIN_STEPS = {'scale out': 'scale out: adding %s',
+                  'heal': 'heal: joining %s again',
+                  'rollback': 'scale-out rollback: joining %s'}
+
+    def scale_out(self, cluster, new_names, advice=None, purpose='scale out'):
         """Join the workers *new_names* of *cluster* (already in it).
 
         When the join fails, the nodes that got into Kubernetes are taken
@@ -500,9 +507,11 @@ class ClusterDriver:
 
         :param advice: appended to the error of a failed join: what the
             operator should do next.
+        :param purpose: a key of :data:`JOIN_STEPS`: what the progress
+            calls the join (a heal is not a scale out).
         """
         cluster = self.in_recorded_order(cluster)
-        self.step('scale out: adding %s', ', '.join(new_names) or 'nothing')
+        self.step(self.JOIN_STEPS[purpose], ', '.join(new_names) or 'nothing')
         self.upload_inventory(cluster)
         runner = self.runner()
         if new_names:

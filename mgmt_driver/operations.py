@@ -227,7 +227,7 @@ def scale_out_rollback(drv, cluster):
     leaves Kubernetes, the inventory and HAProxy."""
     drv.claim()
     drv.reconcile(cluster)
-    drv.scale_out(cluster, [])
+    drv.scale_out(cluster, [], purpose='rollback')
 
 
 # Heal of single nodes.
@@ -278,7 +278,8 @@ def heal_finish(drv, cluster, names, vim_name, vims, new_settings=False):
     masters = {n.name for n in cluster.masters}
     if masters.intersection(missing):
         controlplane.add(drv, cluster)
-    drv.scale_out(cluster, [n for n in missing if n not in masters])
+    drv.scale_out(cluster, [n for n in missing if n not in masters],
+                  purpose='heal')
 
 
 # Day 2.
