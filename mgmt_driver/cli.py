@@ -817,8 +817,73 @@ DEMO_MAX_WORKERS = 22
 
 def _demo(args):
     from mgmt_driver.localsite import demo  # the site is not needed elsewhere
+    if args.keep:
+        return _site_up(args)
     return demo.Demo(args.masters, args.workers,
                      tasks=not args.no_tasks, upgrade=args.upgrade).run()
+
+
+# --- site up / site down (mgmt_driver.localsite.kept) ----------------------
+
+def _site_up(args):
+    from mgmt_driver.localsite import kept
+    try:
+        return kept.up(args.dir, args.masters, args.workers,
+                       loopback=getattr(args, 'loopback',
+                                        kept.DEFAULT_LOOPBACK))
+    except kept.SiteError as exc:
+        _say('kubespray-mgmt: %s' % exc, file=sys.stderr)
+        return EXIT_BAD_INPUT
+
+
+def _site_down(args):
+    from mgmt_driver.localsite import kept
+    try:
+        kept.down(args.dir)
+    except kept.SiteError as exc:
+        _say('kubespray-mgmt: %s' % exc, file=sys.stderr)
+        return EXIT_BAD_INPUT
+    return EXIT_OK
+
+
+#: kept.DEFAULT_DIR, without importing the local site to build the parser.
+SITE_DIR = '~/.kubespray-mgmt/demo-site'
+
+
+def _add_site_dir(parser):
+    parser.add_argument('--dir', default=SITE_DIR, metavar='DIR',
+                        help='where the kept site\'s parameters, topology, '
+                             'config file and process list are (default: '
+                             '%(default)s)')
+
+
+def _add_site_commands(subparsers):
+    group = subparsers.add_parser(
+        'site', help='keep a local demo site up (a cluster instantiated '
+                     'on it) to try status, logs, run and doctor by hand; '
+                     'take it down')
+    group.set_defaults(func=lambda args: _usage(group))
+    commands = group.add_subparsers(dest='site_command', metavar='COMMAND')
+    start = commands.add_parser(
+        'up', help='start the site, instantiate a cluster, print the '
+                   'commands to try; the processes stay')
+    start.add_argument('--masters', type=int, choices=(1, 3), default=1,
+                       help='control-plane nodes (default: %(default)s)')
+    start.add_argument('--workers', type=_demo_workers, default=2,
+                       metavar='N', help='workers (default: %(default)s)')
+    start.add_argument('--loopback', default='127.0.0', metavar='127.X.Y',
+                       help='the /24 of its addresses (default: '
+                            '%(default)s, the demo\'s .210 to .254)')
+    _add_site_dir(start)
+    start.set_defaults(func=_site_up)
+    stop = commands.add_parser(
+        'down', help='stop every process the kept site left (by PID), '
+                     'remove its files and the test account it created')
+    _add_site_dir(stop)
+    stop.set_defaults(func=_site_down)
+
+
+_COMMAND_GROUPS.append(_add_site_commands)
 
 
 def _add_demo_command(subparsers):
@@ -838,6 +903,11 @@ def _add_demo_command(subparsers):
     command.add_argument('--upgrade', action='store_true',
                          help='before terminating, upgrade Kubernetes by '
                               'one minor release (run upgrade)')
+    command.add_argument('--keep', action='store_true',
+                         help='instantiate only and keep the site up to '
+                              'try commands by hand (as site up; site '
+                              'down takes it down)')
+    _add_site_dir(command)
     command.set_defaults(func=_demo)
 
 
