@@ -18,8 +18,11 @@ before an operation meets it half way:
   (reachable; sudo, when ``haproxy_sudo`` asks for it, and the HAProxy
   check command under it).
 
-No host key is recorded (an unknown key is accepted for the check only,
-with ``accept-new``) and nothing is written anywhere.  Exit codes
+Nothing is changed on any host.  Host keys follow ``host_key_policy``
+as for an operation: with ``accept-new`` the doctor's first login to a
+host records its key, which every later operation then requires (a
+check that accepted any key without recording it would hand a password
+login to whoever answered, each time it ran).  Exit codes
 (:func:`exit_code`): 0 no problem (warnings allowed), 1 a problem on this
 host, 2 a problem on a remote host only, 3 both.
 """
@@ -168,13 +171,9 @@ def _key_file_findings(path):
 # -------------------------------------------------------------- remote --
 
 def doctor_settings(conf):
-    """The SSH settings of the checks: ``accept-new`` becomes ``warn``
-    (an unknown host key is accepted for the check and not recorded:
-    the first operation records it, as it would without the doctor)."""
-    settings = ssh.SSHSettings.from_conf(conf)
-    if settings.host_key_policy == 'accept-new':
-        settings = dataclasses.replace(settings, host_key_policy='warn')
-    return settings
+    """The SSH settings of the checks: an operation's (see the module
+    on host keys)."""
+    return ssh.SSHSettings.from_conf(conf)
 
 
 def _find_tools(conn, tools, sudo=False):
