@@ -15,6 +15,7 @@ command a closed pipe stopped.
 
 import argparse
 import contextlib
+import dataclasses
 import io
 import json
 import logging
@@ -84,11 +85,8 @@ def _say(text, file=None):
 
 
 def _version():
-    try:
-        from importlib import metadata
-        return metadata.version('mgmt-driver-kubespray')
-    except Exception:  # running from a source tree that is not installed
-        return 'unknown'
+    from mgmt_driver import version
+    return version.version_text()
 
 
 # Each entry adds one command group (``params``, ``render``, ...) to the
@@ -523,8 +521,8 @@ def _installs_lb(args, cluster):
 
 def _cluster_driver(args, spec, lb_script, progress):
     """The context of the operation (a dry run's records nothing)."""
-    pool = plan.PlanPool(spec.kubespray.version) if args.dry_run \
-        else ssh.ConnectionPool()
+    pool = plan.PlanPool(spec.kubespray.version, plan.secrets_of(spec)) \
+        if args.dry_run else ssh.ConnectionPool()
     store = records.RecordStore.from_conf()
     # Trusted paths: whoever runs this wrote the parameter file.
     return driver.ClusterDriver(
@@ -729,6 +727,53 @@ def _add_logs_command(subparsers):
     command.set_defaults(func=_logs)
 
 
+# --- doctor (mgmt_driver.doctor) --------------------------------------------
+
+def _doctor(args):
+    from mgmt_driver import doctor
+    spec = cluster = None
+    try:
+        if args.params:
+            spec = _read_spec(args.params, need_cp_names=False)
+            if args.topology or spec.nodes is not None:
+                cluster = _read_nodes(spec, args.topology, need_vip=False)
+    except (exceptions.ParamsInvalid, exceptions.ParamsNotFound) as exc:
+        return _print_problems(exc)
+    with ssh.ConnectionPool(doctor.doctor_settings(cfg.CONF)) as pool:
+        findings = doctor.check_all(cfg.CONF, spec, cluster, pool,
+                                    foreign_sections=True)
+    if args.output == 'json':
+        _print_json({'exit_code': doctor.exit_code(findings),
+                     'findings': [dataclasses.asdict(f) for f in findings]})
+    else:
+        for finding in findings:
+            _say(finding.line())
+        counts = [sum(f.level == level for f in findings)
+                  for level in (doctor.PROBLEM, doctor.WARNING)]
+        _say('%d problem(s), %d warning(s)' % tuple(counts))
+    return doctor.exit_code(findings)
+
+
+def _add_doctor_command(subparsers):
+    command = subparsers.add_parser(
+        'doctor', help='preflight, read only: the config files (unknown '
+                       'keys too), this host\'s directories and, with '
+                       '--params, the Ansible server and the load '
+                       'balancers; one line per finding; exit 0 no '
+                       'problem, 1 a problem here, 2 on a remote host, '
+                       '3 both')
+    command.add_argument('--params', metavar='PARAMS',
+                         help='the parameters of a cluster (instantiate '
+                              'body or additionalParams): check the hosts '
+                              'they name; - reads standard input')
+    command.add_argument('--topology', metavar='TOPOLOGY',
+                         help='YAML/JSON topology file: check its load '
+                              'balancer too (default: the request\'s '
+                              'nodes list, if any)')
+    _add_output(command, 'exit_code, findings (level, where, text)')
+    command.set_defaults(func=_doctor)
+
+
 # --- completion --------------------------------------------------------------
 
 #: Arguments whose value is a local file or directory, by metavar.
@@ -764,9 +809,12 @@ def _completion(args):
 def _add_completion_command(subparsers):
     command = subparsers.add_parser(
         'completion', help='print a shell completion script (e.g. '
-                           'source <(kubespray-mgmt completion bash))')
-    command.add_argument('shell', choices=('bash',),
-                         help='the shell to complete in')
+                           'source <(kubespray-mgmt completion bash); zsh: '
+                           'save it as _kubespray-mgmt in a directory of '
+                           '$fpath)')
+    command.add_argument('shell', choices=('bash', 'zsh'),
+                         help='the shell to complete in (shtab writes both; '
+                              'fish has no generator there)')
     command.set_defaults(func=_completion)
 
 
@@ -778,8 +826,73 @@ DEMO_MAX_WORKERS = 22
 
 def _demo(args):
     from mgmt_driver.localsite import demo  # the site is not needed elsewhere
+    if args.keep:
+        return _site_up(args)
     return demo.Demo(args.masters, args.workers,
                      tasks=not args.no_tasks, upgrade=args.upgrade).run()
+
+
+# --- site up / site down (mgmt_driver.localsite.kept) ----------------------
+
+def _site_up(args):
+    from mgmt_driver.localsite import kept
+    try:
+        return kept.up(args.dir, args.masters, args.workers,
+                       loopback=getattr(args, 'loopback',
+                                        kept.DEFAULT_LOOPBACK))
+    except kept.SiteError as exc:
+        _say('kubespray-mgmt: %s' % exc, file=sys.stderr)
+        return EXIT_BAD_INPUT
+
+
+def _site_down(args):
+    from mgmt_driver.localsite import kept
+    try:
+        kept.down(args.dir)
+    except kept.SiteError as exc:
+        _say('kubespray-mgmt: %s' % exc, file=sys.stderr)
+        return EXIT_BAD_INPUT
+    return EXIT_OK
+
+
+#: kept.DEFAULT_DIR, without importing the local site to build the parser.
+SITE_DIR = '~/.kubespray-mgmt/demo-site'
+
+
+def _add_site_dir(parser):
+    parser.add_argument('--dir', default=SITE_DIR, metavar='DIR',
+                        help='where the kept site\'s parameters, topology, '
+                             'config file and process list are (default: '
+                             '%(default)s)')
+
+
+def _add_site_commands(subparsers):
+    group = subparsers.add_parser(
+        'site', help='keep a local demo site up (a cluster instantiated '
+                     'on it) to try status, logs, run and doctor by hand; '
+                     'take it down')
+    group.set_defaults(func=lambda args: _usage(group))
+    commands = group.add_subparsers(dest='site_command', metavar='COMMAND')
+    start = commands.add_parser(
+        'up', help='start the site, instantiate a cluster, print the '
+                   'commands to try; the processes stay')
+    start.add_argument('--masters', type=int, choices=(1, 3), default=1,
+                       help='control-plane nodes (default: %(default)s)')
+    start.add_argument('--workers', type=_demo_workers, default=2,
+                       metavar='N', help='workers (default: %(default)s)')
+    start.add_argument('--loopback', default='127.0.0', metavar='127.X.Y',
+                       help='the /24 of its addresses (default: '
+                            '%(default)s, the demo\'s .210 to .254)')
+    _add_site_dir(start)
+    start.set_defaults(func=_site_up)
+    stop = commands.add_parser(
+        'down', help='stop every process the kept site left (by PID), '
+                     'remove its files and the test account it created')
+    _add_site_dir(stop)
+    stop.set_defaults(func=_site_down)
+
+
+_COMMAND_GROUPS.append(_add_site_commands)
 
 
 def _add_demo_command(subparsers):
@@ -799,6 +912,11 @@ def _add_demo_command(subparsers):
     command.add_argument('--upgrade', action='store_true',
                          help='before terminating, upgrade Kubernetes by '
                               'one minor release (run upgrade)')
+    command.add_argument('--keep', action='store_true',
+                         help='instantiate only and keep the site up to '
+                              'try commands by hand (as site up; site '
+                              'down takes it down)')
+    _add_site_dir(command)
     command.set_defaults(func=_demo)
 
 
@@ -843,7 +961,7 @@ _COMMAND_GROUPS.append(_add_state_commands)
 
 _COMMAND_GROUPS += [_add_params_commands, _add_render_commands,
                     _add_run_commands, _add_status_command,
-                    _add_logs_command,
+                    _add_logs_command, _add_doctor_command,
                     _add_demo_command, _add_completion_command]
 
 
@@ -858,7 +976,8 @@ def build_parser():
     parser.add_argument('--config-file', action='append', default=[],
                         metavar='FILE',
                         help='oslo.config file with a [kubespray_mgmt] '
-                             'section (may be repeated)')
+                             'section (may be repeated); default: the '
+                             'comma-separated files of $%s' % CONFIG_ENV)
     parser.add_argument('--debug', action='store_true',
                         help='log at DEBUG level to standard error (may '
                              'also follow the subcommand)')
@@ -866,6 +985,19 @@ def build_parser():
     for add_commands in _COMMAND_GROUPS:
         add_commands(subparsers)
     return parser
+
+
+#: The config files of a command given no --config-file (comma
+#: separated), as the v2 script reads them (:data:`v2.CONFIG_ENV`).
+CONFIG_ENV = 'KUBESPRAY_MGMT_CONFIG_FILES'
+
+
+def _config_files(given):
+    """--config-file, else the files $KUBESPRAY_MGMT_CONFIG_FILES names."""
+    if given:
+        return given
+    return [f.strip() for f in os.environ.get(CONFIG_ENV, '').split(',')
+            if f.strip()]
 
 
 def _load_config(files):
@@ -968,11 +1100,14 @@ def _main(argv):
     if not getattr(args, 'func', None):
         parser.print_help(sys.stderr)
         return EXIT_BAD_INPUT
-    problems = _load_config(args.config_file)
+    problems = _load_config(_config_files(args.config_file))
     for problem in problems:
         _say('kubespray-mgmt: %s' % problem, file=sys.stderr)
     if problems:
         return EXIT_BAD_INPUT
+    if args.command != 'doctor':  # doctor lists them as problems
+        for ignored in kconf.unknown_options(cfg.CONF):
+            _say('kubespray-mgmt: warning: %s' % ignored, file=sys.stderr)
     with _terminal_log(args.debug):
         return _call(args)
 

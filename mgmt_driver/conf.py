@@ -8,9 +8,13 @@ matching option for that request.  ``oslo-config-generator --namespace
 mgmt_driver`` lists them with their help (``tox -e genconfig``).
 """
 
+import difflib
+import glob
 import ipaddress
+import os
 
 from oslo_config import cfg
+from oslo_config import iniparser
 
 GROUP = 'kubespray_mgmt'
 
@@ -469,6 +473,75 @@ def parse_networks(entries):
         except ValueError:
             problems.append('%r is not an address or CIDR' % entry)
     return networks, problems
+
+
+# --- options a config file names that do not exist (doctor, driver load) --
+
+#: Sections of a config file that hold no option of ours and that the
+#: ``kubespray-mgmt`` command does not complain about.
+_OTHER_SECTIONS = ('DEFAULT',)
+
+
+def config_files(conf):
+    """The config files *conf* was loaded from (``--config-file`` and
+    ``--config-dir``), in order; [] before it was called."""
+    try:
+        files = list(conf.config_file or [])
+        directory = conf.config_dir
+    except cfg.Error:  # not parsed yet, or a ConfigOpts without them
+        return []
+    if directory:
+        files += sorted(glob.glob(os.path.join(directory, '*.conf')))
+    return files
+
+
+def unknown_options(conf, files=None, foreign_sections=False):
+    """Keys of ``[kubespray_mgmt]`` that name no option, and sections
+    whose name is a near miss of it (``[kubespray-mgmt]``), in the
+    config files *conf* read: oslo.config ignores both silently, so a
+    typo (``host_key_polcy = reject``) loses the setting.
+
+    :param files: the files to read (default: :func:`config_files`).
+    :param foreign_sections: also report every section other than
+        ``[DEFAULT]`` and ours (a file of the ``kubespray-mgmt`` command
+        holds nothing else; tacker.conf holds many).
+    :returns: ``'FILE: [section] key: problem'`` strings; a file that
+        cannot be read is skipped (loading it reported that already).
+    """
+    known = {opt.dest for opt in ALL_OPTS}
+    problems = []
+    for path in config_files(conf) if files is None else files:
+        sections = {}
+        try:
+            cfg.ConfigParser(path, sections).parse()
+        except (OSError, iniparser.ParseError, UnicodeDecodeError):
+            continue
+        for section, keys in sections.items():
+            problems += _section_problems(path, section, keys, known,
+                                          foreign_sections)
+    return problems
+
+
+def _section_problems(path, section, keys, known, foreign_sections):
+    if section == GROUP:
+        return ['%s: [%s] %s: no such option%s' % (
+            path, GROUP, key, _did_you_mean(key, known))
+            for key in sorted(keys) if key not in known]
+    near = difflib.get_close_matches(section.lower().replace('-', '_'),
+                                     [GROUP], 1, 0.8)
+    if near and section != GROUP:
+        return ['%s: [%s]: no such section; did you mean [%s]? its keys '
+                'are ignored' % (path, section, GROUP)]
+    if foreign_sections and section not in _OTHER_SECTIONS:
+        return ['%s: [%s]: not read by kubespray-mgmt (only [%s])' % (
+            path, section, GROUP)]
+    return []
+
+
+def _did_you_mean(key, known):
+    near = difflib.get_close_matches(key, sorted(known), 1, 0.75)
+    return ' (did you mean %s?); it is ignored' % near[0] if near else \
+        '; it is ignored'
 
 
 def register_opts(conf):

@@ -46,6 +46,7 @@ from mgmt_driver import exceptions
 from mgmt_driver import kubespray_mgmt
 from mgmt_driver import safetext
 from mgmt_driver import v2
+from mgmt_driver import version
 
 LOG = logging.getLogger(__name__)
 
@@ -298,9 +299,31 @@ def package_files(src_dir, sol001_dir=None, lb_script=None):
         files[v2.SCRIPT] = pathlib.Path(v2.script_path()).read_bytes()
     for name in SOL001_FILES:
         files['Definitions/' + name] = (sol001 / name).read_bytes()
-    meta_text = files[TOSCA_META].decode('utf-8')
+    meta_text = stamp_created_by(files[TOSCA_META].decode('utf-8'))
     files[TOSCA_META] = render_tosca_meta(meta_text, files).encode('utf-8')
     return files
+
+
+#: What ``Created-By`` of a built package ends with.
+_BUILT_BY = ' (built by kubespray-mgmt %s)'
+
+
+def stamp_created_by(meta_text, version_text=None):
+    """*meta_text* whose ``Created-By`` (a free text line of the first
+    block, added if missing) also names the driver version that built
+    the package, so that an operator can tell which code a CSAR
+    onboarded in Tacker came from (``kubespray-mgmt --version``).
+
+    :param version_text: default: :func:`version.version_text`.
+    """
+    stamp = _BUILT_BY % (version_text or version.version_text())
+    line = re.compile(r'^(Created-By:[^\n]*?)(?: \(built by kubespray-mgmt '
+                      r'[^\n]*\))?[ \t]*$', re.MULTILINE)
+    if line.search(meta_text):
+        return line.sub(lambda m: m.group(1) + stamp, meta_text, count=1)
+    return re.sub(r'^(Entry-Definitions:[^\n]*)$',
+                  lambda m: 'Created-By: mgmt_driver' + stamp + '\n' +
+                  m.group(1), meta_text, count=1, flags=re.MULTILINE)
 
 
 def _names_v2_script(files):

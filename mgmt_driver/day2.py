@@ -133,7 +133,9 @@ def _plan(drv, cluster, wanted, field, nodes, before):
     runner = drv.runner()
     supported = upgrade_mod.parse_supported(
         kubespray.supported_kube_versions(runner.conn, runner.root))
-    if supported is None:
+    # A dry run (no nodes) does not read the list: nothing to warn of
+    # (its plan says the check was skipped).
+    if supported is None and nodes is not None:
         drv.warn('the kubespray checkout lists no kubelet_checksums: '
                  'kubespray itself checks the version')
     return upgrade_mod.plan(

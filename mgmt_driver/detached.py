@@ -590,6 +590,9 @@ class DetachedRuns:
             return started
         stem, pid = started
         lines = 0
+        if on_line is not None:  # where to follow it from elsewhere
+            on_line('log: %s on %s' % (log_path(self.workspace, stem),
+                                       self.conn.host))
         on_line = SlotReporter(self.conn.host, on_line)
         while True:
             lines, timed_out = self._follow(stem, pid, deadline, on_line,

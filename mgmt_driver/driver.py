@@ -71,7 +71,9 @@ LB_SCRIPT = gateways.LB_SCRIPT
 
 _PROGRESS_LINES = ('PLAY [', 'TASK [', 'PLAY RECAP',
                    # a run queued for a slot (detached.SlotReporter)
-                   'waiting for a playbook slot', 'got playbook slot')
+                   'waiting for a playbook slot', 'got playbook slot',
+                   # which run, on which nodes, and its log
+                   'running ', 'log: ')
 
 #: What a failed playbook run raises.
 _PLAYBOOK_ERRORS = (exceptions.MgmtDriverRemoteCommandError,
@@ -512,7 +514,12 @@ class ClusterDriver:
         known = set(self.kubectl_client(cluster).node_names())
         return [name for name in cluster.names if name not in known]
 
-    def scale_out(self, cluster, new_names, advice=None):
+    #: What :meth:`scale_out` says it does, by *purpose*.
+    JOIN_STEPS = {'scale out': 'scale out: adding %s',
+                  'heal': 'heal: joining %s again',
+                  'rollback': 'scale-out rollback: joining %s'}
+
+    def scale_out(self, cluster, new_names, advice=None, purpose='scale out'):
         """Join the workers *new_names* of *cluster* (already in it).
 
         When the join fails, the nodes that got into Kubernetes are taken
@@ -521,9 +528,11 @@ class ClusterDriver:
 
         :param advice: appended to the error of a failed join: what the
             operator should do next.
+        :param purpose: a key of :data:`JOIN_STEPS`: what the progress
+            calls the join (a heal is not a scale out).
         """
         cluster = self.in_recorded_order(cluster)
-        self.step('scale out: adding %s', ', '.join(new_names) or 'nothing')
+        self.step(self.JOIN_STEPS[purpose], ', '.join(new_names) or 'nothing')
         self.upload_inventory(cluster)
         runner = self.runner()
         if new_names:
@@ -752,6 +761,22 @@ def _additional_params(obj):
     return dict(getattr(obj, 'additional_params', None) or {})
 
 
+#: Config files whose ignored keys were already logged (once a process).
+_WARNED_FILES = set()
+
+
+def _warn_ignored_options(conf):
+    """Log each ``[kubespray_mgmt]`` key of Tacker's config files that
+    names no option (``kubespray-mgmt doctor`` lists them too): a typo
+    would otherwise lose the setting silently."""
+    files = tuple(kconf.config_files(conf))
+    if files in _WARNED_FILES:
+        return
+    _WARNED_FILES.add(files)
+    for ignored in kconf.unknown_options(conf, files=files):
+        LOG.warning('%s', ignored)
+
+
 class LcmHooks:
     """Tacker v1's hooks, adapted to :class:`ClusterDriver`.
 
@@ -775,6 +800,7 @@ class LcmHooks:
         self._heat_factory = heat_factory or heat.heat_client
         self._registry = vim_registry or registry.TackerVimRegistry()
         self._package_dir_of = package_dir_of or _tacker_package_dir
+        _warn_ignored_options(self.conf)
 
     def _noop(self, hook, vnf_instance):
         LOG.info('%s: nothing to do for VNF instance %s', hook,

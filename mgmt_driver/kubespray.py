@@ -646,6 +646,15 @@ def _output_tail(result, lines=15):
 LOGGED_LINE_WIDTH = 500
 
 
+def _run_line(playbook, host, argv, timeout):
+    """The progress line that starts a run: the playbook, its limit
+    (the nodes it touches) and where it runs."""
+    limit = next((word for word in argv if word.startswith('--limit=')),
+                 None)
+    return 'running %s on %s: %s (timeout %d s)' % (
+        playbook, host, limit or 'every host of the inventory', timeout)
+
+
 class _Progress:
     """Feeds each output line to a callback and the useful ones to LOG."""
 
@@ -843,6 +852,9 @@ class Runner:
         timeout = timeout or self.timeout_for(0)
         LOG.info('Running %s on %s (timeout %d s)', playbook,
                  self.conn.host, timeout)
+        if self.on_progress is not None:
+            self.on_progress(_run_line(playbook, self.conn.host, argv,
+                                       timeout))
         runs = detached.DetachedRuns(
             self.conn, self.workspace.path, self.settings.keep_logs,
             self.settings.lock_wait,

@@ -231,7 +231,7 @@ def scale_out_rollback(drv, cluster):
     leaves Kubernetes, the inventory and HAProxy."""
     drv.claim()
     drv.reconcile(cluster)
-    drv.scale_out(cluster, [])
+    drv.scale_out(cluster, [], purpose='rollback')
 
 
 # Heal of single nodes.
@@ -285,7 +285,8 @@ def heal_finish(drv, cluster, names, vim_name, vims, new_settings=False):
         if not planning(drv):
             # The new masters' host keys, for status (as instantiate).
             day2.check_certificates(drv, cluster)
-    drv.scale_out(cluster, [n for n in missing if n not in masters])
+    drv.scale_out(cluster, [n for n in missing if n not in masters],
+                  purpose='heal')
 
 
 # Day 2.
@@ -394,9 +395,15 @@ def _run_terminate(drv, cluster, names, name, vims):
 def _run_upgrade(drv, cluster, names, name, vims, kube_version=None,
                  serial=None):
     done = upgrade(drv, cluster, kube_version, serial, '--kube-version')
-    return 'upgraded %s to %s: %d node(s) upgraded' % (
-        name, upgrade_mod.version_text(done.target),
-        len(done.masters) + len(done.workers))
+    version = upgrade_mod.version_text(done.target)
+    count = len(done.masters) + len(done.workers)
+    if planning(drv):
+        return ('would upgrade %s to %s: %d node(s), every one planned (a '
+                'dry run cannot ask their versions; a real run skips those '
+                'already there)' % (name, version, count))
+    if not count:
+        return '%s is already at %s: no node to upgrade' % (name, version)
+    return 'upgraded %s to %s: %d node(s) upgraded' % (name, version, count)
 
 
 def _run_relabel(drv, cluster, names, name, vims, labels=(), taints=()):

@@ -5,17 +5,29 @@ A module of its own (not in DESIGN's list) because ``kubespray-mgmt run
 operation runs unchanged against :class:`PlanPool`, whose connections
 record each command and file instead of touching a host, and answer as a
 fresh cluster would (a current kubespray checkout, no Kubernetes node
-yet).  Files written with mode 0600 are listed without their content, and
-the placeholder token never reaches a printout.
+yet).  Every step is shown in the order it runs: the commands, the files
+written (those of an upload too: the inventory, the vars files), and what a
+command is given on its standard input (the RBAC manifest); a content
+that holds a secret of the request (a password, a key, a proxy's
+credentials), a private key or a token is listed without it, and the
+placeholder token never reaches a printout.  A closing summary says what
+would change on each host.
 """
 
 import base64
 import contextlib
 import dataclasses
+import io
 import json
+import posixpath
+import re
+import tarfile
+import types
+import urllib.parse
 
 from mgmt_driver import detached
 from mgmt_driver import records
+from mgmt_driver import remote
 from mgmt_driver import ssh
 
 #: The layout markers a current kubespray checkout prints (see
@@ -89,24 +101,35 @@ def _answer(command, kubespray_version=None):
 
 @dataclasses.dataclass
 class Step:
-    """One recorded action on one host."""
+    """One recorded action on one host.
+
+    :param kind: ``run``, ``write`` (a file, written alone or in an
+        upload), ``input`` (what the command before is given on its
+        standard input) or ``local``.
+    :param argv: the command's argv, for a ``run`` given one.
+    :param secret: the content holds a secret and is never shown.
+    """
 
     host: str
-    kind: str  # 'run' or 'write'
+    kind: str
     text: str
     mode: int | None = None
     content: str | None = None
+    argv: list | None = None
+    secret: bool = False
 
 
 class PlanConnection:
     """Records what an ``ssh.Connection`` would be asked to do."""
 
-    def __init__(self, host, port, username, steps, kubespray_version=None):
+    def __init__(self, host, port, username, steps, kubespray_version=None,
+                 secrets=()):
         self.host = host
         self.port = port
         self.username = username
         self._steps = steps
         self._kubespray_version = kubespray_version
+        self._secrets = secrets
 
     def run(self, command, timeout=None, check=True, env=None, stdin=None,
             on_line=None, keep_tail=False):
@@ -118,11 +141,18 @@ class PlanConnection:
             if shown is not None:
                 self._steps.append(Step(self.host, 'run', shown))
             return ssh.CommandResult(self.host, text, _answer(text), '', 0)
-        self._steps.append(Step(self.host, 'run', text))
+        self._steps.append(Step(self.host, 'run', text, argv=list(
+            command) if isinstance(command, (list, tuple)) else None))
+        self._steps += _input_steps(self.host, command, stdin, self._secrets)
         if text.startswith(_ADDRESS_PROBE):
             self._steps.append(Step(
                 self.host, 'local', 'assumed: the address is on %s, /%d; '
                 'a real run reads it here' % PLACEHOLDER_INTERFACE))
+        if 'KS:KUBE:' in text:  # kubespray.supported_kube_versions
+            self._steps.append(Step(
+                self.host, 'local', 'not read: the Kubernetes versions the '
+                'checkout lists (kubelet_checksums); a real run checks the '
+                'version against them here'))
         if _is_layout_probe(text) and self._kubespray_version:
             self._steps.append(Step(
                 self.host, 'local', 'assumed: the checkout is kubespray %s '
@@ -134,7 +164,8 @@ class PlanConnection:
     def write_file(self, path, content, mode=0o600):
         if isinstance(content, bytes):
             content = content.decode('utf-8', 'replace')
-        self._steps.append(Step(self.host, 'write', path, mode, content))
+        self._steps.append(Step(self.host, 'write', path, mode, content,
+                                secret=holds_secret(content, self._secrets)))
 
     def read_file(self, path, missing_ok=False):
         return None
@@ -151,17 +182,21 @@ class PlanPool:
         cannot read it; the plan says so).
     """
 
-    def __init__(self, kubespray_version=None):
+    def __init__(self, kubespray_version=None, secrets=()):
         self.steps = []
         self._connections = {}
         self._kubespray_version = kubespray_version
+        #: Texts never shown (:func:`secrets_of`); the logins' own are
+        #: added as connections are asked for.
+        self.secrets = set(secrets)
 
     def connection(self, host, credentials, port=22, on_new_key=None):
         key = (host, int(port))
+        self.secrets |= _credential_secrets(credentials)
         if key not in self._connections:
             self._connections[key] = PlanConnection(
                 host, port, credentials.username, self.steps,
-                self._kubespray_version)
+                self._kubespray_version, self.secrets)
         return self._connections[key]
 
     def reachable(self, host, credentials=None, port=22, timeout=30,
@@ -207,34 +242,113 @@ class PlanRecords(records.RecordStore):
 
 
 def format_plan(steps):
-    """The recorded steps as text, host by host in order of first use.
+    """The recorded steps as text, in the order they run (a ``== HOST``
+    line wherever the host changes), then what would change on each
+    host (:func:`summary_lines`).
 
-    Content of files with mode 0600 (credentials, keys, kubeconfigs) is
-    never shown.
+    A content that holds a secret (``Step.secret``) is never shown; a
+    shell program is shown by its name and length (``--output json``
+    has it whole).
     """
-    by_host = {}  # insertion order: hosts in order of first use
+    lines, host = [], None
     for step in steps:
-        by_host.setdefault(step.host, []).append(step)
-    lines = []
-    for host, host_steps in by_host.items():
-        lines.append('== %s' % host)
-        for step in host_steps:
-            lines += _format_step(step)
-    return '\n'.join(lines) + '\n'
+        if step.host != host:
+            host = step.host
+            lines.append('== %s' % host)
+        lines += _format_step(step)
+    return '\n'.join(lines + summary_lines(steps)) + '\n'
 
 
-def _is_secret(step):
-    return step.mode is not None and step.mode & 0o077 == 0
+def summary_lines(steps):
+    """``What would change``: per host in order of first use, the files
+    written, the playbooks run and the manifests applied (the dry run's
+    probes and reads change nothing and are left out)."""
+    changes = {}
+    for step in steps:
+        what = _change_of(step)
+        if what:
+            changes.setdefault(step.host, []).append(what)
+    if not changes:
+        return ['', 'What would change: nothing']
+    lines = ['', 'What would change:']
+    for host, items in changes.items():
+        lines.append('  %s:' % host)
+        lines += ['    - %s' % item for item in items]
+    return lines
+
+
+#: Commands that change a host (after ``sudo -n`` and ``env NAME=...``).
+_CHANGING = frozenset({'mv', 'install', 'rm', 'ln', 'chmod', 'chown',
+                       'mkdir', 'systemctl', 'bash', 'service'})
+#: kubectl verbs that only read.
+_KUBECTL_READS = frozenset({'get', 'version', 'describe', 'wait', 'auth',
+                            'top', 'api-resources', 'cluster-info'})
+
+
+def _change_of(step):
+    if step.kind == 'write':
+        return 'write %s (mode %s%s)' % (step.text, _mode(step.mode),
+                                          ', secret' if step.secret else '')
+    if step.kind != 'run':
+        return None
+    if step.text.startswith('(detached'):
+        return 'run ' + step.text.rsplit(' ', 1)[-1] + _limit_of(step.text)
+    if step.text.startswith('rm -rf -- '):  # the workspace's removal
+        return step.text
+    words = _plain_words(step)
+    if not words:
+        return None
+    program = posixpath.basename(words[0])
+    if program == 'kubectl' or program.endswith('kubectl'):
+        verb = next((w for w in words[1:] if not w.startswith('-') and
+                     w not in _option_values(words)), None)
+        return None if verb in _KUBECTL_READS else step.text
+    if program in _CHANGING:
+        return step.text
+    return None
+
+
+def _plain_words(step):
+    """The argv without ``sudo -n`` and ``env NAME=VALUE...``; None for
+    a shell program or a command given as one string."""
+    words = list(step.argv or [])
+    if words[:2] == ['sudo', '-n']:
+        words = words[2:]
+    if words[:1] == ['env']:
+        words = words[1:]
+        while words and '=' in words[0] and not words[0].startswith('-'):
+            words = words[1:]
+    if not words or words[0] in ('sh', 'bash') and words[1:2] == ['-c']:
+        return None
+    return words
+
+
+def _option_values(words):
+    """The values of kubectl's options that take one (``--kubeconfig
+    PATH``), which are not its verb."""
+    return {words[i + 1] for i, w in enumerate(words[:-1])
+            if w in ('--kubeconfig', '-n', '--namespace', '--context')}
+
+
+def _limit_of(text):
+    found = re.search(r'(?:^| )(--limit(?:=| )\S+)', text)
+    return ' ' + found.group(1) if found else ''
+
+
+def _mode(mode):
+    return '%04o' % (0o644 if mode is None else mode)
 
 
 def plan_records(steps):
     """The recorded steps as JSON-ready dicts, in the order they ran.
 
-    Each has the same keys: ``host``, ``kind`` (``run``, ``write`` or
-    ``local``), ``text`` (the command, the path written or the local
-    action), and for a ``write`` ``mode`` (octal text), ``bytes`` and
-    ``content``, which is None for a file with mode 0600 (credentials,
-    keys, kubeconfigs); those three are None for the other kinds.
+    Each has the same keys: ``host``, ``kind`` (``run``, ``write``,
+    ``input`` or ``local``), ``text`` (the command, the path written, or
+    the local action), and for a ``write`` ``mode`` (octal text),
+    ``bytes`` and ``content``, which is None for a content that holds a
+    secret (credentials, keys, kubeconfigs); an ``input`` (what the
+    command before it reads on standard input) has ``bytes`` and
+    ``content`` too; the others have None there.
     """
     return [_record(step) for step in steps]
 
@@ -242,21 +356,143 @@ def plan_records(steps):
 def _record(step):
     record = {'host': step.host, 'kind': step.kind, 'text': step.text,
               'mode': None, 'bytes': None, 'content': None}
+    if step.kind == 'input':
+        record.update(bytes=len(step.content or ''),
+                      content=None if step.secret else step.content)
     if step.kind == 'write':
-        record.update(mode='%04o' % (step.mode or 0o644),
+        record.update(mode=_mode(step.mode),
                       bytes=len(step.content or ''),
-                      content=None if _is_secret(step) else step.content)
+                      content=None if step.secret else step.content)
     return record
 
 
 def _format_step(step):
     if step.kind == 'run':
-        return ['$ ' + step.text]
+        return ['$ ' + _command_text(step)]
     if step.kind == 'local':
         return ['# ' + step.text]
-    header = 'write %s (mode %s)' % (step.text, oct(step.mode or 0o644))
-    if _is_secret(step):
-        return ['> %s: secret, %d bytes not shown' % (
+    if step.kind == 'input':
+        header = '< standard input of the command above'
+    else:
+        header = '> write %s (mode %s)' % (step.text, _mode(step.mode))
+    if step.secret:
+        return ['%s: secret, %d bytes not shown' % (
             header, len(step.content or ''))]
     body = (step.content or '').rstrip('\n').splitlines()
-    return ['> ' + header] + ['    ' + line for line in body]
+    if len(body) > MAX_SHOWN_LINES:
+        body = body[:MAX_SHOWN_LINES] + ['... %d more line(s); --output '
+                                         'json has them' % (
+                                             len(body) - MAX_SHOWN_LINES)]
+    return [header] + ['    ' + line for line in body]
+
+
+#: Lines of a file or an input shown in the text plan.
+MAX_SHOWN_LINES = 120
+
+
+def _command_text(step):
+    """``sh -c <program NAME, N lines> ARGS`` for a shell program (the
+    JSON plan has it whole), else the command."""
+    argv = step.argv
+    if not argv or argv[:2] != ['sh', '-c'] or len(argv) < 3 or \
+            '\n' not in argv[2]:
+        return step.text
+    name = remote.name_of(argv)
+    program = argv[2].strip('\n').splitlines()
+    label = 'program %s, %d lines' % (name, len(program)) if name else \
+        '%d-line program: %s' % (len(program), program[0].strip()[:60])
+    return 'sh -c <%s> %s' % (label, ssh.display_command(list(argv[3:])))
+
+
+# --------------------------------------------------------------- secrets --
+
+#: Contents shown as secret whatever the request holds: private keys,
+#: kubeconfig and ServiceAccount tokens, passwords in a document.
+_ALWAYS_SECRET = re.compile(
+    r'PRIVATE KEY-----|\btoken\b\s*[:=]|"token"\s*:|\bpassword\b\s*[:=]|'
+    r'"password"\s*:', re.IGNORECASE)
+#: Shorter texts are not looked for (a one-letter "password" would hide
+#: every file).
+_MIN_SECRET = 3
+
+
+def holds_secret(content, secrets):
+    """Whether *content* must not be shown: it holds one of *secrets*
+    (:func:`secrets_of`), a private key, a token or a password field."""
+    if not content:
+        return False
+    return bool(_ALWAYS_SECRET.search(content)) or any(
+        secret in content for secret in secrets)
+
+
+def secrets_of(spec):
+    """The secret texts of a request (every field its model keeps out
+    of ``repr``: passwords, keys, the VRRP password; of a proxy URL, its
+    password only), for :class:`PlanPool`."""
+    found = set()
+    _collect(spec, found, set())
+    return {s for s in found if len(s) >= _MIN_SECRET}
+
+
+def _collect(value, found, seen):
+    if id(value) in seen:
+        return
+    seen.add(id(value))
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for field in dataclasses.fields(value):
+            item = getattr(value, field.name, None)
+            if not field.repr and isinstance(item, str):
+                found.add(_secret_part(item))
+            else:
+                _collect(item, found, seen)
+    elif isinstance(value, (list, tuple, set, frozenset)):
+        for item in value:
+            _collect(item, found, seen)
+    elif isinstance(value, (dict, types.MappingProxyType)):
+        for item in value.values():
+            _collect(item, found, seen)
+
+
+def _secret_part(text):
+    """The password of a URL with credentials, else *text* whole."""
+    if '://' not in text:
+        return text
+    try:
+        return urllib.parse.urlsplit(text).password or ''
+    except ValueError:
+        return text
+
+
+def _credential_secrets(credentials):
+    return {s for s in (getattr(credentials, name, None) for name in (
+        'password', 'key_text', 'key_passphrase', 'sudo_password'))
+        if isinstance(s, str) and len(s) >= _MIN_SECRET}
+
+
+def _input_steps(host, command, stdin, secrets):
+    """What a command is given on standard input, as steps: each file of
+    an upload (a tar stream, unpacked into the command's last argument,
+    the workspace), else the text itself."""
+    if stdin is None:
+        return []
+    if isinstance(stdin, bytes):
+        files = _tar_files(stdin)
+        if files is not None:
+            dest = command[-1] if isinstance(command, (list, tuple)) else ''
+            return [Step(host, 'write', posixpath.join(dest, name), mode,
+                         text, secret=holds_secret(text, secrets))
+                    for name, mode, text in files]
+        stdin = stdin.decode('utf-8', 'replace')
+    return [Step(host, 'input', 'standard input', None, stdin,
+                 secret=holds_secret(stdin, secrets))]
+
+
+def _tar_files(data):
+    """``[(name, mode, text)]`` of the files of a tar stream, or None."""
+    try:
+        with tarfile.open(fileobj=io.BytesIO(data), mode='r:') as archive:
+            return [(m.name, m.mode, archive.extractfile(m).read().decode(
+                'utf-8', 'replace')) for m in archive.getmembers()
+                if m.isfile()]
+    except tarfile.TarError:
+        return None

@@ -125,6 +125,11 @@ def test_detect_and_run_over_ssh(conn, base):
     assert run.recap == {'node-1': {'ok': 2, 'changed': 1, 'unreachable': 0,
                                     'failed': 0, 'skipped': 0, 'rescued': 0,
                                     'ignored': 0}}
+    # The run and its log are named first (issue 31, defect 13).
+    assert lines[0].startswith('running remove-node.yml on %s: --limit='
+                               'node-1,' % conn.host)
+    assert lines[1].startswith('log: %s/logs/' % ws.path)
+    lines = lines[2:]
     assert lines[0] == root
     assert lines[1:11] == ['ARG[%s]' % a for a in (
         '-i', ws.path + '/hosts.yaml', '-e', '@' + ws.path +

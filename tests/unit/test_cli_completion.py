@@ -96,3 +96,39 @@ def test_without_shtab_a_clear_error(monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, 'shtab', None)
     assert cli.main(['completion', 'bash']) == cli.EXIT_BAD_INPUT
     assert 'needs the shtab package' in capsys.readouterr().err
+
+
+# --- zsh (issue 31, feature 6) ----------------------------------------------
+
+ZSH = shutil.which('zsh')
+
+
+def _zsh(program):
+    """Run *program* in a real zsh with compinit loaded."""
+    result = subprocess.run(
+        [ZSH, '-f', '-c', 'autoload -Uz compinit && compinit -u -D\n' +
+         program], capture_output=True, text=True, timeout=60)
+    return result
+
+
+@pytest.mark.skipif(ZSH is None, reason='optional: no zsh on this host '
+                                        '(tools/host-packages installs it)')
+def test_zsh_completion_offers_every_command_and_option(tmp_path):
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert cli.main(['completion', 'zsh']) == cli.EXIT_OK
+    path = tmp_path / '_kubespray-mgmt'
+    path.write_text(out.getvalue())
+    assert out.getvalue().startswith('#compdef kubespray-mgmt\n')
+    assert _zsh('zsh -n %s' % shlex.quote(str(path))).returncode == 0
+    # Stand in for _describe (it draws the menu): print what it is given.
+    result = _zsh('source %s 2>/dev/null\n'
+                  '_describe() { print -rl -- "${(@P)2}" }\n'
+                  '_shtab_kubespray_mgmt_commands\n'
+                  'print -rl -- "${_shtab_kubespray_mgmt_run_options[@]}"'
+                  % shlex.quote(str(path)))
+    offered = {line.split(':', 1)[0] for line in result.stdout.splitlines()}
+    assert {'doctor', 'run', 'status', 'logs', 'demo', 'completion'} \
+        <= offered, result.stderr
+    assert any(line.startswith('--dry-run[')
+               for line in result.stdout.splitlines())

@@ -140,8 +140,9 @@ def test_heal_without_nodes_heals_the_whole_vnf(tmp_path, capsys,
     assert code == cli.EXIT_OK, err
     assert _playbooks_and_removals(out) == expected
     after_removal = out.split('$ rm -rf', 1)[1]
-    # The workspace is made again (Workspace.ensure) before cluster.yml.
-    assert after_removal.index('chmod 0700 -- "$1"') < \
+    # The workspace is made again and its inventory uploaded (shown as
+    # the files of the upload) before cluster.yml.
+    assert after_removal.index('/hosts.yaml (mode 0644)') < \
         after_removal.index('cluster.yml')
     assert 'install-lb' in after_removal
     assert out.splitlines()[-1].startswith(

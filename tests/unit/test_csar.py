@@ -512,3 +512,25 @@ def test_check_shows_a_hostile_tosca_meta_entry_escaped(extracted, capsys):
     assert len(err.splitlines()) == 1
     assert len(err) < csar.SHOWN_PROBLEM_WIDTH + len(str(extracted)) + 20
     assert 'entry \\x1b]0;pwned\\x07\\x1b[8mhidden\\x0apkg.zip: OK' in err
+
+
+# --- the version that built a package (issue 31, feature 6) -----------------
+
+@pytest.mark.parametrize('name', NAMES)
+def test_a_built_package_names_the_version_that_built_it(built, name):
+    from mgmt_driver import version
+    with zipfile.ZipFile(built[name]) as archive:
+        meta = archive.read(csar.TOSCA_META).decode()
+    assert ('Created-By: mgmt_driver developers (built by kubespray-mgmt '
+            '%s)\n' % version.version_text()) in meta
+
+
+def test_the_stamp_replaces_an_older_one_and_fills_a_missing_line():
+    meta = ('TOSCA-Meta-File-Version: 1.0\nCreated-By: ACME (built by '
+            'kubespray-mgmt 0.1)\nEntry-Definitions: a.yaml\n')
+    assert csar.stamp_created_by(meta, '0.2') == meta.replace('0.1', '0.2')
+    assert csar.stamp_created_by(
+        'TOSCA-Meta-File-Version: 1.0\nEntry-Definitions: a.yaml\n',
+        '0.2') == ('TOSCA-Meta-File-Version: 1.0\nCreated-By: mgmt_driver '
+                   '(built by kubespray-mgmt 0.2)\nEntry-Definitions: '
+                   'a.yaml\n')

@@ -2,6 +2,7 @@
 
 import io
 import logging
+import re
 import shlex
 import subprocess
 import tarfile
@@ -660,7 +661,13 @@ def test_progress_gets_every_line_log_gets_plays_tasks_and_recap(caplog):
     runner = make_runner(on_progress=lines.append)
     runner.conn.script(r'cluster\.yml$', stdout=GOOD_OUTPUT)
     runner.cluster(2)
-    assert lines == GOOD_OUTPUT.splitlines()
+    # Issue 31, defect 13: the run is named first (playbook, limit,
+    # host), then its log.
+    assert lines[0] == ('running cluster.yml on 10.0.0.5: every host of '
+                        'the inventory (timeout 1200 s)')
+    assert re.fullmatch(r"log: \S+/logs/\S+-cluster\.log on 10\.0\.0\.5",
+                        lines[1]), lines[1]
+    assert lines[2:] == GOOD_OUTPUT.splitlines()
     logged = [r.getMessage() for r in caplog.records
               if r.name == 'mgmt_driver.kubespray'
               and r.levelno == logging.INFO]

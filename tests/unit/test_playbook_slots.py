@@ -162,9 +162,13 @@ def test_waiting_is_reported_as_progress_not_failure(caplog):
                        'instantiate_end', 'cluster.yml', 60,
                        on_line=seen.append)
     assert outcome.exit_code == 0
-    assert seen == ['waiting for a playbook slot on ansible: 4 running '
-                    '(max_parallel_playbooks_per_server)',
-                    'got playbook slot 2 on ansible after 75 s', 'PLAY [x]']
+    # First where the run's log is (issue 31, defect 13).
+    assert seen[0].startswith('log: /srv/ws/x/logs/') and \
+        seen[0].endswith('-instantiate_end-cluster.log on ansible')
+    assert seen[1:] == ['waiting for a playbook slot on ansible: 4 running '
+                        '(max_parallel_playbooks_per_server)',
+                        'got playbook slot 2 on ansible after 75 s',
+                        'PLAY [x]']
     assert 'waiting for a playbook slot on ansible: 4 running' in caplog.text
 
 

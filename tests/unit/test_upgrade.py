@@ -375,9 +375,15 @@ def test_cli_dry_run_plans_the_upgrade(capsys):
         capsys, 'upgrade', '--dry-run', '--kube-version', '1.34.3',
         '--serial', '2')
     assert code == cli.EXIT_OK, err
+    # Issue 31, defect 11: no past tense, no warning about a list the
+    # dry run did not read (the plan says it was not read).
     assert out.rstrip().splitlines()[-1] == (
-        'dry run, nothing done: upgraded %s to 1.34.3: 3 node(s) upgraded'
-        % 'kubernetes_vim_simple')
+        'dry run, nothing done: would upgrade %s to 1.34.3: 3 node(s), '
+        'every one planned (a dry run cannot ask their versions; a real '
+        'run skips those already there)' % 'kubernetes_vim_simple')
+    assert 'kubelet_checksums' not in err
+    assert '# not read: the Kubernetes versions the checkout lists ' \
+           '(kubelet_checksums); a real run checks' in out
     ran = [line.split('--limit=')[-1] for line in out.splitlines()
            if line.startswith('$ ') and 'upgrade-cluster.yml' in line]
     assert ran == ['master-10-10-0-11 upgrade-cluster.yml',
@@ -498,3 +504,20 @@ def test_a_bad_relabel_patch_is_refused_before_any_connection(
         _patch(h, metadata)
     assert caught.value.problems[0].startswith(problem), caught.value
     assert not any(c.calls for c in (h.ansible, h.master, h.lb))
+
+
+def test_a_repeated_upgrade_says_the_cluster_is_already_there(monkeypatch):
+    # Issue 31, defect 11: not "0 node(s) upgraded".
+    from mgmt_driver import operations
+    from tests import fakes
+    monkeypatch.setattr(operations, 'upgrade', lambda *args, **kwargs:
+                        upgrade.Plan((1, 34, 3), (), ()))
+    drv = types.SimpleNamespace(pool=fakes.FakePool())
+    assert operations.COMMANDS['upgrade'](
+        drv, None, [], 'c1', vims=object(), kube_version='1.34.3') == \
+        'c1 is already at 1.34.3: no node to upgrade'
+    monkeypatch.setattr(operations, 'upgrade', lambda *args, **kwargs:
+                        upgrade.Plan((1, 34, 3), ('m1',), ('w1', 'w2')))
+    assert operations.COMMANDS['upgrade'](
+        drv, None, [], 'c1', vims=object(), kube_version='1.34.3') == \
+        'upgraded c1 to 1.34.3: 3 node(s) upgraded'

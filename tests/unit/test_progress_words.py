@@ -1,0 +1,66 @@
+"""What the progress says while an operation runs (issue 31, defect 13):
+each playbook run is named with its limit, its host and its log, and a
+worker heal is not called a scale out."""
+
+import pytest
+from oslo_config import cfg
+
+from mgmt_driver import conf as kconf
+from mgmt_driver import driver
+from mgmt_driver import localfiles
+from mgmt_driver import nodes
+from mgmt_driver import operations
+from mgmt_driver import params
+from mgmt_driver import plan
+from mgmt_driver import records
+from tests.unit import test_cli_run
+
+WORKER = 'worker-10-10-0-22'
+
+
+@pytest.fixture
+def healed(tmp_path):
+    """The progress lines of a (planned) heal of one worker."""
+    kconf.register_opts(cfg.CONF)
+    cfg.CONF([], project='kubespray-mgmt', default_config_files=[])
+    document = localfiles.load_document(test_cli_run.PARAMS, 'PARAMS')
+    spec = params.parse_params(document['additionalParams'],
+                               need_cp_names=False)
+    cluster = nodes.build_nodes(spec, nodes.load_topology(
+        localfiles.load_document(test_cli_run.TOPOLOGY, 'TOPOLOGY')))
+    lines = []
+    drv = driver.ClusterDriver(
+        spec, 'i1', plan.PlanPool(), progress=lines.append,
+        records=plan.PlanRecords(records.RecordStore(str(tmp_path))))
+    operations.heal_finish(drv, cluster, [WORKER], 'vim',
+                           operations.KubeconfigVims(str(tmp_path),
+                                                     dry_run=True))
+    return lines
+
+
+def test_a_worker_heal_is_not_called_a_scale_out(healed):
+    assert 'heal: joining %s again' % WORKER in healed
+    assert not any(line.startswith('scale out') for line in healed)
+
+
+def test_each_playbook_run_names_its_limit_host_and_log(healed):
+    started = [line for line in healed if line.startswith('  running ')]
+    assert started[-1].startswith(
+        '  running scale.yml on 10.10.0.50: --limit=%s (timeout ' % WORKER)
+    after = healed[healed.index(started[-1]) + 1]
+    assert after.startswith('  log: /home/ubuntu/kubespray/inventory/'
+                            'mycluster/i1/logs/') and \
+        after.endswith('.log on 10.10.0.50')
+
+
+def test_the_doubles_hook_task_does_not_read_like_a_failure():
+    import pathlib
+
+    from mgmt_driver.localsite import site
+    tasks = pathlib.Path(site.__file__).parent / 'kubespray' / 'roles' / \
+        'remove_node' / 'post_remove' / 'tasks' / 'main.yml'
+    names = [line.split('name:', 1)[1].strip()
+             for line in tasks.read_text().splitlines()
+             if line.lstrip('- ').startswith('name:')]
+    assert names and not any(name.split('|')[-1].strip().startswith(
+        'Failure') for name in names)
