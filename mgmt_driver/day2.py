@@ -7,6 +7,7 @@ What :mod:`mgmt_driver.labels` and :mod:`mgmt_driver.upgrade` decide
 after claiming the workspace.
 """
 
+from mgmt_driver import etcdsnapshots
 from mgmt_driver import gateways
 from mgmt_driver import kubespray
 from mgmt_driver import labels as labels_mod
@@ -97,6 +98,8 @@ def upgrade(drv, cluster, target, serial=None, field='kube_version',
     nodes = None if every_node else drv.kubectl_client(cluster).nodes()
     before = _cordoned_before(drv, wanted, nodes)
     todo = _plan(drv, cluster, wanted, field, nodes, before)
+    if not todo.done:
+        etcdsnapshots.before_risky(drv, cluster, 'upgrade')
     drv.step('upgrade to %s: control plane %s; workers %s',
              upgrade_mod.version_text(wanted),
               ', '.join(todo.masters) or 'done',

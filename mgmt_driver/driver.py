@@ -252,6 +252,11 @@ class ClusterDriver:
     def _workspace(self):
         return kubespray.Workspace(self._ansible(), self.workspace_path)
 
+    def workspace(self):
+        """The instance's ``kubespray.Workspace`` on the Ansible server
+        (its connection recorded first as the instance's)."""
+        return self._workspace()
+
     def claim(self, operation=None):
         """Begin *operation*: ready the workspace and check the lock.
 

@@ -19,6 +19,7 @@ heal (whole VNF)  heal_start: :func:`heal_vnf_begin`;       heal
 terminate         terminate_start: :func:`terminate_begin`; terminate
                   terminate_end: :func:`terminate_finish`
 upgrade, relabel  modify_information_end: :func:`modify`    upgrade, relabel
+etcd snapshot     modify_information_end: :func:`modify`    snapshot
 scale rollback    v2 scale_rollback_end: :func:`scale_out_rollback`
 ================  =================================  =====================
 
@@ -37,6 +38,7 @@ import os
 
 from mgmt_driver import controlplane
 from mgmt_driver import day2
+from mgmt_driver import etcdsnapshots
 from mgmt_driver import exceptions
 from mgmt_driver import gateways as gateway_steps
 from mgmt_driver import plan
@@ -246,6 +248,8 @@ def heal_begin(drv, cluster, names):
     # Before any remote work (kubectl would find no master to run on).
     controlplane.check_masters_left(cluster, masters)
     drv.claim()
+    if masters:
+        etcdsnapshots.before_risky(drv, cluster, 'heal', exclude=masters)
     drv.reconcile(cluster, exclude=masters)
     if workers:
         cluster = drv.remove_workers(cluster, workers, rejoin=True)
@@ -321,6 +325,17 @@ def relabel(drv, cluster, names, labels=(), taints=()):
     return modify(drv, cluster, (names, labels, taints))[0]
 
 
+def snapshot(drv, cluster, reason='manual'):
+    """Take an etcd snapshot now and keep it in the workspace
+    (:func:`mgmt_driver.etcdsnapshots.take`).
+
+    :returns: ``{name, path, bytes, host}`` of the snapshot.
+    """
+    etcdsnapshots.check_reason(reason, 'reason')
+    drv.claim()
+    return etcdsnapshots.take(drv, cluster, reason)
+
+
 # By command name (kubespray-mgmt run, the demo).
 
 #: The commands that take node names (``--nodes``); the others refuse
@@ -385,6 +400,11 @@ def _run_relabel(drv, cluster, names, name, vims, labels=(), taints=()):
         '; not Kubernetes nodes: ' + ', '.join(missing)) if missing else '')
 
 
+def _run_snapshot(drv, cluster, names, name, vims):
+    taken = snapshot(drv, cluster)
+    return 'etcd snapshot %s kept in %s' % (taken['name'], taken['path'])
+
+
 def _by_name(command, function):
     def run(drv, cluster, names, name, vims=None, **options):
         """Run the operation; :returns: its one-line summary.
@@ -407,4 +427,4 @@ COMMANDS = {name: _by_name(name, function) for name, function in (
     ('instantiate', _run_instantiate), ('scale-out', _run_scale_out),
     ('scale-in', _run_scale_in), ('heal', _run_heal),
     ('terminate', _run_terminate), ('upgrade', _run_upgrade),
-    ('relabel', _run_relabel))}
+    ('relabel', _run_relabel), ('snapshot', _run_snapshot))}
