@@ -213,7 +213,12 @@ def _take_on(drv, node, settings, target, path):
     result = conn.run(sudo + [
         'sh', '-c', remote.program('etcd-snapshot-save'), 'sh',
         settings.etcdctl, username, settings.tmp_dir],
-        timeout=settings.timeout)
+        timeout=settings.timeout, check=False)
+    if result.failed:
+        raise exceptions.MgmtDriverOtherError(
+            error_message='%s snapshot save on %s failed (exit code %d): %s'
+                          % (settings.etcdctl, conn.host, result.exit_code,
+                             result.tail(5) or '(no output)'))
     if isinstance(drv.pool, plan.PlanPool):
         drv.step('(dry run) the snapshot would be copied to %s:%s',
                  target.host, path)
