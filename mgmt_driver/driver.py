@@ -809,7 +809,8 @@ class LcmHooks:
         metadata: the keys are read from the instance, and a version the
         cluster already runs on every node, or labels and taints the
         nodes have, are nothing to do, so any other PATCH changes nothing
-        (it reads the nodes).  ``kube_upgrade_serial`` sets the worker
+        (it reads the nodes).  ``etcd_snapshot`` (a tag) takes an etcd
+        snapshot first, once per tag.  ``kube_upgrade_serial`` sets the worker
         batch size.  The keys are checked by
         :func:`mgmt_driver.upgrade.check_metadata`, the pools named
         before any connection.
@@ -838,7 +839,8 @@ class LcmHooks:
                 self._driver(context, vnf_instance, spec, pool,
                              'modify_information_end'),
                 cluster, relabel, target, wanted.serial,
-                wanted.field(upgrade_mod.METADATA_VERSION))
+                wanted.field(upgrade_mod.METADATA_VERSION),
+                snapshot=wanted.etcd_snapshot)
 
     # Inputs.
 

@@ -251,6 +251,43 @@ def _prune(drv, conn, directory, settings):
                                         for n in doomed])
 
 
+#: The workspace record of the last on-demand snapshot asked through
+#: Tacker's metadata (:data:`METADATA_KEY`): its tag.
+REQUEST_RECORD = 'etcd-snapshot-request.txt'
+#: The metadata key of a PATCH that asks for a snapshot: a tag
+#: (:func:`check_reason`), which ends the snapshot's name.
+METADATA_KEY = 'etcd_snapshot'
+
+
+def parse_request_record(text):
+    """The tag of :data:`REQUEST_RECORD`, or None when it is absent.
+
+    :raises ValueError: not one tag (the message names no value).
+    """
+    if text is None:
+        return None
+    tag = text.strip()
+    if not _REASON.fullmatch(tag):
+        raise ValueError('not a snapshot tag')
+    return tag
+
+
+def requested(drv, cluster, tag):
+    """The snapshot a PATCH's metadata asks for with *tag*, once: Tacker
+    keeps the metadata, so every later PATCH carries the same tag, and
+    only a new tag takes a new snapshot.
+
+    :returns: what :func:`take` returns, or None (*tag* was done).
+    """
+    check_reason(tag, METADATA_KEY)
+    if drv.read_record(REQUEST_RECORD, parse_request_record) == tag:
+        drv.step('etcd snapshot %s: already taken', tag)
+        return None
+    taken = take(drv, cluster, tag)
+    drv.workspace().upload({REQUEST_RECORD: tag + '\n'})
+    return taken
+
+
 def before_risky(drv, cluster, operation, exclude=()):
     """The snapshot an operation that can lose the control plane takes
     before its first change, unless ``etcd_snapshot_before_risky`` is

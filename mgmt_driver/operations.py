@@ -288,8 +288,10 @@ def heal_finish(drv, cluster, names, vim_name, vims, new_settings=False):
 # Day 2.
 
 def modify(drv, cluster, relabel=None, target=None, serial=None,
-           field='kube_version'):
-    """Relabel nodes (first), then upgrade Kubernetes to *target*.
+           field='kube_version', snapshot=None):
+    """Take the etcd snapshot tagged *snapshot* (first, once per tag:
+    :func:`mgmt_driver.etcdsnapshots.requested`), relabel nodes, then
+    upgrade Kubernetes to *target*.
 
     :param relabel: ``(names, labels, taints)``
         (:func:`mgmt_driver.day2.relabel`), or None.
@@ -299,6 +301,8 @@ def modify(drv, cluster, relabel=None, target=None, serial=None,
     :returns: ``(names not relabelled, upgrade Plan or None)``.
     """
     drv.claim()
+    if snapshot is not None:
+        etcdsnapshots.requested(drv, cluster, snapshot)
     missing = day2.relabel(drv, cluster, *relabel) \
         if relabel is not None else []
     done = None

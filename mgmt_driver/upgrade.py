@@ -23,6 +23,7 @@ import dataclasses
 import json
 import re
 
+from mgmt_driver import etcdsnapshots
 from mgmt_driver import exceptions
 from mgmt_driver import labels
 
@@ -96,17 +97,21 @@ class MetadataRequest:
     :param serial: as :func:`parse_serial` returns it, or None.
     :param prefix: the metadata's field name, for messages.
     :param relabel: a :class:`mgmt_driver.labels.Relabel`, or None.
+    :param etcd_snapshot: the tag of an etcd snapshot asked for
+        (:mod:`mgmt_driver.etcdsnapshots`), or None.
     """
 
     kube_version: tuple = None
     serial: object = None
     prefix: str = 'metadata'
     relabel: object = None
+    etcd_snapshot: str = None
 
     @property
     def empty(self):
         """True when the metadata asks the driver for nothing."""
-        return self.kube_version is None and self.relabel is None
+        return self.kube_version is None and self.relabel is None and \
+            self.etcd_snapshot is None
 
     def field(self, key):
         """``'<prefix>.<key>'``: how messages name a metadata key."""
@@ -147,7 +152,8 @@ def check_metadata(metadata, prefix):
     if problems:
         raise exceptions.ParamsInvalid(problems)
     return MetadataRequest(found.get(METADATA_VERSION),
-                           found.get(METADATA_SERIAL), prefix, relabel)
+                           found.get(METADATA_SERIAL), prefix, relabel,
+                           found.get(etcdsnapshots.METADATA_KEY))
 
 
 #: Metadata key -> its check ``(value, field) -> parsed``, in the order
@@ -155,7 +161,8 @@ def check_metadata(metadata, prefix):
 #: relabel keys, read together, are checked by
 #: :func:`mgmt_driver.labels.relabel_from_metadata` after these).
 METADATA_CHECKS = ((METADATA_VERSION, parse_version),
-                   (METADATA_SERIAL, parse_serial))
+                   (METADATA_SERIAL, parse_serial),
+                   (etcdsnapshots.METADATA_KEY, etcdsnapshots.check_reason))
 #: Every metadata key the driver reads.
 METADATA_KEYS = tuple(key for key, _ in METADATA_CHECKS) + (
     labels.METADATA_NODES, labels.METADATA_POOLS, labels.METADATA_LABELS,
