@@ -676,11 +676,13 @@ def _add_status_command(subparsers):
     command = subparsers.add_parser(
         'status', help="show the cluster as it is (read only): nodes, "
                        "etcd, HAProxy backends, last playbook runs, "
-                       "differences from the inventory")
+                       "etcd snapshots kept, differences from the "
+                       "inventory")
     _add_inputs(command)
     _add_instance_id(command)
     _add_output(command, 'instance_id, workspace, ok, nodes, etcd, '
-                         'load_balancer, playbook_runs, differences; exit '
+                         'load_balancer, playbook_runs, etcd_snapshots, '
+                         'differences; exit '
                          '0 all well, 2 a part unreadable, 3 differences')
     command.set_defaults(func=_status)
 

@@ -2,11 +2,10 @@
 
 One 3-master cluster serves the whole chain: a key is written to etcd;
 the heal of a master whose snapshot cannot be taken (no etcdctl there)
-changes nothing; the heal of a master takes a snapshot before its first
-change (its remove-node run failing once: the snapshot is there, kept
-off the masters in the workspace, directory 0700 and file 0600), is run
-again and completes, the newest ``etcd_snapshot_keep`` kept; the key is
-deleted; ``status`` lists the snapshots; the restore README.rst gives
+changes nothing; the heal of a master takes a snapshot first (kept off
+the masters in the workspace, directory 0700 and file 0600) and
+completes; a PATCH's ``etcd_snapshot`` tag takes one more, once; the key
+is deleted; ``status`` lists the snapshots; the restore README.rst gives
 (every member stopped, ``etcdctl snapshot restore`` of the kept file on
 each with the whole member list, started again) brings the key back.
 """
@@ -49,8 +48,7 @@ pytestmark = [
 @pytest.fixture(scope='module')
 def chain():
     try:
-        lab = lab_mod.Lab(ANSIBLE, LB, MASTERS, WORKERS,
-                          options={'etcd_snapshot_keep': 2}).start()
+        lab = lab_mod.Lab(ANSIBLE, LB, MASTERS, WORKERS).start()
     except lab_mod.LabError as exc:
         pytest.skip(str(exc))
     try:
@@ -153,11 +151,8 @@ def test_snapshot_before_a_master_heal_restores_a_deleted_key(chain):
     assert kept(chain) == []
     assert lab.check(MASTERS, WORKERS) == []
 
-    # 2. The snapshot is taken before the first change: the removal
-    #    fails, the snapshot is kept; run again, the heal goes on.
-    lab.site.inject_failure('remove-node.yml')
-    with pytest.raises(exceptions.MgmtDriverRemoteCommandError):
-        heal_start(chain, healed)
+    # 2. The heal takes a snapshot first, kept off the masters.
+    heal_start(chain, healed)
     first = kept(chain)
     assert len(first) == 1 and first[0].endswith('-heal.db')
     directory = snapshot_dir(chain)
@@ -165,13 +160,19 @@ def test_snapshot_before_a_master_heal_restores_a_deleted_key(chain):
     assert (directory / first[0]).stat().st_mode & 0o777 == 0o600
     assert not any(n.startswith('kubespray-mgmt-etcd.')
                    for n in os.listdir('/tmp'))  # deleted from the master
-    heal_start(chain, healed)
     chain.vnf.recreate_vm(chain.vnf.vm(healed))
     chain.hooks.heal_end(CONTEXT, chain.vnf.instance, heal_request(
         [chain.vnf.vm(healed)]), None, None)
     assert lab.check(MASTERS, WORKERS) == []
+
+    # An on-demand snapshot through Tacker's PATCH, once per tag.
+    for _ in range(2):
+        chain.vnf.metadata['etcd_snapshot'] = 'after-the-heal'
+        chain.hooks.modify_information_end(CONTEXT, chain.vnf.instance,
+                                           None, None, None)
     both = kept(chain)
-    assert len(both) == 2 and first[0] in both
+    assert len(both) == 2 and both[0] == first[0]
+    assert both[1].endswith('-after-the-heal.db')
 
     # 3. The object is deleted after the snapshot.
     assert get(KEY) == 'before-the-heal'
@@ -184,14 +185,15 @@ def test_snapshot_before_a_master_heal_restores_a_deleted_key(chain):
     section = report['etcd_snapshots']
     assert section['ok'] and [s['name'] for s in section['items']] == \
         both[::-1]
-    assert all(s['bytes'] > 0 and s['reason'] == 'heal'
-               for s in section['items'])
+    assert [s['reason'] for s in section['items']] == [
+        'after-the-heal', 'heal']
+    assert all(s['bytes'] > 0 for s in section['items'])
     assert json.loads(status.to_json(report))['etcd_snapshots'] == section
     assert both[0] in status.format_text(report)
 
     # 5. The restore of the snapshot taken before the heal brings the
     #    deleted object back, on every member.
-    restore(str(lab.site.etcd_dir), directory / both[-1])
+    restore(str(lab.site.etcd_dir), directory / first[0])
     for address in MASTERS:
         back = etcd.ctl([etcd.client_url(address)], 'get', KEY,
                         '--print-value-only')
