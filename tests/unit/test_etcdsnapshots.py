@@ -330,3 +330,17 @@ def test_an_upgrade_takes_one_before_its_first_change(conf):
     h = _upgrade_harness(conf, version='v1.34.3')
     _patch(h, {'kube_version': 'v1.34.3'})
     assert not [c for c in h.master.commands if SAVE in c]
+
+
+def test_a_v2_patch_tag_takes_a_snapshot(conf, tmp_path):
+    from tests.unit import test_v2
+    for name, value in (('haproxy_sudo', 'never'),
+                        ('records_dir', str(tmp_path / 'records')),
+                        ('kubeconfig_dir', str(tmp_path / 'kubeconfigs'))):
+        conf.set_override(name, value, group=kconf.GROUP)
+    h = test_v2.Harness(conf)
+    h.instantiate()
+    assert not [p for p in h.ansible.files if '/etcd-snapshots/' in p]
+    test_v2._modify_call(h, {'etcd_snapshot': 'v2-tag'}).run()
+    [kept] = [p for p in h.ansible.files if '/etcd-snapshots/' in p]
+    assert kept.endswith('-v2-tag.db') and h.ansible.modes[kept] == 0o600
