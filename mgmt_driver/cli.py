@@ -545,6 +545,9 @@ def _run(args):
         names += labels.pool_members(spec, cluster, extra.pop('pools', ()),
                                      '--pools')
         progress = None if args.dry_run else _progress_printer()
+        if args.no_etcd_snapshot:
+            cfg.CONF.set_override('etcd_snapshot_before_risky', False,
+                                  group=kconf.GROUP)
         drv = _cluster_driver(args, spec, _lb_script(spec, cluster, args),
                                  progress)
     except (exceptions.ParamsInvalid, exceptions.ParamsNotFound) as exc:
@@ -609,6 +612,10 @@ def _add_run_commands(subparsers):
                      help='relabel: node taints set (or removed) on '
                           'the nodes, checked as master_node.taints are; '
                           'kept for later runs and re-joins')
+    run.add_argument('--no-etcd-snapshot', action='store_true',
+                     help='upgrade, heal of a control-plane node: go on '
+                          'without the etcd snapshot taken first (as '
+                          'etcd_snapshot_before_risky = false)')
     run.add_argument('--dry-run', action='store_true',
                      help='print every remote command and document '
                           '(secrets hidden) without connecting')
@@ -674,14 +681,15 @@ def _add_status_command(subparsers):
     command = subparsers.add_parser(
         'status', help="show the cluster as it is (read only): nodes, "
                        "etcd, certificate expiry, HAProxy backends, last "
-                       "playbook runs, differences from the inventory")
+                       "playbook runs, etcd snapshots kept, differences "
+                       "from the inventory")
     _add_inputs(command)
     _add_instance_id(command)
     _add_output(command, 'instance_id, workspace, ok, nodes, etcd, '
                          'certificates, load_balancer, playbook_runs, '
-                         'differences; exit 0 all well, 2 a part '
-                         'unreadable, 5 a certificate expires within '
-                         'cert_warn_days, 3 differences')
+                         'etcd_snapshots, differences; exit 0 all well, '
+                         '2 a part unreadable, 5 a certificate expires '
+                         'within cert_warn_days, 3 differences')
     command.set_defaults(func=_status)
 
 

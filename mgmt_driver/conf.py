@@ -396,8 +396,40 @@ certificate_opts = [
                     'node goes back into HAProxy.'),
 ]
 
+# etcd snapshots (mgmt_driver/etcdsnapshots.py).
+etcd_snapshot_opts = [
+    cfg.BoolOpt('etcd_snapshot_before_risky', default=True,
+                help='Take an etcd snapshot, kept in the instance\'s '
+                     'workspace on the Ansible server, before every '
+                     'operation that can lose the control plane (an '
+                     'upgrade, the heal of a control-plane node). A '
+                     'snapshot that fails stops the operation before any '
+                     'change. False: no snapshot is taken (say so '
+                     'explicitly; kubespray-mgmt run --no-etcd-snapshot '
+                     'does it for one run).'),
+    cfg.IntOpt('etcd_snapshot_keep', default=3, min=1, max=1000,
+               help='How many etcd snapshots each instance keeps (the '
+                    'newest; older ones are deleted after a new one is '
+                    'kept).'),
+    cfg.IntOpt('etcd_snapshot_max_total_mb', default=8192, min=1,
+               max=10 * 1024 * 1024,
+               help='Most MiB the etcd snapshots of one instance may take '
+                    'on the Ansible server: the oldest go first past it, '
+                    'and a snapshot larger than it alone is refused (its '
+                    'copy stops there). etcd\'s default space quota is '
+                    '2 GiB (kubespray: etcd_quota_backend_bytes).'),
+    cfg.IntOpt('etcd_snapshot_timeout', default=600, min=10, max=86400,
+               help='Seconds "etcdctl snapshot save" may take on a '
+                    'control-plane node.'),
+    cfg.StrOpt('etcd_snapshot_tmp_dir', default='/tmp',
+               help='Directory on the control-plane nodes where a snapshot '
+                    'is written (in a private directory of its own, mode '
+                    '0700) before it is copied off and deleted.'),
+]
+
 ALL_OPTS = (ssh_opts + kubespray_opts + lb_opts + kubectl_opts + trust_opts +
-            limits_opts + state_opts + autoheal_opts + certificate_opts)
+            limits_opts + state_opts + autoheal_opts + certificate_opts +
+            etcd_snapshot_opts)
 
 
 def use_sudo(setting, username):

@@ -11,6 +11,7 @@ after claiming the workspace.
 from mgmt_driver import autoheal
 from mgmt_driver import certificates
 from mgmt_driver import conf as kconf
+from mgmt_driver import etcdsnapshots
 from mgmt_driver import exceptions
 from mgmt_driver import gateways
 from mgmt_driver import kubectl
@@ -108,6 +109,8 @@ def upgrade(drv, cluster, target, serial=None, field='kube_version',
     nodes = None if every_node else drv.kubectl_client(cluster).nodes()
     before = _cordoned_before(drv, wanted, nodes)
     todo = _plan(drv, cluster, wanted, field, nodes, before)
+    if not todo.done:
+        etcdsnapshots.before_risky(drv, cluster, 'upgrade')
     drv.step('upgrade to %s: control plane %s; workers %s',
              upgrade_mod.version_text(wanted),
               ', '.join(todo.masters) or 'done',

@@ -264,6 +264,11 @@ class ClusterDriver:
     def _workspace(self):
         return kubespray.Workspace(self._ansible(), self.workspace_path)
 
+    def workspace(self):
+        """The instance's ``kubespray.Workspace`` on the Ansible server
+        (its connection recorded first as the instance's)."""
+        return self._workspace()
+
     def claim(self, operation=None):
         """Begin *operation*: ready the workspace and check the lock.
 
@@ -854,7 +859,8 @@ class LcmHooks:
         metadata: the keys are read from the instance, and a version the
         cluster already runs on every node, or labels and taints the
         nodes have, are nothing to do, so any other PATCH changes nothing
-        (it reads the nodes).  ``kube_upgrade_serial`` sets the worker
+        (it reads the nodes).  ``etcd_snapshot`` (a tag) takes an etcd
+        snapshot first, once per tag.  ``kube_upgrade_serial`` sets the worker
         batch size.  The keys are checked by
         :func:`mgmt_driver.upgrade.check_metadata`, the pools named
         before any connection.
@@ -883,7 +889,8 @@ class LcmHooks:
                 self._driver(context, vnf_instance, spec, pool,
                              'modify_information_end'),
                 cluster, relabel, target, wanted.serial,
-                wanted.field(upgrade_mod.METADATA_VERSION), wanted.renew)
+                wanted.field(upgrade_mod.METADATA_VERSION), wanted.renew,
+                snapshot=wanted.etcd_snapshot)
 
     # Inputs.
 

@@ -242,6 +242,8 @@ def describe(checked):
 def _describe_modify(checked):
     wanted = checked.metadata
     done = []
+    if wanted.etcd_snapshot is not None:
+        done.append('takes the etcd snapshot %s (once)' % wanted.etcd_snapshot)
     if wanted.relabel is not None:
         done.append('relabels %s' % ', '.join(
             list(wanted.relabel.nodes) +

@@ -20,6 +20,7 @@ terminate         terminate_start: :func:`terminate_begin`; terminate
                   terminate_end: :func:`terminate_finish`
 upgrade, relabel, modify_information_end: :func:`modify`    upgrade, relabel,
 renew certs                                                 renew-certs
+etcd snapshot     modify_information_end: :func:`modify`    snapshot
 scale rollback    v2 scale_rollback_end: :func:`scale_out_rollback`
 ================  =================================  =====================
 
@@ -38,6 +39,7 @@ import os
 
 from mgmt_driver import controlplane
 from mgmt_driver import day2
+from mgmt_driver import etcdsnapshots
 from mgmt_driver import exceptions
 from mgmt_driver import gateways as gateway_steps
 from mgmt_driver import plan
@@ -250,6 +252,8 @@ def heal_begin(drv, cluster, names):
     # Before any remote work (kubectl would find no master to run on).
     controlplane.check_masters_left(cluster, masters)
     drv.claim()
+    if masters:
+        etcdsnapshots.before_risky(drv, cluster, 'heal', exclude=masters)
     drv.reconcile(cluster, exclude=masters)
     if workers:
         cluster = drv.remove_workers(cluster, workers, rejoin=True)
@@ -292,9 +296,10 @@ def heal_finish(drv, cluster, names, vim_name, vims, new_settings=False):
 # Day 2.
 
 def modify(drv, cluster, relabel=None, target=None, serial=None,
-           field='kube_version', renew=None):
-    """Relabel nodes (first), renew the control-plane certificates,
-    then upgrade Kubernetes to *target*.
+           field='kube_version', renew=None, snapshot=None):
+    """Take the etcd snapshot tagged *snapshot* (first, once per tag:
+    :func:`mgmt_driver.etcdsnapshots.requested`), relabel nodes, renew
+    the control-plane certificates, then upgrade Kubernetes to *target*.
 
     :param relabel: ``(names, labels, taints)``
         (:func:`mgmt_driver.day2.relabel`), or None.
@@ -307,6 +312,8 @@ def modify(drv, cluster, relabel=None, target=None, serial=None,
     :returns: ``(names not relabelled, upgrade Plan or None)``.
     """
     drv.claim()
+    if snapshot is not None:
+        etcdsnapshots.requested(drv, cluster, snapshot)
     missing = day2.relabel(drv, cluster, *relabel) \
         if relabel is not None else []
     if renew is not None:
@@ -342,6 +349,17 @@ def relabel(drv, cluster, names, labels=(), taints=()):
     :returns: the names that are not Kubernetes nodes of *cluster*.
     """
     return modify(drv, cluster, (names, labels, taints))[0]
+
+
+def snapshot(drv, cluster, reason='manual'):
+    """Take an etcd snapshot now and keep it in the workspace
+    (:func:`mgmt_driver.etcdsnapshots.take`).
+
+    :returns: ``{name, path, bytes, host}`` of the snapshot.
+    """
+    etcdsnapshots.check_reason(reason, 'reason')
+    drv.claim()
+    return etcdsnapshots.take(drv, cluster, reason)
 
 
 # By command name (kubespray-mgmt run, the demo).
@@ -420,6 +438,11 @@ def _run_renew_certs(drv, cluster, names, name, vims):
         'time; the API answers through the load balancer' % name
 
 
+def _run_snapshot(drv, cluster, names, name, vims):
+    taken = snapshot(drv, cluster)
+    return 'etcd snapshot %s kept in %s' % (taken['name'], taken['path'])
+
+
 def _by_name(command, function):
     def run(drv, cluster, names, name, vims=None, **options):
         """Run the operation; :returns: its one-line summary.
@@ -442,4 +465,5 @@ COMMANDS = {name: _by_name(name, function) for name, function in (
     ('instantiate', _run_instantiate), ('scale-out', _run_scale_out),
     ('scale-in', _run_scale_in), ('heal', _run_heal),
     ('terminate', _run_terminate), ('upgrade', _run_upgrade),
-    ('relabel', _run_relabel), ('renew-certs', _run_renew_certs))}
+    ('relabel', _run_relabel), ('renew-certs', _run_renew_certs),
+    ('snapshot', _run_snapshot))}

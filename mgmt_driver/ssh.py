@@ -944,6 +944,51 @@ class Connection:
             raise self._file_error('Fetching', remote_path, exc)
 
 
+    def copy_to(self, path, target, target_path, mode=0o600, limit=None,
+                chunk=1024 * 1024):
+        """Stream *path* of this host to *target_path* on *target* (a
+        Connection to another host) over SFTP, through this process a
+        chunk at a time; the copy appears whole (a temp file, then a
+        rename) or not at all.
+
+        :param mode: permission bits of the copy, set before any byte.
+        :param limit: most bytes copied; past it nothing is kept.
+        :returns: the number of bytes copied.
+        :raises RemoteFileTooLarge: the file is larger than *limit*.
+        :raises RemoteFileError: a read, a write or the rename failed.
+        """
+        source, sink = self._sftp(), target._sftp()
+        directory, name = posixpath.split(target_path)
+        tmp = posixpath.join(directory, '.%s.%s.tmp'
+                             % (name, uuid.uuid4().hex[:8]))
+        self._count('transfers')
+        target._count('transfers')
+        copied = 0
+        try:
+            with source.open(path, 'rb') as reader, \
+                    sink.open(tmp, 'wb') as writer:
+                writer.chmod(mode)
+                writer.set_pipelined(True)
+                while True:
+                    data = reader.read(chunk)
+                    if not data:
+                        break
+                    copied += len(data)
+                    if limit is not None and copied > limit:
+                        raise exceptions.RemoteFileTooLarge(
+                            path=path, host=self.host, limit=limit)
+                    writer.write(data)
+            sink.posix_rename(tmp, target_path)
+        except exceptions.RemoteFileTooLarge:
+            self._remove_quietly(sink, tmp)
+            raise
+        except (OSError, EOFError, paramiko.SSHException) as exc:
+            self._remove_quietly(sink, tmp)
+            raise self._file_error('Copying', '%s (to %s:%s)' % (
+                path, target.host, target_path), exc)
+        return copied
+
+
 def _shorten(text, limit=120):
     return text if len(text) <= limit else text[:limit - 3] + '...'
 

@@ -30,6 +30,7 @@ from oslo_log import log as logging
 from mgmt_driver import certificates
 from mgmt_driver import conf as kconf
 from mgmt_driver import detached
+from mgmt_driver import etcdsnapshots
 from mgmt_driver import exceptions
 from mgmt_driver import inventory
 from mgmt_driver import kubectl
@@ -42,7 +43,7 @@ from mgmt_driver import trust
 LOG = logging.getLogger(__name__)
 
 SECTIONS = ('nodes', 'etcd', 'load_balancer', 'playbook_runs',
-            'differences', 'certificates')
+            'differences', 'certificates', 'etcd_snapshots')
 #: Directory of the playbook logs in the workspace, and how many runs
 #: are shown (newest first).
 LOGS_DIR = detached.LOG_DIR
@@ -380,6 +381,7 @@ class StatusReader:
             report['etcd'] = self._etcd(client)
         report['load_balancer'] = self._load_balancer(cluster)
         report['playbook_runs'] = self._runs()
+        report['etcd_snapshots'] = self._etcd_snapshots()
         report['differences'] = self._differences(report)
         report['certificates'] = self._certificates(cluster)
         report['ok'] = all(report[s]['ok'] for s in SECTIONS)
@@ -518,6 +520,19 @@ class StatusReader:
     def _workspace(self):
         return kubespray.Workspace(self._ansible(), self.workspace_path)
 
+    def _etcd_snapshots(self):
+        """The etcd snapshots kept in the workspace, newest first
+        (:mod:`mgmt_driver.etcdsnapshots`); none is not a failure."""
+        directory = etcdsnapshots.directory_of(self.workspace_path)
+        section = _section(host=self.spec.ansible.ip_address,
+                           directory=directory, items=[])
+        try:
+            found = etcdsnapshots.listing(self._ansible(), directory)
+        except _READ_ERRORS as exc:
+            return _failed(section, exc)
+        section['items'] = found[::-1]
+        return section
+
     def _recorded_inventory(self):
         workspace = self._workspace()
         path = workspace.file(inventory.HOSTS_FILE)
@@ -569,6 +584,7 @@ def format_text(report):
               certificates.format_section(report['certificates']),
               _format_lb(report['load_balancer']),
               _format_runs(report['playbook_runs']),
+              _format_etcd_snapshots(report['etcd_snapshots']),
               _format_differences(report['differences'])]
     return '\n\n'.join(blocks) + '\n'
 
@@ -639,6 +655,17 @@ def _format_runs(section):
         for r in section['runs']]
     return '\n'.join([head] + _table(
         rows, ('TIME', 'OPERATION', 'PLAYBOOK', 'STATUS', 'LOG')))
+
+
+def _format_etcd_snapshots(section):
+    head = _heading('etcd snapshots', section, section['host'] and
+                    '%s:%s' % (section['host'], section['directory']))
+    if not section['ok']:
+        return head
+    rows = [(s['time'], s['reason'], str(s['bytes']), s['name'])
+            for s in section['items']]
+    return '\n'.join([head] + _table(rows, ('TIME', 'REASON', 'BYTES',
+                                             'NAME')))
 
 
 def _format_differences(section):

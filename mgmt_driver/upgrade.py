@@ -24,6 +24,7 @@ import json
 import re
 
 from mgmt_driver import certificates
+from mgmt_driver import etcdsnapshots
 from mgmt_driver import exceptions
 from mgmt_driver import labels
 
@@ -98,6 +99,8 @@ class MetadataRequest:
     :param prefix: the metadata's field name, for messages.
     :param relabel: a :class:`mgmt_driver.labels.Relabel`, or None.
     :param renew: the ``renew_certificates`` request id, or None.
+    :param etcd_snapshot: the tag of an etcd snapshot asked for
+        (:mod:`mgmt_driver.etcdsnapshots`), or None.
     """
 
     kube_version: tuple = None
@@ -105,12 +108,13 @@ class MetadataRequest:
     prefix: str = 'metadata'
     relabel: object = None
     renew: str = None
+    etcd_snapshot: str = None
 
     @property
     def empty(self):
         """True when the metadata asks the driver for nothing."""
         return self.kube_version is None and self.relabel is None and \
-            self.renew is None
+            self.renew is None and self.etcd_snapshot is None
 
     def field(self, key):
         """``'<prefix>.<key>'``: how messages name a metadata key."""
@@ -152,7 +156,8 @@ def check_metadata(metadata, prefix):
         raise exceptions.ParamsInvalid(problems)
     return MetadataRequest(found.get(METADATA_VERSION),
                            found.get(METADATA_SERIAL), prefix, relabel,
-                           found.get(certificates.METADATA_RENEW))
+                           found.get(certificates.METADATA_RENEW),
+                           found.get(etcdsnapshots.METADATA_KEY))
 
 
 #: Metadata key -> its check ``(value, field) -> parsed``, in the order
@@ -161,7 +166,8 @@ def check_metadata(metadata, prefix):
 #: :func:`mgmt_driver.labels.relabel_from_metadata` after these).
 METADATA_CHECKS = ((METADATA_VERSION, parse_version),
                    (METADATA_SERIAL, parse_serial),
-                   (certificates.METADATA_RENEW, certificates.parse_request))
+                   (certificates.METADATA_RENEW, certificates.parse_request),
+                   (etcdsnapshots.METADATA_KEY, etcdsnapshots.check_reason))
 #: Every metadata key the driver reads.
 METADATA_KEYS = tuple(key for key, _ in METADATA_CHECKS) + (
     labels.METADATA_NODES, labels.METADATA_POOLS, labels.METADATA_LABELS,

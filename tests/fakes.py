@@ -16,6 +16,7 @@ import tarfile
 
 from mgmt_driver import exceptions
 from mgmt_driver import registry
+from mgmt_driver import remote
 from mgmt_driver import ssh
 
 _DETACHED_SCRIPTS = (('start a detached ansible-playbook run', 'start'),
@@ -99,8 +100,7 @@ class FakeConnection:
             self.stdin_of[text] = stdin
         if isinstance(stdin, bytes) and 'tar -x' in text:
             self._unpack(command[-1], stdin)
-        rule = self._match(text) or {'stdout': '', 'stderr': '',
-                                     'exit_code': 0, 'timeout': False}
+        rule = self._match(text) or self._default_answer(command)
         result = ssh.CommandResult(host=self.host, command=text,
                                    stdout=rule['stdout'],
                                    stderr=rule['stderr'],
@@ -113,6 +113,33 @@ class FakeConnection:
         if check and not result.ok:
             raise exceptions.RemoteCommandFailed(result)
         return result
+
+    #: Where the fake etcd snapshot script says it saved a snapshot.
+    SNAPSHOT_PATH = '/tmp/kubespray-mgmt-etcd.FAKE0001/snapshot.db'
+
+    def _default_answer(self, command):
+        """What a command no rule matches answers: success, empty
+        output; the etcd snapshot script (``etcd-snapshot-save``) saves
+        a snapshot in :attr:`files` and prints its path."""
+        answer = {'stdout': '', 'stderr': '', 'exit_code': 0,
+                  'timeout': False}
+        if remote.name_of(command) == 'etcd-snapshot-save':
+            self.files[self.SNAPSHOT_PATH] = 'etcd snapshot of ' + self.host
+            answer['stdout'] = 'KS:SNAPSHOT:%s\n' % self.SNAPSHOT_PATH
+        return answer
+
+    def copy_to(self, path, target, target_path, mode=0o600, limit=None):
+        """``ssh.Connection.copy_to`` between two fakes' :attr:`files`."""
+        self._login()
+        target._login()
+        self.calls.append(('copy_to', path, target.host, target_path))
+        content = self.read_file(path)
+        if limit is not None and len(content) > limit:
+            raise exceptions.RemoteFileTooLarge(path=path, host=self.host,
+                                                limit=limit)
+        target.files[target_path] = content
+        target.modes[target_path] = mode
+        return len(content)
 
     def _detached(self, kind, command, on_line):
         """A detached playbook run (``mgmt_driver.detached``) that ends
