@@ -14,25 +14,21 @@ import re
 import shlex
 import tarfile
 
+from mgmt_driver import detached
 from mgmt_driver import exceptions
+from mgmt_driver import kubespray
 from mgmt_driver import registry
+from mgmt_driver import remote
 from mgmt_driver import ssh
 
-_DETACHED_SCRIPTS = (('start a detached ansible-playbook run', 'start'),
-                     ('follow a detached playbook run', 'follow'),
-                     ('the exit status and the end of a detached', 'end'),
-                     ('stop a detached playbook run', 'stop'))
+_DETACHED_PROGRAMS = {detached.START: 'start', detached.FOLLOW: 'follow',
+                      detached.END: 'end', detached.STOP: 'stop'}
 
 
 def detached_call(command):
-    """'start', 'follow', 'end' or 'stop' for the scripts of
-    ``mgmt_driver.detached``, else None."""
-    if not isinstance(command, list) or command[:2] != ['sh', '-c']:
-        return None
-    for marker, kind in _DETACHED_SCRIPTS:
-        if marker in command[2].split('\n', 1)[0]:
-            return kind
-    return None
+    """'start', 'follow', 'end' or 'stop' for the programs of
+    ``mgmt_driver.detached`` (known by ``remote.name_of``), else None."""
+    return _DETACHED_PROGRAMS.get(remote.name_of(command))
 
 
 def fake_key(host):
@@ -97,7 +93,8 @@ class FakeConnection:
         self.calls.append(('run', text))
         if stdin is not None:
             self.stdin_of[text] = stdin
-        if isinstance(stdin, bytes) and 'tar -x' in text:
+        if isinstance(stdin, bytes) and \
+                remote.name_of(command) == kubespray.REPLACE:
             self._unpack(command[-1], stdin)
         rule = self._match(text) or {'stdout': '', 'stderr': '',
                                      'exit_code': 0, 'timeout': False}

@@ -1,3 +1,4 @@
+#!/bin/sh
 # Run "$@" as root through sudo, on a host where sudo may ask a password
 # (mgmt_driver/escalation.py).  The first line of standard input is that
 # password; the rest is the command's input.  It is read by whichever

@@ -14,6 +14,7 @@ from mgmt_driver import conf as kconf
 from mgmt_driver import detached
 from mgmt_driver import exceptions
 from mgmt_driver import kubespray
+from mgmt_driver import remote
 from mgmt_driver import ssh
 from tests import fakes
 from tests.fakes import FakeConnection
@@ -83,9 +84,9 @@ def test_ensure_creates_or_reuses_with_mode_0700_in_one_command():
     conn = FakeConnection('ansible')
     assert kubespray.Workspace(conn, WS).ensure() is None  # no run
     assert conn.commands == [
-        joined(['sh', '-c', detached.ENSURE_SCRIPT, 'sh', WS])]
-    assert 'mkdir -p -m 0700 -- "$1" && chmod 0700 -- "$1"' in \
-        detached.ENSURE_SCRIPT
+        joined(remote.command(detached.ENSURE, WS))]
+    assert 'umask 077\nmkdir -p -- "$1" && chmod 0700 -- "$1"' in \
+        remote.program(detached.ENSURE)
 
 
 def test_workspace_path_is_normalised():
@@ -173,7 +174,7 @@ def test_replace_script_on_a_real_shell(tmp_path):
     (ws / 'hosts.yaml').write_text('old')
     (ws / 'remove-node-vars.yaml').write_text('kept')
     docs = _replace_set(2)
-    subprocess.run(['sh', '-c', kubespray._REPLACE_SCRIPT, 'sh', str(ws)],
+    subprocess.run(remote.command(kubespray.REPLACE, str(ws)),
                    input=kubespray._tar(docs), check=True)
     assert sorted(p.name for p in (ws / 'host_vars').iterdir()) == [
         'n0.yaml', 'n1.yaml']
@@ -210,7 +211,7 @@ def test_remove_stops_a_run_and_deletes_the_workspace_in_one_command():
     conn = FakeConnection('ansible')
     kubespray.Workspace(conn, WS).remove()
     assert conn.commands == [
-        joined(['sh', '-c', detached.REMOVE_SCRIPT, 'sh', WS])]
+        joined(remote.command(detached.REMOVE, WS))]
 
 
 def test_workspace_path_with_spaces_is_quoted():
@@ -221,7 +222,7 @@ def test_workspace_path_with_spaces_is_quoted():
 
 # -------------------------------------------------------------- layout --
 
-DETECT = joined(['sh', '-c', kubespray._DETECT_SCRIPT, 'sh', ROOT])
+DETECT = joined(remote.command(kubespray.DETECT, ROOT))
 FILES_OLD = ('KS:FILE:cluster.yml\nKS:FILE:scale.yml\nKS:FILE:remove-node.yml'
              '\nKS:FILE:reset.yml\nKS:FILE:facts.yml\n')
 FILES_NEW = FILES_OLD.replace('KS:FILE:facts.yml',
