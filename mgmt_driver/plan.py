@@ -14,6 +14,7 @@ import contextlib
 import dataclasses
 import json
 
+from mgmt_driver import connection
 from mgmt_driver import detached
 from mgmt_driver import kubespray
 from mgmt_driver import records
@@ -107,7 +108,7 @@ class Step:
     content: str | None = None
 
 
-class PlanConnection:
+class PlanConnection(connection.Connection):
     """Records what an ``ssh.Connection`` would be asked to do."""
 
     def __init__(self, host, port, username, steps, kubespray_version=None):
@@ -153,7 +154,7 @@ class PlanConnection:
         pass
 
 
-class PlanPool:
+class PlanPool(connection.Pool):
     """Stands in for ``ssh.ConnectionPool`` during a dry run.
 
     :param kubespray_version: the request's ``kubespray.version``, or

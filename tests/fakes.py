@@ -14,6 +14,7 @@ import re
 import shlex
 import tarfile
 
+from mgmt_driver import connection
 from mgmt_driver import detached
 from mgmt_driver import exceptions
 from mgmt_driver import kubespray
@@ -36,7 +37,7 @@ def fake_key(host):
     return 'ssh-ed25519 FAKE-' + host
 
 
-class FakeConnection:
+class FakeConnection(connection.Connection):
     def __init__(self, host, port=22, username='user'):
         self.on_login = None
         self.host = host
@@ -202,7 +203,7 @@ class FakeConnection:
         self.close()
 
 
-class FakePool:
+class FakePool(connection.Pool):
     """One FakeConnection per host address; see ``ssh.ConnectionPool``.
 
     ``known`` stands in for known_hosts (``{(host, port): key line}``):
