@@ -767,8 +767,22 @@ def _add_completion_command(subparsers):
 #: (test_cli_basics keeps the two equal).
 DEMO_MAX_WORKERS = 22
 
+#: The local site is a distribution of its own (setup.py says why).
+SITE_MISSING = (
+    'kubespray-mgmt: demo: the local test site is not installed here: it is '
+    'the distribution mgmt-driver-kubespray-localsite (from a clone: pip '
+    "install '.[demo]' ./localsite-dist; tools/demo does that)")
+
+
 def _demo(args):
-    from mgmt_driver.localsite import demo  # the site is not needed elsewhere
+    try:  # the site is not needed elsewhere
+        from mgmt_driver.localsite import demo
+    except ModuleNotFoundError as exc:
+        if exc.name not in ('mgmt_driver.localsite',
+                            'mgmt_driver.localsite.demo'):
+            raise
+        print(SITE_MISSING, file=sys.stderr)
+        return EXIT_BAD_INPUT
     return demo.Demo(args.masters, args.workers,
                      tasks=not args.no_tasks, upgrade=args.upgrade).run()
 
@@ -794,14 +808,13 @@ def _add_demo_command(subparsers):
 
 
 def _demo_workers(text):
-    from mgmt_driver.localsite import demo
     try:
         value = int(text)
     except ValueError:
         value = 0
-    if not 1 <= value <= demo.MAX_WORKERS:
+    if not 1 <= value <= DEMO_MAX_WORKERS:
         raise argparse.ArgumentTypeError(
-            'must be a whole number from 1 to %d' % demo.MAX_WORKERS)
+            'must be a whole number from 1 to %d' % DEMO_MAX_WORKERS)
     return value
 
 

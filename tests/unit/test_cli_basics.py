@@ -1,5 +1,7 @@
 """kubespray-mgmt: --help, --version, no command."""
 
+import sys
+
 import pytest
 
 from mgmt_driver import cli
@@ -107,3 +109,10 @@ def test_demo_help_gives_the_workers_range(capsys):
     out = ' '.join(capsys.readouterr().out.split())
     assert '--workers N workers to instantiate, 1 to %d;' % \
         demo.MAX_WORKERS in out
+
+
+def test_demo_without_the_site_says_how_to_install_it(monkeypatch, capsys):
+    # A conductor's environment: the driver without its test site.
+    monkeypatch.setitem(sys.modules, 'mgmt_driver.localsite', None)
+    assert cli.main(['demo', '--workers', '2']) == cli.EXIT_BAD_INPUT
+    assert capsys.readouterr().err == cli.SITE_MISSING + '\n'
