@@ -1,9 +1,13 @@
 """Recording test doubles for :mod:`mgmt_driver.ssh`.
 
-``FakeConnection`` has the public interface of ``ssh.Connection``: it
-records every call in ``calls`` and answers commands from a script of
-``(regex, CommandResult fields)`` rules, first match wins; commands that
-match no rule succeed with empty output.  Remote files live in ``files``.
+``FakeConnection`` has the public interface of ``ssh.Connection``
+(``mgmt_driver.connection.Connection``): it records every call in
+``calls`` and answers commands from a script of ``(regex, CommandResult
+fields)`` rules, first match wins; commands that match no rule succeed
+with empty output.  A rule for one of the remote programs
+(``mgmt_driver/scripts/NAME.sh``) may name it: ``r'^program:NAME '``
+(see ``_PROGRAM_TAG``).  Remote files live in
+``files``.
 ``FakePool`` hands out one ``FakeConnection`` per host, like
 ``ssh.ConnectionPool``.  ``FakeRegistry`` stands in for
 ``registry.TackerVimRegistry``.
@@ -30,6 +34,12 @@ def detached_call(command):
     """'start', 'follow', 'end' or 'stop' for the programs of
     ``mgmt_driver.detached`` (known by ``remote.name_of``), else None."""
     return _DETACHED_PROGRAMS.get(remote.name_of(command))
+
+
+#: What a rule sees besides the command's text for a remote program,
+#: known by ``remote.name_of``: a rule for ``scripts/detect-layout.sh``
+#: is ``r'^program:detect-layout '``, whatever the program's text.
+_PROGRAM_TAG = 'program:%s '
 
 
 def fake_key(host):
@@ -70,9 +80,12 @@ class FakeConnection(connection.Connection):
     def commands(self):
         return [c[1] for c in self.calls if c[0] == 'run']
 
-    def _match(self, command):
+    def _match(self, command, tag=None):
+        """The first rule that matches *command* (its text) or *tag*."""
         for rule in self._rules:
-            if rule['times'] == 0 or not rule['re'].search(command):
+            if rule['times'] == 0 or not (
+                    rule['re'].search(command) or
+                    (tag and rule['re'].search(tag))):
                 continue
             if rule['times'] is not None:
                 rule['times'] -= 1
@@ -97,8 +110,9 @@ class FakeConnection(connection.Connection):
         if isinstance(stdin, bytes) and \
                 remote.name_of(command) == kubespray.REPLACE:
             self._unpack(command[-1], stdin)
-        rule = self._match(text) or {'stdout': '', 'stderr': '',
-                                     'exit_code': 0, 'timeout': False}
+        name = remote.name_of(command)
+        rule = self._match(text, name and _PROGRAM_TAG % name) or {
+            'stdout': '', 'stderr': '', 'exit_code': 0, 'timeout': False}
         result = ssh.CommandResult(host=self.host, command=text,
                                    stdout=rule['stdout'],
                                    stderr=rule['stderr'],

@@ -28,7 +28,7 @@ def entries(**ages):
 
 def make_runner(probe_stdout):
     conn = FakeConnection('ansible')
-    conn.script(r'FC:TIMEOUT', stdout=probe_stdout)
+    conn.script(r'^program:fact-cache-probe ', stdout=probe_stdout)
     layout = kubespray.Layout('playbooks/facts.yml', True, 'v2.31.0')
     return kubespray.Runner(conn, ROOT, layout,
                             kubespray.Workspace(conn, WS))

@@ -154,8 +154,9 @@ def test_other_failures_are_not_refusals():
 
 def test_workspace_ensure_reports_the_refusal():
     conn = FakeConnection('ansible')
-    conn.script('ws_guard', stdout='WS:UNSAFE:/srv/shared:is writable by '
-                'other accounts (mode 777)\n', exit_code=97)
+    conn.script(r'^program:ensure-workspace ',
+                stdout='WS:UNSAFE:/srv/shared:is writable by other '
+                'accounts (mode 777)\n', exit_code=97)
     with pytest.raises(exceptions.UnsafeRemotePath) as err:
         kubespray.Workspace(conn, '/srv/shared/vnf-1').ensure()
     assert '/srv/shared is writable by other accounts' in str(err.value)
@@ -164,7 +165,7 @@ def test_workspace_ensure_reports_the_refusal():
 
 def test_workspace_ensure_other_failures_stay_command_failures():
     conn = FakeConnection('ansible')
-    conn.script('ws_guard', stderr='disk full', exit_code=1)
+    conn.script(r'^program:ensure-workspace ', stderr='disk full', exit_code=1)
     with pytest.raises(exceptions.RemoteCommandFailed):
         kubespray.Workspace(conn, '/srv/ws/vnf-1').ensure()
 

@@ -244,7 +244,7 @@ FILES_NEW = FILES_OLD.replace('KS:FILE:facts.yml',
 ])
 def test_detect_layout_in_one_command(stdout, expected):
     conn = FakeConnection('ansible')
-    conn.script(r'KS:MISSING', stdout=stdout)
+    conn.script(r'^program:detect-layout ', stdout=stdout)
     assert kubespray.detect_layout(conn, ROOT) == expected
     assert conn.commands == [DETECT]
 
@@ -259,7 +259,7 @@ def test_detect_layout_in_one_command(stdout, expected):
 ])
 def test_detect_layout_refuses_unusable_checkouts(stdout, reason):
     conn = FakeConnection('ansible')
-    conn.script(r'KS:MISSING', stdout=stdout)
+    conn.script(r'^program:detect-layout ', stdout=stdout)
     with pytest.raises(exceptions.KubesprayCheckoutUnsupported) as info:
         kubespray.detect_layout(conn, ROOT)
     message = str(info.value)
