@@ -12,6 +12,12 @@ arguments.  The steps are the context's
 (:class:`mgmt_driver.driver.ClusterDriver`), the gateways'
 (:mod:`mgmt_driver.gateways`), the control plane's
 (:mod:`mgmt_driver.controlplane`) and day 2's (:mod:`mgmt_driver.day2`).
+
+How the steps reach hosts: through the one connection interface of
+:mod:`mgmt_driver.connection` (SSH in :mod:`mgmt_driver.ssh`, the dry run
+in :mod:`mgmt_driver.plan`, the test site's and the unit tests' doubles);
+what they run there as shell programs are files,
+``mgmt_driver/scripts/NAME.sh``, sent by :mod:`mgmt_driver.remote`.
 """
 
 DRIVER_NAME = 'mgmt-drivers-kubespray'

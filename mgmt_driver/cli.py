@@ -16,6 +16,7 @@ command a closed pipe stopped.
 import argparse
 import contextlib
 import dataclasses
+import importlib
 import io
 import json
 import logging
@@ -832,10 +833,34 @@ def _add_completion_command(subparsers):
 #: (test_cli_basics keeps the two equal).
 DEMO_MAX_WORKERS = 22
 
+#: The local site is a distribution of its own (setup.py says why).
+SITE_MISSING = (
+    'kubespray-mgmt: %s: the local test site is not installed here: it is '
+    'the distribution mgmt-driver-kubespray-localsite (from a clone: pip '
+    "install '.[demo]' ./localsite-dist; tools/demo does that)")
+
+
+def _site_module(name, command):
+    """``mgmt_driver.localsite.<name>`` (the site is not needed
+    elsewhere), or None, said on stderr, when its distribution is not
+    installed."""
+    try:
+        importlib.import_module('mgmt_driver.localsite')  # the package
+        return importlib.import_module('mgmt_driver.localsite.' + name)
+    except ModuleNotFoundError as exc:
+        if exc.name not in ('mgmt_driver.localsite',
+                            'mgmt_driver.localsite.' + name):
+            raise
+        print(SITE_MISSING % command, file=sys.stderr)
+        return None
+
+
 def _demo(args):
-    from mgmt_driver.localsite import demo  # the site is not needed elsewhere
     if args.keep:
         return _site_up(args)
+    demo = _site_module('demo', 'demo')
+    if demo is None:
+        return EXIT_BAD_INPUT
     return demo.Demo(args.masters, args.workers,
                      tasks=not args.no_tasks, upgrade=args.upgrade).run()
 
@@ -843,7 +868,9 @@ def _demo(args):
 # --- site up / site down (mgmt_driver.localsite.kept) ----------------------
 
 def _site_up(args):
-    from mgmt_driver.localsite import kept
+    kept = _site_module('kept', 'site up')
+    if kept is None:
+        return EXIT_BAD_INPUT
     try:
         return kept.up(args.dir, args.masters, args.workers,
                        loopback=getattr(args, 'loopback',
@@ -854,7 +881,9 @@ def _site_up(args):
 
 
 def _site_down(args):
-    from mgmt_driver.localsite import kept
+    kept = _site_module('kept', 'site down')
+    if kept is None:
+        return EXIT_BAD_INPUT
     try:
         kept.down(args.dir)
     except kept.SiteError as exc:
@@ -929,14 +958,13 @@ def _add_demo_command(subparsers):
 
 
 def _demo_workers(text):
-    from mgmt_driver.localsite import demo
     try:
         value = int(text)
     except ValueError:
         value = 0
-    if not 1 <= value <= demo.MAX_WORKERS:
+    if not 1 <= value <= DEMO_MAX_WORKERS:
         raise argparse.ArgumentTypeError(
-            'must be a whole number from 1 to %d' % demo.MAX_WORKERS)
+            'must be a whole number from 1 to %d' % DEMO_MAX_WORKERS)
     return value
 
 

@@ -56,7 +56,7 @@ import time
 from oslo_log import log as logging
 
 from mgmt_driver import exceptions
-from mgmt_driver import isolation
+from mgmt_driver import remote
 from mgmt_driver import ssh
 
 LOG = logging.getLogger(__name__)
@@ -86,191 +86,20 @@ _STEM = re.compile(r'([0-9]{8}T[0-9]{6}Z)-([a-z0-9_]{1,40})-'
 _TOKEN = re.compile(r'[a-z0-9_]{1,40}')
 _MAX_VALUE = 200
 
-# The run lock, peeked at while the workspace is made ready: one command.
-ENSURE_SCRIPT = '''\
-umask 077
-mkdir -p -m 0700 -- "$1" && chmod 0700 -- "$1" && cd -- "$1" || exit 1
-[ -f run.info ] || exit 0
-command -v flock >/dev/null 2>&1 || exit 0
-( flock -n 9 ) 9>>run.lock && exit 0
-echo KR:BUSY
-head -c 4096 run.info | sed 's/^/KR:INFO:/'
-exit 0
-'''
-
-_START_SCRIPT = '''\
-# kubespray-mgmt: start a detached ansible-playbook run
-ws=$1 root=$2 op=$3 book=$4 key=$5 limit=$6 owner=$7 keep=$8 max=$9
-shift 9
-umask 077
-mkdir -p -m 0700 -- "$ws" && cd -- "$ws" || exit 90
-for tool in flock setsid timeout tail sha256sum; do
-  command -v "$tool" >/dev/null 2>&1 || { echo "KR:MISSING:$tool"; exit 0; }
-done
-mkdir -p logs && chmod 0700 logs || exit 91
-inputs=$(find . \\( -path ./logs -o -path ./.ansible \\) -prune -o \\
-  -type f ! -name 'run.*' -print |
-  LC_ALL=C sort | xargs -r -d '\\n' sha256sum -- | sha256sum | cut -c1-64)
-id="$key.$inputs"
-info_id() { sed -n 's/^id=//p' run.info 2>/dev/null | head -n 1; }
-exec 9>>run.lock
-if ! flock -w 1 9; then
-  if [ "$(info_id)" = "$id" ]; then echo KR:ATTACH; else echo KR:BUSY; fi
-  head -c 4096 run.info 2>/dev/null | sed 's/^/KR:INFO:/'
-  exit 0
-fi
-if [ -f run.info ]; then
-  head -c 4096 run.info | sed 's/^/KR:PREV:/'
-  prev=$(sed -n 's/^stem=//p' run.info | head -n 1)
-  case $prev in ''|*[!A-Za-z0-9_.-]*) prev= ;; esac
-  if [ -n "$prev" ] && [ -f "logs/$prev.rc" ]; then
-    rc=$(head -c 8 "logs/$prev.rc")
-    echo "KR:PREVRC:$rc"
-    if [ "$rc" = 0 ] && [ ! -e "logs/$prev.seen" ] &&
-       [ "$(info_id)" = "$id" ]; then
-      : > "logs/$prev.seen"
-      echo KR:DONE
-      exit 0
-    fi
-  elif [ -n "$prev" ] && [ ! -e "logs/$prev.seen" ]; then
-    echo KR:STALE
-  fi
-fi
-slots=
-if [ "$max" -gt 0 ]; then
-  case $HOME in /?*) ;; *) echo KR:NOHOME; exit 0 ;; esac
-  slots=$HOME/.kubespray-mgmt/playbook-slots
-  found=$(ws_guard create "$slots" 2>/dev/null) || {
-    printf '%s\\n' "$found" | sed -n 's/^WS:UNSAFE:/KR:SLOTUNSAFE:/p'
-    exit 0
-  }
-fi
-stem=$(date -u +%Y%m%dT%H%M%SZ)-$op-$book
-while [ -e "logs/$stem.log" ]; do
-  sleep 1; stem=$(date -u +%Y%m%dT%H%M%SZ)-$op-$book
-done
-: > "logs/$stem.log"
-printf 'id=%s\\nstem=%s\\noperation=%s\\nplaybook=%s\\nowner=%s\\n' \\
-  "$id" "$stem" "$op" "$book" "$owner" > run.info.tmp
-printf 'started=%s\\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" >> run.info.tmp
-setsid sh -c '
-rc=$1 root=$2 limit=$3 slots=$4 max=$5; shift 5
-took= waited=0
-while [ "$max" -gt 0 ] && [ -z "$took" ]; do
-  i=1
-  while [ "$i" -le "$max" ]; do
-    if command exec 8>>"$slots/slot-$i" && flock -n 8; then
-      took=$i; break
-    fi
-    exec 8>&-
-    i=$((i + 1))
-  done
-  [ -n "$took" ] && break
-  [ "$waited" -ge "$limit" ] && { echo "KR:SLOTTIMEOUT:$max"; break; }
-  [ $((waited % 60)) -eq 0 ] && echo "KR:SLOTWAIT:$max"
-  sleep 1; waited=$((waited + 1))
-done
-if [ "$max" -gt 0 ] && [ -z "$took" ]; then code=124
-else
-  [ "$waited" -gt 0 ] && echo "KR:SLOT:$took:$waited"
-  cd -- "$root" && timeout -k 30 "$limit" "$@" 8>&- 9>&-
-  code=$?
-fi
-exec 8>&-
-echo "$code" > "$rc.tmp" && mv -f -- "$rc.tmp" "$rc"
-' sh "$ws/logs/$stem.rc" "$root" "$limit" "$slots" "$max" "$@" \\
-  < /dev/null >> "logs/$stem.log" 2>&1 &
-echo "pid=$!" >> run.info.tmp && mv -f run.info.tmp run.info
-echo "KR:STARTED:$stem:$!"
-ls -1 logs | sed -n 's/[.]log$//p' | LC_ALL=C sort -r |
-  tail -n "+$((keep + 1))" | while IFS= read -r old; do
-    rm -f -- "logs/$old.log" "logs/$old.rc" "logs/$old.seen"
-  done
-exit 0
-'''
-
-_FOLLOW_SCRIPT = '''\
-# kubespray-mgmt: follow a detached playbook run from line $3 (pid 0:
-# print what is there and stop)
-cd -- "$1" && [ -f "logs/$2.log" ] || exit 93
-if [ "$4" = 0 ] || [ -f "logs/$2.rc" ] || ! kill -0 "$4" 2>/dev/null; then
-  exec tail -n "+$3" -- "logs/$2.log"
-fi
-exec tail -n "+$3" -s 0.2 -f --pid="$4" -- "logs/$2.log"
-'''
-
-_END_SCRIPT = '''\
-# kubespray-mgmt: the exit status and the end of a detached run
-cd -- "$1" || exit 90
-if [ -f "logs/$2.rc" ]; then
-  echo "KR:RC:$(head -c 8 "logs/$2.rc")"
-  : > "logs/$2.seen"
-elif kill -0 "$3" 2>/dev/null; then
-  echo KR:RUNNING
-else
-  echo KR:GONE
-fi
-echo KR:TAIL
-tail -c "$4" -- "logs/$2.log" 2>/dev/null
-exit 0
-'''
-
-# The shell function is_run PID RC: process PID is the leader of the run
-# whose exit status file is RC, not whatever process has that pid now (a
-# pid read from run.info may be stale: the run gone, its pid reused).
-# The leader's argv, as _START_SCRIPT's setsid gives it, is
-# "sh -c SCRIPT sh RC ...": NULs become newlines and SCRIPT's newlines
-# \001, so its fifth line is RC.  Without /proc nothing is verified, so
-# nothing is killed.
-_IS_RUN = '''\
-is_run() {
-  [ -r "/proc/$1/cmdline" ] || return 1
-  [ "$(tr '\\n\\000' '\\001\\n' < "/proc/$1/cmdline" |
-       sed -n 5p)" = "$2" ]
-}
-'''
-
-_STOP_SCRIPT = '''\
-# kubespray-mgmt: stop a detached playbook run (its whole session)
-cd -- "$1" || exit 0
-[ -f "logs/$2.rc" ] && exit 0
-grep -qx "pid=$3" run.info || exit 0
-''' + _IS_RUN + '''\
-is_run "$3" "$1/logs/$2.rc" || { echo "KR:NOTOURS:$3"; exit 0; }
-pkill -TERM -s "$3" || kill -TERM -- "-$3"
-sleep 5
-pkill -KILL -s "$3" || kill -KILL -- "-$3"
-exit 0
-'''
-
+# The programs (mgmt_driver/scripts/NAME.sh; each enters the workspace
+# "$1" only after isolation's guard found no other account able to change
+# it or the directories above it).
+#: The run lock, peeked at while the workspace is made ready: one command.
+ENSURE = 'ensure-workspace'
+START = 'run-start'
+FOLLOW = 'run-follow'
+END = 'run-end'
+STOP = 'run-stop'
 #: Delete a workspace, first stopping the run that holds its lock.
-REMOVE_SCRIPT = '''\
-# kubespray-mgmt: stop the run holding the lock, delete the workspace
-''' + _IS_RUN + '''\
-if [ -f "$1/run.info" ] && command -v flock >/dev/null 2>&1 &&
-   ! ( flock -n 9 ) 9>>"$1/run.lock"; then
-  pid=$(sed -n 's/^pid=\\([0-9][0-9]*\\)$/\\1/p' "$1/run.info" | head -n 1)
-  stem=$(sed -n 's/^stem=//p' "$1/run.info" | head -n 1)
-  case $stem in ''|*[!A-Za-z0-9_.-]*) stem= ;; esac
-  if [ -n "$pid" ] && [ -n "$stem" ] &&
-     is_run "$pid" "$1/logs/$stem.rc"; then
-    pkill -KILL -s "$pid" || kill -KILL -- "-$pid"
-    echo "KR:STOPPED:$pid"
-  elif [ -n "$pid" ]; then
-    echo "KR:NOTOURS:$pid"
-  fi
-fi 2>/dev/null
-rm -rf -- "$1"
-'''
-
-# Each program enters the workspace "$1" only after isolation's guard
-# found no other account able to change it or the directories above it.
-ENSURE_SCRIPT = isolation.guarded(ENSURE_SCRIPT, create=True)
-_START_SCRIPT = isolation.guarded(_START_SCRIPT, create=True)
-_FOLLOW_SCRIPT = isolation.guarded(_FOLLOW_SCRIPT)
-_END_SCRIPT = isolation.guarded(_END_SCRIPT)
-_STOP_SCRIPT = isolation.guarded(_STOP_SCRIPT)
-REMOVE_SCRIPT = isolation.guarded(REMOVE_SCRIPT)
+REMOVE = 'remove-workspace'
+SHOW = 'run-show'
+#: Every program of this module, which a dry run recognises.
+PROGRAMS = (ENSURE, START, FOLLOW, END, STOP, REMOVE, SHOW)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -328,7 +157,7 @@ def _markers(stdout):
 
 def busy_holder(stdout):
     """The :class:`RunInfo` of the run holding the lock, or None, from
-    the output of :data:`ENSURE_SCRIPT`."""
+    the output of :data:`ENSURE` (``scripts/ensure-workspace.sh``)."""
     found = _markers(stdout)
     if ('BUSY', '') not in found:
         return None
@@ -365,17 +194,6 @@ def wait_while_busy(peek, accept, lock_wait, host, workspace_path,
         sleep(poll)
 
 
-_SHOW_SCRIPT = '''\
-# kubespray-mgmt: which run to show
-cd -- "$1" 2>/dev/null || { echo KR:NOWS; exit 0; }
-if [ -n "$2" ]; then echo "KR:STEM:$2"
-elif [ -f run.info ]; then head -c 4096 run.info | sed 's/^/KR:INFO:/'
-else echo KR:NORUN; fi
-'''
-
-_SHOW_SCRIPT = isolation.guarded(_SHOW_SCRIPT)
-
-
 def show_log(conn, workspace_path, on_line, stem=None, follow=False,
              timeout=86400):
     """Send the log of the last run (or of run *stem*) to *on_line*.
@@ -388,8 +206,8 @@ def show_log(conn, workspace_path, on_line, stem=None, follow=False,
         raise exceptions.MgmtDriverParamInvalid(
             param='run %r (a log name such as 20261123T230501Z-'
                   'scale_end-scale)' % stem)
-    found = _markers(conn.run(['sh', '-c', _SHOW_SCRIPT, 'sh',
-                               workspace_path, stem or '']).stdout)
+    found = _markers(conn.run(remote.command(SHOW, workspace_path,
+                                          stem or '')).stdout)
     info = RunInfo.parse(v for k, v in found if k == 'INFO')
     stem = stem or info.stem
     if stem is None:
@@ -398,8 +216,8 @@ def show_log(conn, workspace_path, on_line, stem=None, follow=False,
             host=conn.host, reason='no workspace there' if ('NOWS', '')
             in found else 'no playbook run recorded yet')
     pid = info.pid if follow and info.stem == stem and info.pid else 0
-    result = conn.run(['sh', '-c', _FOLLOW_SCRIPT, 'sh', workspace_path,
-                       stem, '1', str(pid)], timeout=timeout, check=False,
+    result = conn.run(remote.command(FOLLOW, workspace_path, stem, '1',
+                                     str(pid)), timeout=timeout, check=False,
                       on_line=on_line, keep_tail=True)
     if result.exit_code == 93:
         raise exceptions.RemoteFileError(
@@ -409,22 +227,20 @@ def show_log(conn, workspace_path, on_line, stem=None, follow=False,
 
 
 def plan_text(command):
-    """How a dry run shows *command* if it is one of this module's:
-    the start as ``(detached, log in WS/logs/) cd ROOT && ARGV`` (ending
-    with the playbook), the workspace's removal as ``rm -rf -- WS``,
-    following and ending a run as None (not shown); other commands as
-    False."""
-    if not (isinstance(command, list) and command[:2] == ['sh', '-c']):
-        return False
-    first = command[2].split('\n', 1)[0]
-    if first.startswith('# kubespray-mgmt: start a detached'):
+    """How a dry run shows *command* if it is one of this module's
+    programs (known by :func:`mgmt_driver.remote.name_of`): the start as
+    ``(detached, log in WS/logs/) cd ROOT && ARGV`` (ending with the
+    playbook), the workspace's removal as ``rm -rf -- WS``, following
+    and ending a run as None (not shown); other commands as False."""
+    name = remote.name_of(command)
+    if name == START:
         ws, root, argv = command[4], command[5], command[13:]
         return '(detached, log in %s/%s/) cd %s && %s' % (
             ws, LOG_DIR, ssh.quote(root), ssh.display_command(argv))
-    if first.startswith('# kubespray-mgmt: stop the run holding'):
+    if name == REMOVE:
         return 'rm -rf -- %s  # after stopping its playbook run, if any' % (
             ssh.quote(command[4]))
-    if first.startswith('# kubespray-mgmt: '):
+    if name in PROGRAMS and name != ENSURE:
         return None
     return False
 
@@ -625,10 +441,10 @@ class DetachedRuns:
         who = owner()
         LOG.info('Starting %s on %s as %s (this is %s, pid %d)', playbook,
                  self.conn.host, who, socket.gethostname(), os.getpid())
-        command = ['sh', '-c', _START_SCRIPT, 'sh', self.workspace, root,
-                   operation, book[:60], key,
-                   str(math.ceil(timeout)), who, str(self.keep_logs),
-                   str(self.max_parallel)]
+        command = remote.command(START, self.workspace, root, operation,
+                                 book[:60], key, str(math.ceil(timeout)),
+                                 who, str(self.keep_logs),
+                                 str(self.max_parallel))
         answers = []
 
         def attempt():
@@ -749,10 +565,10 @@ class DetachedRuns:
             remaining = deadline - self._clock()
             if remaining <= 0:
                 return True
-            self.conn.run(['sh', '-c', _FOLLOW_SCRIPT, 'sh',
-                           self.workspace, stem, str(seen[0] + 1),
-                           str(pid)], timeout=remaining, check=False,
-                          on_line=count, keep_tail=True)
+            self.conn.run(remote.command(FOLLOW, self.workspace, stem,
+                                         str(seen[0] + 1), str(pid)),
+                          timeout=remaining, check=False, on_line=count,
+                          keep_tail=True)
             return False
 
         try:
@@ -764,8 +580,8 @@ class DetachedRuns:
         """The :class:`Outcome`, or None while the run goes on."""
         stdout = self._retrying(
             lambda: self.conn.run(
-                ['sh', '-c', _END_SCRIPT, 'sh', self.workspace, stem,
-                 str(pid), str(TAIL_BYTES)], keep_tail=True).stdout,
+                remote.command(END, self.workspace, stem, str(pid),
+                               str(TAIL_BYTES)), keep_tail=True).stdout,
             deadline + 60, 'read the end of ' + stem)
         head, _, tail = stdout.partition('\n%sTAIL\n' % _MARKER)
         kinds = dict(_markers(head))
@@ -782,8 +598,8 @@ class DetachedRuns:
         LOG.warning('Stopping the playbook run %s on %s (pid %s): past its '
                     'deadline', stem, self.conn.host, pid)
         try:
-            result = self.conn.run(['sh', '-c', _STOP_SCRIPT, 'sh',
-                                    self.workspace, stem, str(pid)],
+            result = self.conn.run(remote.command(STOP, self.workspace,
+                                                   stem, str(pid)),
                                    check=False)
             if 'KR:NOTOURS:' in result.stdout:
                 LOG.warning('Did not stop pid %s on %s: it is not the run '

@@ -6,31 +6,21 @@ balancers (HAProxy's and keepalived's files, the install script:
 ``haproxy_sudo``), each as ``sudo -n COMMAND`` (no password).  When the
 login of that VM has a sudo password (``params.Login.sudo_password``:
 ``become_password``, or the login password unless ``passwordless_sudo``),
-:func:`wrap` turns ``sudo -n COMMAND`` into ``templates/sudo_password.sh``
+:func:`wrap` turns ``sudo -n COMMAND`` into ``scripts/sudo-password.sh``
 with the password as the first line of standard input, so that sudo gets
 it whether or not it asks (NOPASSWD users are unaffected) and the
 password is never on a command line.  :class:`mgmt_driver.ssh.Connection`
 applies it to every argv that starts with ``sudo -n``.
 """
 
-import pathlib
 import re
+
+from mgmt_driver import remote
 
 #: What the callers write in front of a command run as root.
 SUDO = ('sudo', '-n')
-SCRIPT_FILE = (pathlib.Path(__file__).resolve().parent / 'templates' /
-               'sudo_password.sh')
-
-
-def _program(text):
-    """*text* without its comments and blank lines: it is on the remote
-    command line and in every message about the command."""
-    return '\n'.join(line for line in text.splitlines()
-                     if line.strip() and not line.lstrip().startswith('#'))
-
-
-#: ``templates/sudo_password.sh`` as it is sent.
-SCRIPT = _program(SCRIPT_FILE.read_text())
+#: The program (``scripts/sudo-password.sh``) as it is sent.
+SCRIPT = remote.program('sudo-password')
 
 
 def wrap(command, stdin, password):

@@ -14,7 +14,7 @@ as this one's).  Instead of ``facts.yml`` over every host before each
 limited run, :func:`refresh_facts`:
 
 1. checks the workspace's cache in one remote command
-   (:data:`PROBE_SCRIPT`: the checkout's timeout, the server's clock
+   (:data:`PROBE`: the checkout's timeout, the server's clock
    and the age of each host's entry, the file's mtime, which is what
    Ansible's jsonfile plugin goes by);
 2. runs the facts playbook limited to the hosts whose entry is missing
@@ -39,38 +39,13 @@ from oslo_log import log as logging
 
 from mgmt_driver import exceptions
 from mgmt_driver import isolation
+from mgmt_driver import remote
 
 LOG = logging.getLogger(__name__)
 
-# "$1": the checkout; "$2": the workspace's cache directory; "$@" after
-# them: inventory host names (checked by kubespray._host_names: no "/"
-# or shell characters).  ansible.cfg's [defaults] keys are read with
-# sed; the last assignment wins, as in Python's configparser with
-# strict=False (Ansible's reader).
-PROBE_SCRIPT = r'''
-cd -- "$1" 2>/dev/null || { echo FC:DOUBT:no-checkout; exit 0; }
-dir=$2
-shift 2
-key() {
-  sed -n "s/^[[:space:]]*$1[[:space:]]*[=:][[:space:]]*//p" ansible.cfg \
-    2>/dev/null | tail -n 1 | tr -d '\r'
-}
-[ -n "${ANSIBLE_CONFIG:-}" ] && echo FC:DOUBT:ANSIBLE_CONFIG
-env | grep -Eq '^ANSIBLE_CACHE_PLUGIN_(TIMEOUT|PREFIX)=' &&
-  echo FC:DOUBT:environment
-echo "FC:TIMEOUT:$(key fact_caching_timeout)"
-echo "FC:NOW:$(date +%s)"
-for h in "$@"; do
-  newest=
-  for f in "$dir/$h" "$dir"/s[0-9]*_"$h"; do
-    [ -f "$f" ] || continue
-    m=$(stat -c %Y -- "$f" 2>/dev/null) || continue
-    if [ -z "$newest" ] || [ "$m" -gt "$newest" ]; then newest=$m; fi
-  done
-  [ -n "$newest" ] && echo "FC:ENTRY:$h:$newest"
-done
-exit 0
-'''
+#: The program that reads the cache's state (scripts/fact-cache-probe.sh):
+#: ``ROOT CACHE_DIR HOST...``, one ``FC:<KIND>:<value>`` line a finding.
+PROBE = 'fact-cache-probe'
 
 #: Ansible's default fact_caching_timeout when ansible.cfg sets none.
 DEFAULT_TIMEOUT = 86400
@@ -80,7 +55,7 @@ _MAX_LINES = 100000
 
 @dataclasses.dataclass(frozen=True)
 class CacheReport:
-    """What :data:`PROBE_SCRIPT` found.
+    """What :data:`PROBE` found.
 
     :param doubts: reasons the entries cannot be trusted (then every
         host counts as uncached).
@@ -113,7 +88,7 @@ class CacheReport:
 
 
 def parse_probe(stdout):
-    """The :class:`CacheReport` of :data:`PROBE_SCRIPT`'s output."""
+    """The :class:`CacheReport` of :data:`PROBE`'s output."""
     found = {'doubts': [], 'entries': {}}
     for line in stdout.splitlines()[:_MAX_LINES]:
         kind, _, value = line.partition(':')[2].partition(':')
@@ -146,8 +121,8 @@ def probe(conn, kubespray_root, cache_dir, hosts):
         uses it: :func:`mgmt_driver.isolation.playbook_env`).
     :returns: a :class:`CacheReport`.
     """
-    result = conn.run(['sh', '-c', PROBE_SCRIPT, 'sh', kubespray_root,
-                       cache_dir] + list(hosts))
+    result = conn.run(remote.command(PROBE, kubespray_root, cache_dir,
+                                    *hosts))
     report = parse_probe(result.stdout)
     if report.doubts:
         LOG.info('Fact cache on %s not trusted (%s): refreshing every '

@@ -18,13 +18,15 @@ there are shared unless the driver separates them
 * **The directories above the workspace.**  An account that can write
   one of them can swap the workspace for its own, whose inventory and
   vars then steer a playbook run as the driver's account.  Every remote
-  program that enters the workspace first runs :data:`GUARD_FUNCTION`
-  (:func:`guarded`): each existing directory of the path, the links in
-  it and the directories they lead to must belong to root or to the
-  account itself, and none may be writable by group or others unless
-  it has the sticky bit (``/tmp``); missing ones are created one at a
-  time (mode 0700) and checked again.  And the inventory is read by
-  Ansible's ``yaml`` plugin only, never run as a script.
+  program that enters the workspace first runs the shell function
+  ``ws_guard`` (``mgmt_driver/scripts/lib/ws_guard.sh``, which each
+  program takes with ``. lib/ws_guard.sh``): each existing directory of
+  the path, the links in it and the directories they lead to must
+  belong to root or to the account itself, and none may be writable by
+  group or others unless it has the sticky bit (``/tmp``); missing ones
+  are created one at a time (mode 0700) and checked again.  And the
+  inventory is read by Ansible's ``yaml`` plugin only, never run as a
+  script.
 
 :func:`playbook_env` is the environment of every ``ansible-playbook``
 run (:class:`~mgmt_driver.kubespray.Runner`).
@@ -50,7 +52,8 @@ MAX_CONTROL_DIR = 107 - 1 - 10 - 17 - 9
 #: expanded by Ansible on the server).
 HOME_CONTROL_BASE = '~/.ansible/cp'
 
-#: Exit status of a remote program that refused the workspace's path.
+#: Exit status of a remote program that refused the workspace's path
+#: (``ws_guard ... || exit 97`` in each program).
 UNSAFE_EXIT = 97
 _UNSAFE = 'WS:UNSAFE:'
 
@@ -96,97 +99,6 @@ def playbook_env(workspace_path):
         'ANSIBLE_INVENTORY_ENABLED': 'yaml',
         'ANSIBLE_INVENTORY_UNPARSED_FAILED': 'true',
     }
-
-
-# ws_guard MODE PATH; MODE "check" or "create".  Walks PATH from "/";
-# every component that exists (lstat: a link is judged as a link) must
-# be owned by root or by us; a directory must not be group- or
-# other-writable unless sticky.  A link is followed only after the
-# physical path it leads to (links resolved) passed the same check.  In
-# "create" mode the missing components are then made one at a time
-# (mkdir without -p, 0700, each in a directory just checked or just
-# made) and checked too: one that another account slipped in meanwhile
-# is refused by its owner; in "check" mode they are left alone.  One
-# stat(1) for the existing components, one for the created ones: a few
-# processes per command, whatever the depth.  On refusal: a WS:UNSAFE
-# line on stdout, a sentence on stderr, status 97.
-GUARD_FUNCTION = r'''
-ws_guard() (
-  set -f
-  target=$2 me=$(id -u) || exit 97
-  refuse() {
-    echo "WS:UNSAFE:$1:$2"
-    echo "kubespray-mgmt: refusing to use workspace $target: $1 $2" >&2
-    exit 97
-  }
-  judge() {
-    out=$(stat -c '%u %f %n' -- "$@" 2>/dev/null) ||
-      refuse "$1" 'cannot be read'
-    while IFS=' ' read -r uid m name; do
-      m=$((0x$m))
-      [ "$uid" = 0 ] || [ "$uid" = "$me" ] ||
-        refuse "$name" "is owned by uid $uid"
-      if [ $((m & 61440)) -eq 16384 ] && [ $((m & 18)) -ne 0 ] &&
-         [ $((m & 512)) -eq 0 ]; then
-        bits=$(printf %o $((m & 4095)))
-        refuse "$name" "is writable by other accounts (mode $bits)"
-      fi
-    done <<EOF
-$out
-EOF
-  }
-  walk() (
-    path=$1 how=$2 p= rest=
-    IFS=/
-    set -- /
-    for c in ${path#/}; do
-      [ -n "$c" ] || continue
-      if [ -n "$rest" ] || { [ ! -e "$p/$c" ] && [ ! -L "$p/$c" ]; }; then
-        rest=$rest/$c
-        continue
-      fi
-      p=$p/$c
-      set -- "$@" "$p"
-      if [ -L "$p" ]; then
-        judge "$@"
-        set --
-        real=$(cd -P -- "$p" 2>/dev/null && pwd -P) ||
-          refuse "$p" 'cannot be entered'
-        walk "$real" check || exit 97
-      fi
-    done
-    [ $# -eq 0 ] || judge "$@"
-    [ -n "$rest" ] && [ "$how" = create ] || exit 0
-    set --
-    for c in ${rest#/}; do
-      p=$p/$c
-      mkdir -m 0700 -- "$p" 2>/dev/null
-      set -- "$@" "$p"
-    done
-    judge "$@"
-  )
-  walk "$target" "$1"
-)
-'''
-
-
-def guarded(script, create=False):
-    """*script* (a remote ``sh`` program whose ``$1`` is the workspace)
-    that first runs the guard on ``$1`` and exits with
-    :data:`UNSAFE_EXIT` when the guard refuses.
-
-    A first line that is a comment stays first (it names the program:
-    dry runs and test doubles recognise it).
-
-    :param create: create the missing directories of ``$1`` (safely);
-        otherwise only check the existing ones.
-    """
-    call = 'ws_guard %s "$1" || exit %d\n' % (
-        'create' if create else 'check', UNSAFE_EXIT)
-    head, sep, rest = script.partition('\n')
-    if head.startswith('#'):
-        return head + sep + GUARD_FUNCTION.lstrip('\n') + call + rest
-    return GUARD_FUNCTION.lstrip('\n') + call + script
 
 
 def refusal(result, path):

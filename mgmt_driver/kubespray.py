@@ -37,6 +37,7 @@ from mgmt_driver import detached
 from mgmt_driver import exceptions
 from mgmt_driver import inventory
 from mgmt_driver import isolation
+from mgmt_driver import remote
 from mgmt_driver import ssh
 
 LOG = logging.getLogger(__name__)
@@ -64,27 +65,13 @@ _HOST_NAME = re.compile(r'^[A-Za-z0-9][A-Za-z0-9._-]{0,252}$')
 _WIDE_PATTERNS = frozenset({'all', 'localhost', 'ungrouped'})
 
 
-# "$1": the workspace; the tar stream on stdin (see Workspace.replace).
-# Entries of the set never start with ".", so "$tmp"/* lists them all.
-_REPLACE_SCRIPT = isolation.guarded(r'''
-set -e
-umask 077
-cd -- "$1"
-tmp=$(mktemp -d .upload.XXXXXXXX)
-trap 'rm -rf -- "$tmp"' EXIT
-tar -x -p -f - -C "$tmp" --no-same-owner
-for entry in "$tmp"/*; do
-  name=${entry##*/}
-  if [ -d "$entry" ]; then
-    rm -rf -- ".old.$name"
-    if [ -e "$name" ]; then mv -- "$name" ".old.$name"; fi
-    mv -- "$entry" "$name"
-    rm -rf -- ".old.$name"
-  else
-    mv -f -- "$entry" "$name"
-  fi
-done
-''')
+# The programs this module runs (mgmt_driver/scripts/NAME.sh).
+#: Unpacks a document set into the workspace (Workspace.replace).
+REPLACE = 'replace-workspace'
+#: What a checkout is (detect_layout): one marker line per finding.
+DETECT = 'detect-layout'
+#: The Kubernetes versions a checkout supports (supported_kube_versions).
+SUPPORTED = 'supported-kube-versions'
 
 
 def _tar(documents):
@@ -192,8 +179,8 @@ class Workspace:
             the cluster's lock, or None.
         """
         # chmod as well: a directory that already existed may be wider.
-        result = self.conn.run(['sh', '-c', detached.ENSURE_SCRIPT, 'sh',
-                                self.path], check=False)
+        result = self.conn.run(remote.command(detached.ENSURE, self.path),
+                               check=False)
         self._raise_if_failed(result)
         LOG.debug('Workspace %s ready on %s', self.path, self.conn.host)
         return detached.busy_holder(result.stdout)
@@ -256,7 +243,7 @@ class Workspace:
         names = {_check_relative(name): body
                  for name, body in documents.items()}
         self._raise_if_failed(self.conn.run(
-            ['sh', '-c', _REPLACE_SCRIPT, 'sh', self.path],
+            remote.command(REPLACE, self.path),
             stdin=_tar(names), check=False))
         LOG.debug('Wrote %d file(s) into %s on %s', len(names), self.path,
                   self.conn.host)
@@ -282,8 +269,8 @@ class Workspace:
 
         Deleting a workspace that is already gone succeeds.
         """
-        result = self.conn.run(['sh', '-c', detached.REMOVE_SCRIPT, 'sh',
-                                self.path], check=False)
+        result = self.conn.run(remote.command(detached.REMOVE, self.path),
+                               check=False)
         self._raise_if_failed(result)
         if 'KR:STOPPED:' in result.stdout:
             LOG.warning('Stopped the playbook run still running in %s on '
@@ -327,33 +314,6 @@ class Layout:
     ansible: str | None = None
 
 
-# One remote command prints a marker per finding; paths are "$1" only.
-_DETECT_SCRIPT = '''\
-cd -- "$1" 2>/dev/null || { echo KS:MISSING; exit 0; }
-for f in cluster.yml scale.yml remove-node.yml reset.yml facts.yml \\
-         playbooks/facts.yml; do
-  if [ -f "$f" ]; then echo "KS:FILE:$f"; fi
-done
-if grep -qs skip_confirmation remove-node.yml playbooks/remove_node.yml
-then echo KS:SKIP_CONFIRMATION; fi
-if grep -qs '^\\[kube-master\\]' inventory/sample/inventory.ini
-then echo KS:LEGACY_GROUPS; fi
-if v=$(git describe --tags 2>/dev/null); then echo "KS:GIT:$v"; fi
-sed -n 's/^version:[[:space:]]*//p' galaxy.yml 2>/dev/null | \\
-  head -n 1 | sed 's/^/KS:GALAXY:/'
-for f in playbooks/ansible_version.yml ansible_version.yml; do
-  if [ -f "$f" ]; then
-    sed -n 's/^ *\\(m[a-z]*imal_ansible_version\\): */KS:\\1:/p' "$f" |
-      head -n 2
-    break
-  fi
-done
-if [ -n "${2:-}" ]; then
-  "$2" --version 2>/dev/null | head -n 1 | sed 's/^/KS:ANSIBLE:/'
-fi
-exit 0
-'''
-
 _REQUIRED_PLAYBOOKS = ('cluster.yml', 'scale.yml', 'remove-node.yml')
 
 
@@ -369,7 +329,7 @@ def detect_layout(conn, kubespray_root, ansible_playbook=None):
         playbook is missing, or the checkout predates v2.16 (legacy
         group names such as ``kube-master``).
     """
-    result = conn.run(['sh', '-c', _DETECT_SCRIPT, 'sh', kubespray_root]
+    result = conn.run(remote.command(DETECT, kubespray_root)
                       + ([ansible_playbook] if ansible_playbook else []))
     found = _markers(result.stdout)
     layout = _layout_from(found, _refuser(conn.host, kubespray_root))
@@ -536,25 +496,6 @@ _CHECKSUM_FILES = (
     'roles/kubespray-defaults/defaults/main/checksums.yml',
     'roles/download/defaults/main/checksums.yml',
     'roles/download/defaults/main.yml')
-# "$1": the checkout.  Prints the amd64 keys of kubelet_checksums of the
-# first file that exists (kubespray's default kube_version is the first
-# of them), at most 400 lines.
-_SUPPORTED_SCRIPT = r'''
-cd -- "$1" 2>/dev/null || exit 0
-shift
-for f in "$@"; do
-  if [ -f "$f" ]; then
-    awk '/^kubelet_checksums:/ {k = 1; next}
-         k && /^[^ #]/ {exit}
-         k && /^  [^ ]/ {a = ($1 == "amd64:"); next}
-         k && a && /^    [^ #]/ {sub(":.*", "", $1); print "KS:KUBE:" $1}' \
-      "$f" | head -n 400
-    exit 0
-  fi
-done
-'''
-
-
 def supported_kube_versions(conn, kubespray_root):
     """The Kubernetes versions the checkout supports: one command.
 
@@ -562,8 +503,8 @@ def supported_kube_versions(conn, kubespray_root):
         amd64 (as written there, ``1.35.4`` or ``v1.26.5``); empty when
         no checksum file was found.
     """
-    result = conn.run(['sh', '-c', _SUPPORTED_SCRIPT, 'sh', kubespray_root,
-                       *_CHECKSUM_FILES])
+    result = conn.run(remote.command(SUPPORTED, kubespray_root,
+                                    *_CHECKSUM_FILES))
     return [line[len('KS:KUBE:'):] for line in result.stdout.splitlines()
             if line.startswith('KS:KUBE:')]
 

@@ -25,7 +25,9 @@ import tarfile
 import types
 import urllib.parse
 
+from mgmt_driver import connection
 from mgmt_driver import detached
+from mgmt_driver import kubespray
 from mgmt_driver import records
 from mgmt_driver import remote
 from mgmt_driver import ssh
@@ -47,7 +49,7 @@ _PLACEHOLDER_CLUSTER_INFO = json.dumps({'data': {'kubeconfig': json.dumps(
 
 
 def _is_layout_probe(command):
-    return 'KS:MISSING' in command
+    return remote.name_of(command) == kubespray.DETECT
 
 
 def _layout(kubespray_version):
@@ -72,15 +74,22 @@ def _interface_answer(command):
         PLACEHOLDER_INTERFACE[0])
 
 
-def _answer(command, kubespray_version=None):
-    if _is_layout_probe(command):
+#: What the remote programs (mgmt_driver/scripts/, known by
+#: ``remote.name_of``) answer in a dry run; the others print nothing.
+_PROGRAM_ANSWERS = {
+    detached.START: 'KR:STARTED:20000101T000000Z-dry_run-playbook:1\n',
+    detached.END: 'KR:RC:0\nKR:TAIL\n',
+}
+
+
+def _answer(argv, command, kubespray_version=None):
+    """What a fresh cluster answers to *argv* (shown as *command*)."""
+    if _is_layout_probe(argv):
         return _layout(kubespray_version)
+    if remote.name_of(argv) is not None:
+        return _PROGRAM_ANSWERS.get(remote.name_of(argv), '')
     if command.startswith(_ADDRESS_PROBE):
         return _interface_answer(command)
-    if 'start a detached ansible-playbook run' in command:
-        return 'KR:STARTED:20000101T000000Z-dry_run-playbook:1\n'
-    if 'the exit status and the end of a detached run' in command:
-        return 'KR:RC:0\nKR:TAIL\n'
 
     if ' get secret ' in command:
         return _PLACEHOLDER_SECRET
@@ -119,7 +128,7 @@ class Step:
     secret: bool = False
 
 
-class PlanConnection:
+class PlanConnection(connection.Connection):
     """Records what an ``ssh.Connection`` would be asked to do."""
 
     def __init__(self, host, port, username, steps, kubespray_version=None,
@@ -140,7 +149,8 @@ class PlanConnection:
             # and reading its end are not shown.
             if shown is not None:
                 self._steps.append(Step(self.host, 'run', shown))
-            return ssh.CommandResult(self.host, text, _answer(text), '', 0)
+            return ssh.CommandResult(self.host, text,
+                                     _answer(command, text), '', 0)
         self._steps.append(Step(self.host, 'run', text, argv=list(
             command) if isinstance(command, (list, tuple)) else None))
         self._steps += _input_steps(self.host, command, stdin, self._secrets)
@@ -148,18 +158,18 @@ class PlanConnection:
             self._steps.append(Step(
                 self.host, 'local', 'assumed: the address is on %s, /%d; '
                 'a real run reads it here' % PLACEHOLDER_INTERFACE))
-        if 'KS:KUBE:' in text:  # kubespray.supported_kube_versions
+        if remote.name_of(command) == kubespray.SUPPORTED:
             self._steps.append(Step(
                 self.host, 'local', 'not read: the Kubernetes versions the '
                 'checkout lists (kubelet_checksums); a real run checks the '
                 'version against them here'))
-        if _is_layout_probe(text) and self._kubespray_version:
+        if _is_layout_probe(command) and self._kubespray_version:
             self._steps.append(Step(
                 self.host, 'local', 'assumed: the checkout is kubespray %s '
                 '(kubespray.version); a real run checks it here'
                 % self._kubespray_version))
         return ssh.CommandResult(self.host, text, _answer(
-            text, self._kubespray_version), '', 0)
+            command, text, self._kubespray_version), '', 0)
 
     def write_file(self, path, content, mode=0o600):
         if isinstance(content, bytes):
@@ -174,7 +184,7 @@ class PlanConnection:
         pass
 
 
-class PlanPool:
+class PlanPool(connection.Pool):
     """Stands in for ``ssh.ConnectionPool`` during a dry run.
 
     :param kubespray_version: the request's ``kubespray.version``, or

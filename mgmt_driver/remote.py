@@ -7,6 +7,12 @@ blank lines, after one marker line ``# kubespray-mgmt-script: NAME``.
 The dry run and the test fakes recognise a program by that name
 (:func:`name_of`), never by its text, so editing a comment or a line of
 a script changes nothing for them.
+
+Shell functions that several programs share are files too,
+``scripts/lib/NAME.sh``, and a program takes one with the line
+``. lib/NAME.sh``: :func:`program` puts the function's text in that
+line's place, so what is sent stands alone (shellcheck, told by
+``scripts/.shellcheckrc`` where to look, reads the same file).
 """
 
 import functools
@@ -20,10 +26,28 @@ MARKER = '# kubespray-mgmt-script: '
 
 _NAME = re.compile(r'[a-z0-9][a-z0-9_-]{0,63}')
 _MARKED = re.compile(re.escape(MARKER) + r'(' + _NAME.pattern + r')\n')
+#: A program's line that takes a shared function from ``scripts/lib/``.
+_INCLUDE = re.compile(r'\. lib/(' + _NAME.pattern + r')\.sh')
 
 
 def _strip(text):
-    """*text* without comment lines and blank lines."""
+    """*text* without comment lines and blank lines, each ``. lib/NAME.sh``
+    line replaced by that file (stripped likewise; no nesting)."""
+    lines = []
+    for line in text.splitlines():
+        if not line.strip() or line.lstrip().startswith('#'):
+            continue
+        included = _INCLUDE.fullmatch(line.strip())
+        if included:
+            lines.append(_strip_plain(
+                (SCRIPT_DIR / 'lib' / (included.group(1) + '.sh'))
+                .read_text()))
+        else:
+            lines.append(line)
+    return '\n'.join(lines)
+
+
+def _strip_plain(text):
     return '\n'.join(line for line in text.splitlines()
                      if line.strip() and not line.lstrip().startswith('#'))
 
@@ -40,6 +64,12 @@ def program(name):
         raise ValueError('not a remote program name: %r' % (name,))
     text = (SCRIPT_DIR / (name + '.sh')).read_text()
     return MARKER + name + '\n' + _strip(text) + '\n'
+
+
+def command(name, *args):
+    """The argv that runs program *name* with *args* as ``$1``...:
+    ``['sh', '-c', program(name), 'sh', *args]``."""
+    return ['sh', '-c', program(name), 'sh', *args]
 
 
 def name_of(command):

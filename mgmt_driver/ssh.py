@@ -27,6 +27,7 @@ import tenacity
 from oslo_log import log as logging
 
 from mgmt_driver import conf as kconf
+from mgmt_driver import connection
 from mgmt_driver import escalation
 from mgmt_driver import exceptions
 from mgmt_driver import runtime
@@ -556,7 +557,7 @@ def _is_transient(exc):
                             _AuthRefused))
 
 
-class Connection:
+class Connection(connection.Connection):
     """One SSH connection to one host, opened on first use.
 
     Every command and file transfer of the connection shares one
@@ -1001,7 +1002,7 @@ def _describe(exc):
         else type(exc).__name__
 
 
-class ConnectionPool:
+class ConnectionPool(connection.Pool):
     """Hands out one :class:`Connection` per (host, port, user).
 
     A hook uses one pool, so it opens at most one SSH connection per

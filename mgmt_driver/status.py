@@ -37,6 +37,7 @@ from mgmt_driver import kubectl
 from mgmt_driver import kubespray
 from mgmt_driver import labels
 from mgmt_driver import loadbalancer
+from mgmt_driver import remote
 from mgmt_driver import ssh
 from mgmt_driver import trust
 
@@ -63,18 +64,9 @@ _READ_ERRORS = (exceptions.MgmtDriverOtherError,
                 exceptions.MgmtDriverParamInvalid)
 
 _RUN_LINE = re.compile(r'(-?\d{1,3}|-|\?)/(\S{1,200})')
-# Prints "<rc or - or ?>/<name>" for the newest $2 run logs in $1; a
-# missing directory prints nothing (no run yet).
-_RUNS_SCRIPT = '''\
-cd -- "$1" 2>/dev/null || exit 0
-LC_ALL=C; export LC_ALL
-ls -1A | grep -E '^[0-9]{8}T[0-9]{6}Z-.+[.]log$' | sort | tail -n "$2" |
-while IFS= read -r f; do
-  s=${f%.log}; rc=-
-  if [ -f "$s.rc" ]; then rc=$(head -c 8 -- "$s.rc" | tr -cd '0-9-'); fi
-  printf '%s/%s\\n' "${rc:-?}" "$f"
-done
-'''
+# Prints "<rc or - or ?>/<name>" for the newest N run logs (the program
+# scripts/list-runs.sh, given LOGS_DIR N).
+_RUNS = 'list-runs'
 
 # Sends "show stat" to the runtime socket argv[1]; prints the answer.
 _SHOW_STAT = '''\
@@ -128,7 +120,7 @@ def parse_run_name(name):
 
 
 def parse_runs(output, logs_dir):
-    """The run entries of ``_RUNS_SCRIPT``'s output, newest first.
+    """The run entries of ``scripts/list-runs.sh``'s output, newest first.
 
     Lines that are not ``<rc>/<valid name>`` are skipped (logged), so
     the script lists more names than are shown.
@@ -510,8 +502,8 @@ class StatusReader:
         section = _section(host=self.spec.ansible.ip_address,
                            directory=logs, runs=[])
         try:
-            result = self._ansible().run(['sh', '-c', _RUNS_SCRIPT, 'sh',
-                                          logs, str(RUNS_LISTED)])
+            result = self._ansible().run(remote.command(
+                _RUNS, logs, str(RUNS_LISTED)))
         except _READ_ERRORS as exc:
             return _failed(section, exc)
         section['runs'] = parse_runs(result.stdout, logs)

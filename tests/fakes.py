@@ -1,9 +1,13 @@
 """Recording test doubles for :mod:`mgmt_driver.ssh`.
 
-``FakeConnection`` has the public interface of ``ssh.Connection``: it
-records every call in ``calls`` and answers commands from a script of
-``(regex, CommandResult fields)`` rules, first match wins; commands that
-match no rule succeed with empty output.  Remote files live in ``files``.
+``FakeConnection`` has the public interface of ``ssh.Connection``
+(``mgmt_driver.connection.Connection``): it records every call in
+``calls`` and answers commands from a script of ``(regex, CommandResult
+fields)`` rules, first match wins; commands that match no rule succeed
+with empty output.  A rule for one of the remote programs
+(``mgmt_driver/scripts/NAME.sh``) may name it: ``r'^program:NAME '``
+(see ``_PROGRAM_TAG``).  Remote files live in
+``files``.
 ``FakePool`` hands out one ``FakeConnection`` per host, like
 ``ssh.ConnectionPool``.  ``FakeRegistry`` stands in for
 ``registry.TackerVimRegistry``.
@@ -14,26 +18,28 @@ import re
 import shlex
 import tarfile
 
+from mgmt_driver import connection
+from mgmt_driver import detached
 from mgmt_driver import exceptions
+from mgmt_driver import kubespray
 from mgmt_driver import registry
 from mgmt_driver import remote
 from mgmt_driver import ssh
 
-_DETACHED_SCRIPTS = (('start a detached ansible-playbook run', 'start'),
-                     ('follow a detached playbook run', 'follow'),
-                     ('the exit status and the end of a detached', 'end'),
-                     ('stop a detached playbook run', 'stop'))
+_DETACHED_PROGRAMS = {detached.START: 'start', detached.FOLLOW: 'follow',
+                      detached.END: 'end', detached.STOP: 'stop'}
 
 
 def detached_call(command):
-    """'start', 'follow', 'end' or 'stop' for the scripts of
-    ``mgmt_driver.detached``, else None."""
-    if not isinstance(command, list) or command[:2] != ['sh', '-c']:
-        return None
-    for marker, kind in _DETACHED_SCRIPTS:
-        if marker in command[2].split('\n', 1)[0]:
-            return kind
-    return None
+    """'start', 'follow', 'end' or 'stop' for the programs of
+    ``mgmt_driver.detached`` (known by ``remote.name_of``), else None."""
+    return _DETACHED_PROGRAMS.get(remote.name_of(command))
+
+
+#: What a rule sees besides the command's text for a remote program,
+#: known by ``remote.name_of``: a rule for ``scripts/detect-layout.sh``
+#: is ``r'^program:detect-layout '``, whatever the program's text.
+_PROGRAM_TAG = 'program:%s '
 
 
 def fake_key(host):
@@ -41,7 +47,7 @@ def fake_key(host):
     return 'ssh-ed25519 FAKE-' + host
 
 
-class FakeConnection:
+class FakeConnection(connection.Connection):
     def __init__(self, host, port=22, username='user'):
         self.on_login = None
         self.host = host
@@ -74,9 +80,12 @@ class FakeConnection:
     def commands(self):
         return [c[1] for c in self.calls if c[0] == 'run']
 
-    def _match(self, command):
+    def _match(self, command, tag=None):
+        """The first rule that matches *command* (its text) or *tag*."""
         for rule in self._rules:
-            if rule['times'] == 0 or not rule['re'].search(command):
+            if rule['times'] == 0 or not (
+                    rule['re'].search(command) or
+                    (tag and rule['re'].search(tag))):
                 continue
             if rule['times'] is not None:
                 rule['times'] -= 1
@@ -98,9 +107,12 @@ class FakeConnection:
         self.calls.append(('run', text))
         if stdin is not None:
             self.stdin_of[text] = stdin
-        if isinstance(stdin, bytes) and 'tar -x' in text:
+        if isinstance(stdin, bytes) and \
+                remote.name_of(command) == kubespray.REPLACE:
             self._unpack(command[-1], stdin)
-        rule = self._match(text) or self._default_answer(command)
+        name = remote.name_of(command)
+        rule = self._match(text, name and _PROGRAM_TAG % name) or \
+            self._default_answer(command)
         result = ssh.CommandResult(host=self.host, command=text,
                                    stdout=rule['stdout'],
                                    stderr=rule['stderr'],
@@ -232,7 +244,7 @@ class FakeConnection:
         self.close()
 
 
-class FakePool:
+class FakePool(connection.Pool):
     """One FakeConnection per host address; see ``ssh.ConnectionPool``.
 
     ``known`` stands in for known_hosts (``{(host, port): key line}``):

@@ -21,6 +21,14 @@ layout in DESIGN.md): ``kubespray-mgmt demo`` must run from an installed
 package, and the demo, the functional tests and the benchmarks must use
 the same site.  Nothing outside this package imports it, except the CLI's
 ``demo`` command, lazily.
+
+Not in Tacker's environment: the driver's distribution
+(``mgmt-driver-kubespray``, what ``pip install .`` gives a conductor)
+leaves this package out (the repository's ``setup.py``), and
+``localsite-dist/`` builds it as a distribution of its own,
+``mgmt-driver-kubespray-localsite``, with the same import path, which
+``tools/demo`` installs beside the driver.  The tests and the benchmarks
+import it from the source tree.
 """
 
 import contextlib

@@ -119,7 +119,7 @@ class NetnsConnection(site_haproxy.LocalConnection):
         self.host = host
 
     def run(self, command, timeout=None, check=True, env=None, stdin=None,
-            on_line=None):
+            on_line=None, keep_tail=False):
         return super().run([IP, 'netns', 'exec', self.netns, *command],
                            timeout=timeout, check=check)
 

@@ -19,6 +19,7 @@ import subprocess
 import threading
 import time
 
+from mgmt_driver import connection
 from mgmt_driver import exceptions
 from mgmt_driver import ssh
 
@@ -262,8 +263,9 @@ def check_config(path):
                           capture_output=True, text=True, timeout=60)
 
 
-class LocalConnection:
-    """The ``ssh.Connection`` interface on this machine, without SSH.
+class LocalConnection(connection.Connection):
+    """The connection interface (:mod:`mgmt_driver.connection`) on this
+    machine, without SSH.
 
     Lets :func:`mgmt_driver.loadbalancer.apply_config` drive a real
     HAProxy in tests; argv lists only, no shell.
@@ -275,7 +277,7 @@ class LocalConnection:
         self.commands = []
 
     def run(self, command, timeout=None, check=True, env=None, stdin=None,
-            on_line=None):
+            on_line=None, keep_tail=False):
         argv = [str(arg) for arg in command]
         self.commands.append(argv)
         proc = subprocess.run(argv, capture_output=True, text=True,
@@ -300,3 +302,6 @@ class LocalConnection:
         with open(path, 'w', encoding='utf-8') as f:
             f.write(content)
         os.chmod(path, mode)
+
+    def close(self):
+        pass

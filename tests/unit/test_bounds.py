@@ -301,7 +301,8 @@ def test_many_problems_give_a_bounded_message():
 
 def test_a_hostile_version_string_is_cut():
     conn = FakeConnection('10.0.0.5')
-    conn.script('KS:MISSING', stdout='KS:FILE:cluster.yml\nKS:FILE:scale.yml'
+    conn.script(r'^program:detect-layout ',
+                stdout='KS:FILE:cluster.yml\nKS:FILE:scale.yml'
                 '\nKS:FILE:remove-node.yml\nKS:FILE:facts.yml\nKS:GIT:v2.2'
                 + '9' * 100000 + '\n')
     layout = kubespray.detect_layout(conn, '/opt/kubespray')

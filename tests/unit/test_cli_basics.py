@@ -1,5 +1,7 @@
 """kubespray-mgmt: --help, --version, no command."""
 
+import sys
+
 import pytest
 
 from mgmt_driver import cli
@@ -107,3 +109,16 @@ def test_demo_help_gives_the_workers_range(capsys):
     out = ' '.join(capsys.readouterr().out.split())
     assert '--workers N workers to instantiate, 1 to %d;' % \
         demo.MAX_WORKERS in out
+
+
+@pytest.mark.parametrize('argv, command', [
+    (['demo', '--workers', '2'], 'demo'),
+    (['demo', '--keep'], 'site up'),
+    (['site', 'up'], 'site up'),
+    (['site', 'down'], 'site down')])
+def test_the_site_commands_without_the_site_say_how_to_install_it(
+        monkeypatch, capsys, argv, command):
+    # A conductor's environment: the driver without its test site.
+    monkeypatch.setitem(sys.modules, 'mgmt_driver.localsite', None)
+    assert cli.main(argv) == cli.EXIT_BAD_INPUT
+    assert capsys.readouterr().err == cli.SITE_MISSING % command + '\n'

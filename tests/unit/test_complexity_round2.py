@@ -291,7 +291,7 @@ def _relabel_case(opts, taints, workers=3):
 def _patch(case):
     opts, spec, cluster, master, metadata, listed = case
     pool = FakePool()
-    pool.connection(spec.ansible.ip_address).script(r'KS:MISSING',
+    pool.connection(spec.ansible.ip_address).script(r'^program:detect-layout ',
                                                     stdout=LAYOUT)
     pool.connection(master).script(r' get node', stdout=listed)
     relabel = labels.relabel_from_metadata(metadata, 'vnf_metadata')

@@ -10,6 +10,7 @@ import pytest
 
 from mgmt_driver import detached
 from mgmt_driver import exceptions
+from mgmt_driver import remote
 from mgmt_driver import ssh
 from tests.fakes import FakeConnection
 
@@ -124,17 +125,17 @@ def test_a_start_answer_without_a_valid_run_is_refused(answer):
 
 
 def test_the_plan_shows_the_start_and_the_removal_only():
-    start = ['sh', '-c', detached._START_SCRIPT, 'sh', WS, '/ks', 'op',
-             'cluster', 'key', '60', 'me', '30', '4', 'ansible-playbook', '-i',
-             WS + '/hosts.yaml', 'cluster.yml']
+    start = remote.command(detached.START, WS, '/ks', 'op', 'cluster',
+                           'key', '60', 'me', '30', '4', 'ansible-playbook',
+                           '-i', WS + '/hosts.yaml', 'cluster.yml')
     assert detached.plan_text(start) == (
         '(detached, log in %s/logs/) cd /ks && ansible-playbook -i '
         '%s/hosts.yaml cluster.yml' % (WS, WS))
-    assert detached.plan_text(['sh', '-c', detached.REMOVE_SCRIPT, 'sh',
-                               WS]) == ('rm -rf -- %s  # after stopping '
-                                        'its playbook run, if any' % WS)
-    assert detached.plan_text(['sh', '-c', detached._END_SCRIPT, 'sh', WS,
-                               STEM, '1', '9']) is None
+    assert detached.plan_text(remote.command(detached.REMOVE, WS)) == (
+        'rm -rf -- %s  # after stopping its playbook run, if any' % WS)
+    assert detached.plan_text(remote.command(detached.END, WS, STEM,
+                                             '1', '9')) is None
+    assert detached.plan_text(remote.command(detached.ENSURE, WS)) is False
     assert detached.plan_text(['sh', '-c', 'true']) is False
     assert detached.plan_text(['ls']) is False
 

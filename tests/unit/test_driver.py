@@ -71,7 +71,7 @@ class Harness:
                                      vim_registry=self.registry,
                                      package_dir_of=lambda c, i: None)
         self.ansible = self.pool.connection(ANSIBLE)
-        self.ansible.script(r'KS:MISSING', stdout=LAYOUT)
+        self.ansible.script(r'^program:detect-layout ', stdout=LAYOUT)
         self.master = self.pool.connection('192.168.10.11')
         self.master.script(r'get secret', stdout=_secret())
         self.master.script(r'get nodes -o json',
@@ -114,7 +114,7 @@ def test_an_ansible_the_checkout_refuses_stops_before_any_change(conf):
     """kubespray's first play would stop the run; the driver says so
     before uploading anything or touching a node."""
     h = Harness(conf)
-    h.ansible.script(r'KS:MISSING', stdout=LAYOUT + (
+    h.ansible.script(r'^program:detect-layout ', stdout=LAYOUT + (
         'KS:minimal_ansible_version:2.18.0\n'
         'KS:maximal_ansible_version:2.19.0\n'
         'KS:ANSIBLE:ansible-playbook [core 2.19.14]\n'), first=True)
@@ -215,7 +215,7 @@ def _scale_out_by_two(conf, workers, probe=None):
                                      for i in range(workers)]
     h = Harness(conf, k8s_nodes=names)
     if probe is not None:
-        h.ansible.script(r'FC:TIMEOUT', stdout=probe(names))
+        h.ansible.script(r'^program:fact-cache-probe ', stdout=probe(names))
     extra = _instantiate_params(workers + 2)
     instance = h.instance(extra)
     h.hooks.scale_end(None, instance, _request({}, type='SCALE_OUT'),

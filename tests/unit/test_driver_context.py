@@ -18,7 +18,7 @@ conf = test_driver.conf
 def _context(conf, recorded_version=None):
     pool = FakePool()
     ansible = pool.connection(test_driver.ANSIBLE)
-    ansible.script(r'KS:MISSING', stdout=test_driver.LAYOUT)
+    ansible.script(r'^program:detect-layout ', stdout=test_driver.LAYOUT)
     if recorded_version is not None:
         ansible.files[WORKSPACE + upgrade.RECORD_FILE] = \
             upgrade.render_record(recorded_version)

@@ -2,7 +2,7 @@
 
 kubectl on the masters and HAProxy/keepalived on the LB run as
 ``sudo -n COMMAND``; with a sudo password (``params.Login.sudo_password``)
-the connection runs ``templates/sudo_password.sh`` instead, the password
+the connection runs ``scripts/sudo-password.sh`` instead, the password
 on standard input.  The script runs here against the local site's sudo
 (``bin/kube-sudo``, which reads its password as sudo does: the ``-S``
 line, byte by byte) put first on PATH as ``sudo``.
@@ -17,6 +17,7 @@ from mgmt_driver import escalation
 from mgmt_driver import exceptions
 from mgmt_driver import localsite
 from mgmt_driver import params
+from mgmt_driver import remote
 from mgmt_driver import ssh
 from mgmt_driver.localsite import fake_sudo
 
@@ -40,8 +41,10 @@ def test_only_sudo_n_argvs_change():
 
 
 def test_the_script_is_sent_without_its_comments():
-    assert '#' not in escalation.SCRIPT
-    assert escalation.SCRIPT.count('\n') < 6
+    marker, _, body = escalation.SCRIPT.partition('\n')
+    assert marker == remote.MARKER + 'sudo-password'
+    assert '#' not in body
+    assert body.count('\n') < 6
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ import pytest
 from mgmt_driver import exceptions
 from mgmt_driver import factcache
 from mgmt_driver import kubespray
+from mgmt_driver import remote
 from tests.fakes import FakeConnection
 
 ROOT = '/opt/kubespray'
@@ -27,7 +28,7 @@ def entries(**ages):
 
 def make_runner(probe_stdout):
     conn = FakeConnection('ansible')
-    conn.script(r'FC:TIMEOUT', stdout=probe_stdout)
+    conn.script(r'^program:fact-cache-probe ', stdout=probe_stdout)
     layout = kubespray.Layout('playbooks/facts.yml', True, 'v2.31.0')
     return kubespray.Runner(conn, ROOT, layout,
                             kubespray.Workspace(conn, WS))
@@ -109,7 +110,7 @@ def _probe_on_a_real_shell(tmp_path, environment=()):
     env = {k: v for k, v in os.environ.items()
            if not k.startswith('ANSIBLE_')}
     env.update(environment)
-    out = subprocess.run(['sh', '-c', factcache.PROBE_SCRIPT, 'sh',
+    out = subprocess.run(['sh', '-c', remote.program(factcache.PROBE), 'sh',
                           str(checkout), str(cache), 'w1', 'w2', 'w3'],
                          env=env, capture_output=True, text=True,
                          check=True).stdout

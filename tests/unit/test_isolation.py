@@ -6,9 +6,11 @@ import subprocess
 
 import pytest
 
+from mgmt_driver import detached
 from mgmt_driver import exceptions
 from mgmt_driver import isolation
 from mgmt_driver import kubespray
+from mgmt_driver import remote
 from mgmt_driver import ssh
 from tests import fakes
 from tests.fakes import FakeConnection
@@ -53,9 +55,13 @@ def test_control_path_fits_a_unix_socket(length):
 
 # -------------------------------------------------------------- guard --
 
+GUARD_LIB = remote.SCRIPT_DIR / 'lib' / 'ws_guard.sh'
+
+
 def run_guarded(path, create=False):
-    script = isolation.guarded('# kubespray-mgmt: probe\ncd -- "$1" && '
-                               'pwd -P\n', create=create)
+    script = GUARD_LIB.read_text() + (
+        'ws_guard %s "$1" || exit 97\ncd -- "$1" && pwd -P\n'
+        % ('create' if create else 'check'))
     proc = subprocess.run(['sh', '-c', script, 'sh', str(path)],
                           capture_output=True, text=True, timeout=30)
     return ssh.CommandResult('server', 'probe', proc.stdout, proc.stderr,
@@ -139,14 +145,6 @@ def test_guard_refuses_a_directory_of_another_account(base):
     assert str(base / 'theirs' / 'ws') in result.stdout
 
 
-def test_guard_keeps_the_first_comment_line_first():
-    script = isolation.guarded('# kubespray-mgmt: start x\necho hi\n')
-    assert script.startswith('# kubespray-mgmt: start x\n')
-    assert 'ws_guard check "$1" || exit 97' in script
-    assert isolation.guarded('echo hi\n', create=True).endswith(
-        'ws_guard create "$1" || exit 97\necho hi\n')
-
-
 def test_other_failures_are_not_refusals():
     result = ssh.CommandResult('h', 'c', 'WS:UNSAFE:/x:bad\n', '', 1)
     assert isolation.refusal(result, '/x/ws') is None
@@ -156,8 +154,9 @@ def test_other_failures_are_not_refusals():
 
 def test_workspace_ensure_reports_the_refusal():
     conn = FakeConnection('ansible')
-    conn.script('ws_guard', stdout='WS:UNSAFE:/srv/shared:is writable by '
-                'other accounts (mode 777)\n', exit_code=97)
+    conn.script(r'^program:ensure-workspace ',
+                stdout='WS:UNSAFE:/srv/shared:is writable by other '
+                'accounts (mode 777)\n', exit_code=97)
     with pytest.raises(exceptions.UnsafeRemotePath) as err:
         kubespray.Workspace(conn, '/srv/shared/vnf-1').ensure()
     assert '/srv/shared is writable by other accounts' in str(err.value)
@@ -166,31 +165,24 @@ def test_workspace_ensure_reports_the_refusal():
 
 def test_workspace_ensure_other_failures_stay_command_failures():
     conn = FakeConnection('ansible')
-    conn.script('ws_guard', stderr='disk full', exit_code=1)
+    conn.script(r'^program:ensure-workspace ', stderr='disk full', exit_code=1)
     with pytest.raises(exceptions.RemoteCommandFailed):
         kubespray.Workspace(conn, '/srv/ws/vnf-1').ensure()
 
 
-@pytest.mark.parametrize('script', ['ENSURE_SCRIPT', '_START_SCRIPT',
-                                    '_FOLLOW_SCRIPT', '_END_SCRIPT',
-                                    '_STOP_SCRIPT', 'REMOVE_SCRIPT',
-                                    '_SHOW_SCRIPT'])
-def test_every_program_entering_the_workspace_is_guarded(script):
-    from mgmt_driver import detached
-    text = getattr(detached, script)
-    mode = 'create' if script in ('ENSURE_SCRIPT', '_START_SCRIPT') \
+@pytest.mark.parametrize('name', [
+    detached.ENSURE, detached.START, detached.FOLLOW, detached.END,
+    detached.STOP, detached.REMOVE, detached.SHOW, kubespray.REPLACE])
+def test_every_program_entering_the_workspace_is_guarded(name):
+    mode = 'create' if name in (detached.ENSURE, detached.START) \
         else 'check'
-    call = text.index('ws_guard %s "$1" || exit 97\n' % mode)
-    # nothing but the naming comment and the function before the call
-    head = text[:call]
-    if head.startswith('#'):
-        head = head.split('\n', 1)[1]
-    assert head == isolation.GUARD_FUNCTION.lstrip('\n')
-
-
-def test_the_replace_program_is_guarded():
-    text = kubespray._REPLACE_SCRIPT
-    assert text.index('ws_guard check "$1"') < text.index('cd -- "$1"')
+    guard = '\n'.join(
+        line for line in GUARD_LIB.read_text().splitlines()
+        if line.strip() and not line.startswith('#'))
+    # nothing but the name, the function and its call before the rest
+    assert remote.program(name).startswith(
+        '%s%s\n%s\nws_guard %s "$1" || exit %d\n' % (
+            remote.MARKER, name, guard, mode, isolation.UNSAFE_EXIT))
 
 
 class RefusingServer(FakeConnection):

@@ -15,6 +15,7 @@ from mgmt_driver import conf as kconf
 from mgmt_driver import detached
 from mgmt_driver import exceptions
 from mgmt_driver import kubespray
+from mgmt_driver import remote
 from mgmt_driver import ssh
 from tests import fakes
 from tests.fakes import FakeConnection
@@ -84,9 +85,9 @@ def test_ensure_creates_or_reuses_with_mode_0700_in_one_command():
     conn = FakeConnection('ansible')
     assert kubespray.Workspace(conn, WS).ensure() is None  # no run
     assert conn.commands == [
-        joined(['sh', '-c', detached.ENSURE_SCRIPT, 'sh', WS])]
-    assert 'mkdir -p -m 0700 -- "$1" && chmod 0700 -- "$1"' in \
-        detached.ENSURE_SCRIPT
+        joined(remote.command(detached.ENSURE, WS))]
+    assert 'umask 077\nmkdir -p -- "$1" && chmod 0700 -- "$1"' in \
+        remote.program(detached.ENSURE)
 
 
 def test_workspace_path_is_normalised():
@@ -174,7 +175,7 @@ def test_replace_script_on_a_real_shell(tmp_path):
     (ws / 'hosts.yaml').write_text('old')
     (ws / 'remove-node-vars.yaml').write_text('kept')
     docs = _replace_set(2)
-    subprocess.run(['sh', '-c', kubespray._REPLACE_SCRIPT, 'sh', str(ws)],
+    subprocess.run(remote.command(kubespray.REPLACE, str(ws)),
                    input=kubespray._tar(docs), check=True)
     assert sorted(p.name for p in (ws / 'host_vars').iterdir()) == [
         'n0.yaml', 'n1.yaml']
@@ -211,7 +212,7 @@ def test_remove_stops_a_run_and_deletes_the_workspace_in_one_command():
     conn = FakeConnection('ansible')
     kubespray.Workspace(conn, WS).remove()
     assert conn.commands == [
-        joined(['sh', '-c', detached.REMOVE_SCRIPT, 'sh', WS])]
+        joined(remote.command(detached.REMOVE, WS))]
 
 
 def test_workspace_path_with_spaces_is_quoted():
@@ -222,7 +223,7 @@ def test_workspace_path_with_spaces_is_quoted():
 
 # -------------------------------------------------------------- layout --
 
-DETECT = joined(['sh', '-c', kubespray._DETECT_SCRIPT, 'sh', ROOT])
+DETECT = joined(remote.command(kubespray.DETECT, ROOT))
 FILES_OLD = ('KS:FILE:cluster.yml\nKS:FILE:scale.yml\nKS:FILE:remove-node.yml'
              '\nKS:FILE:reset.yml\nKS:FILE:facts.yml\n')
 FILES_NEW = FILES_OLD.replace('KS:FILE:facts.yml',
@@ -244,7 +245,7 @@ FILES_NEW = FILES_OLD.replace('KS:FILE:facts.yml',
 ])
 def test_detect_layout_in_one_command(stdout, expected):
     conn = FakeConnection('ansible')
-    conn.script(r'KS:MISSING', stdout=stdout)
+    conn.script(r'^program:detect-layout ', stdout=stdout)
     assert kubespray.detect_layout(conn, ROOT) == expected
     assert conn.commands == [DETECT]
 
@@ -259,7 +260,7 @@ def test_detect_layout_in_one_command(stdout, expected):
 ])
 def test_detect_layout_refuses_unusable_checkouts(stdout, reason):
     conn = FakeConnection('ansible')
-    conn.script(r'KS:MISSING', stdout=stdout)
+    conn.script(r'^program:detect-layout ', stdout=stdout)
     with pytest.raises(exceptions.KubesprayCheckoutUnsupported) as info:
         kubespray.detect_layout(conn, ROOT)
     message = str(info.value)

@@ -51,7 +51,7 @@ def _scripted(k8s_nodes, inventory):
     *k8s_nodes* and whose workspace holds the *inventory* names."""
     pool = FakePool()
     ansible = pool.connection(ANSIBLE)
-    ansible.script(r'KS:MISSING', stdout=LAYOUT)
+    ansible.script(r'^program:detect-layout ', stdout=LAYOUT)
     if inventory:
         ansible.files[WORKSPACE + '/hosts.yaml'] = yaml.safe_dump(
             {'all': {'hosts': {n: {} for n in inventory}, 'children': {

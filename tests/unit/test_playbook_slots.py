@@ -19,6 +19,7 @@ import pytest
 from mgmt_driver import conf as kconf
 from mgmt_driver import detached
 from mgmt_driver import exceptions
+from mgmt_driver import remote
 from tests.fakes import FakeConnection
 
 #: How long a test waits for a started run to reach a state.
@@ -37,9 +38,9 @@ class Server:
     def start(self, max_parallel, argv=('true',), limit=60):
         env = dict(os.environ, HOME=str(self.home))
         out = subprocess.run(
-            ['sh', '-c', detached._START_SCRIPT, 'sh', str(self.ws), '/',
-             'op', 'book', 'key', str(limit), 'me', '30', str(max_parallel)]
-            + list(argv), env=env, capture_output=True, text=True,
+            remote.command(detached.START, str(self.ws), '/', 'op', 'book',
+                           'key', str(limit), 'me', '30', str(max_parallel),
+                           *argv), env=env, capture_output=True, text=True,
             check=True, timeout=60).stdout
         return dict(detached._markers(out))
 
@@ -185,7 +186,7 @@ def test_a_wait_that_ran_out_is_its_own_error():
 
 
 def test_the_slot_directory_is_the_documented_one():
-    assert '$HOME/' + detached.SLOT_DIR in detached._START_SCRIPT
+    assert '$HOME/' + detached.SLOT_DIR in remote.program(detached.START)
     option, = [opt for opt in kconf.kubespray_opts
                if opt.name == 'max_parallel_playbooks_per_server']
     assert '~/' + detached.SLOT_DIR in option.help

@@ -21,7 +21,7 @@ def test_reconcile_deletes_gone_workers_never_recorded_masters(
         conf):  # noqa: F811
     spec = _spec()
     pool = FakePool()
-    pool.connection(spec.ansible.ip_address).script(r'KS:MISSING',
+    pool.connection(spec.ansible.ip_address).script(r'^program:detect-layout ',
                                                     stdout=LAYOUT)
     first = pool.connection(MASTERS[0])
     first.script(r'get nodes ', stdout=json.dumps({'items': [

@@ -112,7 +112,7 @@ def test_nodes_are_read_by_name_in_bounded_commands(monkeypatch):
 def _driver(conf):  # noqa: F811
     spec = _spec()
     pool = FakePool()
-    pool.connection(spec.ansible.ip_address).script(r'KS:MISSING',
+    pool.connection(spec.ansible.ip_address).script(r'^program:detect-layout ',
                                                     stdout=LAYOUT)
     master = pool.connection(MASTER)
     master.script(r'get (nodes|pods) ', stdout=json.dumps({'items': []}))
@@ -287,7 +287,7 @@ def _relabel_workers(conf, count):  # noqa: F811
     workers = ['10.10.1.%d' % i for i in range(1, count + 1)]
     cluster = _cluster(spec, workers=workers)
     pool = FakePool()
-    pool.connection(spec.ansible.ip_address).script(r'KS:MISSING',
+    pool.connection(spec.ansible.ip_address).script(r'^program:detect-layout ',
                                                     stdout=LAYOUT)
     master = pool.connection(MASTER)
     names = [n.name for n in cluster.workers]
@@ -316,7 +316,7 @@ def test_a_relabel_too_large_to_read_back_changes_nothing(
     cluster = _cluster(spec, workers=['10.10.1.%d' % i for i in range(1, 6)])
     pool = FakePool()
     ansible = pool.connection(spec.ansible.ip_address)
-    ansible.script(r'KS:MISSING', stdout=LAYOUT)
+    ansible.script(r'^program:detect-layout ', stdout=LAYOUT)
     master = pool.connection(MASTER)
     names = [n.name for n in cluster.workers]
     _nodes_are(master, *(json.loads(_node_json(n)) for n in names))

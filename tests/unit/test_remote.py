@@ -1,8 +1,14 @@
 """mgmt_driver.remote: shell programs as files, recognised by name."""
 
+import subprocess
+
 import pytest
 
+from mgmt_driver import detached
+from mgmt_driver import factcache
+from mgmt_driver import kubespray
 from mgmt_driver import remote
+from mgmt_driver import status
 
 
 @pytest.fixture
@@ -42,3 +48,39 @@ def test_other_commands_have_no_name():
     assert remote.name_of(['kubectl', 'get', 'nodes']) is None
     assert remote.name_of('echo "# kubespray-mgmt-script: x"') is None
     assert remote.name_of(['sh', '-c', 'true', None]) is None
+
+
+def test_a_program_takes_shared_functions_from_lib(scripts):
+    (scripts / 'lib').mkdir()
+    (scripts / 'lib' / 'greet.sh').write_text(
+        '#!/bin/sh\n# greet NAME\ngreet() { echo "hi $1"; }\n')
+    (scripts / 'say.sh').write_text(
+        '#!/bin/sh\n. lib/greet.sh\ngreet "$1"\n')
+    sent = remote.program('say')
+    assert sent == ('# kubespray-mgmt-script: say\n'
+                    'greet() { echo "hi $1"; }\ngreet "$1"\n')
+    done = subprocess.run(remote.command('say', 'you'), capture_output=True,
+                          text=True, check=True)
+    assert done.stdout == 'hi you\n'
+
+
+SHIPPED = sorted(path.stem for path in remote.SCRIPT_DIR.glob('*.sh'))
+
+
+@pytest.mark.parametrize('name', SHIPPED)
+def test_every_shipped_program_is_sh_that_stands_alone(name):
+    path = remote.SCRIPT_DIR / (name + '.sh')
+    assert path.read_text().startswith('#!/bin/sh\n')
+    sent = remote.program(name)
+    assert '. lib/' not in sent
+    done = subprocess.run(['sh', '-n', '-c', sent], capture_output=True,
+                          text=True)
+    assert done.returncode == 0, done.stderr
+
+
+def test_every_shipped_program_is_sent_by_the_driver():
+    # A name without a file, or a file no module sends, is a mistake.
+    used = {*detached.PROGRAMS, kubespray.REPLACE, kubespray.DETECT,
+            kubespray.SUPPORTED, factcache.PROBE, status._RUNS,
+            'sudo-password'}  # escalation.SCRIPT
+    assert used == set(SHIPPED)

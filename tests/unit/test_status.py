@@ -335,7 +335,7 @@ class Site:
             '/kubespray-mgmt/hosts.yaml'
         self.ansible.files[hosts] = inventory.dump_yaml(
             inventory.render_hosts(spec, _cluster()[1]))
-        self.ansible.script('RUNS_SCRIPT|tail -n', stdout=(
+        self.ansible.script(r'^program:list-runs ', stdout=(
             '0/20261123T220000Z-instantiate-cluster.log\n'
             '-/20261123T230000Z-scale_out-scale.log\n'))
         master = self.pool.connection('192.168.10.11')

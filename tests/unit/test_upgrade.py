@@ -244,7 +244,8 @@ def _upgrade_harness(conf, version='v1.33.5'):  # noqa: F811
     h = Harness(conf)
     h.master.script(r'get nodes -o json', stdout=_k8s_nodes(version),
                     first=True)
-    h.ansible.script(r'KS:KUBE:', stdout='KS:KUBE:1.34.3\nKS:KUBE:1.33.5\n')
+    h.ansible.script(r'^program:supported-kube-versions ',
+                     stdout='KS:KUBE:1.34.3\nKS:KUBE:1.33.5\n')
     return h
 
 

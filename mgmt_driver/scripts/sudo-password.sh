@@ -1,9 +1,10 @@
+#!/bin/sh
 # Run "$@" as root through sudo, on a host where sudo may ask a password
 # (mgmt_driver/escalation.py).  The first line of standard input is that
 # password; the rest is the command's input.  It is read by whichever
 # reads it first, sudo or "read", one byte at a time, so the command gets
 # exactly the rest; the password is never an argument.
-#   sh -c "$(cat sudo_password.sh)" sudo COMMAND [ARG...]
+#   sh -c PROGRAM sudo COMMAND [ARG...]
 if sudo -n -k true 2>/dev/null; then
     # NOPASSWD: the password line is not for the command.
     IFS= read -r _ || :
