@@ -35,6 +35,10 @@ from mgmt_driver import remote
 
 #: The workspace directory of the snapshots.
 SNAPSHOT_DIR = 'etcd-snapshots'
+#: The programs (``mgmt_driver/scripts/``) that list the snapshots on the
+#: Ansible server and save one on a master.
+LIST_PROGRAM = 'etcd-snapshots'
+SAVE_PROGRAM = 'etcd-snapshot-save'
 #: Permission bits of the directory and of each snapshot.
 DIR_MODE = 0o700
 FILE_MODE = 0o600
@@ -159,8 +163,7 @@ def directory_of(workspace_path):
 def listing(conn, directory):
     """The snapshots in *directory* on the Ansible server, oldest first
     (reads only)."""
-    result = conn.run(['sh', '-c', remote.program('etcd-snapshots'), 'sh',
-                       directory])
+    result = conn.run(remote.command(LIST_PROGRAM, directory))
     return parse_listing(result.stdout)
 
 
@@ -210,9 +213,8 @@ def _take_on(drv, node, settings, target, path):
     conn = drv.connection(node)
     username = drv.spec.master.login.username
     sudo = ['sudo', '-n'] if kconf.use_sudo(settings.sudo, username) else []
-    result = conn.run(sudo + [
-        'sh', '-c', remote.program('etcd-snapshot-save'), 'sh',
-        settings.etcdctl, username, settings.tmp_dir],
+    result = conn.run(sudo + remote.command(
+        SAVE_PROGRAM, settings.etcdctl, username, settings.tmp_dir),
         timeout=settings.timeout, check=False)
     if result.failed:
         raise exceptions.MgmtDriverOtherError(

@@ -290,6 +290,11 @@ def summary_lines(steps):
 #: Commands that change a host (after ``sudo -n`` and ``env NAME=...``).
 _CHANGING = frozenset({'mv', 'install', 'rm', 'ln', 'chmod', 'chown',
                        'mkdir', 'systemctl', 'bash', 'service'})
+#: The shell programs (``mgmt_driver/scripts/``) that change a host; the
+#: others only read, and a detached run is shown by its playbook.
+_CHANGING_PROGRAMS = frozenset({
+    'ensure-workspace', 'replace-workspace', 'remove-workspace',
+    'renew-certs', 'etcd-snapshot-save'})
 #: kubectl verbs that only read.
 _KUBECTL_READS = frozenset({'get', 'version', 'describe', 'wait', 'auth',
                             'top', 'api-resources', 'cluster-info'})
@@ -305,6 +310,9 @@ def _change_of(step):
         return 'run ' + step.text.rsplit(' ', 1)[-1] + _limit_of(step.text)
     if step.text.startswith('rm -rf -- '):  # the workspace's removal
         return step.text
+    name = remote.name_of(step.argv or step.text)
+    if name in _CHANGING_PROGRAMS:
+        return 'program %s' % name
     words = _plain_words(step)
     if not words:
         return None
@@ -337,7 +345,8 @@ def _option_values(words):
     """The values of kubectl's options that take one (``--kubeconfig
     PATH``), which are not its verb."""
     return {words[i + 1] for i, w in enumerate(words[:-1])
-            if w in ('--kubeconfig', '-n', '--namespace', '--context')}
+            if w in ('--kubeconfig', '-n', '--namespace', '--context',
+                     '--server', '-s')}
 
 
 def _limit_of(text):
@@ -403,15 +412,18 @@ MAX_SHOWN_LINES = 120
 def _command_text(step):
     """``sh -c <program NAME, N lines> ARGS`` for a shell program (the
     JSON plan has it whole), else the command."""
-    argv = step.argv
-    if not argv or argv[:2] != ['sh', '-c'] or len(argv) < 3 or \
-            '\n' not in argv[2]:
+    argv = list(step.argv or ())
+    sudo = argv[:2] == ['sudo', '-n']
+    if sudo:
+        argv = argv[2:]
+    if argv[:2] != ['sh', '-c'] or len(argv) < 3 or '\n' not in argv[2]:
         return step.text
     name = remote.name_of(argv)
     program = argv[2].strip('\n').splitlines()
     label = 'program %s, %d lines' % (name, len(program)) if name else \
         '%d-line program: %s' % (len(program), program[0].strip()[:60])
-    return 'sh -c <%s> %s' % (label, ssh.display_command(list(argv[3:])))
+    return '%ssh -c <%s> %s' % ('sudo -n ' if sudo else '', label,
+                                ssh.display_command(argv[3:]))
 
 
 # --------------------------------------------------------------- secrets --

@@ -20,6 +20,7 @@ import tarfile
 
 from mgmt_driver import connection
 from mgmt_driver import detached
+from mgmt_driver import etcdsnapshots
 from mgmt_driver import exceptions
 from mgmt_driver import kubespray
 from mgmt_driver import registry
@@ -135,7 +136,7 @@ class FakeConnection(connection.Connection):
         a snapshot in :attr:`files` and prints its path."""
         answer = {'stdout': '', 'stderr': '', 'exit_code': 0,
                   'timeout': False}
-        if remote.name_of(command) == 'etcd-snapshot-save':
+        if remote.name_of(command) == etcdsnapshots.SAVE_PROGRAM:
             self.files[self.SNAPSHOT_PATH] = 'etcd snapshot of ' + self.host
             answer['stdout'] = 'KS:SNAPSHOT:%s\n' % self.SNAPSHOT_PATH
         return answer

@@ -16,6 +16,7 @@ from mgmt_driver import exceptions
 from mgmt_driver import lcm_requests
 from mgmt_driver import operations
 from mgmt_driver import remote
+from mgmt_driver import status
 from mgmt_driver import upgrade
 from tests.fakes import FakePool
 from tests.unit.test_driver import LAYOUT
@@ -127,9 +128,8 @@ def test_a_master_not_read_is_named_and_the_others_shown():
 
 
 def _report(section):
-    return dict({name: {'ok': True, 'error': None} for name in
-                 ('nodes', 'etcd', 'load_balancer', 'playbook_runs',
-                  'differences')}, certificates=section, ok=section['ok'])
+    report = {name: {'ok': True, 'error': None} for name in status.SECTIONS}
+    return dict(report, certificates=section, ok=section['ok'])
 
 
 @pytest.mark.parametrize('days, code', [(300, cli.EXIT_OK),
@@ -317,7 +317,7 @@ def test_a_v1_patch_passes_the_request_id_to_the_operation(
     from tests.unit import test_driver as td
     calls = []
     monkeypatch.setattr(driver.operations, 'modify',
-                        lambda *args: calls.append(args))
+                        lambda *args, **kwargs: calls.append(args))
     h = td.Harness(conf)
     instance = h.instance(td._instantiate_params())
     instance.vnf_metadata = {'renew_certificates': 'r1', 'owner': 'ops'}
@@ -347,6 +347,6 @@ def test_a_dry_run_plans_each_master_and_waits_for_nothing(capsys):
                      str(samples / 'topology_ha.yaml')])
     out = capsys.readouterr().out
     assert code == cli.EXIT_OK
-    assert out.count('# kubespray-mgmt-script: renew-certs') == 3
+    assert out.count('<program renew-certs, ') == 3
     assert out.count('get --raw /readyz') == 4  # 3 masters, then the LB
     assert out.count('version --client') == 1

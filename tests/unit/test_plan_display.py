@@ -105,12 +105,15 @@ def test_steps_keep_their_order_across_hosts(dry_run):
 def test_the_summary_says_what_changes_on_each_host(dry_run):
     text, _ = dry_run
     summary = text[text.index('\nWhat would change:\n'):]
-    assert '  10.10.0.50:\n    - write /opt/kubespray/inventory/c1/' \
+    assert '  10.10.0.50:\n    - program ensure-workspace\n' \
+           '    - program replace-workspace\n' \
+           '    - write /opt/kubespray/inventory/c1/' \
            'kubespray-mgmt/hosts.yaml (mode 0644)\n' in summary
     assert '    - run cluster.yml\n' in summary
     assert '    - sudo -n mv -f -- /etc/haproxy/haproxy.cfg.new ' \
            '/etc/haproxy/haproxy.cfg\n' in summary
     assert 'get secret' not in summary and 'haproxy -c' not in summary
+    assert 'program detect-layout' not in summary  # it only reads
 
 
 def test_a_shell_program_is_shown_by_its_size_not_whole():

@@ -4,7 +4,10 @@ import subprocess
 
 import pytest
 
+from mgmt_driver import certificates
 from mgmt_driver import detached
+from mgmt_driver import doctor
+from mgmt_driver import etcdsnapshots
 from mgmt_driver import factcache
 from mgmt_driver import kubespray
 from mgmt_driver import remote
@@ -82,5 +85,7 @@ def test_every_shipped_program_is_sent_by_the_driver():
     # A name without a file, or a file no module sends, is a mistake.
     used = {*detached.PROGRAMS, kubespray.REPLACE, kubespray.DETECT,
             kubespray.SUPPORTED, factcache.PROBE, status._RUNS,
+            certificates.RENEW_PROGRAM, doctor.TOOLS_PROGRAM,
+            etcdsnapshots.LIST_PROGRAM, etcdsnapshots.SAVE_PROGRAM,
             'sudo-password'}  # escalation.SCRIPT
     assert used == set(SHIPPED)
