@@ -200,7 +200,8 @@ def scale_out(drv, cluster, workers=None, gateways=(), vim_name=None,
                if name not in masters]
     if gateways:
         gateway_steps.add(drv, cluster, gateways, vim_name)
-    new = missing if workers is None else list(workers)
+    new = [n for n in (missing if workers is None else workers)
+           if n not in drv.absent]
     drv.scale_out(cluster, new, advice=advice)
     return new
 
@@ -214,6 +215,7 @@ def scale_in(drv, cluster, workers, gateways=()):
     :returns: the cluster without them.
     """
     drv.claim()
+    _operated_on(drv, workers)
     drv.reconcile(cluster)
     if gateways:
         cluster = gateway_steps.remove(drv, cluster, gateways)
@@ -228,6 +230,16 @@ def scale_out_rollback(drv, cluster):
     drv.claim()
     drv.reconcile(cluster)
     drv.scale_out(cluster, [])
+
+
+def _operated_on(drv, names):
+    """Workers the operation removes or heals are its own business, not
+    absent: remove-node.yml and the join need them in the inventory."""
+    mine = drv.absent.intersection(names)
+    if mine:
+        drv.warn('%s: removed or healed by this operation, not left out',
+                 ', '.join(sorted(mine)))
+        drv.absent = drv.absent - mine
 
 
 # Heal of single nodes.
@@ -246,6 +258,7 @@ def heal_begin(drv, cluster, names):
     # Before any remote work (kubectl would find no master to run on).
     controlplane.check_masters_left(cluster, masters)
     drv.claim()
+    _operated_on(drv, names)
     drv.reconcile(cluster, exclude=masters)
     if workers:
         cluster = drv.remove_workers(cluster, workers, rejoin=True)
@@ -264,6 +277,7 @@ def heal_finish(drv, cluster, names, vim_name, vims, new_settings=False):
     healed = set(names)
     gateways = [n.name for n in cluster.gateways if n.name in healed]
     drv.claim()
+    _operated_on(drv, names)
     if gateways:
         # First: the gateways' old host keys must go before any step
         # below connects to them; the other gateways keep serving.
@@ -284,7 +298,7 @@ def heal_finish(drv, cluster, names, vim_name, vims, new_settings=False):
 # Day 2.
 
 def modify(drv, cluster, relabel=None, target=None, serial=None,
-           field='kube_version'):
+           field='kube_version', excused=()):
     """Relabel nodes (first), then upgrade Kubernetes to *target*.
 
     :param relabel: ``(names, labels, taints)``
@@ -292,6 +306,8 @@ def modify(drv, cluster, relabel=None, target=None, serial=None,
     :param target: the version to upgrade to
         (:func:`mgmt_driver.day2.upgrade`; a dry run plans every node), or
         None.
+    :param excused: node names the upgrade's preflight accepts not Ready
+        or cordoned (:func:`mgmt_driver.day2.upgrade`).
     :returns: ``(names not relabelled, upgrade Plan or None)``.
     """
     drv.claim()
@@ -300,17 +316,18 @@ def modify(drv, cluster, relabel=None, target=None, serial=None,
     done = None
     if target is not None:
         done = day2.upgrade(drv, cluster, target, serial, field,
-                            every_node=planning(drv))
+                            every_node=planning(drv), excused=excused)
     return missing, done
 
 
-def upgrade(drv, cluster, target, serial=None, field='kube_version'):
+def upgrade(drv, cluster, target, serial=None, field='kube_version',
+            excused=()):
     """:func:`modify` with an upgrade only.
 
     :returns: the :class:`mgmt_driver.upgrade.Plan` that was run.
     """
     return modify(drv, cluster, target=target, serial=serial,
-                  field=field)[1]
+                  field=field, excused=excused)[1]
 
 
 def relabel(drv, cluster, names, labels=(), taints=()):
@@ -370,8 +387,9 @@ def _run_terminate(drv, cluster, names, name, vims):
 
 
 def _run_upgrade(drv, cluster, names, name, vims, kube_version=None,
-                 serial=None):
-    done = upgrade(drv, cluster, kube_version, serial, '--kube-version')
+                 serial=None, excused=()):
+    done = upgrade(drv, cluster, kube_version, serial, '--kube-version',
+                   excused)
     return 'upgraded %s to %s: %d node(s) upgraded' % (
         name, upgrade_mod.version_text(done.target),
         len(done.masters) + len(done.workers))
@@ -386,18 +404,32 @@ def _run_relabel(drv, cluster, names, name, vims, labels=(), taints=()):
 
 
 def _by_name(command, function):
-    def run(drv, cluster, names, name, vims=None, **options):
+    def run(drv, cluster, names, name, vims=None, absent=(), **options):
         """Run the operation; :returns: its one-line summary.
 
-        :raises ParamsInvalid: *names* for one that takes none.
+        :param absent: workers to leave out of every playbook run
+            (:meth:`ClusterDriver.declare_absent`); the summary names
+            them.
+        :raises ParamsInvalid: *names* for one that takes none, or
+            *absent* names that are not workers.
         """
         if names and command not in TAKES_NODES:
             raise exceptions.ParamsInvalid(
                 ['nodes: %s takes none (given: %s)' % (
                     command, ', '.join(names))])
-        return function(drv, cluster, list(names), name,
-                        vims or KubeconfigVims.for_context(drv), **options)
+        drv.declare_absent(cluster, absent, '--absent')
+        summary = function(drv, cluster, list(names), name,
+                           vims or KubeconfigVims.for_context(drv),
+                           **options)
+        return summary + skipped(drv)
     return run
+
+
+def skipped(drv):
+    """What a result says of the workers left out: ``'; skipped
+    (declared absent): NAMES'``, or ''."""
+    return '; skipped (declared absent): %s' % ', '.join(
+        sorted(drv.absent)) if drv.absent else ''
 
 
 #: ``kubespray-mgmt run`` OPERATION -> ``(drv, cluster, names, vim name,

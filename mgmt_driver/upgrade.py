@@ -23,6 +23,7 @@ import dataclasses
 import json
 import re
 
+from mgmt_driver import absence
 from mgmt_driver import exceptions
 from mgmt_driver import labels
 
@@ -96,12 +97,18 @@ class MetadataRequest:
     :param serial: as :func:`parse_serial` returns it, or None.
     :param prefix: the metadata's field name, for messages.
     :param relabel: a :class:`mgmt_driver.labels.Relabel`, or None.
+    :param excused: node names the upgrade's preflight accepts not Ready
+        or cordoned (:data:`mgmt_driver.absence.EXCUSED_KEY`).
+    :param absent: workers left out of the operation's runs
+        (:data:`mgmt_driver.absence.ABSENT_KEY`).
     """
 
     kube_version: tuple = None
     serial: object = None
     prefix: str = 'metadata'
     relabel: object = None
+    excused: tuple = ()
+    absent: tuple = ()
 
     @property
     def empty(self):
@@ -147,7 +154,9 @@ def check_metadata(metadata, prefix):
     if problems:
         raise exceptions.ParamsInvalid(problems)
     return MetadataRequest(found.get(METADATA_VERSION),
-                           found.get(METADATA_SERIAL), prefix, relabel)
+                           found.get(METADATA_SERIAL), prefix, relabel,
+                           found.get(absence.EXCUSED_KEY, ()),
+                           found.get(absence.ABSENT_KEY, ()))
 
 
 #: Metadata key -> its check ``(value, field) -> parsed``, in the order
@@ -155,7 +164,9 @@ def check_metadata(metadata, prefix):
 #: relabel keys, read together, are checked by
 #: :func:`mgmt_driver.labels.relabel_from_metadata` after these).
 METADATA_CHECKS = ((METADATA_VERSION, parse_version),
-                   (METADATA_SERIAL, parse_serial))
+                   (METADATA_SERIAL, parse_serial),
+                   (absence.EXCUSED_KEY, absence.parse_names),
+                   (absence.ABSENT_KEY, absence.parse_names))
 #: Every metadata key the driver reads.
 METADATA_KEYS = tuple(key for key, _ in METADATA_CHECKS) + (
     labels.METADATA_NODES, labels.METADATA_POOLS, labels.METADATA_LABELS,

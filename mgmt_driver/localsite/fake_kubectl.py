@@ -9,6 +9,7 @@ stderr), against :mod:`clusterstate`::
   get nodes|pods|secrets|serviceaccounts|clusterrolebindings|...
       [NAME] [-o json|name|wide|jsonpath=...] [-n NS | -A]
       [--field-selector k=v,k!=v] [-l k=v] [--ignore-not-found]
+  get --raw=/readyz [--server=URL]
   cordon NAME / uncordon NAME
   drain NAME [--ignore-daemonsets] [--delete-emptydir-data] [--force]
       [--timeout=DURATION] [--grace-period=N] [--disable-eviction]
@@ -65,7 +66,7 @@ BUILTIN_NAMESPACES = ('default', 'kube-system', 'kube-public',
 BUILTIN_CLUSTERROLES = ('cluster-admin', 'admin', 'edit', 'view')
 
 GLOBAL_FLAGS = {'kubeconfig': True, 'namespace': True, 'context': True,
-                'request-timeout': True, 'v': True}
+                'request-timeout': True, 'v': True, 'server': True}
 SHORT = {'n': 'namespace', 'o': 'output', 'A': 'all-namespaces',
          'f': 'filename', 'l': 'selector', 'v': 'v'}
 #: command -> {flag: takes a value}
@@ -73,7 +74,7 @@ COMMAND_FLAGS = {
     'version': {'client': False, 'output': True},
     'get': {'output': True, 'all-namespaces': False, 'field-selector': True,
             'selector': True, 'ignore-not-found': False,
-            'no-headers': False},
+            'no-headers': False, 'raw': True},
     'cordon': {}, 'uncordon': {},
     'label': {'overwrite': False}, 'taint': {'overwrite': False},
     'drain': {'ignore-daemonsets': False, 'delete-emptydir-data': False,
@@ -550,7 +551,40 @@ def cmd_version(positional, flags):
     return '\n'.join(lines)
 
 
+def _raw(path, flags):
+    """``get --raw /readyz``: "ok" from the API server, reached at
+    ``--server`` when given (on the site: through HAProxy, whose
+    backends greet a connection; one that closes at once is a frontend
+    with no backend up), else at the kubeconfig's (this state)."""
+    if path not in ('/readyz', '/livez', '/healthz'):
+        raise KubectlError('Error from server (NotFound): the server could '
+                           'not find the requested resource')
+    server = flags.get('server')
+    if server:
+        match = re.fullmatch(r'https?://\[?([^\]/]+?)\]?:(\d+)/?', server)
+        if match is None:
+            raise KubectlError('error: invalid server %r' % server)
+        host, port = match.group(1), int(match.group(2))
+        try:
+            with socket.create_connection((host, port), timeout=5) as sock:
+                if not sock.recv(64):
+                    raise KubectlError(
+                        'Unable to connect to the server: EOF')
+        except OSError:
+            raise KubectlError(
+                'The connection to the server %s:%d was refused - did you '
+                'specify the right host or port?' % (host, port)) from None
+    with cluster():
+        pass
+    return 'ok'
+
+
 def cmd_get(positional, flags):
+    if flags.get('raw'):
+        if positional:
+            raise usage('get', 'arguments may not be passed when --raw '
+                        'is specified')
+        return _raw(flags['raw'], flags)
     resource, names = split_names('get', positional)
     with cluster() as state:
         objs, missing = select(state, resource, names, flags)
