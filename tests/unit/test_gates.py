@@ -7,13 +7,16 @@ import pytest
 import yaml
 
 from mgmt_driver import absence
+from mgmt_driver import cli
 from mgmt_driver import exceptions
 from mgmt_driver import gates
 from mgmt_driver import kubectl
 from mgmt_driver import nodes as nodes_mod
 from mgmt_driver import params
 from mgmt_driver import upgrade
+from tests.unit import test_cli_run
 from tests.unit.test_driver import Harness
+from tests.unit.test_driver import _heat_like
 from tests.unit.test_driver import _instantiate_params
 from tests.unit.test_driver import _request
 from tests.unit.test_driver import conf  # noqa: F401 (a fixture)
@@ -325,7 +328,6 @@ def test_absent_nodes_must_be_workers_of_the_cluster(conf):  # noqa
 def test_a_not_ready_node_is_removed_without_waiting_for_a_drain(conf):  # noqa
     """SSH answers, the kubelet does not: no drain (its pods could never
     confirm they ended), remove-node.yml as for an unreachable node."""
-    from tests.unit.test_driver import _heat_like
     h = Harness(conf)
     extra = _heat_like(h, 2, {W2: 'gone'})
     h.master.script(r'get node %s --ignore-not-found -o name' % W2,
@@ -342,3 +344,35 @@ def test_a_not_ready_node_is_removed_without_waiting_for_a_drain(conf):  # noqa
     vars_file = yaml.safe_load(h.workspace_files()['remove-node-vars.yaml'])
     assert vars_file['reset_nodes'] is False
     assert vars_file['allow_ungraceful_removal'] is True
+
+
+# ------------------------------------------------------ command line --
+
+def test_cli_leaves_an_absent_worker_out_and_says_so(capsys):
+    code, out, err = test_cli_run._run(
+        capsys, 'upgrade', '--dry-run', '--kube-version', '1.34.3',
+        '--absent', W2)
+    assert code == cli.EXIT_OK, err
+    assert out.rstrip().splitlines()[-1].endswith(
+        '2 node(s) upgraded; skipped (declared absent): %s' % W2)
+    ran = [line.split('--limit=')[-1] for line in out.splitlines()
+           if line.startswith('$ ') and 'upgrade-cluster.yml' in line]
+    assert ran == ['%s upgrade-cluster.yml' % M1,
+                   '%s upgrade-cluster.yml' % W1]
+
+
+@pytest.mark.parametrize('extra, text', [
+    (['--absent', M1], '--absent: %s is a control-plane node' % M1),
+    (['--absent', 'a b'], "--absent: 'a b' is not a node name"),
+])
+def test_cli_refuses_bad_absent_nodes(capsys, extra, text):
+    code, out, err = test_cli_run._run(
+        capsys, 'upgrade', '--dry-run', '--kube-version', '1.34.3', *extra)
+    assert code == cli.EXIT_BAD_INPUT and text in err, err
+
+
+def test_cli_excuse_is_for_upgrade_only(capsys):
+    code, out, err = test_cli_run._run(capsys, 'scale-out', '--dry-run',
+                                       '--excuse', W1)
+    assert code == cli.EXIT_BAD_INPUT and '--excuse: only for run upgrade' \
+        in err
