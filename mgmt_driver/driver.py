@@ -759,6 +759,18 @@ class ClusterDriver:
         return True
 
 
+def _declare_absent(drv, cluster, vms, named, field):
+    """Declare absent the workers *named* by the request's *field* and
+    those whose VM Heat reports gone (*vms*: ``{name: VmRecord}``)."""
+    workers = {n.name for n in cluster.workers}
+    gone = sorted(name for name, r in (vms or {}).items()
+                  if r is not None and r.gone and name in workers
+                  and name not in named)
+    if gone:
+        drv.warn('Heat reports the VM of %s gone', ', '.join(gone))
+    drv.declare_absent(cluster, tuple(named) + tuple(gone), field)
+
+
 def _host_of(node):
     return records_mod.Host(node.ssh_address, int(node.ssh_port), node.role)
 
@@ -864,7 +876,7 @@ class LcmHooks:
             self._noop('modify_information_end', vnf_instance)
             return
         spec = self._spec(context, vnf_instance, None, 'upgrade')
-        cluster, _ = self._vms(context, vnf_instance, None, spec)
+        cluster, vms = self._vms(context, vnf_instance, None, spec)
         relabel = wanted.relabel
         if relabel is not None:
             relabel = (list(relabel.nodes) + labels_mod.pool_members(
@@ -876,8 +888,8 @@ class LcmHooks:
         with self._pool_factory() as pool:
             drv = self._driver(context, vnf_instance, spec, pool,
                                'modify_information_end')
-            drv.declare_absent(cluster, wanted.absent,
-                               wanted.field(absence.ABSENT_KEY))
+            _declare_absent(drv, cluster, vms, wanted.absent,
+                            wanted.field(absence.ABSENT_KEY))
             operations.modify(
                 drv, cluster, relabel, target, wanted.serial,
                 wanted.field(upgrade_mod.METADATA_VERSION), wanted.excused)
@@ -944,18 +956,19 @@ class LcmHooks:
         return self._records or records_mod.RecordStore.from_conf(self.conf)
 
     def _driver(self, context, vnf_instance, spec, pool, operation,
-                request=None, cluster=None):
+                request=None, cluster=None, vms=None):
         """The :class:`ClusterDriver` of the hook *operation*; the
-        workers *request*'s ``additionalParams.absent_nodes`` names are
-        declared absent in *cluster*."""
+        workers *request*'s ``additionalParams.absent_nodes`` names, and
+        those whose VM Heat reports gone (*vms*: ``{name: VmRecord}``),
+        are declared absent in *cluster*."""
         drv = ClusterDriver(spec, vnf_instance.id, pool, self.conf,
                             self._package_dir_of(context, vnf_instance),
                             records=self._store(), operation=operation)
         if request is not None:
-            drv.declare_absent(cluster, absence.parse_names(
-                _additional_params(request).get(absence.ABSENT_KEY),
-                'additionalParams.' + absence.ABSENT_KEY),
-                'additionalParams.' + absence.ABSENT_KEY)
+            field = 'additionalParams.' + absence.ABSENT_KEY
+            _declare_absent(drv, cluster, vms, absence.parse_names(
+                _additional_params(request).get(absence.ABSENT_KEY), field),
+                field)
         return drv
 
     def _vims(self, context, vnf_instance):
@@ -1015,7 +1028,7 @@ class LcmHooks:
         with self._pool_factory() as pool:
             operations.scale_out(
                 self._driver(context, vnf_instance, spec, pool,
-                             'scale_end', request, cluster),
+                             'scale_end', request, cluster, records),
                 cluster, gateways=new_gateways,
                 vim_name=self._vim_name(spec, vnf_instance),
                 advice=SCALE_OUT_ADVICE)
@@ -1035,7 +1048,8 @@ class LcmHooks:
         with self._pool_factory() as pool:
             operations.scale_in(
                 self._driver(context, vnf_instance, spec, pool,
-                             'scale_start', request, cluster), cluster,
+                             'scale_start', request, cluster, records),
+                cluster,
                 _members(records, chosen, match, params.ROLE_WORKER),
                 _members(records, chosen, match, params.ROLE_EXTERNAL_LB))
 
@@ -1068,7 +1082,7 @@ class LcmHooks:
         with self._pool_factory() as pool:
             operations.heal_begin(
                 self._driver(context, vnf_instance, spec, pool,
-                             'heal_start', request, cluster),
+                             'heal_start', request, cluster, records),
                 cluster, self._healed(vnf_instance, request, records))
 
     @statestore.hook
@@ -1083,7 +1097,7 @@ class LcmHooks:
         with self._pool_factory() as pool:
             operations.heal_finish(
                 self._driver(context, vnf_instance, spec, pool, 'heal_end',
-                             request, cluster),
+                             request, cluster, records),
                 cluster, self._healed(vnf_instance, request, records),
                 self._vim_name(spec, vnf_instance),
                 self._vims(context, vnf_instance),

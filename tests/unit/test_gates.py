@@ -1,6 +1,7 @@
 """Upgrade preflight and gates (mgmt_driver.gates), nodes declared
 absent (mgmt_driver.absence), and the driver steps that use them."""
 
+import dataclasses
 import json
 
 import pytest
@@ -10,6 +11,7 @@ from mgmt_driver import absence
 from mgmt_driver import cli
 from mgmt_driver import exceptions
 from mgmt_driver import gates
+from mgmt_driver import heat
 from mgmt_driver import kubectl
 from mgmt_driver import nodes as nodes_mod
 from mgmt_driver import params
@@ -376,3 +378,40 @@ def test_cli_excuse_is_for_upgrade_only(capsys):
                                        '--excuse', W1)
     assert code == cli.EXIT_BAD_INPUT and '--excuse: only for run upgrade' \
         in err
+
+
+def test_a_worker_whose_vm_heat_reports_gone_is_absent(conf):  # noqa
+    h = Harness(conf, k8s_nodes=[M1, W1, W2])
+    extra = _heat_like(h, 3, {})
+    vms = h.hooks._vms
+
+    def with_w2_gone(*args):
+        cluster, records = vms(*args)
+        records[W2] = dataclasses.replace(records[W2], gone=True)
+        return cluster, records
+    h.hooks._vms = with_w2_gone
+    h.hooks.scale_end(None, h.instance(extra),
+                      _request({}, type='SCALE_OUT'), None, None)
+    hosts = yaml.safe_load(h.workspace_files()['hosts.yaml'])
+    assert W2 not in hosts['all']['hosts'] and W1 in hosts['all']['hosts']
+    assert 'scale.yml' in h.playbooks()
+
+
+def test_heat_marks_a_server_gone_by_its_resource_status():
+    class Res:
+        def __init__(self, kind, status, rid='srv'):
+            self.resource_type, self.resource_status = kind, status
+            self.physical_resource_id = rid
+
+    class FakeHeat:
+        def __init__(self, status):
+            self.status = status
+
+        def resource_get_list(self, stack_id):
+            return [Res(heat.SERVER_TYPE, self.status), Res('OS::X', 'x')]
+
+    for status, gone in (('CREATE_COMPLETE', False), ('CHECK_FAILED', True),
+                         ('UPDATE_COMPLETE', False),
+                         ('DELETE_COMPLETE', True)):
+        assert heat.HeatNodeFinder(FakeHeat(status))._server('s') == (
+            'srv', gone)
