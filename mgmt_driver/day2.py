@@ -200,16 +200,15 @@ def gate(drv, cluster, names, wanted, excused):
     """After one upgrade run: its nodes Ready at *wanted*, the API ready
     through the load balancer, etcd healthy; else stop.
 
-    :param excused: names not required Ready and schedulable (None: a
-        dry run, nothing to check).
+    :param excused: names not required Ready and schedulable, only at
+        *wanted* when Ready (None: a dry run, nothing to check).
     :raises UpgradeGateClosed: naming the run and every problem.
     """
     if excused is None:
         return
     client = drv.kubectl_client(cluster)
-    problems = gates.node_problems(
-        client.nodes(), [n for n in names if n not in excused], excused,
-        version=wanted)
+    problems = gates.node_problems(client.nodes(), names, excused,
+                                   version=wanted)
     ready, why = client.api_ready(drv.discovery_server(cluster))
     if not ready:
         problems.append('the API is not ready through %s: %s' % (

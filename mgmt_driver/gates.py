@@ -55,9 +55,9 @@ def node_problems(nodes, names, excused=(), version=None):
 
     :param nodes: ``kubectl.NodeInfo`` of the cluster.
     :param names: the node names to check, in the order to report.
-    :param excused: names the request accepts as they are (only the
-        version is still checked for them when *version* is given and
-        they were not left out by the caller).
+    :param excused: names the request accepts not Ready or cordoned
+        (their version is still checked when *version* is given and
+        they are Ready: a dead kubelet reports no new version).
     :param version: ``(major, minor, patch)`` every node must run, or
         None.
     :returns: sentences, one per node, in *names*' order.
@@ -76,8 +76,9 @@ def node_problems(nodes, names, excused=(), version=None):
                 why.append('not Ready (Ready is %s)' % node.ready)
             if not node.schedulable:
                 why.append('cordoned')
-        if version is not None and upgrade_mod.kubelet_version(
-                node) != version:
+        if version is not None and (
+                name not in excused or node.ready == 'True') and \
+                upgrade_mod.kubelet_version(node) != version:
             why.append('at %s, not %s' % (node.kubelet_version or '?',
                                           upgrade_mod.version_text(version)))
         if why:

@@ -59,13 +59,16 @@ def test_node_problems_name_each_unfit_node_once():
         'e is not a Kubernetes node']
 
 
-def test_excused_nodes_pass_but_are_still_version_checked():
+def test_excused_nodes_pass_but_ready_ones_are_still_version_checked():
     nodes = [node('b', ready='Unknown', version='v1.33.5'),
-             node('c', schedulable=False)]
-    assert gates.node_problems(nodes, ['b', 'c'], excused={'b', 'c'}) == []
-    assert gates.node_problems(nodes, ['b', 'c'], excused={'b', 'c'},
+             node('c', schedulable=False, version='v1.33.5'),
+             node('d', schedulable=False)]
+    names = ['b', 'c', 'd']
+    assert gates.node_problems(nodes, names, excused=set(names)) == []
+    # b's kubelet is dead: it cannot report a new version.
+    assert gates.node_problems(nodes, names, excused=set(names),
                                version=(1, 34, 3)) == [
-        'b is at v1.33.5, not 1.34.3']
+        'c is at v1.33.5, not 1.34.3']
 
 
 def test_not_ready_is_any_condition_but_true():
