@@ -28,6 +28,7 @@ import time
 
 from oslo_config import cfg
 
+from mgmt_driver import absence
 from mgmt_driver import conf as kconf
 from mgmt_driver import csar
 from mgmt_driver import detached
@@ -439,7 +440,9 @@ def _operation_args(args):
     :raises ParamsInvalid, ParamsNotFound: a bad or missing option.
     """
     relabel = _relabel_args(args)
-    return relabel if relabel is not None else _upgrade_args(args)
+    extra = relabel if relabel is not None else _upgrade_args(args)
+    extra['absent'] = absence.parse_names(args.absent, '--absent')
+    return extra
 
 
 def _only_for(operation, *options):
@@ -483,14 +486,15 @@ def _upgrade_args(args):
     """
     if args.operation != 'upgrade':
         _only_for('upgrade', ('--kube-version', args.kube_version),
-                  ('--serial', args.serial))
+                  ('--serial', args.serial), ('--excuse', args.excuse))
         return {}
     if args.kube_version is None:
         raise exceptions.ParamsNotFound(
             ['--kube-version: missing (the version to upgrade to)'])
     upgrade.parse_version(args.kube_version, '--kube-version')
     return {'kube_version': args.kube_version,
-            'serial': upgrade.parse_serial(args.serial, '--serial')}
+            'serial': upgrade.parse_serial(args.serial, '--serial'),
+            'excused': absence.parse_names(args.excuse, '--excuse')}
 
 
 def _lb_script(spec, cluster, args):
@@ -602,6 +606,15 @@ def _add_run_commands(subparsers):
     run.add_argument('--serial', metavar='N|N%',
                      help='upgrade: workers upgraded at once (kubespray\'s '
                           'serial; default: its 20%%)')
+    run.add_argument('--excuse', metavar='NAME[,NAME...]',
+                     help='upgrade: nodes the preflight accepts not Ready '
+                          'or cordoned (kubespray upgrades them where they '
+                          'stand, undrained)')
+    run.add_argument('--absent', metavar='NAME[,NAME...]',
+                     help='workers that are dead on purpose: left out of '
+                          'every playbook run of the operation (kubespray '
+                          'cannot --limit around a dead host whose cached '
+                          'facts expired); the summary names them')
     run.add_argument('--labels', metavar='KEY=VALUE|KEY-[,...]',
                      help='relabel: node labels set (KEY-: removed) on '
                           'the nodes, checked as master_node.labels are; '

@@ -8,11 +8,13 @@ What :mod:`mgmt_driver.labels` and :mod:`mgmt_driver.upgrade` decide
 after claiming the workspace.
 """
 
+from mgmt_driver import absence
 from mgmt_driver import autoheal
 from mgmt_driver import certificates
 from mgmt_driver import conf as kconf
 from mgmt_driver import etcdsnapshots
 from mgmt_driver import exceptions
+from mgmt_driver import gates
 from mgmt_driver import gateways
 from mgmt_driver import kubectl
 from mgmt_driver import kubespray
@@ -20,7 +22,13 @@ from mgmt_driver import labels as labels_mod
 from mgmt_driver import loadbalancer
 from mgmt_driver import registry
 from mgmt_driver import remote
+from mgmt_driver import status
 from mgmt_driver import upgrade as upgrade_mod
+
+# What reading etcd's state may raise (reported as a problem).
+_READ_ERRORS = (exceptions.MgmtDriverRemoteCommandError,
+                exceptions.MgmtDriverRemoteCommandTimeOut,
+                exceptions.MgmtDriverOtherError)
 
 
 def relabel(drv, cluster, names, labels=(), taints=()):
@@ -81,55 +89,172 @@ def relabel(drv, cluster, names, labels=(), taints=()):
 
 
 def upgrade(drv, cluster, target, serial=None, field='kube_version',
-            every_node=False):
-    """Upgrade Kubernetes to *target*, node by node.
+            every_node=False, excused=()):
+    """Upgrade Kubernetes to *target*, node by node, between gates.
 
     The version is checked against the nodes' kubelet versions and
-    the checkout first (:func:`mgmt_driver.upgrade.plan`); a refused
-    one changes nothing.  Then it is recorded in the workspace, so
-    every later operation renders it, and ``upgrade-cluster.yml``
-    runs once per control-plane node, in the inventory's order, with
-    that node out of HAProxy's API backends meanwhile (a lone
-    control-plane node stays: there is no other), then once over the
-    workers, in batches of *serial*.  Nodes already at *target* are
-    skipped, so the same request run again after a failure
-    completes the upgrade.
+    the checkout first (:func:`mgmt_driver.upgrade.plan`), then the
+    cluster (:func:`preflight`): every node Ready and schedulable
+    unless *excused*, etcd healthy with all its members, and no
+    PodDisruptionBudget that would stop the drain of a node to
+    upgrade; a refusal changes nothing and names every problem.  Then
+    the version is recorded in the workspace, so every later operation
+    renders it, and ``upgrade-cluster.yml`` runs once per control-plane
+    node, in the inventory's order, with that node out of HAProxy's API
+    backends meanwhile (a lone control-plane node stays: there is no
+    other), then once per batch of *serial* workers (kubespray's
+    node-based upgrade: control plane first, then the workers in any
+    order, each run ``--limit``-ed).  After each run, a gate
+    (:func:`gate`): the nodes of that run Ready at *target*, the API
+    ready through the load balancer, etcd healthy; the upgrade stops
+    there otherwise.  Nodes already at *target* are skipped, so the
+    same request run again after a failure completes the upgrade.
+    Workers declared absent (:attr:`ClusterDriver.absent`) are left
+    out, at their version.
 
     :param target: the version, ``'1.34.3'`` or ``'v1.34.3'``.
     :param serial: workers upgraded at once (``3`` or ``'25%'``), or
-        None for kubespray's default.
+        None for kubespray's default (20 %).
     :param field: where *target* came from, for messages.
     :param every_node: plan every node without asking Kubernetes for
         their versions (a dry run: there is no cluster to ask).
+    :param excused: node names the preflight accepts not Ready or
+        cordoned (kubespray upgrades them where they stand, undrained).
     :returns: the :class:`mgmt_driver.upgrade.Plan` that was run.
     :raises ParamsInvalid: *target* or *serial* is refused.
+    :raises UpgradeGateClosed: the preflight or a gate found problems.
     """
     wanted = upgrade_mod.parse_version(target, field)
     cluster = drv.in_recorded_order(cluster)
-    nodes = None if every_node else drv.kubectl_client(cluster).nodes()
-    before = _cordoned_before(drv, wanted, nodes)
-    todo = _plan(drv, cluster, wanted, field, nodes, before)
+    client = None if every_node else drv.kubectl_client(cluster)
+    nodes = None if client is None else client.nodes()
+    recorded = _recorded_cordons(drv, wanted, nodes)
+    before = recorded if recorded is not None else frozenset(
+        n.name for n in nodes or () if not n.schedulable)
+    todo = _without_absent(drv, _plan(drv, cluster, wanted, field, nodes,
+                                      before))
+    left = [] if nodes is None else upgrade_mod.left_cordoned(
+        nodes, todo, before)
+    if nodes is not None and not todo.done:
+        preflight(drv, cluster, client, nodes, todo, set(excused).union(
+            recorded or (), left))
     if not todo.done:
         etcdsnapshots.before_risky(drv, cluster, 'upgrade')
     drv.step('upgrade to %s: control plane %s; workers %s',
              upgrade_mod.version_text(wanted),
-              ', '.join(todo.masters) or 'done',
-              ', '.join(todo.workers) or 'done')
+             ', '.join(todo.masters) or 'done',
+             ', '.join(todo.workers) or 'done')
     # Dry run (no nodes): nothing is known of the cordons to record.
     drv.record_kube_version(wanted, {} if nodes is None else {
         upgrade_mod.CORDONS_FILE: upgrade_mod.render_cordons(
             wanted, before)})
-    if nodes is not None:
-        _uncordon_left(drv, cluster, upgrade_mod.left_cordoned(
-            nodes, todo, before))
+    _uncordon_left(drv, cluster, left)
     drv.upload_inventory(cluster)
     if not todo.done:
         drv.refresh_facts(cluster, ())
+    checked = None if every_node else set(excused).union(before)
     for name in todo.masters:
         _upgrade_master(drv, cluster, name)
-    drv.runner().upgrade(list(todo.workers), serial)
+        gate(drv, cluster, [name], wanted, checked)
+    for batch in gates.worker_batches(todo.workers, serial):
+        drv.step('upgrading workers %s', ', '.join(batch))
+        drv.runner().upgrade(batch, len(batch))
+        gate(drv, cluster, batch, wanted, checked)
     gateways.update(drv, cluster)
     return todo
+
+
+def _without_absent(drv, todo):
+    absent = drv.absent
+    if not absent:
+        return todo
+    drv.warn('left out of the upgrade, declared absent: %s (they stay at '
+             'their version until healed or upgraded again)',
+             ', '.join(sorted(absent)))
+    return upgrade_mod.Plan(todo.target, todo.masters, tuple(
+        n for n in todo.workers if n not in absent))
+
+
+def preflight(drv, cluster, client, nodes, todo, excused):
+    """Refuse an upgrade the cluster is not fit for, before any change.
+
+    :param nodes: ``kubectl.NodeInfo`` of the cluster.
+    :param todo: the :class:`mgmt_driver.upgrade.Plan`.
+    :param excused: names accepted not Ready or cordoned.
+    :raises UpgradeGateClosed: every problem found, at once.
+    """
+    present = [n for n in cluster.names if n not in drv.absent]
+    problems = gates.node_problems(nodes, present, excused)
+    problems += gates.etcd_problems([n.name for n in cluster.masters],
+                                    *_etcd_state(drv, client))
+    drained = [n for n in todo.masters + todo.workers if n not in excused]
+    blockers = gates.drain_blockers(client.pods(), client.budgets(),
+                                    drained)
+    lines = gates.blocker_lines(blockers, drained)
+    stops, why = gates.pdb_policy(drv.rendered_spec().kubespray.extra_vars)
+    if lines and not stops:
+        drv.warn('%s; %s', '; '.join(lines), why)
+    elif lines:
+        problems += lines
+    if problems:
+        gates.refuse('preflight (nothing was changed)', problems,
+                     'Fix them (make each blocking budget allow a '
+                     'disruption, e.g. scale its workload up), or name '
+                     'the nodes to upgrade where they stand in %s, or '
+                     'declare dead workers absent (%s), then run the '
+                     'upgrade again.' % (absence.EXCUSED_KEY,
+                                         absence.ABSENT_KEY))
+    drv.step('upgrade preflight passed: %d node(s) Ready, etcd healthy, '
+             'no drain blocked', len(present))
+
+
+def gate(drv, cluster, names, wanted, excused):
+    """After one upgrade run: its nodes Ready at *wanted*, the API ready
+    through the load balancer, etcd healthy; else stop.
+
+    :param excused: names not required Ready and schedulable, only at
+        *wanted* when Ready (None: a dry run, nothing to check).
+    :raises UpgradeGateClosed: naming the run and every problem.
+    """
+    if excused is None:
+        return
+    client = drv.kubectl_client(cluster)
+    problems = gates.node_problems(client.nodes(), names, excused,
+                                   version=wanted)
+    ready, why = client.api_ready(drv.discovery_server(cluster))
+    if not ready:
+        problems.append('the API is not ready through %s: %s' % (
+            drv.discovery_server(cluster), why))
+    problems += gates.etcd_problems([n.name for n in cluster.masters],
+                                    *_etcd_state(drv, client))
+    if problems:
+        gates.refuse('the check after upgrading %s' % ', '.join(names),
+                     problems, 'The nodes upgraded so far stay upgraded; '
+                     'fix the problems and run the same upgrade again '
+                     '(it continues with the nodes not done).')
+
+
+def _etcd_state(drv, client):
+    """``(member names, [(endpoint, healthy, error)])`` of etcd, read
+    on *client*'s control-plane node; ``(None, None)`` when etcdctl
+    gave no answer that parses (reported as a problem)."""
+    group = drv.conf.kubespray_mgmt
+    sudo = ['sudo', '-n'] if kconf.use_sudo(
+        drv.settings.kubectl_sudo, drv.spec.master.login.username) else []
+    conn = client.conn
+    try:
+        listed = conn.run(sudo + [group.etcdctl_command, 'member', 'list',
+                                  '-w', 'json'],
+                          timeout=group.kubectl_timeout)
+        members = [m['name'] for m in status.parse_etcd_members(
+            listed.stdout, conn.host)]
+        health = conn.run(sudo + [group.etcdctl_command, 'endpoint',
+                                  'health', '--cluster', '-w', 'json'],
+                          timeout=group.kubectl_timeout, check=False)
+        return members, gates.parse_etcd_health(health.stdout, conn.host)
+    except _READ_ERRORS as exc:
+        drv.warn('etcd could not be asked on %s: %s', conn.host, exc)
+        return None, None
 
 
 def _plan(drv, cluster, wanted, field, nodes, before):
@@ -147,16 +272,17 @@ def _plan(drv, cluster, wanted, field, nodes, before):
         [n.name for n in cluster.workers], supported, field, before)
 
 
-def _cordoned_before(drv, wanted, nodes):
+def _recorded_cordons(drv, wanted, nodes):
     """The nodes that were cordoned when the upgrade to *wanted*
-    started: recorded by its first run, kept by the runs after."""
+    started, as its first run recorded them (the runs after keep
+    them), or None when this is its first run (or a dry run)."""
     if nodes is None:
-        return frozenset()
+        return None
     recorded = drv.read_record(
         upgrade_mod.CORDONS_FILE, upgrade_mod.parse_cordons)
     if recorded is not None and recorded[0] == wanted:
         return recorded[1]
-    return frozenset(n.name for n in nodes if not n.schedulable)
+    return None
 
 
 def _uncordon_left(drv, cluster, names):

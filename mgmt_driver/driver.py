@@ -35,11 +35,13 @@ import types
 from oslo_log import log as logging
 
 from mgmt_driver import DRIVER_NAME  # noqa: F401 (the shim reads it)
+from mgmt_driver import absence
 from mgmt_driver import autoheal
 from mgmt_driver import conf as kconf
 from mgmt_driver import detached
 from mgmt_driver import exceptions
 from mgmt_driver import factcache
+from mgmt_driver import gates
 from mgmt_driver import gateways
 from mgmt_driver import heat
 from mgmt_driver import inventory
@@ -211,6 +213,9 @@ class ClusterDriver:
         #: it for an unreachable node too); the VM is re-created anyway.
         self.undrained = frozenset()
         self._reads = Reads()
+        #: Workers declared absent for this operation
+        #: (:meth:`declare_absent`).
+        self.absent = frozenset()
 
     # Plumbing.
 
@@ -410,6 +415,22 @@ class ClusterDriver:
         if self._progress and line.startswith(_PROGRESS_LINES):
             self._progress('  ' + line.rstrip(' *'))
 
+    def declare_absent(self, cluster, names, field):
+        """Leave the workers *names* of *cluster* out of every playbook
+        run of this operation: they are dead (kubespray's ``--limit``
+        runs would need their cached facts, #13491), their VMs stay.
+        The runs' inventory omits them (kubespray sees a cluster
+        without them; the next operation that does not declare them
+        absent puts them back); HAProxy keeps them as backends (its
+        checks skip them while they are down).
+
+        :raises ParamsInvalid: a name is not a worker of *cluster*.
+        """
+        self.absent = absence.check_absent(cluster, names, field)
+        if self.absent:
+            self.warn('declared absent, left out of every playbook run: '
+                      '%s', ', '.join(sorted(self.absent)))
+
     # Documents.
 
     def upload_inventory(self, cluster):
@@ -436,8 +457,9 @@ class ClusterDriver:
             settings = {name: autoheal.with_identity(
                 value, self.node_identity.get(name))
                 for name, value in settings.items()}
-        files = inventory.render_files(spec, cluster, key_paths,
-                                       settings=settings)
+        files = inventory.render_files(
+            spec, cluster.remove(*self.absent) if self.absent else cluster,
+            key_paths, settings=settings)
         documents = {name: (rendered.content, rendered.mode)
                      for name, rendered in files.items()}
         documents[labels_mod.RECORD_FILE] = (
@@ -537,6 +559,7 @@ class ClusterDriver:
             calls the join (a heal is not a scale out).
         """
         cluster = self.in_recorded_order(cluster)
+        new_names = [n for n in new_names if n not in self.absent]
         self.step(self.JOIN_STEPS[purpose], ', '.join(new_names) or 'nothing')
         self.upload_inventory(cluster)
         runner = self.runner()
@@ -554,7 +577,7 @@ class ClusterDriver:
         """Cached facts for every host a run limited to *limited* leaves
         out, gathered only where missing or about to expire
         (:func:`~mgmt_driver.factcache.refresh_facts`)."""
-        limited = set(limited)
+        limited = set(limited) | self.absent
         factcache.refresh_facts(
             self.runner(), [n for n in cluster.names if n not in limited],
             self.settings.fact_cache_margin)
@@ -627,11 +650,14 @@ class ClusterDriver:
     def remove_from_kubernetes(self, cluster, names, exclude=()):
         client = self.kubectl_client(cluster, exclude=exclude)
         present = [n for n in names if client.node_exists(n)]
+        dead = self._not_ready(client, present)
         reachable, unreachable = [], []
         for name in present:
-            # A node the heal replaces because its kubelet is dead is
-            # removed as a dead one (see undrained).
-            (reachable if name not in self.undrained and self.reachable(
+            # A node the heal replaces because its kubelet is dead, and
+            # any NotReady node, is removed as a dead one (see
+            # undrained, _not_ready).
+            (reachable if name not in self.undrained and name not in dead
+             and self.reachable(
                 cluster.get(name)) else unreachable).append(name)
         for name in reachable:
             self.step('draining %s', name)
@@ -641,6 +667,27 @@ class ClusterDriver:
         runner = self.runner()
         runner.remove_nodes(reachable, reachable=True)
         runner.remove_nodes(unreachable, reachable=False)
+
+    def _not_ready(self, client, names):
+        """The nodes of *names* that are NotReady: their kubelet cannot
+        confirm that a pod terminated, so draining them waits out the
+        timeout for every pod, SSH answering or not.  kubespray's own
+        upgrade drains only a Ready node (roles/upgrade/pre-upgrade);
+        such a node is removed as an unreachable one (remove-node.yml
+        with reset_nodes: false, allow_ungraceful_removal: true).  One
+        command; unreadable: none (SSH alone decides, as before)."""
+        if not names:
+            return set()
+        try:
+            dead = gates.not_ready(client.nodes_named(names).values())
+        except exceptions.RemoteDataInvalid as exc:
+            LOG.warning('[%s] readiness of %s unknown: %s', self.instance_id,
+                        ', '.join(names), exc)
+            return set()
+        for name in sorted(dead):
+            self.warn('%s is NotReady (its kubelet does not answer): '
+                      'removing it without draining', name)
+        return dead
 
     def reachable(self, node):
         """Whether *node* answers SSH: asked once per claim (a dead host
@@ -749,6 +796,18 @@ class ClusterDriver:
             return False
         self.step('workspace %s removed', path)
         return True
+
+
+def _declare_absent(drv, cluster, vms, named, field):
+    """Declare absent the workers *named* by the request's *field* and
+    those whose VM Heat reports gone (*vms*: ``{name: VmRecord}``)."""
+    workers = {n.name for n in cluster.workers}
+    gone = sorted(name for name, r in (vms or {}).items()
+                  if r is not None and r.gone and name in workers
+                  and name not in named)
+    if gone:
+        drv.warn('Heat reports the VM of %s gone', ', '.join(gone))
+    drv.declare_absent(cluster, tuple(named) + tuple(gone), field)
 
 
 def _host_of(node):
@@ -875,7 +934,7 @@ class LcmHooks:
             self._noop('modify_information_end', vnf_instance)
             return
         spec = self._spec(context, vnf_instance, None, 'upgrade')
-        cluster, _ = self._vms(context, vnf_instance, None, spec)
+        cluster, vms = self._vms(context, vnf_instance, None, spec)
         relabel = wanted.relabel
         if relabel is not None:
             relabel = (list(relabel.nodes) + labels_mod.pool_members(
@@ -885,12 +944,14 @@ class LcmHooks:
         target = None if wanted.kube_version is None else \
             upgrade_mod.version_text(wanted.kube_version)
         with self._pool_factory() as pool:
+            drv = self._driver(context, vnf_instance, spec, pool,
+                               'modify_information_end')
+            _declare_absent(drv, cluster, vms, wanted.absent,
+                            wanted.field(absence.ABSENT_KEY))
             operations.modify(
-                self._driver(context, vnf_instance, spec, pool,
-                             'modify_information_end'),
-                cluster, relabel, target, wanted.serial,
-                wanted.field(upgrade_mod.METADATA_VERSION), wanted.renew,
-                snapshot=wanted.etcd_snapshot)
+                drv, cluster, relabel, target, wanted.serial,
+                wanted.field(upgrade_mod.METADATA_VERSION), wanted.excused,
+                renew=wanted.renew, snapshot=wanted.etcd_snapshot)
 
     # Inputs.
 
@@ -953,11 +1014,21 @@ class LcmHooks:
     def _store(self):
         return self._records or records_mod.RecordStore.from_conf(self.conf)
 
-    def _driver(self, context, vnf_instance, spec, pool, operation):
-        """The :class:`ClusterDriver` of the hook *operation*."""
-        return ClusterDriver(spec, vnf_instance.id, pool, self.conf,
-                             self._package_dir_of(context, vnf_instance),
-                             records=self._store(), operation=operation)
+    def _driver(self, context, vnf_instance, spec, pool, operation,
+                request=None, cluster=None, vms=None):
+        """The :class:`ClusterDriver` of the hook *operation*; the
+        workers *request*'s ``additionalParams.absent_nodes`` names, and
+        those whose VM Heat reports gone (*vms*: ``{name: VmRecord}``),
+        are declared absent in *cluster*."""
+        drv = ClusterDriver(spec, vnf_instance.id, pool, self.conf,
+                            self._package_dir_of(context, vnf_instance),
+                            records=self._store(), operation=operation)
+        if request is not None:
+            field = 'additionalParams.' + absence.ABSENT_KEY
+            _declare_absent(drv, cluster, vms, absence.parse_names(
+                _additional_params(request).get(absence.ABSENT_KEY), field),
+                field)
+        return drv
 
     def _vims(self, context, vnf_instance):
         """The VIM registry, as :mod:`mgmt_driver.operations` calls it."""
@@ -1016,7 +1087,7 @@ class LcmHooks:
         with self._pool_factory() as pool:
             operations.scale_out(
                 self._driver(context, vnf_instance, spec, pool,
-                             'scale_end'),
+                             'scale_end', request, cluster, records),
                 cluster, gateways=new_gateways,
                 vim_name=self._vim_name(spec, vnf_instance),
                 advice=SCALE_OUT_ADVICE)
@@ -1036,7 +1107,8 @@ class LcmHooks:
         with self._pool_factory() as pool:
             operations.scale_in(
                 self._driver(context, vnf_instance, spec, pool,
-                             'scale_start'), cluster,
+                             'scale_start', request, cluster, records),
+                cluster,
                 _members(records, chosen, match, params.ROLE_WORKER),
                 _members(records, chosen, match, params.ROLE_EXTERNAL_LB))
 
@@ -1069,7 +1141,7 @@ class LcmHooks:
         with self._pool_factory() as pool:
             operations.heal_begin(
                 self._driver(context, vnf_instance, spec, pool,
-                             'heal_start'),
+                             'heal_start', request, cluster, records),
                 cluster, self._healed(vnf_instance, request, records))
 
     @statestore.hook
@@ -1083,7 +1155,8 @@ class LcmHooks:
         cluster, records = self._vms(context, vnf_instance, request, spec)
         with self._pool_factory() as pool:
             operations.heal_finish(
-                self._driver(context, vnf_instance, spec, pool, 'heal_end'),
+                self._driver(context, vnf_instance, spec, pool, 'heal_end',
+                             request, cluster, records),
                 cluster, self._healed(vnf_instance, request, records),
                 self._vim_name(spec, vnf_instance),
                 self._vims(context, vnf_instance),

@@ -414,7 +414,22 @@ class FactsUnavailable(MgmtDriverOtherError):
                'unreachable and without valid cached facts on the Ansible '
                'server %(host)s (kubespray needs them for every host a '
                '--limit run leaves out). Bring the node(s) back, or heal '
-               'or scale them in first, then retry.')
+               'or scale them in first, or declare them absent '
+               '(additionalParams absent_nodes, kubespray-mgmt --absent), '
+               'then retry.')
+
+
+class UpgradeGateClosed(MgmtDriverOtherError):
+    """An upgrade's preflight, or its check between two steps, found the
+    cluster unfit to go on (:mod:`mgmt_driver.gates`).
+
+    :param stage: ``preflight (nothing was changed)`` or the step after
+        which it stopped.
+    :param problems: every problem found, as one clipped text.
+    :param advice: what to do next.
+    """
+
+    message = ('Upgrade stopped at %(stage)s: %(problems)s. %(advice)s')
 
 
 class UnsafeRemotePath(MgmtDriverParamInvalid):

@@ -37,12 +37,24 @@ class VmRecord:
         Tacker passes in ``scale_out_id_list``), or None.
     :param member_name: that member's resource name in the group (what
         Tacker passes in ``scale_name_list``), or None.
+    :param gone: Heat reports the server gone or broken
+        (:data:`GONE_STATUSES`): a worker is then declared absent
+        (:meth:`mgmt_driver.driver.ClusterDriver.declare_absent`).
     """
 
     address: params.NodeAddress
     server_id: str | None = None
     stack_id: str | None = None
     member_name: str | None = None
+    gone: bool = False
+
+
+#: Heat resource statuses of a server that is gone or broken: Tacker's
+#: heal marks a VM unhealthy (``CHECK_FAILED``, "marked by tacker"), a
+#: stack check finds a server deleted outside Heat likewise, and a
+#: failed or half-done delete leaves no usable VM.
+GONE_STATUSES = frozenset(('CHECK_FAILED', 'DELETE_IN_PROGRESS',
+                           'DELETE_COMPLETE', 'DELETE_FAILED'))
 
 
 def _not_found(what):
@@ -82,13 +94,16 @@ class HeatNodeFinder:
                              'address yet)' % (what, name, stack_id))
         return address
 
-    def _server_id(self, stack_id):
-        """The one server of *stack_id* (a member stack, or the top stack
-        for a VM outside any scaling group), or None if not exactly one."""
-        servers = [r.physical_resource_id
-                   for r in self._heat.resource_get_list(stack_id)
+    def _server(self, stack_id):
+        """``(id, gone)`` of the one server of *stack_id* (a member stack,
+        or the top stack for a VM outside any scaling group); the id is
+        None if not exactly one."""
+        servers = [r for r in self._heat.resource_get_list(stack_id)
                    if r.resource_type == SERVER_TYPE]
-        return servers[0] if len(servers) == 1 else None
+        if len(servers) != 1:
+            return None, False
+        return servers[0].physical_resource_id, getattr(
+            servers[0], 'resource_status', None) in GONE_STATUSES
 
     def _vm(self, stack_id, role, ssh_cp_name, nic_cp_name, member=None,
             pool=None):
@@ -98,12 +113,13 @@ class HeatNodeFinder:
         nic_ip = self._address(stack_id, nic_cp_name,
                                section + '.nic_cp_name') \
             if nic_cp_name else ssh_ip
+        server_id, gone = self._server(stack_id)
         return VmRecord(
             address=params.NodeAddress(role=role, ssh_ip=ssh_ip,
                                        nic_ip=nic_ip,
                                        source='heat:%s' % stack_id,
                                        pool=pool),
-            server_id=self._server_id(stack_id),
+            server_id=server_id, gone=gone,
             stack_id=stack_id if member else None,
             member_name=member)
 

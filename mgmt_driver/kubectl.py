@@ -38,7 +38,9 @@ LOG = logging.getLogger(__name__)
 NODES_PER_COMMAND = 200
 _NOT_FOUND = re.compile(r'\(NotFound\)|\b[a-z]+ "[^"]*" not found')
 _DNS_LABEL = re.compile(r'^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$')
-_NODE_NAME = re.compile(r'^[A-Za-z0-9]([-A-Za-z0-9_.]{0,251}[A-Za-z0-9])?$')
+#: A node name kubectl commands accept from the driver.
+NODE_NAME = re.compile(r'^[A-Za-z0-9]([-A-Za-z0-9_.]{0,251}[A-Za-z0-9])?$')
+_NODE_NAME = NODE_NAME
 _MIRROR_ANNOTATION = 'kubernetes.io/config.mirror'
 _DONE_PHASES = ('Succeeded', 'Failed')
 
@@ -333,9 +335,12 @@ def _labels_of(meta, where):
     return labels
 
 
-def _selects(selector, labels, where):
+def selects(selector, labels, where='spec.selector'):
     """Whether a LabelSelector selects *labels* (an empty one selects
-    every pod, none selects nothing)."""
+    every pod, none selects nothing).
+
+    :raises BadShape: the selector is not one (naming *where*).
+    """
     if selector is None:
         return False
     if not isinstance(selector, dict):
@@ -396,6 +401,33 @@ def _pod_labels(pod, where):
             _is_evacuated(pod, meta, where))
 
 
+@dataclasses.dataclass(frozen=True)
+class PodInfo:
+    """One pod as ``kubectl get pods -A`` shows it.
+
+    :param namespace: its namespace.
+    :param name: its name.
+    :param node: ``spec.nodeName`` ('' when not bound).
+    :param labels: ``{key: value}``.
+    :param evacuated: a drain leaves it (DaemonSet, static or finished
+        pod).
+    """
+
+    namespace: str
+    name: str
+    node: str
+    labels: dict
+    evacuated: bool
+
+
+def _pod_info(pod, where):
+    namespace, labels, evacuated = _pod_labels(pod, where)
+    spec = json_field(pod, 'spec', dict, where, {})
+    return PodInfo(namespace, _name_of(pod, where),
+                   json_field(spec, 'nodeName', str, where + '.spec', ''),
+                   labels, evacuated)
+
+
 def blocking_budgets(pods, budgets):
     """The budgets that allow no disruption and select one of *pods*.
 
@@ -412,7 +444,7 @@ def blocking_budgets(pods, budgets):
         if evacuated or not labels:
             continue
         for budget in by_namespace.get(namespace, ()):
-            if _selects(budget.selector, labels, 'spec.selector'):
+            if selects(budget.selector, labels):
                 found[(budget.namespace, budget.name)] = budget
     return [found[key] for key in sorted(found)]
 
@@ -641,6 +673,35 @@ class KubectlClient:
             LOG.warning('Cannot list the disruption budgets blocking the '
                         'drain of %s: %s', name, exc)
             return []
+
+    def pods(self):
+        """Every pod of the cluster: one command.
+
+        :returns: a list of :class:`PodInfo`.
+        :raises RemoteDataInvalid: kubectl printed no valid pod list.
+        """
+        return self._items(_pod_info, 'get', 'pods', '-A')
+
+    def budgets(self):
+        """Every PodDisruptionBudget with its status: one command.
+
+        :returns: a list of :class:`Budget`.
+        :raises RemoteDataInvalid: kubectl printed no valid list.
+        """
+        return self._items(_budget, 'get', 'poddisruptionbudgets', '-A')
+
+    def api_ready(self, server):
+        """Whether the API answers ``/readyz`` at *server* (the load
+        balancer's URL), with this host's credentials: one command.
+
+        :returns: ``(ready, why)``: *why* is kubectl's clipped error
+            when not ready, else ''.
+        """
+        result = self._run('--server=' + server, 'get', '--raw=/readyz',
+                           check=False)
+        if result.ok and result.stdout.strip() == 'ok':
+            return True, ''
+        return False, result.tail(2) or 'exit status %d' % result.exit_code
 
     def label(self, names, labels):
         """Set *labels* (``(key, value)`` pairs) on the nodes *names*,

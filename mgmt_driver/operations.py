@@ -206,7 +206,8 @@ def scale_out(drv, cluster, workers=None, gateways=(), vim_name=None,
                if name not in masters]
     if gateways:
         gateway_steps.add(drv, cluster, gateways, vim_name)
-    new = missing if workers is None else list(workers)
+    new = [n for n in (missing if workers is None else workers)
+           if n not in drv.absent]
     drv.scale_out(cluster, new, advice=advice)
     return new
 
@@ -220,6 +221,7 @@ def scale_in(drv, cluster, workers, gateways=()):
     :returns: the cluster without them.
     """
     drv.claim()
+    _operated_on(drv, workers)
     drv.reconcile(cluster)
     if gateways:
         cluster = gateway_steps.remove(drv, cluster, gateways)
@@ -234,6 +236,16 @@ def scale_out_rollback(drv, cluster):
     drv.claim()
     drv.reconcile(cluster)
     drv.scale_out(cluster, [], purpose='rollback')
+
+
+def _operated_on(drv, names):
+    """Workers the operation removes or heals are its own business, not
+    absent: remove-node.yml and the join need them in the inventory."""
+    mine = drv.absent.intersection(names)
+    if mine:
+        drv.warn('%s: removed or healed by this operation, not left out',
+                 ', '.join(sorted(mine)))
+        drv.absent = drv.absent - mine
 
 
 # Heal of single nodes.
@@ -252,6 +264,7 @@ def heal_begin(drv, cluster, names):
     # Before any remote work (kubectl would find no master to run on).
     controlplane.check_masters_left(cluster, masters)
     drv.claim()
+    _operated_on(drv, names)
     if masters:
         etcdsnapshots.before_risky(drv, cluster, 'heal', exclude=masters)
     drv.reconcile(cluster, exclude=masters)
@@ -272,6 +285,7 @@ def heal_finish(drv, cluster, names, vim_name, vims, new_settings=False):
     healed = set(names)
     gateways = [n.name for n in cluster.gateways if n.name in healed]
     drv.claim()
+    _operated_on(drv, names)
     if gateways:
         # First: the gateways' old host keys must go before any step
         # below connects to them; the other gateways keep serving.
@@ -296,7 +310,7 @@ def heal_finish(drv, cluster, names, vim_name, vims, new_settings=False):
 # Day 2.
 
 def modify(drv, cluster, relabel=None, target=None, serial=None,
-           field='kube_version', renew=None, snapshot=None):
+           field='kube_version', excused=(), renew=None, snapshot=None):
     """Take the etcd snapshot tagged *snapshot* (first, once per tag:
     :func:`mgmt_driver.etcdsnapshots.requested`), relabel nodes, renew
     the control-plane certificates, then upgrade Kubernetes to *target*.
@@ -306,6 +320,8 @@ def modify(drv, cluster, relabel=None, target=None, serial=None,
     :param target: the version to upgrade to
         (:func:`mgmt_driver.day2.upgrade`; a dry run plans every node), or
         None.
+    :param excused: node names the upgrade's preflight accepts not Ready
+        or cordoned (:func:`mgmt_driver.day2.upgrade`).
     :param renew: renew the certificates
         (:func:`mgmt_driver.day2.renew_certificates`): a request id (a
         PATCH: done once per id), True (always), or None.
@@ -324,17 +340,18 @@ def modify(drv, cluster, relabel=None, target=None, serial=None,
     done = None
     if target is not None:
         done = day2.upgrade(drv, cluster, target, serial, field,
-                            every_node=planning(drv))
+                            every_node=planning(drv), excused=excused)
     return missing, done
 
 
-def upgrade(drv, cluster, target, serial=None, field='kube_version'):
+def upgrade(drv, cluster, target, serial=None, field='kube_version',
+            excused=()):
     """:func:`modify` with an upgrade only.
 
     :returns: the :class:`mgmt_driver.upgrade.Plan` that was run.
     """
     return modify(drv, cluster, target=target, serial=serial,
-                  field=field)[1]
+                  field=field, excused=excused)[1]
 
 
 def renew_certificates(drv, cluster):
@@ -411,8 +428,9 @@ def _run_terminate(drv, cluster, names, name, vims):
 
 
 def _run_upgrade(drv, cluster, names, name, vims, kube_version=None,
-                 serial=None):
-    done = upgrade(drv, cluster, kube_version, serial, '--kube-version')
+                 serial=None, excused=()):
+    done = upgrade(drv, cluster, kube_version, serial, '--kube-version',
+                   excused)
     version = upgrade_mod.version_text(done.target)
     count = len(done.masters) + len(done.workers)
     if planning(drv):
@@ -444,18 +462,32 @@ def _run_snapshot(drv, cluster, names, name, vims):
 
 
 def _by_name(command, function):
-    def run(drv, cluster, names, name, vims=None, **options):
+    def run(drv, cluster, names, name, vims=None, absent=(), **options):
         """Run the operation; :returns: its one-line summary.
 
-        :raises ParamsInvalid: *names* for one that takes none.
+        :param absent: workers to leave out of every playbook run
+            (:meth:`ClusterDriver.declare_absent`); the summary names
+            them.
+        :raises ParamsInvalid: *names* for one that takes none, or
+            *absent* names that are not workers.
         """
         if names and command not in TAKES_NODES:
             raise exceptions.ParamsInvalid(
                 ['nodes: %s takes none (given: %s)' % (
                     command, ', '.join(names))])
-        return function(drv, cluster, list(names), name,
-                        vims or KubeconfigVims.for_context(drv), **options)
+        drv.declare_absent(cluster, absent, '--absent')
+        summary = function(drv, cluster, list(names), name,
+                           vims or KubeconfigVims.for_context(drv),
+                           **options)
+        return summary + skipped(drv)
     return run
+
+
+def skipped(drv):
+    """What a result says of the workers left out: ``'; skipped
+    (declared absent): NAMES'``, or ''."""
+    return '; skipped (declared absent): %s' % ', '.join(
+        sorted(drv.absent)) if drv.absent else ''
 
 
 #: ``kubespray-mgmt run`` OPERATION -> ``(drv, cluster, names, vim name,

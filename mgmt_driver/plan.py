@@ -96,9 +96,13 @@ def _answer(argv, command, kubespray_version=None):
     if ' get node ' in command:
         words = command.split(' get node ', 1)[1].split()
         if ' -o json' in command:
-            # Every node named is there (as for "-o name"), unchanged.
+            # Every node named is there (as for "-o name"), unchanged
+            # and Ready (so the plan shows its drain).
             names = words[:[w.startswith('-') for w in words].index(True)]
-            return json.dumps({'items': [{'metadata': {'name': name}}
+            return json.dumps({'items': [{'metadata': {'name': name},
+                                          'status': {'conditions': [{
+                                              'type': 'Ready',
+                                              'status': 'True'}]}}
                                          for name in names]})
         return 'node/%s\n' % words[0]
     if ' get nodes ' in command or ' get pods ' in command:

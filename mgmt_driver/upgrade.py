@@ -23,6 +23,7 @@ import dataclasses
 import json
 import re
 
+from mgmt_driver import absence
 from mgmt_driver import certificates
 from mgmt_driver import etcdsnapshots
 from mgmt_driver import exceptions
@@ -101,6 +102,10 @@ class MetadataRequest:
     :param renew: the ``renew_certificates`` request id, or None.
     :param etcd_snapshot: the tag of an etcd snapshot asked for
         (:mod:`mgmt_driver.etcdsnapshots`), or None.
+    :param excused: node names the upgrade's preflight accepts not Ready
+        or cordoned (:data:`mgmt_driver.absence.EXCUSED_KEY`).
+    :param absent: workers left out of the operation's runs
+        (:data:`mgmt_driver.absence.ABSENT_KEY`).
     """
 
     kube_version: tuple = None
@@ -109,6 +114,8 @@ class MetadataRequest:
     relabel: object = None
     renew: str = None
     etcd_snapshot: str = None
+    excused: tuple = ()
+    absent: tuple = ()
 
     @property
     def empty(self):
@@ -157,7 +164,9 @@ def check_metadata(metadata, prefix):
     return MetadataRequest(found.get(METADATA_VERSION),
                            found.get(METADATA_SERIAL), prefix, relabel,
                            found.get(certificates.METADATA_RENEW),
-                           found.get(etcdsnapshots.METADATA_KEY))
+                           found.get(etcdsnapshots.METADATA_KEY),
+                           found.get(absence.EXCUSED_KEY, ()),
+                           found.get(absence.ABSENT_KEY, ()))
 
 
 #: Metadata key -> its check ``(value, field) -> parsed``, in the order
@@ -167,7 +176,9 @@ def check_metadata(metadata, prefix):
 METADATA_CHECKS = ((METADATA_VERSION, parse_version),
                    (METADATA_SERIAL, parse_serial),
                    (certificates.METADATA_RENEW, certificates.parse_request),
-                   (etcdsnapshots.METADATA_KEY, etcdsnapshots.check_reason))
+                   (etcdsnapshots.METADATA_KEY, etcdsnapshots.check_reason),
+                   (absence.EXCUSED_KEY, absence.parse_names),
+                   (absence.ABSENT_KEY, absence.parse_names))
 #: Every metadata key the driver reads.
 METADATA_KEYS = tuple(key for key, _ in METADATA_CHECKS) + (
     labels.METADATA_NODES, labels.METADATA_POOLS, labels.METADATA_LABELS,

@@ -9,6 +9,7 @@ stderr), against :mod:`clusterstate`::
   get nodes|pods|secrets|serviceaccounts|clusterrolebindings|...
       [NAME] [-o json|name|wide|jsonpath=...] [-n NS | -A]
       [--field-selector k=v,k!=v] [-l k=v] [--ignore-not-found]
+  get --raw=/readyz [--server=URL]
   cordon NAME / uncordon NAME
   drain NAME [--ignore-daemonsets] [--delete-emptydir-data] [--force]
       [--timeout=DURATION] [--grace-period=N] [--disable-eviction]
@@ -558,33 +559,38 @@ HEALTH_PATHS = ('/readyz', '/livez', '/healthz')
 
 
 def get_raw(path, flags):
-    """``kubectl [--server URL] get --raw /readyz``: ``ok`` when the
-    cluster runs and, with ``--server``, something answers there with
-    the site's greeting (an API backend, directly or through HAProxy)."""
+    """``get --raw /readyz``: "ok" from the API server, reached at
+    ``--server`` when given (on the site: through HAProxy, whose
+    backends greet a connection; one that closes at once is a frontend
+    with no backend up), else at the kubeconfig's (this state)."""
     if path not in HEALTH_PATHS:
-        raise KubectlError('Error from server (NotFound): the server '
-                           'could not find the requested resource')
-    with cluster():
-        pass
+        raise KubectlError('Error from server (NotFound): the server could '
+                           'not find the requested resource')
     server = flags.get('server')
     if server:
-        hostport = server.split('://', 1)[-1].rstrip('/')
-        host, port = cs.split_endpoint(hostport)
+        match = re.fullmatch(r'https?://\[?([^\]/]+?)\]?:(\d+)/?', server)
+        if match is None:
+            raise KubectlError('error: invalid server %r' % server)
+        host, port = match.group(1), int(match.group(2))
         try:
-            with socket.create_connection((host, port or 443), 3.0) as sock:
-                sock.settimeout(3.0)
-                greeted = sock.recv(128).endswith(b'\n')
-        except (OSError, TypeError, ValueError):
-            greeted = False
-        if not greeted:
-            raise KubectlError('The connection to the server %s was '
-                               'refused - did you specify the right host '
-                               'or port?' % hostport)
+            with socket.create_connection((host, port), timeout=5) as sock:
+                if not sock.recv(64):
+                    raise KubectlError(
+                        'Unable to connect to the server: EOF')
+        except OSError:
+            raise KubectlError(
+                'The connection to the server %s:%d was refused - did you '
+                'specify the right host or port?' % (host, port)) from None
+    with cluster():
+        pass
     return 'ok'
 
 
 def cmd_get(positional, flags):
     if flags.get('raw'):
+        if positional:
+            raise usage('get', 'arguments may not be passed when --raw '
+                        'is specified')
         return get_raw(flags['raw'], flags)
     resource, names = split_names('get', positional)
     with cluster() as state:

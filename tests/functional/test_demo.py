@@ -64,10 +64,12 @@ def test_demo_runs_the_whole_lifecycle_and_stops_the_site(
     assert 'run upgrade --kube-version %s)' % target in out
     assert 'upgraded demo to %s: 3 node(s) upgraded' % target in out
     assert 'all at kubelet v%s' % target in out
-    # One run for the master, one for the workers, which also touches
-    # the master (the drain is delegated to it, as in kubespray).
+    # One run for the master, then one per batch of workers (kubespray's
+    # default 20 %: one worker each), each also touching the master (the
+    # drain is delegated to it, as in kubespray), with a gate after each.
     assert rows[demo.UPGRADE_TITLE].endswith(
-        'upgrade-cluster.yml (1), upgrade-cluster.yml (3)')
+        'upgrade-cluster.yml (1), upgrade-cluster.yml (2), '
+        'upgrade-cluster.yml (2)')
     assert '(max 1/host)' in rows['instantiate']
     assert 'PLAY [' in out and 'TASK [' not in out
     assert 'The whole lifecycle worked' in out

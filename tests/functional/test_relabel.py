@@ -30,8 +30,9 @@ def run(tmp_path, capsys):
     """``kubespray-mgmt run OPERATION ...`` on a started lab: ``(exit
     code, output)``; the lab and the global CONF are put back after."""
     try:
-        lab = lab_mod.Lab(ANSIBLE, LB, MASTERS, WORKERS,
-                          backends=False).start()
+        # Backends: the upgrade's gates ask the API through HAProxy,
+        # so the master's API port must answer (mgmt_driver.gates).
+        lab = lab_mod.Lab(ANSIBLE, LB, MASTERS, WORKERS).start()
     except lab_mod.LabError as exc:
         pytest.skip(str(exc))
     options = dict(site_mod.driver_options(

@@ -4,7 +4,8 @@ One 3-master HA cluster serves the whole chain, in order, as an
 operator would run it: refused versions change nothing; an upgrade
 across one minor release goes node by node (control plane in the
 inventory's order, each out of HAProxy's API backends while the double
-upgrades it, then the workers in batches of ``kube_upgrade_serial``),
+upgrades it, then the workers in batches of ``kube_upgrade_serial``,
+one run each, with the gates of mgmt_driver.gates after every run),
 each node drained first, while a prober keeps connecting to the LB's
 API port; a worker added afterwards joins at the new version (with the
 taints its scale request gives, through kubespray's node_taints); an upgrade
@@ -174,8 +175,10 @@ def test_rolling_upgrade_keeps_the_api_served(chain):
     assert [s['node'] for s in steps] == order
     assert all(s['cordoned'] and s['workload_pods'] == [] for s in steps)
     assert [s['batch'] for s in steps] == [[n] for n in order]
+    # One run per master, then one per batch of kube_upgrade_serial
+    # workers, a gate after each.
     assert [r['limit'] for r in chain.upgrade_runs(runs)] == (
-        chain.masters() + [','.join(chain.workers_order())])
+        chain.masters() + chain.workers_order())
     assert set(chain.versions().values()) == {'v1.34.3'}
     assert lab.site.state()['cluster']['kube_version'] == 'v1.34.3'
     assert lab.check(MASTERS, chain.workers) == []
@@ -225,8 +228,15 @@ def test_a_failed_upgrade_run_again_converges(chain):
                   'cordon', kept)
     lab.site.inject_failure('upgrade-cluster.yml', host=second)
     runs = len(lab.site.runs())
-    with pytest.raises(exceptions.MgmtDriverRemoteCommandError):
+    # A node cordoned before the upgrade must be named (the preflight).
+    with pytest.raises(exceptions.UpgradeGateClosed,
+                       match='%s is cordoned' % kept):
         chain.patch(kube_version='1.35.0')
+    assert lab.runs_since(runs) == []
+    # All workers in one batch: one run for them, as before the gates.
+    with pytest.raises(exceptions.MgmtDriverRemoteCommandError):
+        chain.patch(kube_version='1.35.0', kube_upgrade_excused=[kept],
+                    kube_upgrade_serial='100%')
     versions = chain.versions()
     assert versions.pop(first) == 'v1.35.0'
     assert set(versions.values()) == {'v1.34.3'}

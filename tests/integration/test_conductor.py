@@ -490,13 +490,13 @@ def test_modify_upgrades_the_cluster(scenario):
     assert w.instance.vnf_metadata == merged
     assert result['changed_info']['metadata'] == merged
     assert _versions(w) == {'v1.34.3'}
-    # Each master alone, then the workers one at a time (serial "1").
+    # Each master alone, then the workers one at a time (serial "1"),
+    # one --limit run per batch with a gate after each.
     inventory = site_mod.read_inventory(w.lab.workspace(w.instance.id))
     masters, workers = (list(inventory[group]) for group in (
         'kube_control_plane', 'kube_node'))
     assert [r['limit'] for r in w.lab.site.runs()[runs:]
-            if r['playbook'] == 'upgrade-cluster.yml'] == masters + [
-        ','.join(workers)]
+            if r['playbook'] == 'upgrade-cluster.yml'] == masters + workers
     assert [s['batch'] for s in w.lab.site.state()['upgrades']][
         -len(workers):] == [[name] for name in workers]
     w.check()

@@ -202,12 +202,36 @@ def test_parse_supported_keeps_versions_only():
 
 # --------------------------------------------------------------- driver --
 
-def _k8s_nodes(version):
+def _k8s_nodes(version, ready='True'):
     return json.dumps({'items': [
         {'metadata': {'name': n},
-         'status': {'nodeInfo': {'kubeletVersion': version}}}
+         'status': {'nodeInfo': {'kubeletVersion': version},
+                    'conditions': [{'type': 'Ready', 'status': ready}]}}
         for n in ('master-10-10-0-11', 'worker-10-10-0-21',
                   'worker-10-10-0-22')]})
+
+
+def healthy(h, before='v1.33.5', after='v1.34.3', listed=None):
+    """Script a healthy cluster on *h*'s master: its nodes at *before*
+    for the preflight's listing, at *after* for the gates' (each gate
+    lists them once), no pod, no budget, one healthy etcd member, the
+    API ready through the load balancer.
+
+    :param listed: the preflight's node list (JSON), if not all Ready at
+        *before*.
+    """
+    h.master.script(r'get nodes -o json', stdout=_k8s_nodes(after),
+                    first=True)
+    h.master.script(r'get nodes -o json', stdout=listed or _k8s_nodes(
+        before), first=True, times=1)
+    h.master.script(r'get pods -A -o json', stdout='{"items": []}')
+    h.master.script(r'get poddisruptionbudgets -A -o json',
+                    stdout='{"items": []}')
+    h.master.script(r'member list -w json', stdout=json.dumps(
+        {'members': [{'ID': 1, 'name': 'etcd1'}]}))
+    h.master.script(r'endpoint health --cluster -w json', stdout=json.dumps(
+        [{'endpoint': 'https://10.10.0.11:2379', 'health': True}]))
+    h.master.script(r'get --raw=/readyz', stdout='ok\n')
 
 
 def test_check_metadata_reads_its_keys_and_leaves_the_others():
@@ -240,10 +264,9 @@ def test_check_metadata_refuses_a_non_object():
         'metadata: must be an object of key-value pairs, not list']
 
 
-def _upgrade_harness(conf, version='v1.33.5'):  # noqa: F811
+def _upgrade_harness(conf, version='v1.33.5', listed=None):  # noqa: F811
     h = Harness(conf)
-    h.master.script(r'get nodes -o json', stdout=_k8s_nodes(version),
-                    first=True)
+    healthy(h, version, listed=listed)
     h.ansible.script(r'^program:supported-kube-versions ',
                      stdout='KS:KUBE:1.34.3\nKS:KUBE:1.33.5\n')
     return h
@@ -273,10 +296,8 @@ def _k8s_nodes_cordoned(version, cordoned):
 
 
 def test_a_rerun_uncordons_what_the_failed_run_left_cordoned(conf):  # noqa
-    h = _upgrade_harness(conf)
-    h.master.script(r'get nodes -o json', first=True, stdout=(
-        _k8s_nodes_cordoned('v1.33.5', {'worker-10-10-0-21',
-                                        'worker-10-10-0-22'})))
+    h = _upgrade_harness(conf, listed=_k8s_nodes_cordoned(
+        'v1.33.5', {'worker-10-10-0-21', 'worker-10-10-0-22'}))
     # The first run for 1.34.3 found worker-10-10-0-22 cordoned already.
     h.ansible.files[WORKSPACE + upgrade.CORDONS_FILE] = \
         upgrade.render_cordons((1, 34, 3), {'worker-10-10-0-22'})
@@ -289,10 +310,10 @@ def test_a_rerun_uncordons_what_the_failed_run_left_cordoned(conf):  # noqa
 
 
 def test_a_first_run_records_the_nodes_cordoned_before_it(conf):  # noqa
-    h = _upgrade_harness(conf)
-    h.master.script(r'get nodes -o json', first=True, stdout=(
-        _k8s_nodes_cordoned('v1.33.5', {'worker-10-10-0-22'})))
-    _patch(h, {'kube_version': '1.34.3'})
+    h = _upgrade_harness(conf, listed=_k8s_nodes_cordoned(
+        'v1.33.5', {'worker-10-10-0-22'}))
+    _patch(h, {'kube_version': '1.34.3',
+               'kube_upgrade_excused': ['worker-10-10-0-22']})
     assert [c for c in h.master.commands if ' uncordon ' in c] == []
     assert json.loads(h.workspace_files()[upgrade.CORDONS_FILE]) == {
         'target': '1.34.3', 'cordoned_before': ['worker-10-10-0-22']}
@@ -335,12 +356,15 @@ def test_upgrade_records_the_version_and_runs_node_by_node(conf):  # noqa
     assert _playbook_limits(h) == [
         ('playbooks/facts.yml', None),
         ('upgrade-cluster.yml', 'master-10-10-0-11'),
-        ('upgrade-cluster.yml', 'worker-10-10-0-21,worker-10-10-0-22')]
+        # 50 % of two workers: batches of one, one run each (a gate
+        # after each).
+        ('upgrade-cluster.yml', 'worker-10-10-0-21'),
+        ('upgrade-cluster.yml', 'worker-10-10-0-22')]
     files = h.workspace_files()
     assert files[upgrade.RECORD_FILE] == 'kube_version: "1.34.3"\n'
     assert yaml.safe_load(files['cluster-vars.yaml'])['kube_version'] == \
         '1.34.3'
-    assert yaml.safe_load(files['upgrade-vars.yaml']) == {'serial': '50%'}
+    assert yaml.safe_load(files['upgrade-vars.yaml']) == {'serial': 1}
 
 
 def test_a_later_operation_renders_the_recorded_version(conf):  # noqa

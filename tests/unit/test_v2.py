@@ -318,6 +318,25 @@ def test_scale_out_reads_the_kept_params(conf):
     assert len(scale) == 1 and '--limit=worker-10-10-0-23' in scale[0]
 
 
+def test_scale_out_leaves_out_the_workers_the_request_declares_absent(
+        conf):
+    """Tacker v2's ScaleVnfRequest.additionalParams.absent_nodes: the
+    dead worker is in none of the runs (issue 32, kubespray #13491)."""
+    h = Harness(conf, k8s_nodes=['master-10-10-0-11', 'worker-10-10-0-21',
+                                 'worker-10-10-0-22'])
+    h.instantiate()
+    h.vnf.add('worker', *WORKERS[2])
+    commands = len(h.ansible.commands)
+    h.run('scale_end', {'type': 'SCALE_OUT', 'aspectId': 'worker_instance',
+                        'numberOfSteps': 1, 'additionalParams': {
+                            'absent_nodes': ['worker-10-10-0-22']}})
+    runs = [c for c in h.ansible.commands[commands:]
+            if 'ansible-playbook -i' in c or 'FC:TIMEOUT' in c]
+    assert runs and all('worker-10-10-0-22' not in c for c in runs)
+    assert any(c.endswith(' scale.yml') and '--limit=worker-10-10-0-23' in c
+               for c in runs)
+
+
 def test_scale_needs_kept_params(conf):
     h = Harness(conf)
     with pytest.raises(exceptions.InstanceStateMissing) as info:
