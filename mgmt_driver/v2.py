@@ -440,8 +440,10 @@ class V2Hooks(driver.LcmHooks):
             if name in names})
         return cluster, by_name
 
-    def _driver(self, context, vnf_instance, spec, pool, operation):
-        drv = super()._driver(context, vnf_instance, spec, pool, operation)
+    def _driver(self, context, vnf_instance, spec, pool, operation,
+                *args, **kwargs):
+        drv = super()._driver(context, vnf_instance, spec, pool, operation,
+                              *args, **kwargs)
         drv.node_identity = self._node_identity
         drv.undrained = self._undrained
         return drv
