@@ -158,6 +158,7 @@ ARGV = {
     'csar build': ['src', '-o', 'out.zip'],
     'csar check': ['pkg.zip'],
     'demo': [],
+    'list': [],
     'logs': ['--params', PARAMS],
     'params check': [PARAMS],
     'render haproxy': ['--params', PARAMS, '-o', '-'],
