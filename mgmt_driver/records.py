@@ -343,11 +343,12 @@ class RecordStore:
             record.cluster = cluster
         return self._update(instance_id, change)
 
-    def set_last_operation(self, instance_id, entry):
+    def set_last_operation(self, instance_id, entry, create=False):
         """Record *entry* as the instance's last operation, if the
-        instance has a record (one terminate deleted stays deleted)."""
+        instance has a record (one terminate deleted stays deleted),
+        or *create* it."""
         with self.locked():
-            if self.state(instance_id) != PRESENT:
+            if not create and self.state(instance_id) != PRESENT:
                 return None
             record = self.load(instance_id)
             record.last_operation = entry

@@ -303,6 +303,10 @@ RUNNING, SUCCEEDED, FAILED, INTERRUPTED = (
     'running', 'succeeded', 'failed', 'interrupted')
 #: Characters of an error kept in ``last_operation.error``.
 ERROR_CHARS = 300
+#: Operations that make the instance's record: noted from their start
+#: (``kubespray-mgmt list`` shows an instantiate running), while the
+#: others never write a record that is missing or that terminate closed.
+CREATES_RECORD = frozenset(('instantiate_end', 'run instantiate'))
 
 
 def _now():
@@ -316,11 +320,12 @@ def recorded(store, instance_id, operation):
     ``running`` while it runs (when the record exists already), then
     ``succeeded``, ``failed`` (with the error's first
     :data:`ERROR_CHARS` characters) or ``interrupted``.  A record that
-    terminate deleted is not written again; a note that cannot be
-    written is logged, never the operation's failure."""
+    terminate deleted is not written again (only
+    :data:`CREATES_RECORD` make one); a note that cannot be written is
+    logged, never the operation's failure."""
     entry = {'operation': operation, 'result': RUNNING, 'started': _now(),
              'ended': None, 'error': None, 'host': socket.gethostname()}
-    _note(store, instance_id, entry)
+    _note(store, instance_id, entry, operation in CREATES_RECORD)
     try:
         yield
     except KeyboardInterrupt:
@@ -335,9 +340,9 @@ def recorded(store, instance_id, operation):
     _note(store, instance_id, dict(entry, result=SUCCEEDED, ended=_now()))
 
 
-def _note(store, instance_id, entry):
+def _note(store, instance_id, entry, create=False):
     try:
-        store.set_last_operation(instance_id, entry)
+        store.set_last_operation(instance_id, entry, create)
     except (OSError, exceptions.InstanceRecordInvalid) as exc:
         LOG.warning('VNF instance %s: cannot note its last operation (%s) '
                     'in its record: %s', instance_id, entry['operation'],
