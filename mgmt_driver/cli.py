@@ -701,21 +701,11 @@ def _status_inputs(args):
 
 
 def _recorded_inputs(instance_id):
-    """The spec and nodes the record of *instance_id* gives.
-
-    :raises ParamsNotFound: no record here (naming the directory and
-        the option), or it names no cluster.
-    """
-    store = records.RecordStore.from_conf()
-    if store.state(instance_id) != records.PRESENT:
-        raise exceptions.ParamsNotFound([
-            '--instance-id %s: no record of it in %s (%s of the config '
-            'files given: to follow an operation of Tacker, run this on a '
-            'conductor host as its user with --config-file and the '
-            'conductor\'s config; else give --params)' % (
-                instance_id, store.directory, statestore.RECORDS_OPTION)])
-    return follow.inputs(store.load(instance_id),
-                         cfg.CONF.kubespray_mgmt.ssh_private_key_file)
+    """The spec and nodes the record of *instance_id* gives
+    (:func:`follow.recorded_inputs`)."""
+    return follow.recorded_inputs(
+        records.RecordStore.from_conf(), instance_id,
+        cfg.CONF.kubespray_mgmt.ssh_private_key_file)
 
 
 #: The parts of a status read on the cluster's own VMs.
@@ -834,6 +824,9 @@ def _add_list_command(subparsers):
     command.set_defaults(func=_list)
 
 
+_COMMAND_GROUPS.append(_add_list_command)
+
+
 # --- completion --------------------------------------------------------------
 
 #: Arguments whose value is a local file or directory, by metavar.
@@ -948,7 +941,7 @@ _COMMAND_GROUPS.append(_add_state_commands)
 
 _COMMAND_GROUPS += [_add_params_commands, _add_render_commands,
                     _add_run_commands, _add_status_command,
-                    _add_logs_command, _add_list_command,
+                    _add_logs_command,
                     _add_demo_command, _add_completion_command]
 
 

@@ -34,6 +34,7 @@ import ipaddress
 from mgmt_driver import exceptions
 from mgmt_driver import nodes as nodes_mod
 from mgmt_driver import params
+from mgmt_driver import records as records_mod
 
 #: How a login authenticates (``key`` of a login entry).
 KEY_FILE, DEFAULT_KEY, PASSWORD = 'file', 'default', 'password'
@@ -95,6 +96,27 @@ def node_counts(entry):
 
 
 # ------------------------------------------------------- reading back --
+
+#: Where the records are (named when an instance has none).
+_RECORDS_OPTION = '[kubespray_mgmt] records_dir'
+
+
+def recorded_inputs(store, instance_id, default_key_file=None):
+    """:func:`inputs` of the record of *instance_id* in *store*.
+
+    :raises ParamsNotFound: no record there (naming the directory, the
+        option and how to run on a conductor host), or see
+        :func:`inputs`.
+    """
+    if store.state(instance_id) != records_mod.PRESENT:
+        raise exceptions.ParamsNotFound([
+            '--instance-id %s: no record of it in %s (%s of the config '
+            'files given: to follow an operation of Tacker, run this on a '
+            'conductor host as its user with --config-file and the '
+            'conductor\'s config; else give --params)' % (
+                instance_id, store.directory, _RECORDS_OPTION)])
+    return inputs(store.load(instance_id), default_key_file)
+
 
 def inputs(record, default_key_file=None):
     """The spec and node set of a record, as ``status`` and ``logs``
