@@ -262,3 +262,30 @@ def test_output_file_is_the_path_of_render(tmp_path, capsys):
                      '--output-file', str(target)])
     assert code == cli.EXIT_OK, capsys.readouterr().err
     assert 'backend kube_apiserver' in target.read_text()
+
+
+# ------------------------------------------------------------ run report --
+
+def test_the_run_report_diffs_the_recorded_nodes_and_keeps_warnings(
+        tmp_path):
+    from mgmt_driver import runreport
+    store = records.RecordStore(str(tmp_path))
+    spec = _spec()
+    store.set_cluster('vnf-1', _entry(spec))
+    report = runreport.RunReport(store, 'vnf-1', 'scale-in',
+                                 ['worker-192-0-2-22'])
+    with report.collecting():
+        logger = cli.logging.getLogger('mgmt_driver.driver')
+        for i in range(runreport.MAX_WARNINGS + 2):
+            logger.warning('warning %d: \x1b]0;title\x07', i)
+        store.set_cluster('vnf-1', follow.describe(
+            spec, _cluster(spec).remove('worker-192-0-2-22'), WS,
+            lambda login: None))
+    document = report.document([{'playbook': 'remove-node.yml'}],
+                               'removed worker-192-0-2-22')
+    assert document['nodes'] == {'added': [],
+                                 'removed': ['worker-192-0-2-22'],
+                                 'named': ['worker-192-0-2-22']}
+    assert document['warnings'][0] == 'warning 0: \\x1b]0;title\\x07'
+    assert document['warnings'][-1] == '... and 2 more warning(s)'
+    assert document['result'] == 'succeeded' and document['error'] is None
