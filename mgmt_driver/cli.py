@@ -34,9 +34,11 @@ from mgmt_driver import csar
 from mgmt_driver import detached
 from mgmt_driver import driver
 from mgmt_driver import exceptions
+from mgmt_driver import follow
 from mgmt_driver import inventory
 from mgmt_driver import labels
 from mgmt_driver import lcm_requests
+from mgmt_driver import listing
 from mgmt_driver import loadbalancer
 from mgmt_driver import localfiles
 from mgmt_driver import nodes
@@ -44,6 +46,7 @@ from mgmt_driver import operations
 from mgmt_driver import params
 from mgmt_driver import plan
 from mgmt_driver import records
+from mgmt_driver import runreport
 from mgmt_driver import safetext
 from mgmt_driver import ssh
 from mgmt_driver import statestore
@@ -253,18 +256,31 @@ def _add_params_commands(subparsers):
 
 
 def _add_output(parser, keys):
-    parser.add_argument('--output', choices=('text', 'json'),
+    """``-o/--output text|json``: the one output option of every command
+    that prints a report (README.rst, "Output")."""
+    parser.add_argument('-o', '--output', choices=OUTPUT_FORMATS,
                         default='text',
                         help='json: one JSON object on standard output '
                              '(keys: %s; samples/README.rst)' % keys)
 
 
-def _add_inputs(parser, topology_note=''):
-    """The --params and --topology arguments every rendering command takes."""
-    parser.add_argument('--params', required=True, metavar='PARAMS',
+#: ``-o/--output`` of the commands that print a report.
+OUTPUT_FORMATS = ('text', 'json')
+
+
+def _add_inputs(parser, topology_note='', required=True):
+    """The --params and --topology arguments every rendering command takes.
+
+    :param required: False for the commands that read the instance's
+        record without them (``status``: :mod:`mgmt_driver.follow`).
+    """
+    parser.add_argument('--params', required=required, metavar='PARAMS',
                         help='JSON/YAML additionalParams, or a whole '
                              'InstantiateVnfRequest body; - reads standard '
-                             'input')
+                             'input' + ('' if required else
+                                        '; default: the instance\'s record '
+                                        '(--instance-id, in the records_dir '
+                                        'of --config-file)'))
     parser.add_argument('--topology', metavar='TOPOLOGY',
                         help="YAML/JSON topology file (default: the "
                              "request's explicit nodes list)" + topology_note)
@@ -274,7 +290,9 @@ def _add_render_inventory(commands):
     render = commands.add_parser(
         'inventory', help='write the kubespray inventory directory')
     _add_inputs(render)
-    render.add_argument('-o', '--output', required=True, metavar='DIR',
+    render.add_argument('-o', '--output', '--output-file', dest='output',
+                        required=True, type=localfiles.output_path,
+                        metavar='DIR',
                         help='directory to create, or to replace whole')
     render.add_argument('--mtu', type=int,
                         help='cluster network MTU; sets the Calico MTU')
@@ -334,7 +352,9 @@ def _add_render_haproxy(commands):
     render = commands.add_parser(
         'haproxy', help="write the external load balancer's haproxy.cfg")
     _add_inputs(render)
-    render.add_argument('-o', '--output', required=True, metavar='FILE',
+    render.add_argument('-o', '--output', '--output-file', dest='output',
+                        required=True, type=localfiles.output_path,
+                        metavar='FILE',
                         help='file to write (replaced whole), or - for '
                              'standard output')
     render.add_argument('--worker-check-port', type=int, metavar='PORT',
@@ -393,11 +413,13 @@ def _node_list(text, cluster, operation):
 _GATEWAY_OPERATIONS = ('scale-out', 'scale-in', 'heal')
 
 
-def _progress_printer():
+def _progress_printer(file=None):
+    """Progress lines on *file* (standard output; standard error when
+    standard output carries JSON)."""
     start = time.monotonic()
 
     def progress(line):
-        _say('[%7.1fs] %s' % (time.monotonic() - start, line))
+        _say('[%7.1fs] %s' % (time.monotonic() - start, line), file=file)
     return progress
 
 
@@ -538,10 +560,6 @@ def _cluster_driver(args, spec, lb_script, progress):
 
 
 def _run(args):
-    if args.output == 'json' and not args.dry_run:
-        print('kubespray-mgmt: --output json: only with --dry-run (a run '
-              'prints its progress as it goes)', file=sys.stderr)
-        return EXIT_BAD_INPUT
     try:
         spec = _read_spec(args.params, need_cp_names=False)
         cluster = _read_nodes(spec, args.topology)
@@ -549,7 +567,8 @@ def _run(args):
         extra = _operation_args(args)
         names += labels.pool_members(spec, cluster, extra.pop('pools', ()),
                                      '--pools')
-        progress = None if args.dry_run else _progress_printer()
+        progress = None if args.dry_run else _progress_printer(
+            sys.stderr if args.output == 'json' else None)
         if args.no_etcd_snapshot:
             cfg.CONF.set_override('etcd_snapshot_before_risky', False,
                                   group=kconf.GROUP)
@@ -558,17 +577,45 @@ def _run(args):
     except (exceptions.ParamsInvalid, exceptions.ParamsNotFound) as exc:
         return _print_problems(exc)
     name = spec.vim_name or args.instance_id
-    with drv.pool, _warnings_shown(progress, args.debug):
+    if not args.dry_run:
+        return _run_for_real(args, drv, cluster, names, name, extra,
+                             progress)
+    with drv.pool:
         summary = OPERATIONS[args.operation](drv, cluster, names, name,
                                              **extra)
     if args.output == 'json':
         _print_json({'operation': args.operation, 'summary': summary,
                      'steps': plan.plan_records(drv.pool.steps)})
         return EXIT_OK
-    if args.dry_run:
-        sys.stdout.write(terminal_safe(plan.format_plan(drv.pool.steps)))
-        summary = 'dry run, nothing done: ' + summary
-    _say(summary)
+    sys.stdout.write(terminal_safe(plan.format_plan(drv.pool.steps)))
+    _say('dry run, nothing done: ' + summary)
+    return EXIT_OK
+
+
+def _run_for_real(args, drv, cluster, names, name, extra, progress):
+    """Run the operation holding the instance's state lock, as a hook
+    does (:func:`statestore.locked_operation`), its result noted in the
+    record; ``--output json``: :mod:`mgmt_driver.runreport`."""
+    operation = 'run ' + args.operation
+    report = runreport.RunReport(drv.records, args.instance_id,
+                                 args.operation, names)
+    try:
+        with statestore.locked_operation(cfg.CONF, drv.records,
+                                         args.instance_id, operation), \
+                statestore.recorded(drv.records, args.instance_id,
+                                    operation), \
+                report.collecting(), drv.pool, \
+                _warnings_shown(progress, args.debug):
+            summary = OPERATIONS[args.operation](drv, cluster, names, name,
+                                                 **extra)
+    except Exception as exc:
+        if args.output == 'json':
+            _print_json(report.document(drv.playbook_runs, error=exc))
+        raise
+    if args.output == 'json':
+        _print_json(report.document(drv.playbook_runs, summary))
+    else:
+        _say(summary)
     return EXIT_OK
 
 
@@ -633,7 +680,9 @@ def _add_run_commands(subparsers):
     run.add_argument('--dry-run', action='store_true',
                      help='print every remote command and document '
                           '(secrets hidden) without connecting')
-    _add_output(run, 'operation, summary, steps; with --dry-run')
+    _add_output(run, 'operation, instance_id, dry_run, result, summary, '
+                     'error, nodes, playbooks, warnings; with --dry-run: '
+                     'operation, summary, steps')
     run.set_defaults(func=_run)
 
 
@@ -641,8 +690,7 @@ def _add_run_commands(subparsers):
 
 def _status(args):
     try:
-        spec = _read_spec(args.params, need_cp_names=False)
-        cluster = _read_nodes(spec, args.topology, need_vip=False)
+        spec, cluster = _status_inputs(args)
         pool = ssh.ConnectionPool(status.read_only_settings())
         # Trusted paths: whoever runs this wrote the parameter file.
         reader = status.StatusReader(spec, args.instance_id, pool,
@@ -663,6 +711,27 @@ def _status(args):
     if (report.get('certificates') or {}).get('expiring'):
         return EXIT_CERTS_EXPIRING
     return EXIT_OK if report['ok'] else EXIT_DIFFERENCES
+
+
+def _status_inputs(args):
+    """``(spec, cluster)`` of ``--params``/``--topology``, or of the
+    instance's record without them (:mod:`mgmt_driver.follow`)."""
+    if args.params is None:
+        if args.topology is not None:
+            raise exceptions.ParamsInvalid([
+                '--topology: only with --params (without them the '
+                'instance\'s record gives both)'])
+        return _recorded_inputs(args.instance_id)
+    spec = _read_spec(args.params, need_cp_names=False)
+    return spec, _read_nodes(spec, args.topology, need_vip=False)
+
+
+def _recorded_inputs(instance_id):
+    """The spec and nodes the record of *instance_id* gives
+    (:func:`follow.recorded_inputs`)."""
+    return follow.recorded_inputs(
+        records.RecordStore.from_conf(), instance_id,
+        cfg.CONF.kubespray_mgmt.ssh_private_key_file)
 
 
 #: The parts of a status read on the cluster's own VMs.
@@ -697,7 +766,7 @@ def _add_status_command(subparsers):
                        "etcd, certificate expiry, HAProxy backends, last "
                        "playbook runs, etcd snapshots kept, differences "
                        "from the inventory")
-    _add_inputs(command)
+    _add_inputs(command, required=False)
     _add_instance_id(command)
     _add_output(command, 'instance_id, workspace, ok, nodes, etcd, '
                          'certificates, load_balancer, playbook_runs, '
@@ -716,7 +785,9 @@ def _logs(args):
                 '--run: %s is not the name of a run (a log name without '
                 '.log, such as 20261123T230501Z-scale_end-scale; status '
                 'lists them)' % safetext.clip(repr(args.run), 80)])
-        spec = _read_spec(args.params, need_cp_names=False)
+        spec = _read_spec(args.params, need_cp_names=False) \
+            if args.params is not None else \
+            _recorded_inputs(args.instance_id)[0]
     except (exceptions.ParamsInvalid, exceptions.ParamsNotFound) as exc:
         return _print_problems(exc)
     login = spec.ansible.login
@@ -736,10 +807,13 @@ def _add_logs_command(subparsers):
     command = subparsers.add_parser(
         'logs', help="print the log of the cluster's last playbook run (or "
                      "of --run NAME), kept on the Ansible server")
-    command.add_argument('--params', required=True, metavar='PARAMS',
+    command.add_argument('--params', metavar='PARAMS',
                          help='the parameters the cluster was built with '
                               '(they name the Ansible server and the '
-                              'workspace); - reads standard input')
+                              'workspace); - reads standard input; '
+                              "default: the instance's record "
+                              '(--instance-id, in the records_dir of '
+                              '--config-file)')
     _add_instance_id(command)
     command.add_argument('--run', metavar='NAME',
                          help='a run listed by "status" (its log name '
@@ -794,6 +868,39 @@ def _add_doctor_command(subparsers):
                               'nodes list, if any)')
     _add_output(command, 'exit_code, findings (level, where, text)')
     command.set_defaults(func=_doctor)
+
+
+# --- list --------------------------------------------------------------------
+
+def _list(args):
+    found = listing.entries(records.RecordStore.from_conf())
+    if args.output == 'json':
+        _print_json({'records_dir': records.default_directory(),
+                     'instances': found})
+    elif found:
+        sys.stdout.write(terminal_safe(listing.format_text(found)))
+    else:
+        _say('kubespray-mgmt: no instance has a record in %s (%s of the '
+             'config files given)' % (records.default_directory(),
+                                      statestore.RECORDS_OPTION),
+             file=sys.stderr)
+    return EXIT_REMOTE_FAILURE if any(e['error'] for e in found) \
+        else EXIT_OK
+
+
+def _add_list_command(subparsers):
+    command = subparsers.add_parser(
+        'list', help='list the instances the driver owns here (records_dir '
+                     'of --config-file; reads no host): VIM, Ansible '
+                     'server, node counts, last operation and its result')
+    _add_output(command, 'records_dir, instances: [{instance_id, vims, '
+                         'ansible_server, masters, workers, gateways, '
+                         'workspace, last_operation, error}]; exit 2 when '
+                         'a record cannot be read')
+    command.set_defaults(func=_list)
+
+
+_COMMAND_GROUPS.append(_add_list_command)
 
 
 # --- completion --------------------------------------------------------------
@@ -1165,10 +1272,13 @@ def _call(args):
     """Run the command; an error becomes its message and exit code."""
     try:
         return args.func(args)
-    except KeyboardInterrupt:
-        print('kubespray-mgmt: interrupted', file=sys.stderr)
+    except KeyboardInterrupt as exc:
+        _say('kubespray-mgmt: interrupted%s' % (
+            '; %s. Run the same command again to follow and finish it' % exc
+            if isinstance(exc, detached.Interrupted) else ''),
+             file=sys.stderr)
         return EXIT_INTERRUPTED
-    except exceptions.ClusterBusy as exc:
+    except (exceptions.ClusterBusy, exceptions.InstanceBusy) as exc:
         _say('kubespray-mgmt: %s' % exceptions.plain_message(exc),
              file=sys.stderr)
         return EXIT_BUSY

@@ -44,6 +44,7 @@ from oslo_log import log as logging
 from mgmt_driver import DRIVER_NAME
 from mgmt_driver import exceptions
 from mgmt_driver import kubespray_mgmt
+from mgmt_driver import localfiles
 from mgmt_driver import safetext
 from mgmt_driver import v2
 from mgmt_driver import version
@@ -743,8 +744,10 @@ def add_commands(subparsers):
     build_cmd.add_argument('src_dir', metavar='SRC_DIR',
                            help='package source, e.g. '
                                 'vnf_packages/kubespray_simple')
-    build_cmd.add_argument('-o', '--output', required=True,
-                           metavar='OUT.zip', help='the zip to write')
+    build_cmd.add_argument('-o', '--output', '--output-file',
+                           dest='output', required=True,
+                           type=localfiles.output_path, metavar='OUT.zip',
+                           help='the zip to write')
     _add_sol001_dir(build_cmd)
     build_cmd.set_defaults(func=_build_command)
     check_cmd = actions.add_parser(

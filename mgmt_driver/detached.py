@@ -328,6 +328,23 @@ def _token(value, what):
     return value
 
 
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C while following a run: the run itself goes on, detached.
+
+    :param host: the Ansible server.
+    :param playbook: the playbook running there.
+    :param log: its log file there.
+    """
+
+    def __init__(self, host, playbook, log):
+        super().__init__(host, playbook, log)
+        self.host, self.playbook, self.log = host, playbook, log
+
+    def __str__(self):
+        return ('%s goes on on the Ansible server %s (it runs detached); '
+                'its log: %s' % (self.playbook, self.host, self.log))
+
+
 @dataclasses.dataclass
 class Outcome:
     """How a detached run ended.
@@ -392,6 +409,7 @@ class DetachedRuns:
         :raises PlaybookSlotTimedOut: it waited *timeout* seconds for a
             playbook slot and never ran.
         :raises UnsafeRemotePath: the slot directory is not safe.
+        :raises Interrupted: Ctrl-C while following the run (it goes on).
         """
         began = self._clock()
         # The run's own timeout(1) normally stops it first, and its exit
@@ -405,6 +423,17 @@ class DetachedRuns:
         if isinstance(started, Outcome):
             return started
         stem, pid = started
+        try:
+            return self._follow_to_end(stem, pid, began, deadline, playbook,
+                                       timeout, on_line)
+        except KeyboardInterrupt:
+            # Only the following stops: the run is detached, so say
+            # where it goes on.
+            raise Interrupted(self.conn.host, playbook,
+                              log_path(self.workspace, stem)) from None
+
+    def _follow_to_end(self, stem, pid, began, deadline, playbook, timeout,
+                       on_line):
         lines = 0
         if on_line is not None:  # where to follow it from elsewhere
             on_line('log: %s on %s' % (log_path(self.workspace, stem),

@@ -41,6 +41,7 @@ from mgmt_driver import conf as kconf
 from mgmt_driver import detached
 from mgmt_driver import exceptions
 from mgmt_driver import factcache
+from mgmt_driver import follow
 from mgmt_driver import gates
 from mgmt_driver import gateways
 from mgmt_driver import heat
@@ -186,8 +187,9 @@ class ClusterDriver:
                  package_dir=None, progress=None, trusted_paths=False,
                  lb_script=None, records=None, operation='operation'):
         self.conf = conf or kconf.CONF
-        self.spec = trust.apply(spec, trust.Policy.from_conf(
-            self.conf, package_dir, trusted_paths))
+        self._policy = trust.Policy.from_conf(self.conf, package_dir,
+                                              trusted_paths)
+        self.spec = trust.apply(spec, self._policy)
         self.instance_id = instance_id
         self.pool = pool
         self.settings = Settings.from_conf(self.conf)
@@ -195,6 +197,7 @@ class ClusterDriver:
         self.lb_script = lb_script
         self._progress = progress
         self._past_timings = []
+        self._past_runs = []
         #: The hook or command running (names the playbook logs).
         self.operation = operation
         self.records = records or records_mod.RecordStore.from_conf(
@@ -375,6 +378,7 @@ class ClusterDriver:
         # A new hook (claim) or a workspace that is gone: read afresh.
         if self._reads.runner is not None:
             self._past_timings += self._reads.runner.timings
+            self._past_runs += self._reads.runner.runs
         self._reads = Reads()
 
     def node_settings(self):
@@ -410,6 +414,14 @@ class ClusterDriver:
         runner = self._reads.runner
         return self._past_timings + (
             list(runner.timings) if runner is not None else [])
+
+    @property
+    def playbook_runs(self):
+        """Every ansible-playbook run so far, as
+        :func:`mgmt_driver.kubespray.run_entry` dicts."""
+        runner = self._reads.runner
+        return self._past_runs + (
+            list(runner.runs) if runner is not None else [])
 
     def _playbook_line(self, line):
         if self._progress and line.startswith(_PROGRESS_LINES):
@@ -474,6 +486,14 @@ class ClusterDriver:
         # is replaced as a whole, so a removed node's file is gone.
         runner.workspace.replace(documents)
         self.set_node_settings(settings)
+        self._record_cluster(cluster)
+
+    def _record_cluster(self, cluster):
+        # What "kubespray-mgmt status/logs --instance-id" reach the
+        # cluster with, without the request (no secret: key references).
+        self.records.set_cluster(self.instance_id, follow.describe(
+            self.spec, cluster, self.workspace_path,
+            lambda login: trust.key_path(login, self._policy)))
 
     def recorded_inventory(self):
         """The inventory last uploaded to the workspace, checked.

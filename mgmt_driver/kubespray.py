@@ -694,6 +694,18 @@ class PlaybookRun:
 PLAYBOOK_ENV = {'ANSIBLE_NOCOLOR': '1', 'PYTHONUNBUFFERED': '1'}
 
 
+def run_entry(host, playbook, limit, outcome, seconds):
+    """One run as ``run --output json`` lists it: ``host``, ``playbook``,
+    ``limit`` (names, or None), ``log`` and ``exit_code`` (None when the
+    run did not end while followed), ``seconds``, ``reused``."""
+    return {'host': host, 'playbook': playbook,
+            'limit': _host_names(limit, 'limit') if limit else None,
+            'log': outcome.log if outcome else None,
+            'exit_code': outcome.exit_code if outcome else None,
+            'seconds': round(seconds, 1),
+            'reused': bool(outcome and outcome.reused)}
+
+
 def _host_names(names, what):
     """*names* as a list without duplicates, each a plain host name."""
     if isinstance(names, str):
@@ -741,6 +753,9 @@ class Runner:
         #: Every finished run, failed ones included (``(playbook,
         #: seconds)``), so callers can tell playbook time from their own.
         self.timings = []
+        #: Every run as a JSON-ready dict (:func:`run_entry`), failed
+        #: ones included: what ``kubespray-mgmt run --output json`` lists.
+        self.runs = []
 
     def timeout_for(self, node_count):
         """The timeout of a playbook that targets *node_count* nodes."""
@@ -801,6 +816,7 @@ class Runner:
             self.settings.lock_wait,
             max_parallel=self.settings.max_parallel)
         started = time.monotonic()
+        outcome = None
         try:
             outcome = runs.run(self.root, argv, self.operation, playbook,
                                timeout, _Progress(self.conn.host, playbook,
@@ -815,6 +831,8 @@ class Runner:
         finally:
             seconds = time.monotonic() - started
             self.timings.append((playbook, seconds))
+            self.runs.append(run_entry(self.conn.host, playbook, limit,
+                                       outcome, seconds))
         result = ssh.CommandResult(self.conn.host, ssh.display_command(argv),
                                    outcome.tail, '',
                                    -1 if outcome.exit_code is None

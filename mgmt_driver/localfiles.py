@@ -7,6 +7,7 @@ That is local I/O, so it stays out of the pure rendering modules and out
 of ``cli.py``, which only wires commands together.
 """
 
+import argparse
 import os
 import pathlib
 import shutil
@@ -17,6 +18,25 @@ import yaml
 
 from mgmt_driver import exceptions
 from mgmt_driver import safeyaml
+
+#: Words of ``-o/--output`` that name a format (README.rst, "Output"):
+#: a command that writes files refuses them as its path.
+FORMAT_WORDS = frozenset(('json', 'text', 'yaml', 'wide', 'name'))
+
+
+def output_path(text):
+    """The ``-o/--output PATH`` (alias ``--output-file``) of a command
+    that writes files (``render``, ``csar build``): a path as before,
+    but not a format word, which elsewhere means the report's format.
+
+    :raises argparse.ArgumentTypeError: *text* is a format word.
+    """
+    if text in FORMAT_WORDS:
+        raise argparse.ArgumentTypeError(
+            '%r is an output format, and this command writes files: give '
+            'the path to write (./%s for a file called %s)' % (
+                text, text, text))
+    return text
 
 
 def load_document(path, what):

@@ -12,7 +12,8 @@ conductors, in the state directory they share:
      "hosts": [{"address": "192.0.2.10", "port": 22, "role": "master"}],
      "keys": [{"address": "192.0.2.10", "port": 22,
                "key": "ssh-ed25519 AAAA..."}],
-     "vims": {"tacker_vim": {"id": "<VIM id>", "name": "<VIM name>"}}}
+     "vims": {"tacker_vim": {"id": "<VIM id>", "name": "<VIM name>"}},
+     "cluster": {...}, "last_operation": {...}}
 
 ``hosts`` lists every host the driver connected to or put in the
 inventory for the instance (the Ansible server and the LB included);
@@ -32,6 +33,16 @@ registered: the Tacker VIM (``tacker_vim``) or, for ``kubespray-mgmt
 run``, the kubeconfig file (``kubeconfig``, its path as id).  Files are
 mode 0600, replaced atomically, and changed under a lock shared by all
 processes (:mod:`sharedfiles`).
+
+``cluster`` (written with each inventory the driver uploads) says how
+to reach the cluster without the request: the Ansible server, the
+workspace, each role's login (user, port and a *reference* to its key:
+a path on this host or the operator's default key; never a password or
+a key itself) and the nodes (:mod:`mgmt_driver.follow`).
+``last_operation`` is the last hook or ``kubespray-mgmt run`` of the
+instance and its result (:func:`mgmt_driver.statestore.guard`).  Both
+are for the operator's commands (``status``/``logs --instance-id``,
+``list``); nothing the driver deletes or forgets is taken from them.
 
 When terminate deletes a record, an empty ``<id>.released`` file takes
 its place: an instance whose record is *missing* was never seen by this
@@ -90,6 +101,11 @@ class InstanceRecord:
     keys: dict = dataclasses.field(default_factory=dict)
     #: Loaded from a record written before ownership was recorded.
     legacy: bool = False
+    #: How to reach the cluster (:mod:`mgmt_driver.follow`), or None.
+    cluster: dict | None = None
+    #: ``{operation, result, started, ended, error}`` of the last
+    #: operation, or None.
+    last_operation: dict | None = None
 
     def vim_id(self, kind):
         """The id of what the instance registered as *kind*, or None."""
@@ -103,6 +119,9 @@ class InstanceRecord:
                'vims': self.vims}
         if self.legacy:
             doc['legacy'] = True
+        for key in ('cluster', 'last_operation'):
+            if getattr(self, key) is not None:
+                doc[key] = getattr(self, key)
         return json.dumps(doc, indent=2, sort_keys=True) + '\n'
 
     @classmethod
@@ -118,7 +137,15 @@ class InstanceRecord:
         keys = {(str(k['address']), int(k['port'])): str(k['key'])
                 for k in doc.get('keys') or []}
         legacy = 'keys' not in doc or doc.get('legacy') is True
-        return cls(instance_id, hosts, vims, keys, legacy)
+        return cls(instance_id, hosts, vims, keys, legacy,
+                   _mapping(doc, 'cluster'), _mapping(doc, 'last_operation'))
+
+
+def _mapping(doc, key):
+    """``doc[key]`` when it is a mapping (else None: its readers check
+    every field again)."""
+    value = doc.get(key)
+    return value if isinstance(value, dict) else None
 
 
 def default_directory(conf=None):
@@ -305,6 +332,32 @@ class RecordStore:
         def change(record):
             return record.vims.pop(kind, None) is not None
         return self._update(instance_id, change)
+
+    def set_cluster(self, instance_id, cluster):
+        """Record how to reach the instance's cluster (a JSON-ready
+        dict without secrets, :func:`mgmt_driver.follow.describe`);
+        written only when it changed."""
+        def change(record):
+            if record.cluster == cluster:
+                return False
+            record.cluster = cluster
+        return self._update(instance_id, change)
+
+    def set_last_operation(self, instance_id, entry, create=False):
+        """Record *entry* as the instance's last operation, if the
+        instance has a record (one terminate deleted stays deleted),
+        or *create* it."""
+        with self.locked():
+            if not create and self.state(instance_id) != PRESENT:
+                return None
+            record = self.load(instance_id)
+            record.last_operation = entry
+            self.save(record)
+            return record
+
+    def instance_ids(self):
+        """The ids of every instance with a record here, sorted."""
+        return sorted(self._record_names())
 
     def _record_names(self):
         try:

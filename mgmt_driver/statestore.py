@@ -272,17 +272,81 @@ def _acquire(fd, instance_id, operation, wait, sleep, clock):
 @contextlib.contextmanager
 def guard(conf, store, vnf_instance, hook, request):
     """Around one hook: the store is the shared one, the instance's
-    record is there if *hook* needs it (:func:`needs_record`), and no
-    other operation of the instance runs meanwhile."""
-    conf = conf or kconf.CONF
+    record is there if *hook* needs it (:func:`needs_record`), no other
+    operation of the instance runs meanwhile, and the record notes the
+    hook and its result (:func:`recorded`)."""
     instance_id = getattr(vnf_instance, 'id', None)
-    check_identity(conf)
-    store.path(instance_id)  # refuses an unsafe id before any file
-    with instance_lock(store, instance_id, hook,
-                       conf[kconf.GROUP].state_lock_wait):
+    with locked_operation(conf, store, instance_id, hook):
         if needs_record(hook, vnf_instance, request):
             require_record(store, instance_id, hook)
+        with recorded(store, instance_id, hook):
+            yield
+
+
+@contextlib.contextmanager
+def locked_operation(conf, store, instance_id, operation):
+    """The store is the shared one and *operation* holds the instance's
+    lock (``state_lock_wait``): a hook's (:func:`guard`), and the
+    command line's ``run`` on this store."""
+    conf = conf or kconf.CONF
+    check_identity(conf)
+    store.path(instance_id)  # refuses an unsafe id before any file
+    with instance_lock(store, instance_id, operation,
+                       conf[kconf.GROUP].state_lock_wait):
         yield
+
+
+# ------------------------------------------------------------ last operation
+
+#: ``last_operation.result`` values.
+RUNNING, SUCCEEDED, FAILED, INTERRUPTED = (
+    'running', 'succeeded', 'failed', 'interrupted')
+#: Characters of an error kept in ``last_operation.error``.
+ERROR_CHARS = 300
+#: Operations that make the instance's record: noted from their start
+#: (``kubespray-mgmt list`` shows an instantiate running), while the
+#: others never write a record that is missing or that terminate closed.
+CREATES_RECORD = frozenset(('instantiate_end', 'run instantiate'))
+
+
+def _now():
+    return datetime.datetime.now(datetime.timezone.utc).replace(
+        microsecond=0).isoformat()
+
+
+@contextlib.contextmanager
+def recorded(store, instance_id, operation):
+    """Note *operation* in the instance's record as its last one:
+    ``running`` while it runs (when the record exists already), then
+    ``succeeded``, ``failed`` (with the error's first
+    :data:`ERROR_CHARS` characters) or ``interrupted``.  A record that
+    terminate deleted is not written again (only
+    :data:`CREATES_RECORD` make one); a note that cannot be written is
+    logged, never the operation's failure."""
+    entry = {'operation': operation, 'result': RUNNING, 'started': _now(),
+             'ended': None, 'error': None, 'host': socket.gethostname()}
+    _note(store, instance_id, entry, operation in CREATES_RECORD)
+    try:
+        yield
+    except KeyboardInterrupt:
+        _note(store, instance_id, dict(entry, result=INTERRUPTED,
+                                       ended=_now()))
+        raise
+    except Exception as exc:
+        _note(store, instance_id, dict(
+            entry, result=FAILED, ended=_now(),
+            error=exceptions.clip(str(exc), ERROR_CHARS)))
+        raise
+    _note(store, instance_id, dict(entry, result=SUCCEEDED, ended=_now()))
+
+
+def _note(store, instance_id, entry, create=False):
+    try:
+        store.set_last_operation(instance_id, entry, create)
+    except (OSError, exceptions.InstanceRecordInvalid) as exc:
+        LOG.warning('VNF instance %s: cannot note its last operation (%s) '
+                    'in its record: %s', instance_id, entry['operation'],
+                    exc)
 
 
 def hook(method):

@@ -229,6 +229,16 @@ def _default_key(path):
     return text
 
 
+def key_path(login, policy):
+    """Where the key file of *login* is read on this host (links
+    resolved, as :func:`apply` read it), or None: the operator's default
+    key, a password login, or a path *policy* refuses.  Recorded as a
+    reference to the key (:mod:`mgmt_driver.follow`), never its text."""
+    if not login.key_file or login.default_key:
+        return None
+    return _resolve(login.key_file, policy)
+
+
 def _request_key(path, policy):
     """The key text of a request's key file, or None if refused."""
     real = _resolve(path, policy)

@@ -1,11 +1,15 @@
 """kubespray-mgmt params check / run --dry-run: --output json."""
 
+import fcntl
 import json
+import os
 import pathlib
 
 import pytest
 
 from mgmt_driver import cli
+from mgmt_driver import records
+from mgmt_driver import statestore
 
 SAMPLES = pathlib.Path(__file__).parents[2] / 'samples'
 PARAMS = str(SAMPLES / 'instantiate_simple.json')
@@ -66,9 +70,30 @@ def test_dry_run_json_has_every_step_and_no_secret(capsys):
     assert playbooks == ['cluster.yml']
 
 
-def test_json_output_of_a_real_run_is_refused(capsys):
-    code, out, err = _main(capsys, 'run', 'terminate', '--output', 'json',
-                           '--params', PARAMS, '--topology', TOPOLOGY)
-    assert code == cli.EXIT_BAD_INPUT and out == ''
-    assert err == ('kubespray-mgmt: --output json: only with --dry-run (a '
-                   'run prints its progress as it goes)\n')
+def test_a_real_run_takes_the_state_lock_and_says_so_in_json(tmp_path,
+                                                             capsys):
+    """A real run holds the instance's state lock, as a hook does: while
+    another holds it, the run changes nothing (no host is contacted),
+    exits 4, and ``-o json`` says why (before: -o json was refused for
+    real runs, and no lock was taken)."""
+    config = tmp_path / 'kubespray-mgmt.conf'
+    config.write_text('[kubespray_mgmt]\nrecords_dir = %s\n'
+                      % (tmp_path / 'records'))
+    lock = statestore.lock_path(records.RecordStore(
+        str(tmp_path / 'records')), 'busy-one')
+    os.makedirs(os.path.dirname(lock))
+    with open(lock, 'a') as held:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        code, out, err = _main(capsys, '--config-file', str(config), 'run',
+                               'terminate', '-o', 'json', '--params',
+                               PARAMS, '--topology', TOPOLOGY,
+                               '--instance-id', 'busy-one')
+    assert code == cli.EXIT_BUSY, err
+    report = json.loads(out)
+    assert report['result'] == 'failed' and report['dry_run'] is False
+    assert 'holds its state lock' in report['error']
+    assert report['playbooks'] == [] and report['nodes'] == {
+        'added': [], 'removed': [], 'named': []}
+    assert 'holds its state lock' in err
+
+

@@ -159,6 +159,7 @@ ARGV = {
     'csar check': ['pkg.zip'],
     'demo': [],
     'doctor': [],
+    'list': [],
     'logs': ['--params', PARAMS],
     'params check': [PARAMS],
     'render haproxy': ['--params', PARAMS, '-o', '-'],
