@@ -317,13 +317,14 @@ def test_a_v1_patch_passes_the_request_id_to_the_operation(
     from tests.unit import test_driver as td
     calls = []
     monkeypatch.setattr(driver.operations, 'modify',
-                        lambda *args, **kwargs: calls.append(args))
+                        lambda *args, **kwargs: calls.append(
+                            (args, kwargs)))
     h = td.Harness(conf)
     instance = h.instance(td._instantiate_params())
     instance.vnf_metadata = {'renew_certificates': 'r1', 'owner': 'ops'}
     h.hooks.modify_information_end(None, instance, None, None, None)
-    [(_, _, relabel, target, serial, field, renew)] = calls
-    assert (relabel, target, renew) == (None, None, 'r1')
+    [((_, _, relabel, target, *_), kwargs)] = calls
+    assert (relabel, target, kwargs['renew']) == (None, None, 'r1')
     instance.vnf_metadata = {'renew_certificates': 'a b'}
     with pytest.raises(exceptions.MgmtDriverParamInvalid,
                        match='vnf_metadata.renew_certificates'):
