@@ -537,7 +537,8 @@ def test_a_repeated_upgrade_says_the_cluster_is_already_there(monkeypatch):
     from tests import fakes
     monkeypatch.setattr(operations, 'upgrade', lambda *args, **kwargs:
                         upgrade.Plan((1, 34, 3), (), ()))
-    drv = types.SimpleNamespace(pool=fakes.FakePool())
+    drv = types.SimpleNamespace(pool=fakes.FakePool(), absent=frozenset(),
+                                declare_absent=lambda *args: None)
     assert operations.COMMANDS['upgrade'](
         drv, None, [], 'c1', vims=object(), kube_version='1.34.3') == \
         'c1 is already at 1.34.3: no node to upgrade'
