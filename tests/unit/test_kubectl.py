@@ -29,10 +29,11 @@ class RecordingConnection(FakeConnection):
         self.stdins = []
 
     def run(self, command, timeout=None, check=True, env=None, stdin=None,
-            on_line=None):
+            on_line=None, keep_tail=False):
         self.timeouts.append(timeout)
         self.stdins.append(stdin)
-        return super().run(command, timeout, check, env, stdin, on_line)
+        return super().run(command, timeout, check, env, stdin, on_line,
+                           keep_tail)
 
 
 class FakeClock:
