@@ -37,6 +37,7 @@ from mgmt_driver import exceptions
 from mgmt_driver import operations
 from mgmt_driver.localsite import etcd
 from mgmt_driver.localsite import lab as lab_mod
+from mgmt_driver.localsite import procs
 from mgmt_driver.localsite import site as site_mod
 from mgmt_driver.localsite import sshd as sshd_mod
 
@@ -272,11 +273,7 @@ def down(directory, out=None):
 def _ours(pid, marker):
     """Whether *pid* still runs the program started with *marker* in
     its command line (a PID may have been reused since)."""
-    try:
-        with open('/proc/%d/cmdline' % pid, 'rb') as f:
-            return marker.encode() in f.read()
-    except OSError:
-        return False
+    return marker in '\0'.join(procs.cmdline(pid))
 
 
 def _stop_haproxy(entry):
@@ -289,7 +286,7 @@ def _stop_haproxy(entry):
 
 def _stop_sshd(entries):
     pids = [e['pid'] for e in entries if _ours(e['pid'], e['marker'])]
-    sessions = sshd_mod.descendants(pids)
+    sessions = procs.descendants(pids)
     for pid in pids:
         _signal_until_gone(pid)
     for pid in sessions:
@@ -317,17 +314,9 @@ def _signal_until_gone(pid, group=False, timeout=10.0):
                     return
             except ChildProcessError:
                 pass
-            if not os.path.exists('/proc/%d' % pid) or _zombie(pid):
+            if procs.gone(pid):
                 return
             time.sleep(0.05)
-
-
-def _zombie(pid):
-    try:
-        with open('/proc/%d/stat' % pid) as f:
-            return f.read().rsplit(')', 1)[1].split()[0] == 'Z'
-    except (OSError, IndexError):
-        return True
 
 
 def _remove_account(account):

@@ -14,6 +14,7 @@ import sys
 import pytest
 
 from mgmt_driver.localsite import kept
+from mgmt_driver.localsite import procs
 from mgmt_driver.localsite import site as site_mod
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(
@@ -117,6 +118,6 @@ def test_a_second_site_up_is_refused_and_site_down_stops_everything(up):
     assert 'stopped HAProxy (PID %d)' % state['haproxy']['pid'] in down.stdout
     assert not directory.exists()
     assert not any(os.path.exists(path) for path in state['remove'])
-    assert not [pid for pid in pids if not kept._zombie(pid)]
+    assert not [pid for pid in pids if not procs.gone(pid)]
     gone = _cli(printed['site'])
     assert gone.returncode == 1 and 'no site is up in' in gone.stderr
