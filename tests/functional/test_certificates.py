@@ -11,7 +11,6 @@ Status is clean afterwards, and the same PATCH again renews nothing.
 """
 
 import json
-import threading
 import time
 import types
 
@@ -22,11 +21,11 @@ from oslo_config import cfg
 from mgmt_driver import certificates
 from mgmt_driver import cli
 from mgmt_driver import params
-from mgmt_driver.localsite import haproxy as haproxy_site
 from mgmt_driver.localsite import lab as lab_mod
 from mgmt_driver.localsite import pki
 from mgmt_driver.localsite import site as site_mod
 from tests.functional import tacker_fakes
+from tests.functional.lb_prober import Prober
 from tests.functional.tacker_fakes import instantiate_request
 
 ANSIBLE = '127.0.53.1'
@@ -93,35 +92,6 @@ def patch(chain, **metadata):
                                        None, None)
 
 
-class Prober:
-    """Connects to the LB's API port over and over from a thread:
-    ``(time, backend address)`` of each attempt, None when refused."""
-
-    def __init__(self, address, port):
-        self.address, self.port = address, port
-        self.seen = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._probe, daemon=True)
-
-    def _probe(self):
-        while not self._stop.is_set():
-            try:
-                backend = haproxy_site.ask(self.address, self.port,
-                                           timeout=2.0)[0]
-            except OSError:
-                backend = None
-            self.seen.append((time.time(), backend))
-            time.sleep(0.02)
-
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc_info):
-        self._stop.set()
-        self._thread.join(10)
-
-
 def test_an_expiring_certificate_is_shown_and_renewed_while_served(
         chain, capsys):
     lab, site = chain.lab, chain.lab.site
@@ -158,7 +128,7 @@ def test_an_expiring_certificate_is_shown_and_renewed_while_served(
     assert [t for t, backend in prober.seen if backend is None] == []
     for restart in restarts:
         address = next(a for a in MASTERS if name(a) == restart['node'])
-        during = {b for t, b in prober.seen
+        during = {backend[0] for t, backend in prober.seen
                   if restart['start'] <= t <= restart['end']}
         assert during and address not in during, restart
     assert lab.check(MASTERS, WORKERS) == []

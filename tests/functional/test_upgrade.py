@@ -13,8 +13,6 @@ failing on the second control-plane node, then the same PATCH run
 again, converges.
 """
 
-import threading
-import time
 import types
 
 import pytest
@@ -22,10 +20,10 @@ import pytest
 from mgmt_driver import exceptions
 from mgmt_driver import params
 from mgmt_driver import upgrade
-from mgmt_driver.localsite import haproxy as haproxy_site
 from mgmt_driver.localsite import lab as lab_mod
 from mgmt_driver.localsite import site as site_mod
 from tests.functional import tacker_fakes
+from tests.functional.lb_prober import Prober
 from tests.functional.tacker_fakes import instantiate_request
 from tests.functional.tacker_fakes import scale_request
 
@@ -108,35 +106,6 @@ def chain():
         yield c
     finally:
         lab.stop()
-
-
-class Prober:
-    """Connects to the LB's API port over and over from a thread:
-    ``(time, backend)`` of each attempt, ``None`` for a failed one."""
-
-    def __init__(self, address, port):
-        self.address, self.port = address, port
-        self.seen = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._probe, daemon=True)
-
-    def _probe(self):
-        while not self._stop.is_set():
-            try:
-                backend = haproxy_site.ask(self.address, self.port,
-                                           timeout=2.0)
-            except OSError:
-                backend = None
-            self.seen.append((time.time(), backend))
-            time.sleep(0.02)
-
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc_info):
-        self._stop.set()
-        self._thread.join(10)
 
 
 def test_refused_versions_change_nothing(chain):
