@@ -191,6 +191,19 @@ def vnf_on_lab(lab, masters, workers, lb, pool_factory=None):
     return vnf, registry, hooks
 
 
+def instantiated_on(lab, context, masters, workers, lb):
+    """A new VNF instance on the started *lab* (:func:`vnf_on_lab`),
+    instantiated through Tacker v1's ``instantiate_end`` and checked.
+
+    :returns: ``(TackerVnf, LcmHooks)``.
+    """
+    vnf, _, hooks = vnf_on_lab(lab, masters, workers, lb)
+    hooks.instantiate_end(context, vnf.instance, instantiate_request(
+        vnf.additional_params), None, None)
+    assert lab.check(masters, workers) == []
+    return vnf, hooks
+
+
 # ----------------------------------------------------------- requests --
 
 def instantiate_request(additional_params):

@@ -25,8 +25,8 @@ from mgmt_driver.localsite import lab as lab_mod
 from mgmt_driver.localsite import pki
 from mgmt_driver.localsite import site as site_mod
 from tests.functional import tacker_fakes
+from tests.functional import test_faults
 from tests.functional.lb_prober import Prober
-from tests.functional.tacker_fakes import instantiate_request
 
 ANSIBLE = '127.0.53.1'
 LB = '127.0.53.2'
@@ -49,18 +49,13 @@ def name(address):
 def chain(tmp_path_factory):
     tmp = tmp_path_factory.mktemp('certs')
     try:
-        lab = lab_mod.Lab(ANSIBLE, LB, MASTERS, WORKERS).start()
-    except lab_mod.LabError as exc:
-        pytest.skip(str(exc))
-    try:
-        vnf, _, hooks = tacker_fakes.vnf_on_lab(lab, MASTERS, WORKERS, LB)
-        hooks.instantiate_end(CONTEXT, vnf.instance, instantiate_request(
-            vnf.additional_params), None, None)
-        assert lab.check(MASTERS, WORKERS) == []
-        yield types.SimpleNamespace(lab=lab, vnf=vnf, hooks=hooks,
-                                    files=_cli_inputs(lab, vnf, tmp))
+        with test_faults.running(lab_mod.Lab(
+                ANSIBLE, LB, MASTERS, WORKERS)) as lab:
+            vnf, hooks = tacker_fakes.instantiated_on(lab, CONTEXT, MASTERS,
+                                                      WORKERS, LB)
+            yield types.SimpleNamespace(lab=lab, vnf=vnf, hooks=hooks,
+                                        files=_cli_inputs(lab, vnf, tmp))
     finally:
-        lab.stop()
         cfg.CONF([], project='kubespray-mgmt', default_config_files=[])
 
 

@@ -28,8 +28,8 @@ from mgmt_driver.localsite import etcd
 from mgmt_driver.localsite import lab as lab_mod
 from mgmt_driver.localsite import site as site_mod
 from tests.functional import tacker_fakes
+from tests.functional import test_faults
 from tests.functional.tacker_fakes import heal_request
-from tests.functional.tacker_fakes import instantiate_request
 
 ANSIBLE = '127.0.54.1'
 LB = '127.0.54.2'
@@ -47,18 +47,11 @@ pytestmark = [
 
 @pytest.fixture(scope='module')
 def chain():
-    try:
-        lab = lab_mod.Lab(ANSIBLE, LB, MASTERS, WORKERS).start()
-    except lab_mod.LabError as exc:
-        pytest.skip(str(exc))
-    try:
-        vnf, _, hooks = tacker_fakes.vnf_on_lab(lab, MASTERS, WORKERS, LB)
-        hooks.instantiate_end(CONTEXT, vnf.instance, instantiate_request(
-            vnf.additional_params), None, None)
-        assert lab.check(MASTERS, WORKERS) == []
+    with test_faults.running(lab_mod.Lab(ANSIBLE, LB, MASTERS,
+                                         WORKERS)) as lab:
+        vnf, hooks = tacker_fakes.instantiated_on(lab, CONTEXT, MASTERS,
+                                                  WORKERS, LB)
         yield types.SimpleNamespace(lab=lab, vnf=vnf, hooks=hooks)
-    finally:
-        lab.stop()
 
 
 def endpoints():
