@@ -37,7 +37,7 @@ import types
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 from mgmt_driver import driver  # noqa: E402
-from mgmt_driver import params  # noqa: E402
+from mgmt_driver import model
 from mgmt_driver import ssh  # noqa: E402
 from mgmt_driver.localsite import lab as lab_mod  # noqa: E402
 from tests.functional import tacker_fakes  # noqa: E402
@@ -153,7 +153,7 @@ class Bench:
         vnf = self.vnf
         self.call('instantiate_end', instantiate_request(
             vnf.additional_params))
-        new = [vnf.add_vm(params.ROLE_WORKER, a) for a in spare]
+        new = [vnf.add_vm(model.ROLE_WORKER, a) for a in spare]
         self.call('scale_end', scale_request('SCALE_OUT'),
                   scale_out_id_list=[vm.stack_id for vm in new])
         gone = vnf.vm(workers[0])

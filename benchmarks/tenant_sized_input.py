@@ -36,6 +36,7 @@ from mgmt_driver import day2  # noqa: E402
 from mgmt_driver import driver  # noqa: E402
 from mgmt_driver import inventory  # noqa: E402
 from mgmt_driver import labels  # noqa: E402
+from mgmt_driver import model
 from mgmt_driver import nodes  # noqa: E402
 from mgmt_driver import params  # noqa: E402
 from mgmt_driver import plan  # noqa: E402
@@ -64,7 +65,7 @@ def taint_text(size, shape):
 def _request(workers):
     base = int(ipaddress.ip_address('10.20.0.10'))
     ips = [str(ipaddress.ip_address(base + i)) for i in range(workers)]
-    return {params.ROOT: {
+    return {model.ROOT: {
         'master_node': {'username': 'u', 'password': 'p'},
         'worker_node': {'username': 'u', 'password': 'p'},
         'ansible': {'ip_address': '10.20.1.1', 'username': 'u',
@@ -107,7 +108,7 @@ def status_differences(workers, size):
     names = ['worker-%d' % i for i in range(workers)]
     recorded = inventory.RecordedInventory(
         masters=(), hosts=tuple((n, None, None) for n in names))
-    settings = {n: params.NodeSettings((), tuple(taints)) for n in names}
+    settings = {n: model.NodeSettings((), tuple(taints)) for n in names}
     live = [{'name': n, 'ready': 'True', 'labels': {},
              'taints': taints[::-1]} for n in names]
     start = time.process_time()

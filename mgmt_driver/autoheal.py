@@ -18,13 +18,15 @@ of an ``instantiatedVnfInfo.vnfcInfo`` entry (by default
 
 So that an alert over Kubernetes' own node conditions names the VNFC,
 every Kubernetes node of a v2 instance carries two labels,
-:data:`LABEL_INSTANCE` and :data:`LABEL_VNFC`, laid over its recorded
+:data:`~mgmt_driver.labels.LABEL_INSTANCE` and
+:data:`~mgmt_driver.labels.LABEL_VNFC`, laid over its recorded
 labels each time the inventory is written (:func:`with_identity`):
 kubespray sets them when the node joins and again on every play, a
 healed node gets its new VNFC's id, and a relabel may not touch them
-(:func:`check_relabel`).  :func:`render_rules` writes the Prometheus
-rules that join kube-state-metrics' ``kube_node_status_condition`` with
-``kube_node_labels`` to fill the alert's labels.
+(:func:`mgmt_driver.labels.check_relabel`).  :func:`render_rules`
+writes the Prometheus rules that join kube-state-metrics'
+``kube_node_status_condition`` with ``kube_node_labels`` to fill the
+alert's labels.
 
 An automatic heal (:func:`is_automatic`) is checked before anything
 changes (:func:`check_heal`), as Cluster API's MachineHealthCheck
@@ -41,12 +43,9 @@ import math
 import yaml
 
 from mgmt_driver import exceptions
-from mgmt_driver import params
-
-#: The node labels naming the VNF instance and the VNFC (vnfcInfo id).
-LABEL_INSTANCE = 'kubespray-mgmt/vnf-instance-id'
-LABEL_VNFC = 'kubespray-mgmt/vnfc-info-id'
-IDENTITY_LABELS = (LABEL_INSTANCE, LABEL_VNFC)
+from mgmt_driver import labels
+from mgmt_driver import model
+from mgmt_driver import validation
 
 #: Tacker's alert label names (``prometheus_plugin_schemas.Alert``).
 ALERT_INSTANCE = 'vnf_instance_id'
@@ -98,13 +97,13 @@ def identity_of(inst, server_by_name):
                         for i in info.get('vnfcInfo') or []}
     result = {}
     for name, server in server_by_name.items():
-        pairs = [(LABEL_INSTANCE, inst.get('id')),
-                 (LABEL_VNFC, vnfc_of_resource.get(
+        pairs = [(labels.LABEL_INSTANCE, inst.get('id')),
+                 (labels.LABEL_VNFC, vnfc_of_resource.get(
                      resource_of_server.get(server)))]
         result[name] = tuple(
             (key, value) for key, value in pairs
             if isinstance(value, str) and value and
-            params.label_problem(key, value) is None)
+            labels.label_problem(key, value) is None)
     return result
 
 
@@ -112,25 +111,11 @@ def with_identity(settings, identity):
     """*settings* (a ``NodeSettings``) with the *identity* labels laid
     over them; identity labels that *identity* lacks are dropped (a
     node's old VNFC id must not outlive its VM)."""
-    labels = {k: v for k, v in settings.labels
-              if k not in IDENTITY_LABELS}
-    labels.update(identity or ())
-    return params.NodeSettings(tuple(sorted(labels.items())),
-                               settings.taints)
+    kept = {k: v for k, v in settings.labels
+            if k not in labels.IDENTITY_LABELS}
+    kept.update(identity or ())
+    return model.NodeSettings(tuple(sorted(kept.items())), settings.taints)
 
-
-def check_relabel(labels, field='labels'):
-    """Refuse a relabel that sets or removes an identity label.
-
-    :param labels: ``(key, value or None)`` pairs.
-    :raises ParamsInvalid: naming *field* and the keys.
-    """
-    touched = sorted({key for key, _ in labels if key in IDENTITY_LABELS})
-    if touched:
-        raise exceptions.ParamsInvalid([
-            '%s: %s set by the driver (they name the node\'s VNF instance '
-            'and VNFC in auto-heal alerts); a relabel cannot change them'
-            % (field, ', '.join(touched))])
 
 
 # ------------------------------------------------------------ guard rails
@@ -213,8 +198,9 @@ def render_rules(unhealthy_for=DEFAULT_UNHEALTHY_FOR):
     :raises ParamsInvalid: *unhealthy_for* is no duration.
     """
     _check_duration(unhealthy_for)
-    instance, vnfc = ksm_label(LABEL_INSTANCE), ksm_label(LABEL_VNFC)
-    labels = ('label_replace(label_replace(\n'
+    instance = ksm_label(labels.LABEL_INSTANCE)
+    vnfc = ksm_label(labels.LABEL_VNFC)
+    joined = ('label_replace(label_replace(\n'
               '  max by (node, {i}, {v}) (kube_node_labels{{{v}!=""}}),\n'
               '  "{ai}", "$1", "{i}", "(.+)"),\n'
               '  "{av}", "$1", "{v}", "(.+)")').format(
@@ -222,7 +208,7 @@ def render_rules(unhealthy_for=DEFAULT_UNHEALTHY_FOR):
     expr = ('max by (node) (kube_node_status_condition{condition="Ready",'
             'status!="true"} == 1)\n'
             '* on (node) group_left (%s, %s)\n%s\n' % (
-                ALERT_INSTANCE, ALERT_VNFC, labels))
+                ALERT_INSTANCE, ALERT_VNFC, joined))
     doc = {'groups': [{
         'name': 'kubespray-mgmt-autoheal',
         'rules': [{
@@ -268,4 +254,4 @@ def _check_duration(text):
     if not ok:
         raise exceptions.ParamsInvalid([
             'unhealthy_for: %s is not a Prometheus duration such as 5m '
-            'or 90s' % params.show(text)])
+            'or 90s' % validation.show(text)])

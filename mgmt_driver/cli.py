@@ -41,6 +41,7 @@ from mgmt_driver import lcm_requests
 from mgmt_driver import listing
 from mgmt_driver import loadbalancer
 from mgmt_driver import localfiles
+from mgmt_driver import model
 from mgmt_driver import nodes
 from mgmt_driver import operations
 from mgmt_driver import params
@@ -140,7 +141,7 @@ def _read_nodes(spec, topology_path, need_vip=True):
         raise exceptions.ParamsInvalid([
             '%s.external_lb_param.vip_cp_name: names a Heat port, which '
             'only Tacker reads; without Tacker give external_lb_param.vip '
-            '(the address the gateways share) instead' % params.ROOT])
+            '(the address the gateways share) instead' % model.ROOT])
     if topology_path is None:
         return nodes.nodes_from_spec(spec)
     document = localfiles.load_document(topology_path, 'TOPOLOGY')
@@ -484,8 +485,8 @@ def _relabel_args(args):
     missing = [] if args.nodes or args.pools else [
         '--nodes, --pools: missing (which nodes to relabel?)']
     extra, invalid = {}, []
-    for key, parse in (('labels', params.parse_label_list),
-                       ('taints', params.parse_taint_list)):
+    for key, parse in (('labels', labels.parse_label_list),
+                       ('taints', labels.parse_taint_list)):
         try:  # every bad option at once, not the first one only
             extra[key] = parse(getattr(args, key), '--' + key,
                                removals=True)
@@ -530,7 +531,7 @@ def _lb_script(spec, cluster, args):
             '--package-dir: missing: %s.external_lb_param.script_path names '
             '%s, which only a VNF package holds (without --package-dir '
             'only %s is known: the script csar build packages)' % (
-                params.ROOT, script, csar.LB_SCRIPT_ARTIFACT)])
+                model.ROOT, script, csar.LB_SCRIPT_ARTIFACT)])
     return str(local)
 
 

@@ -9,7 +9,6 @@ after claiming the workspace.
 """
 
 from mgmt_driver import absence
-from mgmt_driver import autoheal
 from mgmt_driver import certificates
 from mgmt_driver import conf as kconf
 from mgmt_driver import etcdsnapshots
@@ -44,16 +43,16 @@ def relabel(drv, cluster, names, labels=(), taints=()):
 
     :param names: node names of *cluster*.
     :param labels: ``(key, value)`` pairs, as
-        :func:`mgmt_driver.params.parse_label_list` returns them
+        :func:`mgmt_driver.labels.parse_label_list` returns them
         (a None value removes the label).
     :param taints: strings, as
-        :func:`mgmt_driver.params.parse_taint_list` returns them
+        :func:`mgmt_driver.labels.parse_taint_list` returns them
         (``key=value:Effect``, or a removal ending in ``-``).
     :returns: the names of the nodes that are not both in *cluster*
         and in Kubernetes (nothing was changed on them).
     """
-    # Before anything is read or changed (mgmt_driver.autoheal).
-    autoheal.check_relabel(labels, 'relabel labels')
+    # Before anything is read or changed (the identity labels).
+    labels_mod.check_relabel(labels, 'relabel labels')
     client = drv.kubectl_client(cluster)
     recorded = drv.node_settings()
     settings = dict(recorded)

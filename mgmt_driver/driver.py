@@ -30,7 +30,6 @@ runs).
 
 import dataclasses
 import posixpath
-import types
 
 from oslo_log import log as logging
 
@@ -50,6 +49,8 @@ from mgmt_driver import kubectl
 from mgmt_driver import kubespray
 from mgmt_driver import labels as labels_mod
 from mgmt_driver import loadbalancer
+from mgmt_driver import merging
+from mgmt_driver import model
 from mgmt_driver import nodes as nodes_mod
 from mgmt_driver import operations
 from mgmt_driver import params
@@ -161,7 +162,7 @@ class Reads:
 class ClusterDriver:
     """The context of one operation on one cluster, and its steps.
 
-    :param spec: the :class:`~mgmt_driver.params.ClusterSpec`.
+    :param spec: the :class:`~mgmt_driver.model.ClusterSpec`.
     :param instance_id: the VNF instance id; names the workspace.
     :param pool: an ``ssh.ConnectionPool`` (one connection per host).
     :param conf: an oslo.config object (default: the global one).
@@ -358,11 +359,8 @@ class ClusterDriver:
         version = self._reads.kube_version
         if version is None:
             return self.spec
-        kubespray_opts = self.spec.kubespray
-        extra_vars = dict(kubespray_opts.extra_vars)
-        extra_vars['kube_version'] = upgrade_mod.version_text(version)
         return dataclasses.replace(self.spec, kubespray=dataclasses.replace(
-            kubespray_opts, extra_vars=types.MappingProxyType(extra_vars)))
+            self.spec.kubespray, kube_version=model.KubeVersion(version)))
 
     def record_kube_version(self, version, others=None):
         """Record *version* (and the *others* records of the upgrade,
@@ -990,7 +988,7 @@ class LcmHooks:
                                        self._default_key(),
                                        max_size=max_size)
         else:
-            spec = params.parse_for_operation(
+            spec = merging.parse_for_operation(
                 instantiated, _additional_params(request), operation,
                 self._default_key(), max_size=max_size)
         spec = trust.apply(spec, trust.Policy.from_conf(
@@ -1103,7 +1101,7 @@ class LcmHooks:
         # New gateways (a scale-out of external_lb_param.aspect_id): the
         # members Tacker added.
         new_gateways = _members(records, kwargs.get('scale_out_id_list'),
-                                'stack_id', params.ROLE_EXTERNAL_LB)
+                                'stack_id', model.ROLE_EXTERNAL_LB)
         with self._pool_factory() as pool:
             operations.scale_out(
                 self._driver(context, vnf_instance, spec, pool,
@@ -1129,8 +1127,8 @@ class LcmHooks:
                 self._driver(context, vnf_instance, spec, pool,
                              'scale_start', request, cluster, records),
                 cluster,
-                _members(records, chosen, match, params.ROLE_WORKER),
-                _members(records, chosen, match, params.ROLE_EXTERNAL_LB))
+                _members(records, chosen, match, model.ROLE_WORKER),
+                _members(records, chosen, match, model.ROLE_EXTERNAL_LB))
 
     @staticmethod
     def _need_heat(spec, operation):
@@ -1141,7 +1139,7 @@ class LcmHooks:
             raise exceptions.MgmtDriverParamInvalid(
                 param='%s.nodes (%s needs the VMs from Heat; with an '
                       'explicit nodes list use "kubespray-mgmt run" with '
-                      '--nodes)' % (params.ROOT, operation))
+                      '--nodes)' % (model.ROOT, operation))
 
     def _healed(self, vnf_instance, request, records):
         servers = set(heat.server_ids_for_vnfcs(
@@ -1180,7 +1178,7 @@ class LcmHooks:
                 cluster, self._healed(vnf_instance, request, records),
                 self._vim_name(spec, vnf_instance),
                 self._vims(context, vnf_instance),
-                new_settings=params.sets_node_settings(
+                new_settings=merging.sets_node_settings(
                     _additional_params(request)))
 
 

@@ -4,7 +4,7 @@ The driver runs a few commands as root on the control-plane nodes
 (kubectl, etcdctl: ``[kubespray_mgmt] kubectl_sudo``) and on the load
 balancers (HAProxy's and keepalived's files, the install script:
 ``haproxy_sudo``), each as ``sudo -n COMMAND`` (no password).  When the
-login of that VM has a sudo password (``params.Login.sudo_password``:
+login of that VM has a sudo password (``model.Login.sudo_password``:
 ``become_password``, or the login password unless ``passwordless_sudo``),
 :func:`wrap` turns ``sudo -n COMMAND`` into ``scripts/sudo-password.sh``
 with the password as the first line of standard input, so that sudo gets

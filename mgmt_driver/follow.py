@@ -32,16 +32,18 @@ parameters built from it pass :func:`mgmt_driver.params.parse_params`.
 import ipaddress
 
 from mgmt_driver import exceptions
+from mgmt_driver import model
 from mgmt_driver import nodes as nodes_mod
 from mgmt_driver import params
 from mgmt_driver import records as records_mod
+from mgmt_driver import validation
 
 #: How a login authenticates (``key`` of a login entry).
 KEY_FILE, DEFAULT_KEY, PASSWORD = 'file', 'default', 'password'
 #: Request sections of the roles, with their user and port keys.
-_ROLE_SECTIONS = ((params.ROLE_MASTER, 'master_node', 'username', 'port'),
-                  (params.ROLE_WORKER, 'worker_node', 'username', 'port'),
-                  (params.ROLE_EXTERNAL_LB, 'external_lb_param',
+_ROLE_SECTIONS = ((model.ROLE_MASTER, 'master_node', 'username', 'port'),
+                  (model.ROLE_WORKER, 'worker_node', 'username', 'port'),
+                  (model.ROLE_EXTERNAL_LB, 'external_lb_param',
                    'ssh_username', 'ssh_port'))
 
 
@@ -60,7 +62,7 @@ def _login(login, key_file):
 def describe(spec, cluster, workspace, key_path):
     """The ``cluster`` entry of the record (JSON-ready, no secret).
 
-    :param spec: the operation's :class:`~mgmt_driver.params.ClusterSpec`.
+    :param spec: the operation's :class:`~mgmt_driver.model.ClusterSpec`.
     :param cluster: the :class:`~mgmt_driver.nodes.ClusterNodes` of the
         inventory being uploaded.
     :param workspace: the workspace's path on the Ansible server.
@@ -88,7 +90,7 @@ def describe(spec, cluster, workspace, key_path):
 
 def node_counts(entry):
     """``{role: count}`` of a record's ``cluster`` entry (every role)."""
-    counts = dict.fromkeys(params.ROLES, 0)
+    counts = dict.fromkeys(model.ROLES, 0)
     for node in (entry or {}).get('nodes') or []:
         if isinstance(node, dict) and node.get('role') in counts:
             counts[node['role']] += 1
@@ -137,11 +139,11 @@ def inputs(record, default_key_file=None):
             'before the driver recorded one, or before the first '
             'inventory was uploaded): give --params (and --topology) '
             'instead' % record.instance_id])
-    problems = params.Problems()
+    problems = validation.Problems()
     document = _parameters(problems, where, entry)
     problems.raise_if_any()
     spec = params.parse_params(
-        {params.ROOT: document}, default_key_file=default_key_file,
+        {model.ROOT: document}, default_key_file=default_key_file,
         need_cp_names=False)
     return spec, _nodes(entry, where)
 
@@ -193,7 +195,7 @@ def _login_fields(problems, where, login, user_key, port_key):
 def _nodes(entry, where):
     """The recorded nodes, each checked; masters in the recorded order."""
     found = []
-    problems = params.Problems()
+    problems = validation.Problems()
     listed = entry.get('nodes')
     for index, node in enumerate(listed if isinstance(listed, list)
                                  else []):
@@ -207,14 +209,14 @@ def _nodes(entry, where):
         problems.missing('%s.nodes' % where, 'no node recorded')
     problems.raise_if_any()
     return nodes_mod.ClusterNodes(
-        masters=[n for n in found if n.role == params.ROLE_MASTER],
-        workers=[n for n in found if n.role == params.ROLE_WORKER],
-        gateways=[n for n in found if n.role == params.ROLE_EXTERNAL_LB])
+        masters=[n for n in found if n.role == model.ROLE_MASTER],
+        workers=[n for n in found if n.role == model.ROLE_WORKER],
+        gateways=[n for n in found if n.role == model.ROLE_EXTERNAL_LB])
 
 
 def _node(node):
     """A :class:`~mgmt_driver.nodes.Node` of a recorded entry, or None."""
-    if not isinstance(node, dict) or node.get('role') not in params.ROLES:
+    if not isinstance(node, dict) or node.get('role') not in model.ROLES:
         return None
     port = node.get('ssh_port')
     try:

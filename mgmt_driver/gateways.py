@@ -24,7 +24,7 @@ from mgmt_driver import exceptions
 from mgmt_driver import inventory
 from mgmt_driver import keepalived
 from mgmt_driver import loadbalancer
-from mgmt_driver import params
+from mgmt_driver import model
 from mgmt_driver import registry
 
 #: Where the LB install script is copied on the LB VM (home-relative).
@@ -49,7 +49,7 @@ def first_connection(drv, cluster):
     if cluster.external_lb is None:
         raise exceptions.MgmtDriverNotFound(
             param='%s.external_lb_param (no load balancer VM found)'
-                  % params.ROOT)
+                  % model.ROOT)
     return drv.connection(cluster.external_lb)
 
 
@@ -104,7 +104,7 @@ def prepare(drv, cluster, names=None):
     except OSError as exc:
         raise exceptions.ParamsNotFound([
             '%s.external_lb_param.script_path: cannot read %s in the '
-            'VNF package: %s' % (params.ROOT, script, exc.strerror)])
+            'VNF package: %s' % (model.ROOT, script, exc.strerror)])
     proxies = inventory.proxy_environment(drv.spec, cluster)
     for _, conn in connections(drv, cluster, names):
         _run_script(drv, conn, content, proxies)

@@ -18,7 +18,7 @@ import ipaddress
 from oslo_log import log as logging
 
 from mgmt_driver import exceptions
-from mgmt_driver import params
+from mgmt_driver import model
 
 LOG = logging.getLogger(__name__)
 
@@ -30,7 +30,7 @@ FLOATING_IP_TYPE = 'OS::Neutron::FloatingIP'
 class VmRecord:
     """One VM found in Heat.
 
-    :param address: the VM as a :class:`~mgmt_driver.params.NodeAddress`.
+    :param address: the VM as a :class:`~mgmt_driver.model.NodeAddress`.
     :param server_id: its Nova server id (``compute_resource.resource_id``
         of the VNFC), or None when the stack does not say.
     :param stack_id: the scaling-group member stack holding it (what
@@ -42,7 +42,7 @@ class VmRecord:
         (:meth:`mgmt_driver.driver.ClusterDriver.declare_absent`).
     """
 
-    address: params.NodeAddress
+    address: model.NodeAddress
     server_id: str | None = None
     stack_id: str | None = None
     member_name: str | None = None
@@ -115,7 +115,7 @@ class HeatNodeFinder:
             if nic_cp_name else ssh_ip
         server_id, gone = self._server(stack_id)
         return VmRecord(
-            address=params.NodeAddress(role=role, ssh_ip=ssh_ip,
+            address=model.NodeAddress(role=role, ssh_ip=ssh_ip,
                                        nic_ip=nic_ip,
                                        source='heat:%s' % stack_id,
                                        pool=pool),
@@ -128,7 +128,7 @@ class HeatNodeFinder:
         """The VMs of one role (or of one node pool's scaling group).
 
         :param top_stack_id: the VNF's Heat stack.
-        :param role: one of :data:`mgmt_driver.params.ROLES`.
+        :param role: one of :data:`mgmt_driver.model.ROLES`.
         :param aspect_id: scaling group resource name, or None.
         :param pool: the node pool these VMs make up, or None for the
             role's own VMs; messages then name the pool's fields.
@@ -151,7 +151,7 @@ class HeatNodeFinder:
         ``external_lb_param.aspect_id`` when it is set.  The workers of
         each node pool with an ``aspect_id`` are in that scaling group.
 
-        :param spec: a :class:`mgmt_driver.params.ClusterSpec`.
+        :param spec: a :class:`mgmt_driver.model.ClusterSpec`.
         :returns: a list of :class:`VmRecord`.
         """
         vms = []
@@ -160,12 +160,12 @@ class HeatNodeFinder:
                                  group.ssh_cp_name, group.nic_cp_name)
         for pool in spec.node_pools:
             if pool.aspect_id:
-                vms += self.role_vms(top_stack_id, params.ROLE_WORKER,
+                vms += self.role_vms(top_stack_id, model.ROLE_WORKER,
                                      pool.aspect_id, pool.ssh_cp_name,
                                      pool.nic_cp_name, pool=pool.name)
         lb = spec.external_lb
         if lb.ssh_cp_name:
-            vms += self.role_vms(top_stack_id, params.ROLE_EXTERNAL_LB,
+            vms += self.role_vms(top_stack_id, model.ROLE_EXTERNAL_LB,
                                  lb.aspect_id, lb.ssh_cp_name,
                                  lb.nic_cp_name)
         return vms
@@ -177,7 +177,7 @@ class HeatNodeFinder:
         :raises MgmtDriverNotFound: no such resource, or no address yet.
         :raises RemoteDataInvalid: what Heat holds is no IP address.
         """
-        path = '%s.external_lb_param.vip_cp_name' % params.ROOT
+        path = '%s.external_lb_param.vip_cp_name' % model.ROOT
         address = self._address(top_stack_id, vip_cp_name, path)
         try:
             return str(ipaddress.ip_address(str(address)))
@@ -209,8 +209,8 @@ def section_path(role, pool=None):
     """The field path of the section that names a VM's resources: its
     role's, or its node pool's."""
     if pool is not None:
-        return '%s.node_pools.%s' % (params.ROOT, pool)
-    return '%s.%s' % (params.ROOT, params.ROLE_SECTIONS[role])
+        return '%s.node_pools.%s' % (model.ROOT, pool)
+    return '%s.%s' % (model.ROOT, model.ROLE_SECTIONS[role])
 
 
 def server_ids_for_vnfcs(vnf_instance, vnfc_instance_ids):

@@ -14,7 +14,7 @@
 ``host_vars/<node name>.yaml`` (mode 0600)
     ``ansible_user`` and ``ansible_ssh_private_key_file`` or
     ``ansible_password``, and ``ansible_become_password`` when the
-    role's sudo asks one (``params.Login.sudo_password``: kubespray runs
+    role's sudo asks one (``model.Login.sudo_password``: kubespray runs
     with ``--become``).  Ansible loads ``host_vars/`` next to the
     inventory file for exactly that host, so a host gets its own role's
     login whatever groups it is in (``group_vars`` per group would let
@@ -224,7 +224,7 @@ def _host_vars(spec, node, etcd, settings):
 def render_hosts(spec, nodes, settings=None):
     """The ``hosts.yaml`` document.
 
-    :param spec: the :class:`~mgmt_driver.params.ClusterSpec`.
+    :param spec: the :class:`~mgmt_driver.model.ClusterSpec`.
     :param nodes: the :class:`~mgmt_driver.nodes.ClusterNodes`; masters
         keep their order (the first is kubespray's first control plane).
     :param settings: ``{node name: NodeSettings}`` recorded for nodes
@@ -423,8 +423,7 @@ def proxy_environment(spec, nodes):
     found = {key: getattr(proxy, key) for key in ('http_proxy',
                                                   'https_proxy')
              if getattr(proxy, key)}
-    found['no_proxy'] = _no_proxy(spec, nodes,
-                                  dict(spec.kubespray.extra_vars))
+    found['no_proxy'] = _no_proxy(spec, nodes, spec.kubespray.variables)
     return found
 
 
@@ -490,7 +489,7 @@ def render_cluster_vars(spec, nodes, mtu=None):
             mtu, int) or not MIN_MTU <= mtu <= MAX_MTU):
         raise ValueError('mtu must be an integer from %d to %d' % (
             MIN_MTU, MAX_MTU))
-    extra_vars = dict(spec.kubespray.extra_vars)
+    extra_vars = spec.kubespray.variables
     first, last = spec.external_lb.nodeport_range
     result = {
         'kube_pods_subnet': str(spec.pod_cidr),
@@ -528,7 +527,7 @@ def render_secret_vars(spec):
 def render_files(spec, nodes, key_paths=None, mtu=None, settings=None):
     """Every file of the inventory directory.
 
-    :param spec: the :class:`~mgmt_driver.params.ClusterSpec`.
+    :param spec: the :class:`~mgmt_driver.model.ClusterSpec`.
     :param nodes: the :class:`~mgmt_driver.nodes.ClusterNodes`.
     :param key_paths: see :func:`render_credentials`.
     :param mtu: see :func:`render_cluster_vars`.

@@ -6,7 +6,7 @@ the body.  This module tells the kind from the body's shape (or is told
 it) and checks the ``additionalParams`` the way the driver will read
 them: an instantiate request in full, a scale, heal or terminate request
 as overrides laid over the instantiated parameters
-(:func:`mgmt_driver.params.parse_for_operation`), a modify request (the
+(:func:`mgmt_driver.merging.parse_for_operation`), a modify request (the
 PATCH body, v1 and v2 alike) by the metadata keys the driver reads
 (:func:`mgmt_driver.upgrade.check_metadata`).
 
@@ -19,9 +19,11 @@ cannot be checked then.
 import copy
 import dataclasses
 
-from mgmt_driver import exceptions
+from mgmt_driver import merging
+from mgmt_driver import model
 from mgmt_driver import params
 from mgmt_driver import upgrade
+from mgmt_driver import validation
 
 INSTANTIATE = 'instantiate'
 SCALE = 'scale'
@@ -49,7 +51,7 @@ _SCALE_TYPES = ('SCALE_OUT', 'SCALE_IN')
 _LOGIN = {'username': 'placeholder', 'password': 'placeholder'}
 #: A complete, valid instantiation that overrides are checked against
 #: when the real one is not given.
-_PLACEHOLDER = {params.ROOT: {
+_PLACEHOLDER = {model.ROOT: {
     'master_node': dict(_LOGIN),
     'worker_node': dict(_LOGIN),
     'ansible': dict(_LOGIN, ip_address='192.0.2.1',
@@ -107,15 +109,12 @@ def check(document, kind=None, instantiated=None, default_key_file=None):
     :raises ParamsNotFound, ParamsInvalid: every problem at once.
     """
     kind = kind or detect_kind(document)
-    problems = _scale_type_problems(document) if kind == SCALE else []
-    try:
+    problems = validation.Problems()
+    if kind == SCALE:
+        _check_scale_type(problems, document)
+    with problems.gathered():
         checked = _check_kind(document, kind, instantiated, default_key_file)
-    except (exceptions.ParamsInvalid, exceptions.ParamsNotFound) as exc:
-        if not problems:
-            raise
-        problems += exc.problems
-    if problems:
-        raise exceptions.ParamsInvalid(problems)
+    problems.raise_if_any()
     checked.warnings = placeholder_warnings(document)
     return checked
 
@@ -175,7 +174,7 @@ def _check_overrides(document, kind, instantiated, default_key_file):
     operation = additional_params(document)
     base = _placeholder(operation) if instantiated is None else \
         additional_params(instantiated)
-    spec = params.parse_for_operation(
+    spec = merging.parse_for_operation(
         base, operation, kind, default_key_file=default_key_file,
         need_cp_names=instantiated is not None)
     return Checked(kind, spec, _overridden(operation),
@@ -186,12 +185,12 @@ def _placeholder(operation):
     """The placeholder instantiation, with an empty pool for each pool the
     *operation* overrides (its keys are checked, not its existence)."""
     base = copy.deepcopy(_PLACEHOLDER)
-    overrides = operation.get(params.ROOT) if isinstance(operation, dict) \
+    overrides = operation.get(model.ROOT) if isinstance(operation, dict) \
         else None
     pools = overrides.get('node_pools') if isinstance(overrides, dict) \
         else None
     if isinstance(pools, dict):
-        base[params.ROOT]['node_pools'] = {name: {} for name in pools}
+        base[model.ROOT]['node_pools'] = {name: {} for name in pools}
     return base
 
 
@@ -208,17 +207,16 @@ def _check_modify(document):
 
 
 def _overridden(operation):
-    overrides = (operation or {}).get(params.ROOT) \
+    overrides = (operation or {}).get(model.ROOT) \
         if isinstance(operation, dict) else None
     return sorted(overrides) if isinstance(overrides, dict) else []
 
 
-def _scale_type_problems(document):
-    if not isinstance(document, dict) or 'type' not in document:
-        return []  # bare additionalParams
-    if document['type'] in _SCALE_TYPES:
-        return []
-    return ['type: a scale request needs %s' % ' or '.join(_SCALE_TYPES)]
+def _check_scale_type(problems, document):
+    if isinstance(document, dict) and 'type' in document and \
+            document['type'] not in _SCALE_TYPES:  # else bare params
+        problems.invalid('type', 'a scale request needs %s'
+                         % ' or '.join(_SCALE_TYPES))
 
 
 def describe(checked):
@@ -226,7 +224,7 @@ def describe(checked):
     if checked.kind == MODIFY:
         return _describe_modify(checked)
     if checked.kind == INSTANTIATE:
-        return params.describe(checked.spec)
+        return model.describe(checked.spec)
     overrides = 'overrides %s' % ', '.join(checked.overrides) \
         if checked.overrides else 'no override (the instantiated ' \
         'parameters apply)'
@@ -234,7 +232,7 @@ def describe(checked):
         return 'valid %s request: %s; checked over a placeholder ' \
                'instantiation (--instantiated FILE checks the merge)' % (
                    checked.kind, overrides)
-    merged = params.describe(checked.spec).split(': ', 1)[1]
+    merged = model.describe(checked.spec).split(': ', 1)[1]
     return 'valid %s request: %s; with the instantiation: %s' % (
         checked.kind, overrides, merged)
 

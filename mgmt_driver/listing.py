@@ -13,7 +13,7 @@ result (:func:`mgmt_driver.statestore.recorded`).
 
 from mgmt_driver import exceptions
 from mgmt_driver import follow
-from mgmt_driver import params
+from mgmt_driver import model
 from mgmt_driver import records as records_mod
 
 #: Text columns, in order.
@@ -46,7 +46,7 @@ def _entry(store, instance_id):
     if cluster:
         counts = follow.node_counts(cluster)
     else:
-        counts = dict.fromkeys(params.ROLES, 0)
+        counts = dict.fromkeys(model.ROLES, 0)
         for host in record.hosts:
             if host.role in counts:
                 counts[host.role] += 1
@@ -55,9 +55,9 @@ def _entry(store, instance_id):
                        'name': vim.get('name')}
                       for kind, vim in sorted(record.vims.items())],
                 ansible_server=_ansible_server(record, cluster),
-                masters=counts[params.ROLE_MASTER],
-                workers=counts[params.ROLE_WORKER],
-                gateways=counts[params.ROLE_EXTERNAL_LB],
+                masters=counts[model.ROLE_MASTER],
+                workers=counts[model.ROLE_WORKER],
+                gateways=counts[model.ROLE_EXTERNAL_LB],
                 workspace=cluster.get('workspace'),
                 last_operation=record.last_operation)
 

@@ -2,7 +2,7 @@
 
 A VIM (Heat, with the LCM hooks), a topology file (the CLI) or the
 request's explicit ``nodes`` list reports VMs as
-:class:`mgmt_driver.params.NodeAddress` entries; :func:`build_nodes`
+:class:`mgmt_driver.model.NodeAddress` entries; :func:`build_nodes`
 checks the set and turns it into :class:`ClusterNodes`.
 
 Node names are the kubespray inventory host names and the Kubernetes node
@@ -16,23 +16,23 @@ one name and no two addresses share one).
 import dataclasses
 import functools
 import ipaddress
-import re
 
 from mgmt_driver import exceptions
+from mgmt_driver import model
 from mgmt_driver import params
+from mgmt_driver import validation
 
-NAME_PREFIXES = {params.ROLE_MASTER: 'master',
-                 params.ROLE_WORKER: 'worker',
-                 params.ROLE_EXTERNAL_LB: 'lb'}
+NAME_PREFIXES = {model.ROLE_MASTER: 'master',
+                 model.ROLE_WORKER: 'worker',
+                 model.ROLE_EXTERNAL_LB: 'lb'}
 
-_DNS_1123_LABEL_RE = re.compile(r'[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?')
 _TOPOLOGY_KEYS = ('masters', 'workers', 'external_lb')
 
 
 def node_name(role, address):
     """The node name of a VM of *role* at cluster address *address*.
 
-    :param role: one of :data:`mgmt_driver.params.ROLES`.
+    :param role: one of :data:`mgmt_driver.model.ROLES`.
     :param address: its IPv4 or IPv6 cluster address (text, any form).
     :returns: e.g. ``worker-10-10-0-21`` or ``worker-fd00-0-0-0-0-0-0-21``.
     :raises ValueError: for an unknown role or a bad address.
@@ -44,14 +44,14 @@ def node_name(role, address):
         suffix = '-'.join('%x' % int(group, 16)
                           for group in ip.exploded.split(':'))
     name = '%s-%s' % (NAME_PREFIXES[role], suffix)
-    if not _DNS_1123_LABEL_RE.fullmatch(name):  # cannot happen: be loud if so
+    if not validation.is_dns_label(name):  # cannot happen: be loud if so
         raise ValueError('node name %r is not a DNS-1123 label' % name)
     return name
 
 
 def is_node_name(name):
     """Whether *name* could be a node name (a DNS-1123 label)."""
-    return isinstance(name, str) and bool(_DNS_1123_LABEL_RE.fullmatch(name))
+    return validation.is_dns_label(name)
 
 
 def _address_key(node):
@@ -63,7 +63,7 @@ def _address_key(node):
 class Node:
     """One VM of the cluster.
 
-    :param role: one of :data:`mgmt_driver.params.ROLES`; it is also the
+    :param role: one of :data:`mgmt_driver.model.ROLES`; it is also the
         credentials reference: ``spec.login_for(node.role)``.
     :param name: inventory host name == Kubernetes node name.
     :param ssh_address: where SSH reaches it (Ansible's ``ansible_host``).
@@ -78,13 +78,13 @@ class Node:
     name: str
     ssh_address: str
     cluster_address: str
-    ssh_port: int = params.DEFAULT_SSH_PORT
+    ssh_port: int = model.DEFAULT_SSH_PORT
     resource_id: str | None = None
     pool: str | None = None
 
     @classmethod
     def from_address(cls, address, default_port, resource_id=None):
-        """Build a node from a :class:`~mgmt_driver.params.NodeAddress`.
+        """Build a node from a :class:`~mgmt_driver.model.NodeAddress`.
 
         :param default_port: the role's SSH port, used when the entry
             gives none.
@@ -180,8 +180,8 @@ class ClusterNodes:
         masters, workers = list(self.masters), list(self.workers)
         gateways = list(self.gateways)
         for node in nodes:
-            {params.ROLE_MASTER: masters, params.ROLE_WORKER: workers,
-             params.ROLE_EXTERNAL_LB: gateways}[node.role].append(node)
+            {model.ROLE_MASTER: masters, model.ROLE_WORKER: workers,
+             model.ROLE_EXTERNAL_LB: gateways}[node.role].append(node)
         return ClusterNodes(masters, workers, gateways=gateways)
 
     def remove(self, *names):
@@ -200,9 +200,9 @@ class ClusterNodes:
 def build_nodes(spec, addresses, path='nodes'):
     """Check a node set against *spec* and build :class:`ClusterNodes`.
 
-    :param spec: the :class:`~mgmt_driver.params.ClusterSpec` (SSH ports
+    :param spec: the :class:`~mgmt_driver.model.ClusterSpec` (SSH ports
         per role, pod and service networks).
-    :param addresses: :class:`~mgmt_driver.params.NodeAddress` entries,
+    :param addresses: :class:`~mgmt_driver.model.NodeAddress` entries,
         masters in the order kubespray should see them.
     :param path: where the entries came from, for messages.
     :raises ParamsInvalid: listing every problem of the set, a ``pool``
@@ -210,11 +210,11 @@ def build_nodes(spec, addresses, path='nodes'):
         node that two ``node_pools`` claim.
     """
     addresses = list(addresses)
-    ports = {role: spec.login_for(role).port for role in params.ROLES}
+    ports = {role: spec.login_for(role).port for role in model.ROLES}
     networks = ((spec.pod_cidr, 'pod CIDR (master_node.pod_cidr)'),
                 (spec.service_cidr,
                  'service CIDR (master_node.cluster_cidr)'))
-    problems = params.Problems()
+    problems = validation.Problems()
     params.check_node_addresses(problems, path, addresses, ports, networks,
                                 params.max_gateways(spec.external_lb))
     params.check_pool_references(problems, spec, addresses)
@@ -222,9 +222,9 @@ def build_nodes(spec, addresses, path='nodes'):
     built = [Node.from_address(a, ports[a.role]) for a in addresses]
     _check_one_pool_each(spec, built)
     return ClusterNodes(
-        masters=[n for n in built if n.role == params.ROLE_MASTER],
-        workers=[n for n in built if n.role == params.ROLE_WORKER],
-        gateways=[n for n in built if n.role == params.ROLE_EXTERNAL_LB])
+        masters=[n for n in built if n.role == model.ROLE_MASTER],
+        workers=[n for n in built if n.role == model.ROLE_WORKER],
+        gateways=[n for n in built if n.role == model.ROLE_EXTERNAL_LB])
 
 
 def _check_one_pool_each(spec, built):
@@ -234,7 +234,7 @@ def _check_one_pool_each(spec, built):
     :raises ParamsInvalid: naming each such node and its pools.
     """
     claims = ((node, spec.pools_of(node)) for node in built)
-    problems = [params.pool_conflict(node, pools)
+    problems = [model.pool_conflict(node, pools)
                 for node, pools in claims if len(pools) > 1]
     if problems:
         raise exceptions.ParamsInvalid(problems)
@@ -247,8 +247,8 @@ def nodes_from_spec(spec):
     """
     if spec.nodes is None:
         raise exceptions.ParamsNotFound(
-            ['%s.nodes: missing (no topology given either)' % params.ROOT])
-    return build_nodes(spec, spec.nodes, path='%s.nodes' % params.ROOT)
+            ['%s.nodes: missing (no topology given either)' % model.ROOT])
+    return build_nodes(spec, spec.nodes, path='%s.nodes' % model.ROOT)
 
 
 def load_topology(data, path='topology'):
@@ -269,11 +269,11 @@ def load_topology(data, path='topology'):
 
     :param data: the parsed document.
     :param path: the name used in messages.
-    :returns: a list of :class:`~mgmt_driver.params.NodeAddress`, masters
+    :returns: a list of :class:`~mgmt_driver.model.NodeAddress`, masters
         first in file order; check the set with :func:`build_nodes`.
     :raises ParamsInvalid, ParamsNotFound: listing every problem.
     """
-    problems = params.Problems()
+    problems = validation.Problems()
     entries = []
     if not isinstance(data, dict):
         problems.invalid(path, 'must be a mapping with masters, workers '
@@ -285,7 +285,7 @@ def load_topology(data, path='topology'):
 
 
 def _topology_entries(problems, path, data):
-    top = params.Section(problems, path, data, _TOPOLOGY_KEYS)
+    top = validation.Section(problems, path, data, _TOPOLOGY_KEYS)
     lists = {}
     for key in ('masters', 'workers'):
         lists[key] = top.value(key, list, required=key == 'masters') or []
@@ -293,16 +293,16 @@ def _topology_entries(problems, path, data):
     lb = top.value('external_lb', list if isinstance(
         data.get('external_lb'), list) else dict, required=True)
     entries = []
-    for key, role in (('masters', params.ROLE_MASTER),
-                      ('workers', params.ROLE_WORKER)):
+    for key, role in (('masters', model.ROLE_MASTER),
+                      ('workers', model.ROLE_WORKER)):
         for index, item in enumerate(lists[key]):
             entries.append(params.parse_node_address(
                 problems, '%s.%s[%d]' % (path, key, index), item, role))
     if isinstance(lb, dict):
         entries.append(params.parse_node_address(
-            problems, '%s.external_lb' % path, lb, params.ROLE_EXTERNAL_LB))
+            problems, '%s.external_lb' % path, lb, model.ROLE_EXTERNAL_LB))
     for index, item in enumerate(lb if isinstance(lb, list) else ()):
         entries.append(params.parse_node_address(
             problems, '%s.external_lb[%d]' % (path, index), item,
-            params.ROLE_EXTERNAL_LB))
+            model.ROLE_EXTERNAL_LB))
     return [entry for entry in entries if entry is not None]

@@ -23,13 +23,13 @@ import yaml
 from oslo_log import log as logging
 
 from mgmt_driver import exceptions
-from mgmt_driver import params
+from mgmt_driver import model
 
 LOG = logging.getLogger(__name__)
 
 VIM_TYPE = 'kubernetes'
 #: Where the VIM name comes from in a request, for error messages.
-VIM_NAME_FIELD = '%s.vim_name' % params.ROOT
+VIM_NAME_FIELD = '%s.vim_name' % model.ROOT
 
 
 @dataclasses.dataclass(frozen=True)

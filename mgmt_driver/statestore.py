@@ -53,7 +53,7 @@ from oslo_log import log as logging
 
 from mgmt_driver import conf as kconf
 from mgmt_driver import exceptions
-from mgmt_driver import params
+from mgmt_driver import model
 from mgmt_driver import records as records_mod
 
 LOG = logging.getLogger(__name__)
@@ -160,7 +160,7 @@ def _ours(vnf_instance):
     """The instance was instantiated with this driver's parameters."""
     info = getattr(vnf_instance, 'instantiated_vnf_info', None)
     additional = getattr(info, 'additional_params', None) or {}
-    return params.ROOT in additional
+    return model.ROOT in additional
 
 
 def needs_record(hook, vnf_instance, request):

@@ -340,7 +340,7 @@ def _failed(section, exc):
 class StatusReader:
     """Reads one cluster's status; changes nothing.
 
-    :param spec: the :class:`~mgmt_driver.params.ClusterSpec`.
+    :param spec: the :class:`~mgmt_driver.model.ClusterSpec`.
     :param instance_id: names the workspace on the Ansible server.
     :param pool: an ``ssh.ConnectionPool``, best built with
         :func:`read_only_settings`.

@@ -38,8 +38,9 @@ import stat
 
 from mgmt_driver import conf as kconf
 from mgmt_driver import exceptions
-from mgmt_driver import params
+from mgmt_driver import model
 from mgmt_driver import ssh
+from mgmt_driver import validation
 
 #: A private key file is at most this long (a 16384-bit RSA key in PEM is
 #: about 12.5 KiB); anything longer is not a key.
@@ -112,14 +113,13 @@ def apply(spec, policy):
     :raises ParamsInvalid: a refused key file, default key or extra var
         (every problem, with its field path).
     """
-    problems = []
-    problems += _extra_var_problems(spec, policy)
-    problems += _default_key_login_problems(spec, policy)
+    problems = validation.Problems()
+    _check_extra_vars(problems, spec, policy)
+    _check_default_key_logins(problems, spec, policy)
     sections = {}
     for name, get in _SECTIONS:
         sections[name] = _with_key(get(spec), name, spec, policy, problems)
-    if problems:
-        raise exceptions.ParamsInvalid(problems)
+    problems.raise_if_any()
     return dataclasses.replace(
         spec, ansible=sections['ansible'], master=sections['master_node'],
         worker=sections['worker_node'],
@@ -130,23 +130,23 @@ def _with_key(section, name, spec, policy, problems):
     login = section.login
     if not login.key_file or login.key_text:
         return section
-    field = '%s.%s' % (params.ROOT, name)
+    field = '%s.%s' % (model.ROOT, name)
     if login.default_key:
         text = _default_key(login.key_file)
         if name in _UPLOADED and not _may_receive_default_key(spec, policy):
-            problems.append(_default_key_refused(field, spec))
+            problems.invalid(field, _default_key_refused(spec))
     elif policy.trusted_paths:
         # The command line's user wrote the request on their own host:
         # say what is wrong with the file (no operator's rule applies).
         text, reason = _load_key(os.path.realpath(os.path.expanduser(
             login.key_file)))
         if text is None:
-            problems.append('%s.ssh_key_file: %s: %s' % (
-                field, params.show(login.key_file), reason))
+            problems.invalid(field + '.ssh_key_file', '%s: %s' % (
+                validation.show(login.key_file), reason))
     else:
         text = _request_key(login.key_file, policy)
         if text is None:
-            problems.append('%s.ssh_key_file: %s' % (field, _REFUSED))
+            problems.invalid(field + '.ssh_key_file', _REFUSED)
     if text is None:
         return section
     return dataclasses.replace(
@@ -168,13 +168,13 @@ def _listed(text, networks):
 
 #: Addresses a refusal names (the others are counted).
 _SHOWN = 5
-_ROLE_SECTIONS = ((params.ROLE_MASTER, 'master_node'),
-                  (params.ROLE_WORKER, 'worker_node'),
-                  (params.ROLE_EXTERNAL_LB, 'external_lb_param'))
+_ROLE_SECTIONS = ((model.ROLE_MASTER, 'master_node'),
+                  (model.ROLE_WORKER, 'worker_node'),
+                  (model.ROLE_EXTERNAL_LB, 'external_lb_param'))
 
 
-def _default_key_login_problems(spec, policy):
-    """The request's addresses the default key may not log in to.
+def _check_default_key_logins(problems, spec, policy):
+    """Report the request's addresses the default key may not log in to.
 
     Only addresses the request names: the Ansible server's, and the
     ``nodes`` entries'.  VMs found in Heat are the instance's own (Tacker
@@ -182,41 +182,39 @@ def _default_key_login_problems(spec, policy):
     line's user wrote the request: neither is restricted.
     """
     if policy.trusted_paths:
-        return []
-    problems = []
+        return
     ansible = spec.ansible
     if ansible.login.default_key and not _listed(
             ansible.ip_address,
             policy.default_key_hosts + policy.default_key_servers):
-        problems.append(_login_refused(
-            'ansible', [ansible.ip_address],
-            'default_key_login_hosts or default_key_ansible_servers'))
+        _login_refused(
+            problems, 'ansible', [ansible.ip_address],
+            'default_key_login_hosts or default_key_ansible_servers')
     for role, section in _ROLE_SECTIONS:
         if spec.nodes is None or not spec.login_for(role).default_key:
             continue
         refused = [n.ssh_ip for n in spec.nodes if n.role == role and
                    not _listed(n.ssh_ip, policy.default_key_hosts)]
         if refused:
-            problems.append(_login_refused(section, refused,
-                                           'default_key_login_hosts'))
-    return problems
+            _login_refused(problems, section, refused,
+                           'default_key_login_hosts')
 
 
-def _login_refused(section, addresses, option):
+def _login_refused(problems, section, addresses, option):
     shown = ', '.join(addresses[:_SHOWN])
     if len(addresses) > _SHOWN:
         shown += ' and %d more' % (len(addresses) - _SHOWN)
-    return ('%s.%s: gives no password and no ssh_key_file, and the '
-            'operator\'s default key may not log in to %s, which the '
-            'request names (not in [kubespray_mgmt] %s)'
-            % (params.ROOT, section, shown, option))
+    problems.invalid('%s.%s' % (model.ROOT, section), (
+        'gives no password and no ssh_key_file, and the operator\'s '
+        'default key may not log in to %s, which the request names (not '
+        'in [kubespray_mgmt] %s)') % (shown, option))
 
 
-def _default_key_refused(field, spec):
-    return ('%s: gives no password and no ssh_key_file, and the operator\'s '
+def _default_key_refused(spec):
+    return ('gives no password and no ssh_key_file, and the operator\'s '
             'default key may not be copied to the Ansible server %s (it is '
             'not in [kubespray_mgmt] default_key_ansible_servers)'
-            % (field, spec.ansible.ip_address))
+            % spec.ansible.ip_address)
 
 
 def _default_key(path):
@@ -306,17 +304,15 @@ def _load_key(path):
     return text, None
 
 
-def _extra_var_problems(spec, policy):
-    problems = []
-    for name in spec.kubespray.extra_vars:
+def _check_extra_vars(problems, spec, policy):
+    for name in spec.kubespray.variables:
         denied = _matches(name, policy.extra_vars_denied)
         if denied or not _matches(name, policy.extra_vars_allowed):
-            problems.append(
-                '%s.kubespray.extra_vars.%s: not allowed by the operator '
-                '([kubespray_mgmt] %s)' % (
-                    params.ROOT, name, 'extra_vars_denied' if denied
+            problems.invalid(
+                '%s.kubespray.extra_vars.%s' % (model.ROOT, name),
+                'not allowed by the operator ([kubespray_mgmt] %s)' % (
+                    'extra_vars_denied' if denied
                     else 'extra_vars_allowed'))
-    return problems
 
 
 def _matches(name, patterns):

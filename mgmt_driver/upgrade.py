@@ -28,6 +28,8 @@ from mgmt_driver import certificates
 from mgmt_driver import etcdsnapshots
 from mgmt_driver import exceptions
 from mgmt_driver import labels
+from mgmt_driver import model
+from mgmt_driver import validation
 
 #: The workspace file holding the version of the last upgrade.
 RECORD_FILE = 'kube-version.yaml'
@@ -41,8 +43,6 @@ MAX_CORDONED = 10000
 METADATA_VERSION = 'kube_version'
 METADATA_SERIAL = 'kube_upgrade_serial'
 
-# A requested version: full x.y.z, optional "v".  Bounded digit runs.
-_VERSION_RE = re.compile(r'v?([0-9]{1,3})\.([0-9]{1,3})\.([0-9]{1,4})')
 # A kubelet version may carry a suffix (v1.33.5+rke2r1, -eks-...).
 _KUBELET_RE = re.compile(r'v?([0-9]{1,3})\.([0-9]{1,3})\.([0-9]{1,4})'
                          r'(?:[-+.][A-Za-z0-9.+-]{0,60})?')
@@ -60,12 +60,12 @@ def parse_version(text, field):
     :param field: where the value came from, for the message.
     :raises ParamsInvalid: naming *field*.
     """
-    match = _VERSION_RE.fullmatch(text) if isinstance(text, str) else None
-    if match is None:
+    version = model.KubeVersion.parse(text)
+    if version is None:
         raise exceptions.ParamsInvalid([
             '%s: must be a Kubernetes version such as 1.34.3, not %s'
             % (field, _shown(text))])
-    return tuple(int(part) for part in match.groups())
+    return version.number
 
 
 def version_text(version):
@@ -146,21 +146,14 @@ def check_metadata(metadata, prefix):
         raise exceptions.ParamsInvalid([
             '%s: must be an object of key-value pairs, not %s'
             % (prefix, type(metadata).__name__)])
-    problems, found = [], {}
+    problems, found, relabel = validation.Problems(), {}, None
     for key, check in METADATA_CHECKS:
-        if metadata.get(key) is None:
-            continue
-        try:
-            found[key] = check(metadata[key], '%s.%s' % (prefix, key))
-        except exceptions.ParamsInvalid as exc:
-            problems += exc.problems
-    relabel = None
-    try:
+        if metadata.get(key) is not None:
+            with problems.gathered():
+                found[key] = check(metadata[key], '%s.%s' % (prefix, key))
+    with problems.gathered():
         relabel = labels.relabel_from_metadata(metadata, prefix)
-    except exceptions.ParamsInvalid as exc:
-        problems += exc.problems
-    if problems:
-        raise exceptions.ParamsInvalid(problems)
+    problems.raise_if_any()
     return MetadataRequest(found.get(METADATA_VERSION),
                            found.get(METADATA_SERIAL), prefix, relabel,
                            found.get(certificates.METADATA_RENEW),
@@ -245,10 +238,10 @@ def plan(target, nodes, masters, workers, supported, field,
     :raises ParamsInvalid: a downgrade, a skipped minor release or a
         version the checkout lacks; every problem, naming *field*.
     """
+    problems = validation.Problems()
     if nodes is None:
-        problems = _problems(target, {}, supported, field)
-        if problems:
-            raise exceptions.ParamsInvalid(problems)
+        _check_target(problems, target, {}, supported, field)
+        problems.raise_if_any()
         return Plan(target, tuple(masters), tuple(workers))
     wanted = set(masters) | set(workers)
     versions = {n.name: kubelet_version(n) for n in nodes if n.name in wanted}
@@ -256,9 +249,8 @@ def plan(target, nodes, masters, workers, supported, field,
         raise exceptions.MgmtDriverOtherError(
             error_message='no node of the cluster is registered in '
                           'Kubernetes: nothing to upgrade')
-    problems = _problems(target, versions, supported, field)
-    if problems:
-        raise exceptions.ParamsInvalid(problems)
+    _check_target(problems, target, versions, supported, field)
+    problems.raise_if_any()
     ready = {n.name for n in nodes if n.schedulable} | set(cordoned_before)
     todo = {name for name, v in versions.items()
             if v != target or name not in ready}
@@ -266,32 +258,31 @@ def plan(target, nodes, masters, workers, supported, field,
                 tuple(n for n in workers if n in todo))
 
 
-def _problems(target, versions, supported, field):
-    problems = _order_problems(target, versions, field) if versions else []
+def _check_target(problems, target, versions, supported, field):
+    if versions:
+        _check_order(problems, target, versions, field)
     if supported is not None and target not in supported:
         listed = sorted(supported, reverse=True)
-        problems.append('%s: %s is not supported by the kubespray checkout '
-                        '(its kubelet_checksums list %s%s)' % (
-                            field, version_text(target), ', '.join(
-                                version_text(v) for v in listed[:_SHOWN]),
-                            ', ...' if len(listed) > _SHOWN else ''))
-    return problems
+        problems.invalid(field, '%s is not supported by the kubespray '
+                         'checkout (its kubelet_checksums list %s%s)' % (
+                             version_text(target), ', '.join(
+                                 version_text(v) for v in listed[:_SHOWN]),
+                             ', ...' if len(listed) > _SHOWN else ''))
 
 
-def _order_problems(target, versions, field):
+def _check_order(problems, target, versions, field):
     shown = version_text(target)
     newest_name, newest = max(versions.items(), key=lambda item: item[1])
     oldest = min(versions.values())
     if target < newest:
-        return ['%s: %s is older than %s, the version of %s (downgrades '
-                'are not supported)' % (field, shown, version_text(newest),
-                                        newest_name)]
-    if target[0] != oldest[0] or target[1] > oldest[1] + 1:
-        return ['%s: %s skips a minor release: the cluster runs %s '
-                '(upgrade to %d.%d first; patch releases may be skipped)'
-                % (field, shown, version_text(oldest), oldest[0],
-                   oldest[1] + 1)]
-    return []
+        problems.invalid(field, '%s is older than %s, the version of %s '
+                         '(downgrades are not supported)' % (
+                             shown, version_text(newest), newest_name))
+    elif target[0] != oldest[0] or target[1] > oldest[1] + 1:
+        problems.invalid(field, '%s skips a minor release: the cluster runs '
+                         '%s (upgrade to %d.%d first; patch releases may be '
+                         'skipped)' % (shown, version_text(oldest),
+                                       oldest[0], oldest[1] + 1))
 
 
 def parse_supported(lines):
@@ -302,11 +293,8 @@ def parse_supported(lines):
     :returns: a set of tuples, or None when no line was a version (the
         checkout does not say).
     """
-    found = set()
-    for line in lines:
-        match = _VERSION_RE.fullmatch(line.strip())
-        if match:
-            found.add(tuple(int(part) for part in match.groups()))
+    versions = (model.KubeVersion.parse(line.strip()) for line in lines)
+    found = {version.number for version in versions if version}
     return found or None
 
 
@@ -379,14 +367,12 @@ def parse_cordons(text):
     if not isinstance(data, dict) or set(data) != {'target',
                                                    'cordoned_before'}:
         raise ValueError('not an object with target and cordoned_before')
-    target = data['target']
-    match = _VERSION_RE.fullmatch(target) if isinstance(target, str) \
-        else None
+    target = model.KubeVersion.parse(data['target'])
     names = data['cordoned_before']
-    if match is None:
+    if target is None:
         raise ValueError('target is not a version')
     if not isinstance(names, list) or len(names) > MAX_CORDONED or not all(
             isinstance(n, str) and _NODE_NAME_RE.fullmatch(n)
             for n in names):
         raise ValueError('cordoned_before is not a list of node names')
-    return tuple(int(p) for p in match.groups()), frozenset(names)
+    return target.number, frozenset(names)

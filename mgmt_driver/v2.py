@@ -67,9 +67,9 @@ from mgmt_driver import conf as kconf
 from mgmt_driver import driver
 from mgmt_driver import exceptions
 from mgmt_driver import heat
+from mgmt_driver import model
 from mgmt_driver import nodes as nodes_mod
 from mgmt_driver import operations
-from mgmt_driver import params
 from mgmt_driver import records as records_mod
 from mgmt_driver import registry
 from mgmt_driver import safetext
@@ -89,7 +89,7 @@ DATA_KEY = 'kubespray_mgmt'
 #: The instance's (and a PATCH's) metadata field, as messages name it.
 METADATA = 'metadata'
 OPENSTACK_VIM_PREFIX = 'ETSINFV.OPENSTACK_KEYSTONE'
-_ROLES = (params.ROLE_MASTER, params.ROLE_WORKER, params.ROLE_EXTERNAL_LB)
+_ROLES = (model.ROLE_MASTER, model.ROLE_WORKER, model.ROLE_EXTERNAL_LB)
 
 def script_path():
     """The installed script ``csar build`` packages as :data:`SCRIPT`."""
@@ -309,7 +309,7 @@ class V2NodeFinder:
                     kind.section, 'ssh_cp_name' if not ssh_ip
                     else 'nic_cp_name', stack_id))
         return heat.VmRecord(
-            address=params.NodeAddress(role=kind.role, ssh_ip=ssh_ip,
+            address=model.NodeAddress(role=kind.role, ssh_ip=ssh_ip,
                                        nic_ip=nic_ip,
                                        source='heat:%s' % stack_id,
                                        pool=kind.pool),
@@ -350,16 +350,16 @@ def _vm_kinds(spec):
     that a role or another pool has)."""
     kinds = []
     for role in _ROLES:
-        group = {params.ROLE_MASTER: spec.master,
-                 params.ROLE_WORKER: spec.worker,
-                 params.ROLE_EXTERNAL_LB: spec.external_lb}[role]
+        group = {model.ROLE_MASTER: spec.master,
+                 model.ROLE_WORKER: spec.worker,
+                 model.ROLE_EXTERNAL_LB: spec.external_lb}[role]
         kinds.append(_VmKind(role, None, group.ssh_cp_name,
                              group.nic_cp_name, heat.section_path(role)))
     for pool in spec.node_pools:
         if pool.ssh_cp_name:
-            kinds.append(_VmKind(params.ROLE_WORKER, pool.name,
+            kinds.append(_VmKind(model.ROLE_WORKER, pool.name,
                                  pool.ssh_cp_name, pool.nic_cp_name,
-                                 heat.section_path(params.ROLE_WORKER,
+                                 heat.section_path(model.ROLE_WORKER,
                                                    pool.name)))
     return kinds
 
@@ -479,7 +479,7 @@ class V2Hooks(driver.LcmHooks):
         # v2's stacks are laid out per VM; no VIP port is looked up there.
         raise exceptions.ParamsInvalid([
             '%s.external_lb_param.vip_cp_name: not supported with Tacker '
-            'v2; give the address as external_lb_param.vip' % params.ROOT])
+            'v2; give the address as external_lb_param.vip' % model.ROOT])
 
     def instantiate_end(self, context, vnf_instance, request, grant,
                         grant_request, keep=None, **kwargs):

@@ -20,8 +20,8 @@ import time
 import yaml
 
 from mgmt_driver import exceptions
+from mgmt_driver import model
 from mgmt_driver import operations
-from mgmt_driver import params
 from mgmt_driver import upgrade as upgrade_mod
 from mgmt_driver.localsite import lab as lab_mod
 from mgmt_driver.localsite import site as site_mod
@@ -71,7 +71,7 @@ class Outcome:
 
 
 def _worker_name(address):
-    return site_mod.name_of(params.ROLE_WORKER, address)
+    return site_mod.name_of(model.ROLE_WORKER, address)
 
 
 def plan_steps(masters, workers, upgrade=False):
@@ -100,7 +100,7 @@ def plan_steps(masters, workers, upgrade=False):
     ]
     if len(masters) > 1:
         steps.append(Step('heal the first master', 'heal', masters, shrunk,
-                          [site_mod.name_of(params.ROLE_MASTER,
+                          [site_mod.name_of(model.ROLE_MASTER,
                                             masters[0])],
                           masters, shrunk))
     if upgrade:

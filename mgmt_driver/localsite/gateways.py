@@ -31,7 +31,7 @@ import time
 
 from mgmt_driver import keepalived
 from mgmt_driver import loadbalancer
-from mgmt_driver import params
+from mgmt_driver import model
 from mgmt_driver.localsite import haproxy as site_haproxy
 
 KEEPALIVED = shutil.which('keepalived') or '/usr/sbin/keepalived'
@@ -259,7 +259,7 @@ class GatewayLab:
 
     def spec(self):
         """The ``external_lb_param`` of the lab: the VIP and its group."""
-        return params.ExternalLbSpec(
+        return model.ExternalLbSpec(
             None, None, None, None, vip=VIP, vrrp_router_id=ROUTER_ID,
             vrrp_password=PASSWORD)
 

@@ -18,6 +18,7 @@ import threading
 import uuid
 
 from mgmt_driver import driver
+from mgmt_driver import model
 from mgmt_driver import nodes
 from mgmt_driver import params
 from mgmt_driver import ssh
@@ -173,9 +174,9 @@ class Lab:
         :returns: a list of problems, empty when everything agrees.
         """
         problems = []
-        want = dict([(site_mod.name_of(params.ROLE_MASTER, a),
+        want = dict([(site_mod.name_of(model.ROLE_MASTER, a),
                       ['control-plane']) for a in masters] +
-                    [(site_mod.name_of(params.ROLE_WORKER, a), ['worker'])
+                    [(site_mod.name_of(model.ROLE_WORKER, a), ['worker'])
                      for a in workers])
         state = self.site.nodes()
         got = {name: node['roles'] for name, node in state.items()}
@@ -186,7 +187,7 @@ class Lab:
                            if not node['ready'])
         if not_ready:
             problems.append('not ready: %s' % ', '.join(not_ready))
-        masters_named = sorted(site_mod.name_of(params.ROLE_MASTER, a)
+        masters_named = sorted(site_mod.name_of(model.ROLE_MASTER, a)
                                for a in masters)
         if sorted(self.site.etcd_members()) != masters_named:
             problems.append('etcd members %s, expected %s' % (

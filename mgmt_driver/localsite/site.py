@@ -42,8 +42,8 @@ import yaml
 from oslo_config import cfg
 
 from mgmt_driver import conf as kconf
+from mgmt_driver import model
 from mgmt_driver import nodes as nodes_mod
-from mgmt_driver import params
 from mgmt_driver.localsite import clusterstate
 from mgmt_driver.localsite import etcd
 from mgmt_driver.localsite import haproxy as haproxy_site
@@ -439,7 +439,7 @@ def cluster_params(sshd, site, ansible_address, api_port, nodeports,
         'kubespray': {'reset_on_terminate': True},
     }
     root.update(sections)
-    return {params.ROOT: root}
+    return {model.ROOT: root}
 
 
 def explicit_nodes(masters, workers, lb):

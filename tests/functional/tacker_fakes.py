@@ -11,7 +11,7 @@ import types
 import uuid
 
 from mgmt_driver import driver
-from mgmt_driver import params
+from mgmt_driver import model
 from mgmt_driver import ssh
 from mgmt_driver.localsite import site
 from tests import fakes
@@ -25,11 +25,11 @@ GROUP = 'OS::Heat::AutoScalingGroup'
 
 # role: (aspect, VDU, nic CP, ssh CP), as in vnf_packages/.
 _ROLE_NAMES = {
-    params.ROLE_MASTER: ('master_instance', 'masterNode', 'masterNode_CP1',
+    model.ROLE_MASTER: ('master_instance', 'masterNode', 'masterNode_CP1',
                          'masterNode_FloatingIP'),
-    params.ROLE_WORKER: ('worker_instance', 'workerNode', 'workerNode_CP2',
+    model.ROLE_WORKER: ('worker_instance', 'workerNode', 'workerNode_CP2',
                          'workerNode_FloatingIP'),
-    params.ROLE_EXTERNAL_LB: (None, 'externalLB', 'externalLB_CP3',
+    model.ROLE_EXTERNAL_LB: (None, 'externalLB', 'externalLB_CP3',
                               'externalLB_FloatingIP'),
 }
 
@@ -97,19 +97,19 @@ class TackerVnf:
         self.top = 'stack-' + uuid.uuid4().hex[:8]
         self.heat.stacks = {self.top: {}}
         self.vms = []
-        for role in (params.ROLE_MASTER, params.ROLE_WORKER):
+        for role in (model.ROLE_MASTER, model.ROLE_WORKER):
             aspect = _ROLE_NAMES[role][0]
             group = 'group-' + uuid.uuid4().hex[:8]
             self.heat.stacks[group] = {}
             self.heat.stacks[self.top][aspect] = _resource(aspect, GROUP,
                                                            group)
-        lb_vm = Vm(params.ROLE_EXTERNAL_LB, lb)
+        lb_vm = Vm(model.ROLE_EXTERNAL_LB, lb)
         self._put_vm(self.top, lb_vm)
         self.vms.append(lb_vm)
         for address in masters:
-            self.add_vm(params.ROLE_MASTER, address)
+            self.add_vm(model.ROLE_MASTER, address)
         for address in workers:
-            self.add_vm(params.ROLE_WORKER, address)
+            self.add_vm(model.ROLE_WORKER, address)
 
     def _put_vm(self, stack_id, vm):
         _, vdu, nic_cp, ssh_cp = _ROLE_NAMES[vm.role]

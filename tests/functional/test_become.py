@@ -24,6 +24,7 @@ from mgmt_driver import cli
 from mgmt_driver import escalation
 from mgmt_driver import exceptions
 from mgmt_driver import inventory
+from mgmt_driver import model
 from mgmt_driver import params
 from mgmt_driver.localsite import lab as lab_mod
 from mgmt_driver.localsite import site as site_mod
@@ -57,7 +58,7 @@ def _instantiate(lab, become=lambda section: {}):
     """Instantiate with password logins on the nodes and ``become(section)``
     (the become fields) in master_node and worker_node."""
     additional = lab.additional_params
-    root = additional[params.ROOT]
+    root = additional[model.ROOT]
     for section in ADDRESSES:
         node = {key: value for key, value in root[section].items()
                 if key not in ('ssh_key_file',) + params._BECOME_KEYS}

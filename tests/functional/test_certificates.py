@@ -20,7 +20,7 @@ from oslo_config import cfg
 
 from mgmt_driver import certificates
 from mgmt_driver import cli
-from mgmt_driver import params
+from mgmt_driver import model
 from mgmt_driver.localsite import lab as lab_mod
 from mgmt_driver.localsite import pki
 from mgmt_driver.localsite import site as site_mod
@@ -42,7 +42,7 @@ pytestmark = pytest.mark.skipif(site_mod.unavailable() is not None,
 
 
 def name(address):
-    return site_mod.name_of(params.ROLE_MASTER, address)
+    return site_mod.name_of(model.ROLE_MASTER, address)
 
 
 @pytest.fixture(scope='module')

@@ -15,7 +15,7 @@ import types
 import pytest
 
 from mgmt_driver import driver
-from mgmt_driver import params
+from mgmt_driver import model
 from mgmt_driver import ssh
 from mgmt_driver.localsite import lab as lab_mod
 from mgmt_driver.localsite import site as site_mod
@@ -24,7 +24,7 @@ from tests.functional.tacker_fakes import instantiate_request
 from tests.functional.tacker_fakes import scale_request
 
 CONTEXT = types.SimpleNamespace(project_id='concurrency')
-WORKER = params.ROLE_WORKER
+WORKER = model.ROLE_WORKER
 
 pytestmark = pytest.mark.skipif(site_mod.unavailable() is not None,
                                 reason=str(site_mod.unavailable()))
@@ -44,7 +44,7 @@ class Vnf:
         self.lab = lab
         self.addresses = addresses
         additional = lab.additional_params
-        additional[params.ROOT]['ansible'][
+        additional[model.ROOT]['ansible'][
             'transferring_inventory_path'] = inventories
         lab.conf.set_override('known_hosts_file', known_hosts,
                               group='kubespray_mgmt')

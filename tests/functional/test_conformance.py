@@ -30,7 +30,7 @@ import types
 
 import pytest
 
-from mgmt_driver import params
+from mgmt_driver import model
 from mgmt_driver.localsite import site as site_mod
 from tests.functional import kubespray_release as real
 from tests.functional import tacker_fakes
@@ -46,7 +46,7 @@ ANSIBLE = '127.0.47.1'
 LB = '127.0.47.2'
 MASTERS = ['127.0.47.10', '127.0.47.11', '127.0.47.12']
 WORKERS = ['127.0.47.20', '127.0.47.21', '127.0.47.22']
-MASTER, WORKER = params.ROLE_MASTER, params.ROLE_WORKER
+MASTER, WORKER = model.ROLE_MASTER, model.ROLE_WORKER
 CONTEXT = types.SimpleNamespace(project_id='conformance-project')
 #: (playbook, what the chain must have run it for): the chain covers
 #: every way the driver runs kubespray.

@@ -16,7 +16,7 @@ import types
 import pytest
 
 from mgmt_driver import exceptions
-from mgmt_driver import params
+from mgmt_driver import model
 from mgmt_driver import upgrade
 from mgmt_driver.localsite import site as site_mod
 from tests.functional import tacker_fakes
@@ -40,7 +40,7 @@ pytestmark = pytest.mark.skipif(site_mod.unavailable() is not None,
 
 
 def name(address):
-    role = params.ROLE_MASTER if address in MASTERS else params.ROLE_WORKER
+    role = model.ROLE_MASTER if address in MASTERS else model.ROLE_WORKER
     return site_mod.name_of(role, address)
 
 
@@ -97,7 +97,7 @@ def test_a_scale_out_with_a_dead_worker_declared_absent(chain, caplog):
     kill_vm_sshd(lab.aside[DEAD])
     assert site.age_fact_cache(site.fact_cache_timeout() + 60,
                                hosts=[name(DEAD)]) == [name(DEAD)]
-    new = chain.vnf.add_vm(params.ROLE_WORKER, SPARE)
+    new = chain.vnf.add_vm(model.ROLE_WORKER, SPARE)
     runs = len(site.runs())
     with caplog.at_level(logging.WARNING, logger='mgmt_driver'):
         chain.call('scale_end', scale_request('SCALE_OUT', {

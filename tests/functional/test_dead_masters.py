@@ -20,7 +20,7 @@ import types
 import pytest
 
 from mgmt_driver import exceptions
-from mgmt_driver import params
+from mgmt_driver import model
 from mgmt_driver.localsite import etcd
 from mgmt_driver.localsite import site as site_mod
 from tests.functional import tacker_fakes
@@ -36,7 +36,7 @@ ANSIBLE = '127.0.11.1'
 LB = '127.0.11.2'
 MASTERS = ['127.0.11.10', '127.0.11.11', '127.0.11.12']
 WORKERS = ['127.0.11.20', '127.0.11.21']
-MASTER, WORKER = params.ROLE_MASTER, params.ROLE_WORKER
+MASTER, WORKER = model.ROLE_MASTER, model.ROLE_WORKER
 CONTEXT = types.SimpleNamespace(project_id='dead-masters-project')
 
 pytestmark = pytest.mark.skipif(site_mod.unavailable() is not None,

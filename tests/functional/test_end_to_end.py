@@ -25,7 +25,7 @@ from mgmt_driver import cli
 from mgmt_driver import driver
 from mgmt_driver import exceptions
 from mgmt_driver import localsite
-from mgmt_driver import params
+from mgmt_driver import model
 from mgmt_driver import registry
 from mgmt_driver import ssh
 from mgmt_driver.localsite import haproxy as haproxy_site
@@ -40,7 +40,7 @@ LB = '127.0.0.160'
 LB_DOWN = '127.0.0.161'  # no sshd there
 MASTERS = ['127.0.0.%d' % i for i in range(141, 146)]
 WORKERS = ['127.0.0.%d' % i for i in range(151, 159)]
-MASTER, WORKER = params.ROLE_MASTER, params.ROLE_WORKER
+MASTER, WORKER = model.ROLE_MASTER, model.ROLE_WORKER
 CONTEXT = types.SimpleNamespace(project_id='e2e-project')
 
 pytestmark = pytest.mark.skipif(e2e.unavailable() is not None,

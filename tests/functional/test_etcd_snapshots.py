@@ -21,7 +21,7 @@ import pytest
 from mgmt_driver import conf as kconf
 from mgmt_driver import etcdsnapshots
 from mgmt_driver import exceptions
-from mgmt_driver import params
+from mgmt_driver import model
 from mgmt_driver import ssh
 from mgmt_driver import status
 from mgmt_driver.localsite import etcd
@@ -137,7 +137,7 @@ def test_snapshot_before_a_master_heal_restores_a_deleted_key(chain):
         lab.conf.set_override('etcdctl_command', etcdctl, group=kconf.GROUP)
     # The other two masters were asked, each named with its reason.
     message = str(refused.value)
-    assert [site_mod.name_of(params.ROLE_MASTER, a) in message
+    assert [site_mod.name_of(model.ROLE_MASTER, a) in message
             for a in MASTERS] == [True, False, True]
     assert message.count('/nonexistent/etcdctl.sh: not found') == 2
     assert lab.runs_since(runs) == []
@@ -192,4 +192,4 @@ def test_snapshot_before_a_master_heal_restores_a_deleted_key(chain):
                         '--print-value-only')
         assert back.stdout.strip() == 'before-the-heal', back.stderr
     assert sorted(lab.site.etcd_members()) == sorted(
-        site_mod.name_of(params.ROLE_MASTER, a) for a in MASTERS)
+        site_mod.name_of(model.ROLE_MASTER, a) for a in MASTERS)

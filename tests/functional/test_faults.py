@@ -32,7 +32,7 @@ import pytest
 import yaml
 
 from mgmt_driver import exceptions
-from mgmt_driver import params
+from mgmt_driver import model
 from mgmt_driver import registry
 from mgmt_driver import ssh
 from mgmt_driver.localsite import lab as lab_mod
@@ -50,7 +50,7 @@ WORKERS = ['127.0.6.%d' % i for i in range(20, 26)]
 DEAD = WORKERS[-1]
 #: A VM address served but not in the VNF until a test scales out to it.
 SPARE = '127.0.6.30'
-MASTER, WORKER = params.ROLE_MASTER, params.ROLE_WORKER
+MASTER, WORKER = model.ROLE_MASTER, model.ROLE_WORKER
 CONTEXT = types.SimpleNamespace(project_id='faults-project')
 GROUP = 'kubespray_mgmt'
 #: Small connection retries, so an unreachable host fails in a second.

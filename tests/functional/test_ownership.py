@@ -26,6 +26,7 @@ import yaml
 from mgmt_driver import conf as kconf
 from mgmt_driver import driver
 from mgmt_driver import exceptions
+from mgmt_driver import model
 from mgmt_driver import nodes as nodes_mod
 from mgmt_driver import params
 from mgmt_driver import records
@@ -186,9 +187,9 @@ def fresh(lab32, tmp_path):
 def _request_naming(lab, masters, workers, lb):
     """The lab's additionalParams with explicit ``nodes``."""
     extra = copy.deepcopy(lab.additional_params)
-    extra[params.ROOT]['nodes'] = site_mod.explicit_nodes(masters, workers,
+    extra[model.ROOT]['nodes'] = site_mod.explicit_nodes(masters, workers,
                                                           lb)
-    for entry in extra[params.ROOT]['nodes']:
+    for entry in extra[model.ROOT]['nodes']:
         entry['ssh_port'] = lab.sshd.port
     return extra
 
@@ -257,7 +258,7 @@ def test_the_default_key_is_refused_for_named_addresses_before_connecting(
     fresh('default_key_ansible_servers', [ANSIBLE32])
     extra = _request_naming(lab32, MASTERS32, WORKERS32, LB32)
     for section in ('master_node', 'worker_node'):
-        del extra[params.ROOT][section]['ssh_key_file']
+        del extra[model.ROOT][section]['ssh_key_file']
     pools = []
 
     def pool_factory():
@@ -271,7 +272,7 @@ def test_the_default_key_is_refused_for_named_addresses_before_connecting(
                               tacker_fakes.instantiate_request(extra),
                               None, None)
     message = str(info.value)
-    assert '%s.master_node' % params.ROOT in message
+    assert '%s.master_node' % model.ROOT in message
     assert '[kubespray_mgmt] default_key_login_hosts' in message
     assert MASTERS32[0] in message
     # Nothing was contacted: no pool, no host key, no workspace.
@@ -313,7 +314,7 @@ def test_a_lifecycle_forgets_exactly_the_keys_it_recorded(lab32, fresh):
     def owned():
         return set(store.load(c.vnf.id).keys)
     assert owned() == {(a, port) for a in MASTERS32 + [LB32]}
-    vm = c.vnf.add_vm(params.ROLE_WORKER, SPARE32)
+    vm = c.vnf.add_vm(model.ROLE_WORKER, SPARE32)
     c.hooks.scale_end(CONTEXT, c.vnf.instance,
                       tacker_fakes.scale_request('SCALE_OUT'), None, None,
                       scale_out_id_list=[vm.stack_id])

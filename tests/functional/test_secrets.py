@@ -18,7 +18,7 @@ step through ``kubespray-mgmt run``, against the local site
 * proxy URLs with ``user:password@`` (kubespray's proxy variables; the
   double never uses a proxy, and nothing listens on 127.0.5.250);
 * the passphrase of an encrypted key.  No request field or option takes
-  one (``params.Login`` has none), so it goes through the ``ssh`` layer
+  one (``model.Login`` has none), so it goes through the ``ssh`` layer
   only: a connection with ``Credentials.key_passphrase``;
 * the private key the driver copies to the Ansible server;
 * the Kubernetes token the fake kubectl issues (read back from the VIM
@@ -73,7 +73,7 @@ from mgmt_driver import cli
 from mgmt_driver import driver
 from mgmt_driver import exceptions
 from mgmt_driver import inventory
-from mgmt_driver import params
+from mgmt_driver import model
 from mgmt_driver import registry
 from mgmt_driver import ssh
 from mgmt_driver.localsite import lab as lab_mod
@@ -386,7 +386,7 @@ class Files:
 
 def _with_secrets(additional, sshd, found):
     """The site's parameters, with the run's passwords and proxy."""
-    root = additional[params.ROOT]
+    root = additional[model.ROOT]
     # Masters and the Ansible server: a key, and a password that never
     # matches (the key is tried first, and Ansible uses the key).
     root['master_node']['password'] = found.value('master password')
@@ -509,7 +509,7 @@ class Run:
         self.passphrase_login()
         self.process_canary()
 
-        new = vnf.add_vm(params.ROLE_WORKER, WORKERS[2])
+        new = vnf.add_vm(model.ROLE_WORKER, WORKERS[2])
         self.call('scale_end', scale_request('SCALE_OUT'),
                   scale_out_id_list=[new.stack_id])
         workers = WORKERS[:3]
@@ -796,9 +796,9 @@ def test_secrets_reach_the_files_that_need_them(run):
         '%s.kubeconfig' % run.vnf.id))
     expected = {
         (workspace + '/host_vars/%s.yaml' % site_mod.name_of(
-            params.ROLE_WORKER, WORKERS[0]), 'node SSH password'),
+            model.ROLE_WORKER, WORKERS[0]), 'node SSH password'),
         (workspace + '/host_vars/%s.yaml' % site_mod.name_of(
-            params.ROLE_WORKER, WORKERS[0]), 'worker sudo password'),
+            model.ROLE_WORKER, WORKERS[0]), 'worker sudo password'),
         (workspace + '/' + inventory.SECRET_VARS_FILE,
          'http_proxy credentials'),
         (workspace + '/' + inventory.SECRET_VARS_FILE,

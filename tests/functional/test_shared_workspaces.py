@@ -24,6 +24,7 @@ import pytest
 from mgmt_driver import exceptions
 from mgmt_driver import factcache
 from mgmt_driver import isolation
+from mgmt_driver import model
 from mgmt_driver import nodes
 from mgmt_driver import params
 from mgmt_driver import ssh
@@ -37,8 +38,8 @@ A_MASTER, A_WORKER = '127.0.35.11', '127.0.35.21'
 B_MASTER, B_WORKER = '127.0.35.12', '127.0.35.22'
 # ... on private networks with the same cluster addresses: same names.
 NIC_MASTER, NIC_WORKER = '127.0.36.11', '127.0.36.21'
-NAMES = [nodes.node_name(params.ROLE_MASTER, NIC_MASTER),
-         nodes.node_name(params.ROLE_WORKER, NIC_WORKER)]
+NAMES = [nodes.node_name(model.ROLE_MASTER, NIC_MASTER),
+         nodes.node_name(model.ROLE_WORKER, NIC_WORKER)]
 MARGIN = 3600
 
 pytestmark = pytest.mark.skipif(site_mod.unavailable() is not None,
@@ -69,7 +70,7 @@ class Tenant:
     def __init__(self, lab, instance_id, master, worker, key_file=None,
                  inventory_path=None):
         additional = copy.deepcopy(lab.additional_params)
-        root = additional[params.ROOT]
+        root = additional[model.ROOT]
         if key_file is not None:
             for role in ('master_node', 'worker_node'):
                 root[role]['ssh_key_file'] = key_file

@@ -29,6 +29,7 @@ import pytest
 
 from mgmt_driver import exceptions
 from mgmt_driver import inventory
+from mgmt_driver import model
 from mgmt_driver import nodes
 from mgmt_driver import params
 from mgmt_driver import ssh
@@ -37,7 +38,7 @@ from mgmt_driver.localsite import site as site_mod
 from tests.functional import tacker_fakes
 from tests.unit import params_data
 
-ROOT = params.ROOT
+ROOT = model.ROOT
 ANSIBLE = '127.0.30.1'
 LB = '127.0.30.2'
 MASTERS = ['127.0.30.10']
@@ -94,9 +95,9 @@ def test_the_old_rendering_runs_a_templated_key(source, tmp_path,
         spec.kubespray, extra_vars=types.MappingProxyType(
             {'group_mappings': _hostile(marker)})))
     cluster = nodes.build_nodes(spec, [
-        params.NodeAddress('master', MASTERS[0], MASTERS[0]),
-        params.NodeAddress('worker', WORKERS[0], WORKERS[0]),
-        params.NodeAddress('external_lb', LB, LB)])
+        model.NodeAddress('master', MASTERS[0], MASTERS[0]),
+        model.NodeAddress('worker', WORKERS[0], WORKERS[0]),
+        model.NodeAddress('external_lb', LB, LB)])
     with pytest.raises(exceptions.TemplatedText) as info:
         inventory.render_files(spec, cluster)
     assert 'cluster-vars.yaml: mapping key #2 at group_mappings' in str(

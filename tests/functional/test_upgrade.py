@@ -18,7 +18,7 @@ import types
 import pytest
 
 from mgmt_driver import exceptions
-from mgmt_driver import params
+from mgmt_driver import model
 from mgmt_driver import upgrade
 from mgmt_driver.localsite import lab as lab_mod
 from mgmt_driver.localsite import site as site_mod
@@ -42,7 +42,7 @@ pytestmark = pytest.mark.skipif(site_mod.unavailable() is not None,
 
 
 def name(address):
-    role = params.ROLE_MASTER if address in MASTERS else params.ROLE_WORKER
+    role = model.ROLE_MASTER if address in MASTERS else model.ROLE_WORKER
     return site_mod.name_of(role, address)
 
 
@@ -169,9 +169,9 @@ def test_rolling_upgrade_keeps_the_api_served(chain):
 def test_a_worker_added_later_joins_at_the_new_version(chain):
     assert 'kube_version: 1.34.3' in chain.workspace_file(
         'cluster-vars.yaml')
-    chain.vnf.add_vm(params.ROLE_WORKER, WORKERS[2])
+    chain.vnf.add_vm(model.ROLE_WORKER, WORKERS[2])
     chain.workers = WORKERS[:3]
-    chain.call('scale_end', scale_request('SCALE_OUT', {params.ROOT: {
+    chain.call('scale_end', scale_request('SCALE_OUT', {model.ROOT: {
         'worker_node': {'taints': ['dedicated=sriov:NoSchedule']}}}),
         scale_out_id_list=[])
     assert chain.versions()[name(WORKERS[2])] == 'v1.34.3'

@@ -28,7 +28,7 @@ import types
 
 import eventlet
 
-from mgmt_driver import params
+from mgmt_driver import model
 from mgmt_driver.localsite import lab as lab_mod
 from tests.functional import tacker_fakes
 
@@ -148,7 +148,7 @@ def main(ansible, lb, masters, workers):
                 CONTEXT, vnf.instance,
                 tacker_fakes.instantiate_request(vnf.additional_params),
                 None, None)
-            new = vnf.add_vm(params.ROLE_WORKER, workers[-1])
+            new = vnf.add_vm(model.ROLE_WORKER, workers[-1])
             holders.append(hold_lock(lock, HOLD))
             heart.doing = 'scale_end'
             hooks.scale_end(CONTEXT, vnf.instance,

@@ -30,6 +30,7 @@ import pytest
 pytest.importorskip('tacker')
 
 from mgmt_driver import autoheal  # noqa: E402
+from mgmt_driver import labels
 from mgmt_driver.localsite import site as site_mod  # noqa: E402
 from tests.integration import conductor_site as cs  # noqa: E402
 from tests.integration import test_v2_scripts as v2s  # noqa: E402
@@ -180,8 +181,8 @@ def _kubelets(w, addresses, stopped=True):
 
 def _identity(w):
     """``{node: (instance label, vnfc label)}`` on the site."""
-    return {name: (node['labels'].get(autoheal.LABEL_INSTANCE),
-                   node['labels'].get(autoheal.LABEL_VNFC))
+    return {name: (node['labels'].get(labels.LABEL_INSTANCE),
+                   node['labels'].get(labels.LABEL_VNFC))
             for name, node in w.lab.site.nodes().items()}
 
 
@@ -302,8 +303,8 @@ def test_the_labels_survive_a_relabel(w):
     assert _identity(w) == _expected_identity(w)
     w.inst.metadata = {}
     done = w.modify({'relabel_nodes': worker,
-                     'relabel_labels': autoheal.LABEL_VNFC + '-'})
+                     'relabel_labels': labels.LABEL_VNFC + '-'})
     assert done['state'] == 'FAILED_TEMP'
     assert 'metadata.relabel_labels: %s set by the driver' % (
-        autoheal.LABEL_VNFC) in done['error']
+        labels.LABEL_VNFC) in done['error']
     assert _identity(w) == _expected_identity(w)

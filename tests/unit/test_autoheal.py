@@ -16,7 +16,7 @@ from mgmt_driver import day2
 from mgmt_driver import driver
 from mgmt_driver import exceptions
 from mgmt_driver import labels
-from mgmt_driver import params
+from mgmt_driver import model
 from tests import packages
 from tests.unit.test_driver import conf  # noqa: F401 (a fixture)
 from tests.unit.test_relabel import W1
@@ -49,59 +49,59 @@ def test_each_node_is_named_by_its_instance_and_vnfc_info_id():
     identity = autoheal.identity_of(_inst('s1', 's2'), {
         'worker-a': 's1', 'worker-b': 's2', 'worker-c': 'unknown'})
     assert identity == {
-        'worker-a': ((autoheal.LABEL_INSTANCE, INST),
-                     (autoheal.LABEL_VNFC, 'workerNode-res-s1')),
-        'worker-b': ((autoheal.LABEL_INSTANCE, INST),
-                     (autoheal.LABEL_VNFC, 'workerNode-res-s2')),
+        'worker-a': ((labels.LABEL_INSTANCE, INST),
+                     (labels.LABEL_VNFC, 'workerNode-res-s1')),
+        'worker-b': ((labels.LABEL_INSTANCE, INST),
+                     (labels.LABEL_VNFC, 'workerNode-res-s2')),
         # No vnfcInfo for its server: Tacker could not name it anyway.
-        'worker-c': ((autoheal.LABEL_INSTANCE, INST),)}
+        'worker-c': ((labels.LABEL_INSTANCE, INST),)}
 
 
 def test_an_id_that_is_no_label_value_is_left_out():
     inst = _inst('s1')
     inst['instantiatedVnfInfo']['vnfcInfo'][0]['id'] = 'a b/$(id)'
     assert autoheal.identity_of(inst, {'w': 's1'}) == {
-        'w': ((autoheal.LABEL_INSTANCE, INST),)}
+        'w': ((labels.LABEL_INSTANCE, INST),)}
 
 
 def test_identity_is_laid_over_the_settings_and_a_stale_one_dropped():
-    settings = params.NodeSettings(
-        (('pool', 'a'), (autoheal.LABEL_VNFC, 'workerNode-old')),
+    settings = model.NodeSettings(
+        (('pool', 'a'), (labels.LABEL_VNFC, 'workerNode-old')),
         ('x:NoSchedule',))
-    new = autoheal.with_identity(settings, ((autoheal.LABEL_INSTANCE, INST),))
-    assert new.label_map == {'pool': 'a', autoheal.LABEL_INSTANCE: INST}
+    new = autoheal.with_identity(settings, ((labels.LABEL_INSTANCE, INST),))
+    assert new.label_map == {'pool': 'a', labels.LABEL_INSTANCE: INST}
     assert new.taints == ('x:NoSchedule',)
 
 
 def test_kube_state_metrics_label_names():
-    assert autoheal.ksm_label(autoheal.LABEL_INSTANCE) == \
+    assert autoheal.ksm_label(labels.LABEL_INSTANCE) == \
         'label_kubespray_mgmt_vnf_instance_id'
-    assert autoheal.ksm_label(autoheal.LABEL_VNFC) == \
+    assert autoheal.ksm_label(labels.LABEL_VNFC) == \
         'label_kubespray_mgmt_vnfc_info_id'
 
 
 def test_the_inventory_and_record_carry_the_identity(conf):  # noqa: F811
     drv, cluster, _ = _driver(conf)
-    drv.node_identity = {W1: ((autoheal.LABEL_INSTANCE, INST),
-                              (autoheal.LABEL_VNFC, 'workerNode-1'))}
+    drv.node_identity = {W1: ((labels.LABEL_INSTANCE, INST),
+                              (labels.LABEL_VNFC, 'workerNode-1'))}
     drv.upload_inventory(cluster)
     hosts = yaml.safe_load(_workspace_file(drv, 'hosts.yaml'))['all']
-    assert hosts['hosts'][W1]['node_labels'][autoheal.LABEL_VNFC] == \
+    assert hosts['hosts'][W1]['node_labels'][labels.LABEL_VNFC] == \
         'workerNode-1'
-    assert autoheal.LABEL_VNFC not in hosts['hosts'][W2].get(
+    assert labels.LABEL_VNFC not in hosts['hosts'][W2].get(
         'node_labels', {})
     # The next operation (a heal: the VM and its VNFC id are new).
     again = driver.ClusterDriver(drv.spec, 'i1', drv.pool, conf=conf)
-    again.node_identity = {W1: ((autoheal.LABEL_INSTANCE, INST),
-                                (autoheal.LABEL_VNFC, 'workerNode-2'))}
+    again.node_identity = {W1: ((labels.LABEL_INSTANCE, INST),
+                                (labels.LABEL_VNFC, 'workerNode-2'))}
     again.remove_workers(cluster, [W1], rejoin=True)
     again.upload_inventory(cluster)
     recorded = labels.parse_record(_workspace_file(drv, labels.RECORD_FILE))
-    assert recorded[W1].label_map[autoheal.LABEL_VNFC] == 'workerNode-2'
+    assert recorded[W1].label_map[labels.LABEL_VNFC] == 'workerNode-2'
 
 
 @pytest.mark.parametrize('change', [
-    ((autoheal.LABEL_VNFC, None),), ((autoheal.LABEL_INSTANCE, 'x'),)])
+    ((labels.LABEL_VNFC, None),), ((labels.LABEL_INSTANCE, 'x'),)])
 def test_a_relabel_cannot_touch_the_identity(conf, change):  # noqa: F811
     drv, cluster, master = _driver(conf)
     with pytest.raises(exceptions.ParamsInvalid) as caught:
@@ -115,12 +115,12 @@ def test_a_relabel_by_metadata_cannot_touch_the_identity():
     with pytest.raises(exceptions.ParamsInvalid) as caught:
         labels.relabel_from_metadata({
             labels.METADATA_NODES: W1,
-            labels.METADATA_LABELS: 'pool=a,%s-' % autoheal.LABEL_VNFC},
+            labels.METADATA_LABELS: 'pool=a,%s-' % labels.LABEL_VNFC},
             'metadata')
     assert caught.value.problems == [
         'metadata.relabel_labels: %s set by the driver (they name the '
         'node\'s VNF instance and VNFC in auto-heal alerts); a relabel '
-        'cannot change them' % autoheal.LABEL_VNFC]
+        'cannot change them' % labels.LABEL_VNFC]
 
 
 # ------------------------------------------------------------ requests
@@ -283,13 +283,13 @@ def test_v2_nodes_carry_their_vnfc_info_ids(conf):  # noqa: F811
     hosts = _hosts(h)
     infos = {i['vnfcResourceInfoId']: i['id'] for i in h.vnf.dict()[
         'instantiatedVnfInfo']['vnfcInfo']}
-    labelled = {name: host['node_labels'][autoheal.LABEL_VNFC]
+    labelled = {name: host['node_labels'][labels.LABEL_VNFC]
                 for name, host in hosts.items()
-                if autoheal.LABEL_VNFC in host.get('node_labels', {})}
+                if labels.LABEL_VNFC in host.get('node_labels', {})}
     assert sorted(labelled) == ['master-10-10-0-11', 'worker-10-10-0-21',
                                 'worker-10-10-0-22']
     assert set(labelled.values()) <= set(infos.values())
-    assert {host['node_labels'][autoheal.LABEL_INSTANCE]
+    assert {host['node_labels'][labels.LABEL_INSTANCE]
             for host in hosts.values() if 'node_labels' in host} == {
         h.vnf.dict()['id']}
 

@@ -12,8 +12,11 @@ import pytest
 
 from mgmt_driver import exceptions
 from mgmt_driver import kubespray
+from mgmt_driver import merging
+from mgmt_driver import model
 from mgmt_driver import params
 from mgmt_driver import ssh
+from mgmt_driver import validation
 from tests.fakes import FakeConnection
 from tests.unit import params_data
 
@@ -219,7 +222,7 @@ def test_error_messages_keep_a_short_tail_of_hostile_output():
 
 def _request_with(**sections):
     request = params_data.minimal()
-    request[params.ROOT].update(sections)
+    request[model.ROOT].update(sections)
     return request
 
 
@@ -245,7 +248,7 @@ def test_deep_extra_vars_are_refused_with_their_field_path():
 
 
 def test_requests_at_the_depth_limit_are_fine():
-    extra = _deep(params.MAX_REQUEST_DEPTH - 4)  # under 4 levels
+    extra = _deep(validation.MAX_REQUEST_DEPTH - 4)  # under 4 levels
     spec = params.parse_params(_request_with(kubespray={
         'extra_vars': {'v': extra}}), need_cp_names=False)
     assert spec.kubespray.extra_vars['v'] == extra
@@ -253,7 +256,7 @@ def test_requests_at_the_depth_limit_are_fine():
 
 def test_deep_labels_are_refused():
     request = params_data.minimal()
-    request[params.ROOT]['worker_node']['labels'] = {'a': _deep(50)}
+    request[model.ROOT]['worker_node']['labels'] = {'a': _deep(50)}
     [problem] = _problems(request)
     assert problem.startswith(
         'k8s_cluster_installation_param.worker_node.labels.a[0]')
@@ -278,9 +281,9 @@ def test_default_size_limit_comes_from_the_option():
 
 def test_deep_scale_overrides_are_refused_before_copying():
     instantiated = params_data.minimal()
-    operation = {params.ROOT: {'worker_node': {'labels': _deep(100000)}}}
+    operation = {model.ROOT: {'worker_node': {'labels': _deep(100000)}}}
     with pytest.raises(exceptions.ParamsInvalid) as info:
-        params.parse_for_operation(instantiated, operation,
+        merging.parse_for_operation(instantiated, operation,
                                    need_cp_names=False)
     assert 'k8s_cluster_installation_param (operation request).' \
         'worker_node.labels[0]' in str(info.value)
@@ -288,7 +291,7 @@ def test_deep_scale_overrides_are_refused_before_copying():
 
 def test_many_problems_give_a_bounded_message():
     request = params_data.minimal()
-    request[params.ROOT]['master_node'].update(
+    request[model.ROOT]['master_node'].update(
         {'unknown_%d' % i: 1 for i in range(5000)})
     with pytest.raises(exceptions.ParamsInvalid) as info:
         params.parse_params(request, need_cp_names=False)

@@ -158,8 +158,9 @@ def test_every_metadata_problem_names_its_field(tmp_path, capsys):
     assert code == cli.EXIT_BAD_INPUT
     report = json.loads(out)
     assert report['kind'] is None and not report['valid']
+    # Sorted by field, as every request's problems are.
     assert [p.split(': ')[0] for p in report['problems']] == [
-        'metadata.kube_version', 'metadata.kube_upgrade_serial']
+        'metadata.kube_upgrade_serial', 'metadata.kube_version']
 
 
 def test_kind_modify_refuses_metadata_that_is_not_an_object(tmp_path,

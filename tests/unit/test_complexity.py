@@ -12,11 +12,14 @@ import time
 import hypothesis
 from hypothesis import strategies as st
 
+from mgmt_driver import exceptions
 from mgmt_driver import inventory
 from mgmt_driver import kubespray
+from mgmt_driver import model
 from mgmt_driver import nodes
 from mgmt_driver import params
 from mgmt_driver import safeyaml
+from mgmt_driver import validation
 from tests.unit import params_data
 
 GROWTH = 8
@@ -80,7 +83,7 @@ def _addresses(count):
 
 def _request(workers=2, extra_vars=None, labels=None):
     request = params_data.minimal()
-    root = request[params.ROOT]
+    root = request[model.ROOT]
     master, lb, *rest = _addresses(workers + 2)
     root['nodes'] = [{'role': 'master', 'ssh_ip': master},
                      {'role': 'external_lb', 'ssh_ip': lb}] + [
@@ -107,7 +110,8 @@ def _nested(depth, leaf):
 
 @SETTINGS
 # Each level of _nested is two levels of the request (a mapping, a list).
-@hypothesis.given(depth=st.integers(0, (params.MAX_REQUEST_DEPTH - 6) // 2),
+@hypothesis.given(depth=st.integers(
+    0, (validation.MAX_REQUEST_DEPTH - 6) // 2),
                   leaf=st.sampled_from(['x' * 50, 12345, True, None,
                                         '{{ template }}']))
 def test_wide_extra_vars_parse_and_render_linearly(depth, leaf):
@@ -148,7 +152,7 @@ def test_hostile_requests_are_refused_in_linear_time(kind):
         try:
             params.parse_params(request, need_cp_names=False,
                                 max_size=64 * 1024)
-        except params.exceptions.ParamsInvalid:
+        except exceptions.ParamsInvalid:
             return
         raise AssertionError('not refused')
     assert _ratio(refuse, make, 2000) < MAX_RATIO

@@ -28,6 +28,7 @@ from mgmt_driver import factcache
 from mgmt_driver import inventory
 from mgmt_driver import kubectl
 from mgmt_driver import labels
+from mgmt_driver import model
 from mgmt_driver import nodes
 from mgmt_driver import params
 from mgmt_driver import plan
@@ -78,7 +79,7 @@ def _addresses(count, base='10.20.0.0'):
 def test_relabel_taints_apply_linearly(kind):
     # The issue's case: a relabel_taints PATCH over recorded taints.
     def make(n):
-        present = params.NodeSettings((), _taints(n, 'distinct', 'p'))
+        present = model.NodeSettings((), _taints(n, 'distinct', 'p'))
         return present, _taints(n, kind)
     assert _ratio(lambda a: labels.apply_change(a[0], (), a[1]), make,
                   150) < MAX_RATIO
@@ -98,8 +99,8 @@ def test_taints_to_send_are_chosen_linearly(kind):
 @hypothesis.given(kind=st.sampled_from(['distinct', 'same-key']))
 def test_pool_taints_overlay_linearly(kind):
     def make(n):
-        return (params.NodeSettings((), _taints(n, 'distinct', 'r')),
-                params.NodeSettings((), _taints(n, kind)))
+        return (model.NodeSettings((), _taints(n, 'distinct', 'r')),
+                model.NodeSettings((), _taints(n, kind)))
     assert _ratio(lambda a: a[0].overlaid(a[1]), make, 300) < MAX_RATIO
 
 
@@ -108,14 +109,14 @@ def test_pool_taints_overlay_linearly(kind):
 def test_taint_lists_parse_linearly(kind):
     def make(n):
         return ','.join(_taints(n, kind))
-    assert _ratio(lambda text: params.parse_taint_list(
+    assert _ratio(lambda text: labels.parse_taint_list(
         text, 'relabel_taints', removals=True), make, 2000) < MAX_RATIO
 
 
 def test_request_taints_parse_linearly():
     def make(n):
         request = params_data.minimal()
-        request[params.ROOT]['worker_node']['taints'] = list(
+        request[model.ROOT]['worker_node']['taints'] = list(
             _taints(n, 'distinct'))
         return request
     assert _ratio(lambda r: params.parse_params(
@@ -131,7 +132,7 @@ def test_recorded_and_live_taints_compare_linearly(kind):
     # Both sides come from remote hosts: the record on the Ansible
     # server, the node's taints from kubectl.
     def make(n):
-        recorded = {'worker-1': params.NodeSettings(
+        recorded = {'worker-1': model.NodeSettings(
             (), _taints(n, kind))}
         live = [{'name': 'worker-1', 'ready': 'True', 'labels': {},
                  'taints': list(reversed(_taints(n, kind)))}]
@@ -147,7 +148,7 @@ def test_pools_of_a_node_are_found_as_before():
     # fix made each pool's entries a set and parses the node's address
     # once, not once per pool.
     request = params_data.minimal()
-    request[params.ROOT]['node_pools'] = {
+    request[model.ROOT]['node_pools'] = {
         'by-name': {'nodes': ['worker-10-0-0-1']},
         'by-address': {'nodes': ['fd00::2', '10.0.0.3']},
         'both': {'nodes': ['10.0.0.4']},
@@ -156,7 +157,7 @@ def test_pools_of_a_node_are_found_as_before():
 
     def node(address):
         return nodes.Node.from_address(
-            params.NodeAddress('worker', address, address), 22)
+            model.NodeAddress('worker', address, address), 22)
     assert [[p.name for p in spec.pools_of(node(a))] for a in (
         '10.0.0.1', 'FD00::2', '10.0.0.3', '10.0.0.4', '10.0.0.5')] == [
         ['by-name'], ['by-address'], ['by-address'], ['both', 'other'],
@@ -165,14 +166,14 @@ def test_pools_of_a_node_are_found_as_before():
 
 def test_nodes_are_looked_up_by_name_linearly():
     def make(n):
-        masters = [params.NodeAddress('master', ip, ip)
+        masters = [model.NodeAddress('master', ip, ip)
                    for ip in _addresses(1, '10.30.0.0')]
-        workers = [params.NodeAddress('worker', ip, ip)
+        workers = [model.NodeAddress('worker', ip, ip)
                    for ip in _addresses(n)]
         spec = params.parse_params(params_data.minimal(),
                                    need_cp_names=False)
         cluster = nodes.build_nodes(spec, masters + workers + [
-            params.NodeAddress('external_lb', '10.40.0.1', '10.40.0.1')])
+            model.NodeAddress('external_lb', '10.40.0.1', '10.40.0.1')])
         return cluster, list(reversed(cluster.names))
 
     def look_up(made):
@@ -186,7 +187,7 @@ def test_many_masters_render_linearly():
     def make(n):
         spec = params.parse_params(params_data.minimal(),
                                    need_cp_names=False)
-        masters = [params.NodeAddress('master', ip, ip)
+        masters = [model.NodeAddress('master', ip, ip)
                    for ip in _addresses(2 * n + 1)]
         cluster = nodes.ClusterNodes(
             masters=[nodes.Node.from_address(a, 22) for a in masters])
@@ -275,10 +276,10 @@ def _relabel_case(opts, taints, workers=3):
     spec = params.parse_params(request, need_cp_names=False)
     master = '10.10.0.11'
     cluster = nodes.build_nodes(spec, [
-        params.NodeAddress('master', master, master)] + [
-        params.NodeAddress('worker', ip, ip)
+        model.NodeAddress('master', master, master)] + [
+        model.NodeAddress('worker', ip, ip)
         for ip in _addresses(workers)] + [
-        params.NodeAddress('external_lb', '10.40.0.1', '10.40.0.1')])
+        model.NodeAddress('external_lb', '10.40.0.1', '10.40.0.1')])
     names = [n.name for n in cluster.workers]
     metadata = {labels.METADATA_NODES: ','.join(names),
                 labels.METADATA_TAINTS: ','.join(taints)}
@@ -313,9 +314,9 @@ def test_a_relabel_patch_is_linear_in_its_taints(kind):
 def _old_removes(removal, taint):
     """Whether the removal ``key`` or ``key:Effect`` takes *taint*, as
     the definitions before the fix decided it."""
-    key, effect = params.taint_slot(taint)
+    key, effect = model.taint_slot(taint)
     if ':' in removal:
-        return (key, effect) == params.taint_slot(removal)
+        return (key, effect) == model.taint_slot(removal)
     return key == removal
 
 
@@ -327,7 +328,7 @@ def _old_apply_taints(present, changes):
             kept = [t for t in kept if not _old_removes(taint[:-1], t)]
         else:
             kept = [t for t in kept
-                    if params.taint_slot(t) != params.taint_slot(taint)]
+                    if model.taint_slot(t) != model.taint_slot(taint)]
             kept.append(taint)
     return tuple(kept)
 
@@ -339,9 +340,9 @@ def _old_to_send(changes, present):
 
 
 def _old_overlaid(base, top):
-    replacing = {params.taint_slot(t): t for t in top}
+    replacing = {model.taint_slot(t): t for t in top}
     taints = []
-    for taint in [replacing.get(params.taint_slot(t), t) for t in base
+    for taint in [replacing.get(model.taint_slot(t), t) for t in base
                   ] + list(top):
         if taint not in taints:
             taints.append(taint)
@@ -363,7 +364,7 @@ _SAME = hypothesis.settings(max_examples=150, deadline=None,
 @hypothesis.given(present=st.lists(_TAINT, max_size=8),
                   changes=st.lists(_CHANGE, max_size=10))
 def test_applied_taints_are_those_of_the_old_definition(present, changes):
-    got = labels.apply_change(params.NodeSettings((), tuple(present)), (),
+    got = labels.apply_change(model.NodeSettings((), tuple(present)), (),
                               tuple(changes)).taints
     assert got == _old_apply_taints(present, changes)
 
@@ -380,15 +381,15 @@ def test_taints_sent_are_those_of_the_old_definition(present, changes):
 @hypothesis.given(base=st.lists(_TAINT, max_size=8),
                   top=st.lists(_TAINT, max_size=8))
 def test_overlaid_taints_are_those_of_the_old_definition(base, top):
-    got = params.NodeSettings((), tuple(base)).overlaid(
-        params.NodeSettings((), tuple(top))).taints
+    got = model.NodeSettings((), tuple(base)).overlaid(
+        model.NodeSettings((), tuple(top))).taints
     assert got == _old_overlaid(base, top)
 
 
 def test_the_documented_taint_rules_hold():
     # A relabel's taint of the same key and effect replaces the old one
     # and goes to the end; a removal by key removes every effect.
-    settings = params.NodeSettings((), ('a=1:NoSchedule', 'b:NoExecute',
+    settings = model.NodeSettings((), ('a=1:NoSchedule', 'b:NoExecute',
                                         'a=1:NoExecute'))
     assert labels.apply_change(settings, (), ('a=2:NoSchedule',)).taints \
         == ('b:NoExecute', 'a=1:NoExecute', 'a=2:NoSchedule')
@@ -396,18 +397,18 @@ def test_the_documented_taint_rules_hold():
                                               'b:NoExecute-')).taints \
         == ('a=3:NoExecute',)
     # A pool taint takes the role taint's place.
-    role = params.NodeSettings((), ('a=1:NoSchedule', 'b:NoExecute'))
-    assert role.overlaid(params.NodeSettings(
+    role = model.NodeSettings((), ('a=1:NoSchedule', 'b:NoExecute'))
+    assert role.overlaid(model.NodeSettings(
         (), ('c:NoSchedule', 'a=9:NoSchedule'))).taints == (
         'a=9:NoSchedule', 'b:NoExecute', 'c:NoSchedule')
 
 
 def test_repeated_request_entries_are_dropped_in_order():
-    assert params.parse_taint_list('b:NoSchedule,a:NoSchedule,b:NoSchedule,'
+    assert labels.parse_taint_list('b:NoSchedule,a:NoSchedule,b:NoSchedule,'
                                    'a-,a-', 'f', removals=True) == (
         'b:NoSchedule', 'a:NoSchedule', 'a-')
     request = params_data.minimal()
-    root = request[params.ROOT]
+    root = request[model.ROOT]
     root['worker_node']['taints'] = ['b:NoSchedule', 'a:NoSchedule',
                                      'b:NoSchedule']
     root['node_pools'] = {'p': {'nodes': [
@@ -418,7 +419,7 @@ def test_repeated_request_entries_are_dropped_in_order():
 
 
 def test_status_names_only_the_recorded_taints_a_node_lacks():
-    recorded = {'w': params.NodeSettings((), ('a:NoSchedule', 'b:NoSchedule',
+    recorded = {'w': model.NodeSettings((), ('a:NoSchedule', 'b:NoSchedule',
                                               'c:NoExecute'))}
     live = [{'name': 'w', 'ready': 'True', 'labels': {},
              'taints': ['c:NoExecute', 'x:NoSchedule']}]
@@ -431,9 +432,9 @@ def test_status_names_only_the_recorded_taints_a_node_lacks():
 def test_lookups_by_name_find_what_a_scan_finds():
     spec = params.parse_params(params_data.minimal(), need_cp_names=False)
     cluster = nodes.build_nodes(spec, [
-        params.NodeAddress('master', '10.0.0.1', '10.0.0.1'),
-        params.NodeAddress('worker', '10.0.0.3', '10.0.0.3'),
-        params.NodeAddress('external_lb', '10.0.0.9', '10.0.0.9')])
+        model.NodeAddress('master', '10.0.0.1', '10.0.0.1'),
+        model.NodeAddress('worker', '10.0.0.3', '10.0.0.3'),
+        model.NodeAddress('external_lb', '10.0.0.9', '10.0.0.9')])
     for name in cluster.names + ['lb-10-0-0-9', 'nobody']:
         assert cluster.get(name) == next(
             (n for n in cluster.k8s_nodes if n.name == name), None)

@@ -14,6 +14,7 @@ from mgmt_driver import cli
 from mgmt_driver import conf as kconf
 from mgmt_driver import doctor
 from mgmt_driver import driver
+from mgmt_driver import model
 from mgmt_driver import nodes
 from mgmt_driver import params
 from tests import fakes
@@ -192,7 +193,7 @@ def test_key_dirs_and_key_file(tmp_path):
 def _spec_and_cluster(**kubespray):
     document = params_data.minimal()
     if kubespray:
-        document[params.ROOT]['kubespray'] = kubespray
+        document[model.ROOT]['kubespray'] = kubespray
     spec = params.parse_params(document, need_cp_names=False)
     topology = nodes.load_topology({
         'masters': [{'ssh_ip': '10.10.0.11'}], 'workers': [],

@@ -13,6 +13,7 @@ from mgmt_driver import conf as kconf
 from mgmt_driver import driver
 from mgmt_driver import exceptions
 from mgmt_driver import heat
+from mgmt_driver import model
 from mgmt_driver import params
 from mgmt_driver import records
 from tests.fakes import FakePool
@@ -286,7 +287,7 @@ def _with_records(cluster, stacks):
     records = {}
     for node in cluster.k8s_nodes:
         records[node.name] = heat.VmRecord(
-            address=params.NodeAddress(node.role, node.ssh_address,
+            address=model.NodeAddress(node.role, node.ssh_address,
                                        node.cluster_address),
             stack_id=stacks.get(node.name))
     return cluster, records

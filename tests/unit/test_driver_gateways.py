@@ -11,6 +11,7 @@ from mgmt_driver import driver
 from mgmt_driver import exceptions
 from mgmt_driver import heat
 from mgmt_driver import keepalived
+from mgmt_driver import model
 from mgmt_driver import params
 from tests.unit.test_driver import Harness
 from tests.unit.test_driver import _instantiate_params
@@ -70,11 +71,11 @@ class Gateways:
         records = {}
         for node in cluster.k8s_nodes + cluster.gateways:
             member = None
-            if node.role == params.ROLE_EXTERNAL_LB:
+            if node.role == model.ROLE_EXTERNAL_LB:
                 member = 'gw-%d' % (int(node.cluster_address.split('.')[-1])
                                     - 39)
             records[node.name] = heat.VmRecord(
-                address=params.NodeAddress(node.role, node.ssh_address,
+                address=model.NodeAddress(node.role, node.ssh_address,
                                            node.cluster_address),
                 server_id=member and 'server-' + member,
                 stack_id=member and 'stack-' + member, member_name=member)

@@ -1,7 +1,7 @@
 """The driver's own ``sudo -n`` on a VM whose sudo asks a password.
 
 kubectl on the masters and HAProxy/keepalived on the LB run as
-``sudo -n COMMAND``; with a sudo password (``params.Login.sudo_password``)
+``sudo -n COMMAND``; with a sudo password (``model.Login.sudo_password``)
 the connection runs ``scripts/sudo-password.sh`` instead, the password
 on standard input.  The script runs here against the local site's sudo
 (``bin/kube-sudo``, which reads its password as sudo does: the ``-S``
@@ -16,7 +16,7 @@ import pytest
 from mgmt_driver import escalation
 from mgmt_driver import exceptions
 from mgmt_driver import localsite
-from mgmt_driver import params
+from mgmt_driver import model
 from mgmt_driver import remote
 from mgmt_driver import ssh
 from mgmt_driver.localsite import fake_sudo
@@ -100,7 +100,7 @@ class _Recording(ssh.Connection):
 
 
 def test_a_connection_escalates_with_its_login_sudo_password(tmp_path):
-    login = params.Login('ubuntu', 'Login-Pass-1', become_password=PASSWORD)
+    login = model.Login('ubuntu', 'Login-Pass-1', become_password=PASSWORD)
     conn = _Recording('h', login.credentials(), 22, ssh.SSHSettings(
         known_hosts_file=str(tmp_path / 'kh')))
     result = conn.run(['sudo', '-n', 'kubectl', 'get', 'nodes'])
@@ -109,7 +109,7 @@ def test_a_connection_escalates_with_its_login_sudo_password(tmp_path):
     assert PASSWORD not in command and PASSWORD not in result.command
     assert result.command.endswith('sudo kubectl get nodes')
     assert PASSWORD not in repr(login.credentials())
-    nopasswd = params.Login('ubuntu', 'Login-Pass-1', passwordless_sudo=True)
+    nopasswd = model.Login('ubuntu', 'Login-Pass-1', passwordless_sudo=True)
     conn = _Recording('h', nopasswd.credentials(), 22, conn.settings)
     conn.run(['sudo', '-n', 'kubectl', 'get', 'nodes'])
     assert conn.sent[1] is None and 'sudo -n kubectl' in conn.sent[0]

@@ -12,6 +12,7 @@ from mgmt_driver import cli
 from mgmt_driver import detached
 from mgmt_driver import exceptions
 from mgmt_driver import follow
+from mgmt_driver import model
 from mgmt_driver import nodes
 from mgmt_driver import params
 from mgmt_driver import records
@@ -33,7 +34,7 @@ def _spec(**ansible):
                             'kubespray_root_path': '/ks',
                             'transferring_inventory_path': '/srv/inv'},
                            **ansible)}
-    return params.parse_params({params.ROOT: doc}, need_cp_names=False,
+    return params.parse_params({model.ROOT: doc}, need_cp_names=False,
                                default_key_file='/etc/default-key')
 
 

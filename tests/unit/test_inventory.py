@@ -6,11 +6,12 @@ import pytest
 import yaml
 
 from mgmt_driver import inventory
+from mgmt_driver import model
 from mgmt_driver import nodes
 from mgmt_driver import params
 from tests.unit import params_data
 
-P = params.ROOT
+P = model.ROOT
 
 
 def _spec(request=None, **sections):
@@ -23,10 +24,10 @@ def _spec(request=None, **sections):
 def _cluster(spec, masters=('10.10.0.11',), workers=('10.10.0.21',
                                                      '10.10.0.22'),
              lb=('192.168.1.30', '10.10.0.30')):
-    entries = [params.NodeAddress('master', ip, ip) for ip in masters]
-    entries += [params.NodeAddress('worker', ip, ip) for ip in workers]
+    entries = [model.NodeAddress('master', ip, ip) for ip in masters]
+    entries += [model.NodeAddress('worker', ip, ip) for ip in workers]
     if lb:
-        entries.append(params.NodeAddress('external_lb', lb[0], lb[1]))
+        entries.append(model.NodeAddress('external_lb', lb[0], lb[1]))
     return nodes.build_nodes(spec, entries)
 
 
@@ -73,9 +74,9 @@ def test_hosts_groups_and_host_vars():
 def test_hosts_ssh_and_cluster_addresses_differ():
     spec = _spec(worker_node={'port': 2201})
     cluster = nodes.build_nodes(spec, [
-        params.NodeAddress('master', '192.168.1.11', '10.10.0.11'),
-        params.NodeAddress('worker', '192.168.1.21', '10.10.0.21'),
-        params.NodeAddress('external_lb', '192.168.1.30', '10.10.0.30')])
+        model.NodeAddress('master', '192.168.1.11', '10.10.0.11'),
+        model.NodeAddress('worker', '192.168.1.21', '10.10.0.21'),
+        model.NodeAddress('external_lb', '192.168.1.30', '10.10.0.30')])
     host = inventory.render_hosts(spec, cluster)['all']['hosts'][
         'worker-10-10-0-21']
     assert host['ansible_host'] == '192.168.1.21'
@@ -86,8 +87,8 @@ def test_hosts_ssh_and_cluster_addresses_differ():
 def test_ipv6_cluster_address_goes_to_ip6():
     spec = _spec()
     cluster = nodes.build_nodes(spec, [
-        params.NodeAddress('master', 'fd00::11', 'fd00::11'),
-        params.NodeAddress('external_lb', 'fd00::30', 'fd00::30')])
+        model.NodeAddress('master', 'fd00::11', 'fd00::11'),
+        model.NodeAddress('external_lb', 'fd00::30', 'fd00::30')])
     host = inventory.render_hosts(spec, cluster)['all']['hosts'][
         'master-fd00-0-0-0-0-0-0-11']
     assert host['ip6'] == host['access_ip6'] == 'fd00::11'
@@ -255,8 +256,8 @@ def test_calico_mtu(extra, cluster_v6, expected):
     spec = _spec(kubespray={'extra_vars': extra})
     if cluster_v6:
         cluster = nodes.build_nodes(spec, [
-            params.NodeAddress('master', 'fd00::11', 'fd00::11'),
-            params.NodeAddress('external_lb', 'fd00::30', 'fd00::30')])
+            model.NodeAddress('master', 'fd00::11', 'fd00::11'),
+            model.NodeAddress('external_lb', 'fd00::30', 'fd00::30')])
     else:
         cluster = _cluster(spec)
     doc = inventory.render_cluster_vars(spec, cluster, mtu=1450)
@@ -297,13 +298,25 @@ def test_extra_vars_pass_through_typed_and_sans_merge():
 
 
 def test_quoted_strings_stay_strings():
-    spec = _spec(kubespray={'extra_vars': {'kube_version': '1.30',
+    spec = _spec(kubespray={'extra_vars': {'calico_version': '3.30',
                                            'feature': 'yes'}})
     text = inventory.dump_yaml(inventory.render_cluster_vars(
         spec, _cluster(spec)))
     loaded = yaml.safe_load(text)
-    assert loaded['kube_version'] == '1.30'
+    assert loaded['calico_version'] == '3.30'
     assert loaded['feature'] == 'yes'
+
+
+@pytest.mark.parametrize('given', ['v1.31.4', '1.34.3'])
+def test_kube_version_is_rendered_as_the_request_spells_it(given):
+    # kubespray up to v2.27 wants "v1.31.4", from v2.28 on "1.34.3".
+    spec = _spec(kubespray={'extra_vars': {'kube_version': given}})
+    assert 'kube_version' not in spec.kubespray.extra_vars
+    doc = inventory.render_cluster_vars(spec, _cluster(spec))
+    assert doc['kube_version'] == given
+    # Not a secret: alone, it does not make the file 0600.
+    files = inventory.render_files(spec, _cluster(spec))
+    assert files[inventory.CLUSTER_VARS_FILE].mode == inventory.PUBLIC_MODE
 
 
 # ------------------------------------------------------------------ files
@@ -404,12 +417,12 @@ def test_adding_and_removing_nodes_equals_rendering_from_scratch():
                                     '10.10.0.13'),
                      workers=('10.10.0.21', '10.10.0.22', '10.10.0.23'))
     added = [nodes.Node.from_address(
-        params.NodeAddress('worker', ip, ip), 22)
+        model.NodeAddress('worker', ip, ip), 22)
         for ip in ('10.10.1.21', '10.10.0.24')]
     changed = start.add(*added).remove('worker-10-10-0-22',
                                        'master-10-10-0-13')
     changed = changed.add(nodes.Node.from_address(
-        params.NodeAddress('master', '10.10.0.14', '10.10.0.14'), 22))
+        model.NodeAddress('master', '10.10.0.14', '10.10.0.14'), 22))
     scratch = _cluster(spec, masters=('10.10.0.11', '10.10.0.12',
                                       '10.10.0.14'),
                        workers=('10.10.0.24', '10.10.1.21', '10.10.0.21',

@@ -4,10 +4,11 @@ import pytest
 
 from mgmt_driver import exceptions
 from mgmt_driver import labels
-from mgmt_driver import params
+from mgmt_driver import merging
+from mgmt_driver import model
 
 W1 = 'worker-10-10-0-21'
-BASE = params.NodeSettings((('pool', 'a'), ('zone', 'x')),
+BASE = model.NodeSettings((('pool', 'a'), ('zone', 'x')),
                            ('gpu=yes:NoSchedule', 'gpu=yes:NoExecute',
                             'spot:PreferNoSchedule'))
 
@@ -45,7 +46,7 @@ def test_only_what_would_change_the_node_is_sent():
 
 
 def test_the_record_reads_back_what_was_written():
-    settings = {W1: BASE, 'master-10-10-0-11': params.NodeSettings()}
+    settings = {W1: BASE, 'master-10-10-0-11': model.NodeSettings()}
     text = labels.render_record(settings)
     assert labels.parse_record(text) == settings
     assert labels.render_record(labels.parse_record(text)) == text
@@ -78,7 +79,7 @@ def test_a_tampered_record_is_named_without_its_values(text, where):
 
 def test_a_record_larger_than_any_cluster_is_refused(monkeypatch):
     monkeypatch.setattr(labels, 'MAX_NODES', 2)
-    text = labels.render_record({'worker-%d' % i: params.NodeSettings()
+    text = labels.render_record({'worker-%d' % i: model.NodeSettings()
                                  for i in range(3)})
     with pytest.raises(ValueError, match='more than 2'):
         labels.parse_record(text)
@@ -87,16 +88,16 @@ def test_a_record_larger_than_any_cluster_is_refused(monkeypatch):
 @pytest.mark.parametrize('request_params, expected', [
     (None, False),
     ({}, False),
-    ({params.ROOT: {'worker_node': {'username': 'u'}}}, False),
-    ({params.ROOT: {'worker_node': {'labels': {'a': 'b'}}}}, True),
-    ({params.ROOT: {'worker_node': {'taints': []}}}, True),
-    ({params.ROOT: {'node_pools': {'dpdk': {'taints': []}}}}, True),
-    ({params.ROOT: {'node_pools': {'dpdk': 'x'}}}, False),
-    ({params.ROOT: 'x'}, False),
+    ({model.ROOT: {'worker_node': {'username': 'u'}}}, False),
+    ({model.ROOT: {'worker_node': {'labels': {'a': 'b'}}}}, True),
+    ({model.ROOT: {'worker_node': {'taints': []}}}, True),
+    ({model.ROOT: {'node_pools': {'dpdk': {'taints': []}}}}, True),
+    ({model.ROOT: {'node_pools': {'dpdk': 'x'}}}, False),
+    ({model.ROOT: 'x'}, False),
 ])
 def test_which_requests_give_joining_nodes_new_settings(request_params,
                                                         expected):
-    assert params.sets_node_settings(request_params) is expected
+    assert merging.sets_node_settings(request_params) is expected
 
 
 def test_a_relabel_by_metadata_reads_like_the_options():
@@ -123,9 +124,10 @@ def test_a_relabel_by_metadata_reads_like_the_options():
         'metadata.relabel_taints: must be a string']),
     ({'relabel_nodes': 'Bad;id,' + W1, 'relabel_labels': 'a=$(id)',
       'relabel_taints': 'x:Never', 'relabel_pools': 'dpdk,-x'}, [
+        # Sorted by field, as every request's problems are.
+        "metadata.relabel_labels: 'a=$(id)'",
         "metadata.relabel_nodes: 'Bad;id' is not a node name",
         "metadata.relabel_pools: '-x' is not a pool name",
-        "metadata.relabel_labels: 'a=$(id)'",
         "metadata.relabel_taints: 'x:Never'"]),
 ])
 def test_a_bad_relabel_by_metadata_names_every_field(metadata, problems):

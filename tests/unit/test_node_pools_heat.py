@@ -9,6 +9,7 @@ import yaml
 
 from mgmt_driver import exceptions
 from mgmt_driver import heat
+from mgmt_driver import model
 from mgmt_driver import params
 from mgmt_driver import v2
 from tests.unit import test_v2
@@ -21,7 +22,7 @@ from tests.unit.test_heat import _fip
 from tests.unit.test_heat import _port
 from tests.unit.test_heat import _res
 
-P = params.ROOT
+P = model.ROOT
 POOL = {'aspect_id': 'dpdk_instance', 'ssh_cp_name': 'dpdkNode_FloatingIP',
         'nic_cp_name': 'dpdkNode_CP2',
         'labels': {'example.com/pool': 'dpdk'},

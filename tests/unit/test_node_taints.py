@@ -5,12 +5,13 @@ import pytest
 
 from mgmt_driver import exceptions
 from mgmt_driver import inventory
-from mgmt_driver import params
+from mgmt_driver import merging
+from mgmt_driver import model
 from tests.unit import params_data
 from tests.unit.test_inventory import _cluster
 from tests.unit.test_inventory import _spec
 
-P = params.ROOT
+P = model.ROOT
 
 
 def test_taints_per_role_become_node_taints():
@@ -54,8 +55,8 @@ def test_bad_taints_name_the_entry(taints, problem):
 def test_a_scale_request_gives_the_new_workers_other_taints():
     base = params_data.minimal()
     base[P]['worker_node']['taints'] = ['pool=a:NoSchedule']
-    spec = params.parse_for_operation(
+    spec = merging.parse_for_operation(
         base, {P: {'worker_node': {'taints': ['pool=b:NoSchedule']}}},
         need_cp_names=False)
-    assert spec.taints_for(params.ROLE_WORKER) == ['pool=b:NoSchedule']
-    assert spec.taints_for(params.ROLE_EXTERNAL_LB) == []
+    assert spec.taints_for(model.ROLE_WORKER) == ['pool=b:NoSchedule']
+    assert spec.taints_for(model.ROLE_EXTERNAL_LB) == []

@@ -21,6 +21,7 @@ from mgmt_driver import conf as kconf
 from mgmt_driver import driver
 from mgmt_driver import heat
 from mgmt_driver import localfiles
+from mgmt_driver import model
 from mgmt_driver import nodes
 from mgmt_driver import params
 from mgmt_driver import records as records_mod
@@ -128,7 +129,7 @@ class Tacker:
             package_dir_of=lambda context, inst: package)
         cluster = _cluster()
         records = {n.name: heat.VmRecord(
-            address=params.NodeAddress(n.role, n.ssh_address,
+            address=model.NodeAddress(n.role, n.ssh_address,
                                        n.cluster_address),
             stack_id=n.name, server_id=n.name)
             for n in cluster.k8s_nodes + cluster.gateways}

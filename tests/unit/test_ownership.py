@@ -13,6 +13,7 @@ import yaml
 from mgmt_driver import cli
 from mgmt_driver import driver
 from mgmt_driver import exceptions
+from mgmt_driver import model
 from mgmt_driver import params
 from mgmt_driver import records
 from mgmt_driver import registry
@@ -75,7 +76,7 @@ def test_a_vim_name_taken_by_another_vim_is_refused_before_remote_work(
     with pytest.raises(exceptions.MgmtDriverParamInvalid) as info:
         h.hooks.instantiate_end(None, h.instance(extra), _request(extra),
                                 None, None)
-    assert '%s.vim_name' % params.ROOT in str(info.value)
+    assert '%s.vim_name' % model.ROOT in str(info.value)
     assert all(not c.calls for c in h.pool.connections.values())
     # Tacker's rollback, then a terminate: the other VIM stays.
     _terminate(h, extra)

@@ -7,6 +7,8 @@ import hypothesis
 import pytest
 
 from mgmt_driver import exceptions
+from mgmt_driver import merging
+from mgmt_driver import model
 from mgmt_driver import params
 from mgmt_driver import ssh
 from tests.unit import params_data
@@ -52,7 +54,7 @@ def test_tacker_sample_request_validates_unchanged():
     assert spec.master.aspect_id == 'master_instance'
     assert spec.master.ssh_cp_name == 'masterNode_FloatingIP'
     assert spec.master.nic_cp_name == 'masterNode_CP1'
-    assert spec.master.login == params.Login('ubuntu', 'ubuntu', None, 22)
+    assert spec.master.login == model.Login('ubuntu', 'ubuntu', None, 22)
     assert spec.worker.nic_cp_name == 'workerNode_CP2'
     assert spec.pod_cidr == ipaddress.ip_network('192.168.0.0/16')
     assert spec.service_cidr == ipaddress.ip_network('10.199.187.0/24')
@@ -70,22 +72,22 @@ def test_tacker_sample_request_validates_unchanged():
 
 def test_defaults():
     spec = params.parse_params(params_data.minimal(), need_cp_names=False)
-    assert str(spec.pod_cidr) == params.DEFAULT_POD_CIDR
-    assert str(spec.service_cidr) == params.DEFAULT_SERVICE_CIDR
+    assert str(spec.pod_cidr) == model.DEFAULT_POD_CIDR
+    assert str(spec.service_cidr) == model.DEFAULT_SERVICE_CIDR
     assert spec.external_lb.api_port == 8383
     assert spec.external_lb.nodeport_range == (30000, 32767)
     assert spec.external_lb.script_path is None
-    assert [spec.login_for(r).port for r in params.ROLES] == [22, 22, 22]
+    assert [spec.login_for(r).port for r in model.ROLES] == [22, 22, 22]
     assert spec.ansible.login.port == 22
-    assert spec.kubespray == params.KubesprayOptions()
+    assert spec.kubespray == model.KubesprayOptions()
     assert dict(spec.kubespray.extra_vars) == {}
     assert spec.kubespray.forks is None
     assert spec.kubespray.reset_on_terminate is False
     assert not spec.proxy.enabled
     assert spec.nodes is None
     assert spec.vim_name is None
-    assert spec.labels_for(params.ROLE_MASTER) == {}
-    assert spec.labels_for(params.ROLE_EXTERNAL_LB) == {}
+    assert spec.labels_for(model.ROLE_MASTER) == {}
+    assert spec.labels_for(model.ROLE_EXTERNAL_LB) == {}
 
 
 @pytest.mark.parametrize('name', ['instantiate_simple.json',
@@ -104,7 +106,7 @@ def test_samples_validate(name):
 
 def test_ha_sample_extensions():
     spec = params.parse_params(params_data.sample('instantiate_ha.json'))
-    assert spec.labels_for(params.ROLE_WORKER) == {
+    assert spec.labels_for(model.ROLE_WORKER) == {
         'example.com/role': 'worker', 'node.kubernetes.io/pool': 'general'}
     assert spec.kubespray.forks == 20
     assert spec.kubespray.version == '2.27.0'
@@ -114,7 +116,7 @@ def test_ha_sample_extensions():
 
 def test_keyauth_sample_has_keys_and_no_password():
     spec = params.parse_params(params_data.sample('instantiate_keyauth.json'))
-    for role in params.ROLES:
+    for role in model.ROLES:
         login = spec.login_for(role)
         assert login.password is None
         assert login.key_file.startswith('/etc/tacker/kubespray/')
@@ -142,6 +144,9 @@ def test_extensions_are_parsed():
     assert spec.external_lb.nodeport_range == (31000, 31999)
     assert spec.kubespray.version == '2.24.1'
     assert spec.kubespray.reset_on_terminate is True
+    # Typed, out of the free-form extra vars.
+    assert spec.kubespray.kube_version == model.KubeVersion((1, 29, 0))
+    assert spec.kubespray.extra_vars == {}
 
 
 def test_paths_are_normalised():
@@ -202,7 +207,7 @@ def test_lb_password_message_names_its_own_field():
 
 
 def test_login_credentials_and_repr_hide_password():
-    login = params.Login('ubuntu', 'Very-Secret-1', '/k', 2222)
+    login = model.Login('ubuntu', 'Very-Secret-1', '/k', 2222)
     assert login.credentials() == ssh.Credentials(
         username='ubuntu', password='Very-Secret-1', key_file='/k',
         sudo_password='Very-Secret-1')
@@ -224,15 +229,15 @@ def test_sudo_password_defaults_to_the_login_password():
     assert spec.worker.login.sudo_password is None
     assert spec.external_lb.login.sudo_password == 'Lb-Sudo-3'
     assert 'Sudo-Secret-9' not in repr(spec)
-    assert 'Sudo-Secret-9' not in params.describe(spec)
+    assert 'Sudo-Secret-9' not in model.describe(spec)
     assert 'masters ubuntu:22 by password, sudo with a password' in \
-        params.describe(spec)
+        model.describe(spec)
 
 
 def test_a_key_login_asks_no_sudo_password_unless_given():
-    login = params.Login('ubuntu', key_file='/k')
+    login = model.Login('ubuntu', key_file='/k')
     assert login.sudo_password is None
-    assert params.Login('ubuntu', key_file='/k',
+    assert model.Login('ubuntu', key_file='/k',
                         become_password='s').sudo_password == 's'
 
 
@@ -387,6 +392,9 @@ CASES = [
     ('kubespray.extra_vars', {'kube_version': 1.29},
      'kubespray.extra_vars.kube_version: must be a string, not float '
      '(quote it)'),
+    ('kubespray.extra_vars', {'kube_version': '1.30'},
+     'kubespray.extra_vars.kube_version: is not a Kubernetes version such '
+     'as 1.34.3 (or v1.31.4 for kubespray v2.27 and older)'),
     ('kubespray.extra_vars', {'calico_mtu': '1400'},
      'kubespray.extra_vars.calico_mtu: must be an integer, not str'),
     ('kubespray.extra_vars', {'custom': {'a': {1, 2}}},
@@ -614,9 +622,9 @@ NODES = [{'role': 'master', 'ssh_ip': '192.168.1.11', 'nic_ip': '10.10.0.11'},
 def test_explicit_nodes_make_cp_names_optional():
     spec = params.parse_params(_with_nodes(copy.deepcopy(NODES)))
     assert spec.nodes == (
-        params.NodeAddress('master', '192.168.1.11', '10.10.0.11', None),
-        params.NodeAddress('worker', '10.10.0.21', '10.10.0.21', 2222),
-        params.NodeAddress('external_lb', '10.10.0.30', '10.10.0.30', None))
+        model.NodeAddress('master', '192.168.1.11', '10.10.0.11', None),
+        model.NodeAddress('worker', '10.10.0.21', '10.10.0.21', 2222),
+        model.NodeAddress('external_lb', '10.10.0.30', '10.10.0.30', None))
     assert spec.nodes[0].source == P + '.nodes[0]'
 
 
@@ -674,7 +682,7 @@ def test_operation_overrides_replace_keys_of_three_sections():
         'ansible': {'ip_address': '10.10.0.51'},
         'external_lb_param': {'ssh_port': 2200}}}
     operation_before = copy.deepcopy(operation)
-    spec = params.parse_for_operation(base, operation)
+    spec = merging.parse_for_operation(base, operation)
     assert spec.worker.login.password == 'new-worker-pass'
     assert spec.worker.login.username == 'ubuntu'  # kept
     assert spec.worker.label_map == {'pool': 'b'}
@@ -687,7 +695,7 @@ def test_operation_overrides_replace_keys_of_three_sections():
 def test_labels_override_replaces_the_whole_mapping():
     base = _set(params_data.minimal(), 'worker_node.labels',
                 {'a': '1', 'b': '2'})
-    spec = params.parse_for_operation(
+    spec = merging.parse_for_operation(
         base, {P: {'worker_node': {'labels': {'c': '3'}}}},
         need_cp_names=False)
     assert spec.worker.label_map == {'c': '3'}
@@ -696,7 +704,7 @@ def test_labels_override_replaces_the_whole_mapping():
 @pytest.mark.parametrize('operation', [None, {}, {'other': 1}, {P: None}])
 def test_no_override_gives_the_instantiated_spec(operation):
     base = params_data.tacker_sample()
-    assert params.parse_for_operation(base, operation) == \
+    assert merging.parse_for_operation(base, operation) == \
         params.parse_params(base)
 
 
@@ -705,7 +713,7 @@ def test_overrides_that_are_not_allowed():
                      'worker_node': 'x',
                      'kubespray': {'forks': 3}}}
     with pytest.raises(exceptions.ParamsInvalid) as info:
-        params.parse_for_operation(params_data.tacker_sample(), operation,
+        merging.parse_for_operation(params_data.tacker_sample(), operation,
                                    operation_name='heal')
     assert info.value.problems == [
         P + '.kubespray: cannot be changed by a heal request (only '
@@ -717,14 +725,14 @@ def test_overrides_that_are_not_allowed():
 
 def test_override_value_not_a_mapping():
     with pytest.raises(exceptions.ParamsInvalid) as info:
-        params.parse_for_operation(params_data.tacker_sample(), {P: [1]})
+        merging.parse_for_operation(params_data.tacker_sample(), {P: [1]})
     assert info.value.problems == [
         P + ": the scale request's value must be a mapping, not list"]
 
 
 def test_overrides_are_validated_after_merging():
     operation = {P: {'worker_node': {'port': 0, 'pasword': 'x'}}}
-    found = problems_of(params.merge_operation_params(
+    found = problems_of(merging.merge_operation_params(
         params_data.tacker_sample(), operation), need_cp_names=True)
     assert found == [
         P + ".worker_node.pasword: unknown key (did you mean 'password'?)",
@@ -734,7 +742,7 @@ def test_overrides_are_validated_after_merging():
 
 def test_override_adds_a_section_missing_from_the_instantiation():
     base = _set(params_data.minimal(), 'external_lb_param', DELETE)
-    spec = params.parse_for_operation(
+    spec = merging.parse_for_operation(
         base, {P: {'external_lb_param': {'ssh_username': 'lb',
                                          'ssh_password': 'p'}}},
         need_cp_names=False)
@@ -745,7 +753,7 @@ def test_override_adds_a_section_missing_from_the_instantiation():
 
 def test_describe_is_one_line_without_secrets():
     spec = params.parse_params(params_data.sample('instantiate_ha.json'))
-    text = params.describe(spec)
+    text = model.describe(spec)
     assert '\n' not in text
     assert text.startswith('valid: masters ubuntu:22 by password')
     assert 'LB api port 8383, nodeports 30000-32767' in text
@@ -753,7 +761,7 @@ def test_describe_is_one_line_without_secrets():
     assert 'proxy.example.com' not in text and 'ubuntu:22 by password' in text
     keyauth = params.parse_params(
         params_data.sample('instantiate_keyauth.json'))
-    assert 'workers ubuntu:22 by key' in params.describe(keyauth)
+    assert 'workers ubuntu:22 by key' in model.describe(keyauth)
 
 
 def test_non_string_keys_are_named_by_their_repr():
@@ -787,3 +795,17 @@ def test_any_input_gives_a_spec_or_our_errors(section):
     except (exceptions.ParamsInvalid, exceptions.ParamsNotFound) as exc:
         assert exc.problems
         assert all(p.startswith(P) for p in exc.problems)
+
+
+@pytest.mark.parametrize('text, number, shown', [
+    ('1.34.3', (1, 34, 3), '1.34.3'), ('v1.31.4', (1, 31, 4), 'v1.31.4')])
+def test_a_kube_version_keeps_its_spelling(text, number, shown):
+    version = model.KubeVersion.parse(text)
+    assert version.number == number and str(version) == shown
+
+
+@pytest.mark.parametrize('text', [
+    '1.34', 'V1.34.3', '1.34.3-rc.0', ' 1.34.3', '1.34.3\n', '1234.0.0',
+    None, 1.34])
+def test_a_kube_version_is_x_y_z(text):
+    assert model.KubeVersion.parse(text) is None

@@ -47,13 +47,15 @@ from oslo_config import cfg
 from mgmt_driver import conf as kconf
 from mgmt_driver import driver
 from mgmt_driver import exceptions
+from mgmt_driver import merging
+from mgmt_driver import model
 from mgmt_driver import params
 from mgmt_driver import records
 from mgmt_driver import tacker_compat
 from tests.fakes import FakePool
 from tests.unit import params_data
 
-ROOT = params.ROOT
+ROOT = model.ROOT
 
 DEFAULT_EXAMPLES = 2000
 EXAMPLES = int(os.environ.get('KMGMT_FUZZ_EXAMPLES') or DEFAULT_EXAMPLES)
@@ -150,7 +152,7 @@ PASSWORD_KEY = {('master_node',): 'password', ('worker_node',): 'password',
                 ('external_lb_param',): 'ssh_password'}
 CP_NAME_SECTIONS = (('master_node',), ('worker_node',),
                     ('external_lb_param',))
-OVERRIDABLE = params.OVERRIDABLE_SECTIONS
+OVERRIDABLE = merging.OVERRIDABLE_SECTIONS
 # Sections whose keys override mutations write into; node_pools overrides
 # (pool by pool) are tested in test_node_pools.
 OVERRIDE_SECTIONS = tuple(name for name in OVERRIDABLE
@@ -442,7 +444,7 @@ BAD = {
                            'external-lb', 'WORKER', 'etcd', 'master ',
                            ' worker', 'control-plane')) |
     st.text(min_size=1, max_size=12).filter(
-        lambda s: s not in params.ROLES),
+        lambda s: s not in model.ROLES),
     BOOL: st.sampled_from(('true', 'false', 'yes', 'no', 'True', 1, 0, 1.0,
                            0.0)),
     # A list with one malformed key=value:Effect taint among good ones.
@@ -742,7 +744,7 @@ def _node_prefix(view):
         extra, dict) else None
     if isinstance(prefix, int) and not isinstance(prefix, bool):
         return prefix
-    return params.DEFAULT_NODE_PREFIX
+    return model.DEFAULT_NODE_PREFIX
 
 
 @st.composite
@@ -762,8 +764,8 @@ def m_networks(draw, ctx):
     master = view.get('master_node')
     if ctx.override or not isinstance(master, dict):
         return False
-    pod = _net(master, 'pod_cidr', params.DEFAULT_POD_CIDR)
-    service = _net(master, 'cluster_cidr', params.DEFAULT_SERVICE_CIDR)
+    pod = _net(master, 'pod_cidr', model.DEFAULT_POD_CIDR)
+    service = _net(master, 'cluster_cidr', model.DEFAULT_SERVICE_CIDR)
     choices = []
     if pod is not None:
         choices.append(('master_node', 'cluster_cidr'))
@@ -791,7 +793,7 @@ def m_networks(draw, ctx):
 def _api_port(lb):
     value = lb.get('api_port')
     if value in (None, ''):
-        return params.DEFAULT_API_PORT
+        return model.DEFAULT_API_PORT
     if isinstance(value, int) and not isinstance(value, bool) and \
             1 <= value <= 65535:
         return value
@@ -801,7 +803,7 @@ def _api_port(lb):
 def _nodeport_range(lb):
     value = lb.get('nodeport_range')
     if value in (None, ''):
-        return params.DEFAULT_NODEPORT_RANGE
+        return model.DEFAULT_NODEPORT_RANGE
     if not isinstance(value, str) or re.search('[\x00-\x1f\x7f]', value):
         return None
     match = re.fullmatch(r'([0-9]{1,5})-([0-9]{1,5})', value.strip())
@@ -952,8 +954,8 @@ def m_node_set(draw, ctx):
     networks = []
     if isinstance(master, dict):
         networks = [net for net in (
-            _net(master, 'pod_cidr', params.DEFAULT_POD_CIDR),
-            _net(master, 'cluster_cidr', params.DEFAULT_SERVICE_CIDR))
+            _net(master, 'pod_cidr', model.DEFAULT_POD_CIDR),
+            _net(master, 'cluster_cidr', model.DEFAULT_SERVICE_CIDR))
             if net is not None]
     put(ctx.target, ('nodes',), draw(broken_node_set(networks)))
     return ctx.done(('nodes',))
@@ -1205,7 +1207,7 @@ def test_field_table_covers_every_key():
 def test_bases_are_valid(name):
     params.parse_params(BASES[name]())
     for override in OVERRIDES:
-        params.parse_for_operation(BASES[name](), {ROOT: override})
+        merging.parse_for_operation(BASES[name](), {ROOT: override})
 
 
 @fuzz(SHARES['test_parser_refuses_mutated_requests'])
@@ -1221,7 +1223,7 @@ def test_parser_refuses_mutated_requests(case):
 @hypothesis.given(mutated_overrides(), st.sampled_from(('scale', 'heal')))
 def test_parser_refuses_mutated_overrides(case, operation):
     instantiated, request, paths = case
-    exc = refusal(params.parse_for_operation, instantiated, request,
+    exc = refusal(merging.parse_for_operation, instantiated, request,
                   operation)
     # A malformed override section stops the merge, and with it the
     # checks of the others: any mutated field is named, not the last.

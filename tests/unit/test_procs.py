@@ -3,6 +3,7 @@
 import os
 import subprocess
 import sys
+import time
 
 from mgmt_driver.localsite import procs
 
@@ -11,6 +12,12 @@ def test_a_child_is_seen_with_its_argv_then_gone():
     child = subprocess.Popen([sys.executable, '-c',
                               'import time; time.sleep(30)'])
     try:
+        # Popen returns once exec began, which is a moment before the
+        # kernel shows the new argv: an empty one is read again.
+        deadline = time.monotonic() + 10
+        while procs.cmdline(child.pid) == [''] and \
+                time.monotonic() < deadline:
+            time.sleep(0.01)
         assert procs.cmdline(child.pid)[1:3] == ['-c',
                                                  'import time; time.sleep(30)']
         assert procs.state(child.pid) in ('R', 'S')

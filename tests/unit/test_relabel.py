@@ -12,7 +12,6 @@ from mgmt_driver import driver
 from mgmt_driver import exceptions
 from mgmt_driver import kubectl
 from mgmt_driver import labels
-from mgmt_driver import params
 from mgmt_driver import safeyaml
 from tests.fakes import FakePool
 from tests.unit.test_driver import LAYOUT
@@ -28,39 +27,39 @@ NOT_FOUND = 'Error from server (NotFound): nodes "%s" not found\n'
 
 
 def test_label_and_taint_lists_are_checked_as_the_parameters():
-    assert params.parse_label_list('zone=a,pool=,zone=b', '--labels') == (
+    assert labels.parse_label_list('zone=a,pool=,zone=b', '--labels') == (
         ('pool', ''), ('zone', 'b'))
-    assert params.parse_taint_list(
+    assert labels.parse_taint_list(
         'gpu=yes:NoSchedule,,gpu=yes:NoSchedule,x:NoExecute',
         '--taints') == ('gpu=yes:NoSchedule', 'x:NoExecute')
-    assert params.parse_label_list(None, '--labels') == ()
+    assert labels.parse_label_list(None, '--labels') == ()
 
 
 def test_removals_are_accepted_only_when_asked():
-    assert params.parse_label_list('zone-,pool=a', '--labels',
+    assert labels.parse_label_list('zone-,pool=a', '--labels',
                                    removals=True) == (
         ('pool', 'a'), ('zone', None))
-    assert params.parse_taint_list('gpu:NoSchedule-,gpu-,a=b:NoExecute',
+    assert labels.parse_taint_list('gpu:NoSchedule-,gpu-,a=b:NoExecute',
                                    '--taints', removals=True) == (
         'gpu:NoSchedule-', 'gpu-', 'a=b:NoExecute')
     with pytest.raises(exceptions.ParamsInvalid):
-        params.parse_label_list('zone-', '--labels')
+        labels.parse_label_list('zone-', '--labels')
     with pytest.raises(exceptions.ParamsInvalid):
-        params.parse_taint_list('gpu-', '--taints')
+        labels.parse_taint_list('gpu-', '--taints')
     with pytest.raises(exceptions.ParamsInvalid) as caught:
-        params.parse_taint_list('a b-,x:Never-', '--taints', removals=True)
+        labels.parse_taint_list('a b-,x:Never-', '--taints', removals=True)
     assert len(caught.value.problems) == 2
 
 
 @pytest.mark.parametrize('parse, text, problems', [
-    (params.parse_label_list, 'zone', ["--labels: 'zone': must be "
+    (labels.parse_label_list, 'zone', ["--labels: 'zone': must be "
                                        'key=value']),
-    (params.parse_label_list, 'a=$(id),b=ok,kubernetes.io/x=y', [
+    (labels.parse_label_list, 'a=$(id),b=ok,kubernetes.io/x=y', [
         "--labels: 'a=$(id)': value '$(id)' is not a label value",
         "--labels: 'kubernetes.io/x=y': the kubelet may not set labels"]),
-    (params.parse_taint_list, 'a=b:Never', [
+    (labels.parse_taint_list, 'a=b:Never', [
         "--taints: 'a=b:Never': the effect after \":\" must be one of"]),
-    (params.parse_taint_list, "a=b';x:NoSchedule", [
+    (labels.parse_taint_list, "a=b';x:NoSchedule", [
         "--taints: \"a=b';x:NoSchedule\": value \"b';x\" is not a taint"]),
 ])
 def test_bad_entries_are_all_named(parse, text, problems):

@@ -12,6 +12,7 @@ from mgmt_driver import exceptions
 from mgmt_driver import inventory
 from mgmt_driver import kubectl
 from mgmt_driver import loadbalancer
+from mgmt_driver import model
 from mgmt_driver import nodes
 from mgmt_driver import params
 from mgmt_driver import status
@@ -267,10 +268,10 @@ def test_every_kind_of_difference():
 
 def test_recorded_labels_and_taints_a_node_lacks():
     settings = {
-        WORKER: params.NodeSettings((('pool', 'a'), ('rack', 'r1')),
+        WORKER: model.NodeSettings((('pool', 'a'), ('rack', 'r1')),
                                     ('gpu=yes:NoSchedule', 'x:NoExecute')),
-        MASTER: params.NodeSettings((('pool', 'cp'),)),
-        GONE: params.NodeSettings((('pool', 'a'),))}
+        MASTER: model.NodeSettings((('pool', 'cp'),)),
+        GONE: model.NodeSettings((('pool', 'a'),))}
     nodes = [{'name': MASTER, 'ready': 'True', 'labels': {'pool': 'cp'},
               'taints': ['node-role.kubernetes.io/control-plane:NoSchedule']},
              {'name': WORKER, 'ready': 'True',
@@ -305,7 +306,7 @@ def conf():
 def _cluster():
     body = json.loads((SAMPLES / 'instantiate_simple.json').read_text())
     extra = body['additionalParams']
-    extra[params.ROOT]['nodes'] = [
+    extra[model.ROOT]['nodes'] = [
         {'role': 'master', 'ssh_ip': '192.168.10.11', 'nic_ip': '10.10.0.11'},
         {'role': 'worker', 'ssh_ip': '192.168.10.21', 'nic_ip': '10.10.0.21'},
         {'role': 'worker', 'ssh_ip': '192.168.10.22', 'nic_ip': '10.10.0.22'},

@@ -17,12 +17,14 @@ import yaml
 
 from mgmt_driver import exceptions
 from mgmt_driver import inventory
+from mgmt_driver import model
 from mgmt_driver import nodes
 from mgmt_driver import params
+from mgmt_driver import validation
 from tests.unit import params_data
 from tests.unit import test_complexity
 
-P = params.ROOT
+P = model.ROOT
 EV = P + '.kubespray.extra_vars'
 HOSTILE = "{{ lookup('pipe', 'touch /tmp/owned') }}"
 
@@ -64,7 +66,7 @@ def test_a_key_holding_a_brace_is_refused_at_any_depth(extra_vars, where):
 def test_every_templated_key_is_reported_up_to_a_bound():
     hostile = {'k%d{' % index: index for index in range(25)}
     problems = _problems({'good': {'x': 1}, 'bad': hostile})
-    assert len(problems) == params.MAX_KEY_PROBLEMS + 1
+    assert len(problems) == validation.MAX_KEY_PROBLEMS + 1
     assert problems[0] == EV + '.bad: 15 more mapping keys contain "{"'
     shown = ' '.join(problems)
     assert EV + '.bad (key #10)' in shown and '#11' not in shown
@@ -91,7 +93,7 @@ def test_finding_templated_keys_is_linear():
         return {'k%d' % i: [{'a': {'b': i}}, 'v'] for i in range(size)}
 
     def check(value):
-        assert params.templated_keys(value, 'x') == ([], 0)
+        assert validation.templated_keys(value, 'x') == ([], 0)
 
     assert test_complexity._ratio(check, make, 2000) < \
         test_complexity.MAX_RATIO
@@ -101,9 +103,9 @@ def test_finding_templated_keys_is_linear():
 
 def _cluster(spec):
     return nodes.build_nodes(spec, [
-        params.NodeAddress('master', '10.10.0.11', '10.10.0.11'),
-        params.NodeAddress('worker', '10.10.0.21', '10.10.0.21'),
-        params.NodeAddress('external_lb', '10.10.0.30', '10.10.0.30')])
+        model.NodeAddress('master', '10.10.0.11', '10.10.0.11'),
+        model.NodeAddress('worker', '10.10.0.21', '10.10.0.21'),
+        model.NodeAddress('external_lb', '10.10.0.30', '10.10.0.30')])
 
 
 def _unchecked(spec, extra_vars):
@@ -128,7 +130,7 @@ def test_render_refuses_a_templated_recorded_label():
     spec = params.parse_params(params_data.minimal(), need_cp_names=False)
     cluster = _cluster(spec)
     worker = cluster.workers[0]
-    settings = {worker.name: params.NodeSettings(labels=((HOSTILE, 'a'),))}
+    settings = {worker.name: model.NodeSettings(labels=((HOSTILE, 'a'),))}
     with pytest.raises(exceptions.TemplatedText) as info:
         inventory.render_files(spec, cluster, settings=settings)
     assert 'hosts.yaml: mapping key #1 at all.hosts.%s.node_labels' % (

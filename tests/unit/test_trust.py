@@ -10,12 +10,13 @@ from oslo_config import cfg
 from mgmt_driver import conf as kconf
 from mgmt_driver import driver
 from mgmt_driver import exceptions
+from mgmt_driver import model
 from mgmt_driver import params
 from mgmt_driver import trust
 from tests.fakes import FakePool
 from tests.unit import params_data
 
-ROOT = params.ROOT
+ROOT = model.ROOT
 
 
 @pytest.fixture(scope='module')

@@ -253,8 +253,9 @@ def test_check_metadata_lists_every_problem_with_its_field():
     with pytest.raises(exceptions.ParamsInvalid) as caught:
         upgrade.check_metadata({'kube_version': '1.32',
                                 'kube_upgrade_serial': 'all'}, 'metadata')
+    # Sorted by field, as every request's problems are.
     assert [p.split(': ')[0] for p in caught.value.problems] == [
-        'metadata.kube_version', 'metadata.kube_upgrade_serial']
+        'metadata.kube_upgrade_serial', 'metadata.kube_version']
 
 
 def test_check_metadata_refuses_a_non_object():

@@ -14,6 +14,8 @@ import yaml
 
 from mgmt_driver import DRIVER_NAME
 from mgmt_driver import csar
+from mgmt_driver import merging
+from mgmt_driver import model
 from tests import packages
 
 NAMES = sorted(packages.FLAVOURS)
@@ -372,13 +374,12 @@ def test_instantiate_samples_fit_the_package(sample, name):
 @pytest.mark.parametrize('sample, kind', [
     ('scale_out.json', 'SCALE_OUT'), ('scale_in.json', 'SCALE_IN')])
 def test_scale_samples(sample, kind):
-    from mgmt_driver import params
     body = _sample(sample)
     assert body['type'] == kind
     assert body['aspectId'] == 'worker_instance'
     assert body['numberOfSteps'] >= 1
-    overrides = body.get('additionalParams', {}).get(params.ROOT, {})
-    assert set(overrides) <= set(params.OVERRIDABLE_SECTIONS)
+    overrides = body.get('additionalParams', {}).get(model.ROOT, {})
+    assert set(overrides) <= set(merging.OVERRIDABLE_SECTIONS)
 
 
 def test_gateway_scale_sample_names_the_gateway_aspect():
@@ -391,13 +392,12 @@ def test_gateway_scale_sample_names_the_gateway_aspect():
 
 
 def test_heal_samples():
-    from mgmt_driver import params
     vnfc = _sample('heal_vnfc.json')
     assert vnfc['vnfcInstanceId'] and 'additionalParams' not in vnfc
     whole = _sample('heal_vnf.json')
     assert 'vnfcInstanceId' not in whole
-    overrides = whole['additionalParams'][params.ROOT]
-    assert set(overrides) <= set(params.OVERRIDABLE_SECTIONS)
+    overrides = whole['additionalParams'][model.ROOT]
+    assert set(overrides) <= set(merging.OVERRIDABLE_SECTIONS)
 
 
 def test_terminate_sample():
