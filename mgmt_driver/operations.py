@@ -452,6 +452,10 @@ def _run_relabel(drv, cluster, names, name, vims, labels=(), taints=()):
 
 def _run_renew_certs(drv, cluster, names, name, vims):
     renew_certificates(drv, cluster)
+    if planning(drv):
+        return 'would renew the control-plane certificates of %s, one ' \
+            'master at a time; the API would answer through the load ' \
+            'balancer' % name
     return 'renewed the control-plane certificates of %s, one master at a ' \
         'time; the API answers through the load balancer' % name
 

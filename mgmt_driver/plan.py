@@ -294,11 +294,6 @@ def summary_lines(steps):
 #: Commands that change a host (after ``sudo -n`` and ``env NAME=...``).
 _CHANGING = frozenset({'mv', 'install', 'rm', 'ln', 'chmod', 'chown',
                        'mkdir', 'systemctl', 'bash', 'service'})
-#: The shell programs (``mgmt_driver/scripts/``) that change a host; the
-#: others only read, and a detached run is shown by its playbook.
-_CHANGING_PROGRAMS = frozenset({
-    'ensure-workspace', 'replace-workspace', 'remove-workspace',
-    'renew-certs', 'etcd-snapshot-save'})
 #: kubectl verbs that only read.
 _KUBECTL_READS = frozenset({'get', 'version', 'describe', 'wait', 'auth',
                             'top', 'api-resources', 'cluster-info'})
@@ -314,9 +309,11 @@ def _change_of(step):
         return 'run ' + step.text.rsplit(' ', 1)[-1] + _limit_of(step.text)
     if step.text.startswith('rm -rf -- '):  # the workspace's removal
         return step.text
+    # A shell program (mgmt_driver/scripts/) says in its file whether it
+    # changes the host; a detached run was shown by its playbook above.
     name = remote.name_of(step.argv or step.text)
-    if name in _CHANGING_PROGRAMS:
-        return 'program %s' % name
+    if name is not None:
+        return 'program %s' % name if remote.changes_host(name) else None
     words = _plain_words(step)
     if not words:
         return None

@@ -8,6 +8,12 @@ The dry run and the test fakes recognise a program by that name
 (:func:`name_of`), never by its text, so editing a comment or a line of
 a script changes nothing for them.
 
+Every program says in its file whether it changes the host it runs on,
+with one line ``# kubespray-mgmt-effect: changes`` or
+``# kubespray-mgmt-effect: reads`` (:func:`changes_host`): the dry run's
+"What would change" lists a program by that line, so a new program must
+choose, and the choice stays beside the code that makes it true.
+
 Shell functions that several programs share are files too,
 ``scripts/lib/NAME.sh``, and a program takes one with the line
 ``. lib/NAME.sh``: :func:`program` puts the function's text in that
@@ -23,6 +29,11 @@ import re
 SCRIPT_DIR = pathlib.Path(__file__).resolve().parent / 'scripts'
 #: The first line of every program as it is sent.
 MARKER = '# kubespray-mgmt-script: '
+
+#: The line of a program's file that says what it does to a host.
+EFFECT = '# kubespray-mgmt-effect: '
+#: The two effects a program may declare.
+CHANGES, READS = 'changes', 'reads'
 
 _NAME = re.compile(r'[a-z0-9][a-z0-9_-]{0,63}')
 _MARKED = re.compile(re.escape(MARKER) + r'(' + _NAME.pattern + r')\n')
@@ -64,6 +75,27 @@ def program(name):
         raise ValueError('not a remote program name: %r' % (name,))
     text = (SCRIPT_DIR / (name + '.sh')).read_text()
     return MARKER + name + '\n' + _strip(text) + '\n'
+
+
+@functools.cache
+def changes_host(name):
+    """Whether program *name* changes the host it runs on, as its file
+    declares with one :data:`EFFECT` line (``changes`` or ``reads``).
+
+    :raises ValueError: *name* is not a program name, or its file does
+        not declare one effect (no line, two lines, another word).
+    :raises FileNotFoundError: there is no such program.
+    """
+    if not _NAME.fullmatch(name):
+        raise ValueError('not a remote program name: %r' % (name,))
+    text = (SCRIPT_DIR / (name + '.sh')).read_text()
+    found = [line[len(EFFECT):].strip() for line in text.splitlines()
+             if line.startswith(EFFECT)]
+    if len(found) != 1 or found[0] not in (CHANGES, READS):
+        raise ValueError('scripts/%s.sh must declare its effect in one line '
+                         '"%s%s" or "%s%s"' % (name, EFFECT, CHANGES,
+                                                EFFECT, READS))
+    return found[0] == CHANGES
 
 
 def command(name, *args):

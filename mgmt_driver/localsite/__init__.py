@@ -237,7 +237,7 @@ class Site:
     def record_invocations(self):
         """From now on, record every ansible-playbook invocation on the
         site (argv, inventory, extra vars, each play's hosts) for
-        :meth:`invocations` (plugins/callback/kube_double_invocations.py;
+        :meth:`invocations` (plugins/callback/kube_double_runs.py;
         off unless asked: the conformance tests replay them with the
         real kubespray)."""
         directory = self.checkout / '.double'

@@ -1,4 +1,5 @@
 #!/bin/sh
+# kubespray-mgmt-effect: reads
 # What a kubespray checkout is (mgmt_driver/kubespray.py, detect_layout).
 #   detect-layout ROOT [ANSIBLE_PLAYBOOK]
 # One KS:<KIND>[:<value>] line per finding: MISSING, FILE, SKIP_CONFIRMATION,

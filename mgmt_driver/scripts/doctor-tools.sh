@@ -1,4 +1,5 @@
 #!/bin/sh
+# kubespray-mgmt-effect: reads
 # kubespray-mgmt doctor: which of the commands named as arguments this
 # account finds on its PATH (or as the absolute paths given).  One line
 # per command: "KD:HAVE:NAME" or "KD:MISSING:NAME"; then "KD:DONE", so

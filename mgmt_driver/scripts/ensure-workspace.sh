@@ -1,4 +1,5 @@
 #!/bin/sh
+# kubespray-mgmt-effect: changes
 # Make the workspace "$1" ready (mode 0700, kept with its files) and peek
 # at its run lock (mgmt_driver/detached.py, Workspace.ensure): prints
 # KR:BUSY and the lock holder's run.info as KR:INFO: lines when another

@@ -1,4 +1,5 @@
 #!/bin/sh
+# kubespray-mgmt-effect: changes
 # Takes an etcd snapshot on this control-plane node (kubespray-mgmt,
 # mgmt_driver/etcdsnapshots.py), as kubespray's own etcd backup handler
 # does (roles/etcd/handlers/backup.yml: "etcdctl snapshot save"), through

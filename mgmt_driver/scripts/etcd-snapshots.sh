@@ -1,4 +1,5 @@
 #!/bin/sh
+# kubespray-mgmt-effect: reads
 # Lists the etcd snapshots kubespray-mgmt keeps in an instance's
 # workspace on the Ansible server (mgmt_driver/etcdsnapshots.py).
 #   $1  the directory

@@ -1,4 +1,5 @@
 #!/bin/sh
+# kubespray-mgmt-effect: reads
 # The state of the workspace's fact cache (mgmt_driver/factcache.py).
 #   fact-cache-probe ROOT CACHE_DIR HOST...
 # ROOT the checkout, CACHE_DIR the workspace's jsonfile cache, HOST the

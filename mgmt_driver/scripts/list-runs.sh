@@ -1,4 +1,5 @@
 #!/bin/sh
+# kubespray-mgmt-effect: reads
 # The newest run logs of a workspace (mgmt_driver/status.py).
 #   list-runs LOGS_DIR N
 # Prints "<rc or - or ?>/<name>" for the newest N run logs in LOGS_DIR;

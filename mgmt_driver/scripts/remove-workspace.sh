@@ -1,4 +1,5 @@
 #!/bin/sh
+# kubespray-mgmt-effect: changes
 # Stop the run holding the workspace's lock, then delete the workspace.
 #   remove-workspace WS
 # Prints KR:STOPPED:<pid>, or KR:NOTOURS:<pid> when run.info's pid is not

@@ -1,4 +1,5 @@
 #!/bin/sh
+# kubespray-mgmt-effect: changes
 # Renew one control-plane node's kubeadm certificates and restart its
 # control-plane static pods so that they load them: the steps of
 # kubespray's k8s-certs-renew.sh (v2.31.0,

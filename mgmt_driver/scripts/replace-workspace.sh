@@ -1,4 +1,5 @@
 #!/bin/sh
+# kubespray-mgmt-effect: changes
 # Unpack a whole document set into the workspace (mgmt_driver/kubespray.py,
 # Workspace.replace).
 #   replace-workspace WS < TAR

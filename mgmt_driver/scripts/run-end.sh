@@ -1,4 +1,5 @@
 #!/bin/sh
+# kubespray-mgmt-effect: changes
 # The exit status and the end of a detached run (mgmt_driver/detached.py).
 #   run-end WS STEM PID BYTES
 # Prints KR:RC:<status> (and marks it collected), KR:RUNNING or KR:GONE,

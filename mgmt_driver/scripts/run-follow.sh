@@ -1,4 +1,5 @@
 #!/bin/sh
+# kubespray-mgmt-effect: reads
 # Follow a detached playbook run (mgmt_driver/detached.py).
 #   run-follow WS STEM LINE PID
 # Prints the log of run STEM from line LINE until process PID ends (PID

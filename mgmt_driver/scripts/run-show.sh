@@ -1,4 +1,5 @@
 #!/bin/sh
+# kubespray-mgmt-effect: reads
 # Which run "kubespray-mgmt log" shows (mgmt_driver/detached.py).
 #   run-show WS [STEM]
 # Prints KR:STEM:<STEM>, the last run's run.info as KR:INFO: lines,

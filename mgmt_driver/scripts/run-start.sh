@@ -1,4 +1,5 @@
 #!/bin/sh
+# kubespray-mgmt-effect: changes
 # Start a detached ansible-playbook run (mgmt_driver/detached.py).
 #   run-start WS ROOT OP BOOK KEY LIMIT OWNER KEEP MAX ARGV...
 # WS the workspace, ROOT the kubespray checkout, OP the operation, BOOK

@@ -1,4 +1,5 @@
 #!/bin/sh
+# kubespray-mgmt-effect: changes
 # Stop a detached playbook run, its whole session (mgmt_driver/detached.py).
 #   run-stop WS STEM PID
 # Only the run STEM whose pid run.info records; KR:NOTOURS:<pid> when

@@ -1,4 +1,5 @@
 #!/bin/sh
+# kubespray-mgmt-effect: reads
 # The Kubernetes versions a kubespray checkout supports
 # (mgmt_driver/kubespray.py, supported_kube_versions).
 #   supported-kube-versions ROOT FILE...

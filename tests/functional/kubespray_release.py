@@ -10,11 +10,12 @@ needs), built once and kept under ``.tox/`` (or
 ``KMGMT_KUBESPRAY_VENV``) for the next runs.
 
 :class:`Replay` turns one invocation the double recorded
-(``mgmt_driver/localsite/kubespray/plugins/callback/
-kube_double_invocations.py``) into the same ``ansible-playbook``
-arguments for the real release: the same playbook, ``--limit``, flags
-and inventory text, the same ``-e`` files in the same order, and a fact
-cache holding the hosts whose facts the double's run found cached.
+(``invocations.jsonl``, from
+``mgmt_driver/localsite/kubespray/plugins/callback/kube_double_runs.py``)
+into the same ``ansible-playbook`` arguments for the real release: the
+same playbook, ``--limit``, flags and inventory text, the same ``-e``
+files in the same order, and a fact cache holding the hosts whose facts
+the double's run found cached.
 Every host is reached through :data:`NOWHERE_PLUGIN`, a connection that
 fails as unreachable before anything is sent: only what kubespray does
 on the controller (asserts, ``fail``, ``pause``, ``group_by``) runs,

@@ -191,6 +191,43 @@ def vnf_on_lab(lab, masters, workers, lb, pool_factory=None):
     return vnf, registry, hooks
 
 
+def namer(masters):
+    """How the local site names a node: ``name(address)``, a master's name
+    for an address in *masters*, a worker's otherwise."""
+    masters = frozenset(masters)
+
+    def name(address):
+        role = model.ROLE_MASTER if address in masters else model.ROLE_WORKER
+        return site.name_of(role, address)
+    return name
+
+
+class Chain:
+    """One VNF instance on a started *lab*, driven through Tacker v1's
+    hooks by a module's chain of scenarios (:func:`vnf_on_lab`).
+
+    ``workers`` are the worker addresses the VNF has now: a scenario that
+    adds or removes one updates it.
+    """
+
+    def __init__(self, lab, context, masters, workers, lb):
+        self.lab = lab
+        self.context = context
+        self.vnf, self.registry, self.hooks = vnf_on_lab(
+            lab, masters, workers, lb)
+        self.workers = list(workers)
+
+    def call(self, hook, request=None, **kwargs):
+        """Tacker v1's call of *hook* for the instance, with *request*."""
+        getattr(self.hooks, hook)(self.context, self.vnf.instance, request,
+                                  None, None, **kwargs)
+
+    def versions(self):
+        """``{node name: kubelet version}`` on the site now."""
+        return {n: node['kubelet_version']
+                for n, node in self.lab.site.nodes().items()}
+
+
 def instantiated_on(lab, context, masters, workers, lb):
     """A new VNF instance on the started *lab* (:func:`vnf_on_lab`),
     instantiated through Tacker v1's ``instantiate_end`` and checked.

@@ -20,7 +20,6 @@ from oslo_config import cfg
 
 from mgmt_driver import certificates
 from mgmt_driver import cli
-from mgmt_driver import model
 from mgmt_driver.localsite import lab as lab_mod
 from mgmt_driver.localsite import pki
 from mgmt_driver.localsite import site as site_mod
@@ -41,8 +40,7 @@ pytestmark = pytest.mark.skipif(site_mod.unavailable() is not None,
                                 reason=str(site_mod.unavailable()))
 
 
-def name(address):
-    return site_mod.name_of(model.ROLE_MASTER, address)
+name = tacker_fakes.namer(MASTERS)
 
 
 @pytest.fixture(scope='module')

@@ -39,31 +39,14 @@ pytestmark = pytest.mark.skipif(site_mod.unavailable() is not None,
                                 reason=str(site_mod.unavailable()))
 
 
-def name(address):
-    role = model.ROLE_MASTER if address in MASTERS else model.ROLE_WORKER
-    return site_mod.name_of(role, address)
-
-
-class Chain:
-    def __init__(self, lab):
-        self.lab = lab
-        self.vnf, _, self.hooks = tacker_fakes.vnf_on_lab(
-            lab, MASTERS, WORKERS, LB)
-
-    def call(self, hook, request=None, **kwargs):
-        getattr(self.hooks, hook)(CONTEXT, self.vnf.instance, request, None,
-                                  None, **kwargs)
-
-    def versions(self):
-        return {n: node['kubelet_version']
-                for n, node in self.lab.site.nodes().items()}
+name = tacker_fakes.namer(MASTERS)
 
 
 @pytest.fixture(scope='module')
 def chain():
     with running(FaultLab(ANSIBLE, LB, MASTERS, WORKERS + [SPARE],
                           options=OPTIONS, aside=[DEAD])) as lab:
-        c = Chain(lab)
+        c = tacker_fakes.Chain(lab, CONTEXT, MASTERS, WORKERS, LB)
         c.call('instantiate_end',
                instantiate_request(c.vnf.additional_params))
         yield c

@@ -36,7 +36,7 @@ ANSIBLE = '127.0.11.1'
 LB = '127.0.11.2'
 MASTERS = ['127.0.11.10', '127.0.11.11', '127.0.11.12']
 WORKERS = ['127.0.11.20', '127.0.11.21']
-MASTER, WORKER = model.ROLE_MASTER, model.ROLE_WORKER
+WORKER = model.ROLE_WORKER
 CONTEXT = types.SimpleNamespace(project_id='dead-masters-project')
 
 pytestmark = pytest.mark.skipif(site_mod.unavailable() is not None,
@@ -50,23 +50,11 @@ def lab():
         yield lab
 
 
-def name(address):
-    return site_mod.name_of(MASTER if address in MASTERS else WORKER,
-                            address)
+name = tacker_fakes.namer(MASTERS)
 
 
-class Chain:
+class Chain(tacker_fakes.Chain):
     """The VNF instance on the lab and what a step must leave."""
-
-    def __init__(self, lab):
-        self.lab = lab
-        self.vnf, self.registry, self.hooks = tacker_fakes.vnf_on_lab(
-            lab, MASTERS, WORKERS[:1], LB)
-        self.workers = WORKERS[:1]
-
-    def call(self, hook, request, **kwargs):
-        getattr(self.hooks, hook)(CONTEXT, self.vnf.instance, request, None,
-                                  None, **kwargs)
 
     def order(self):
         """Master addresses in the inventory's control-plane order."""
@@ -111,7 +99,7 @@ class Chain:
 
 
 def test_dead_masters_are_healed_first_one_included(lab):
-    c = Chain(lab)
+    c = Chain(lab, CONTEXT, MASTERS, WORKERS[:1], LB)
     c.call('instantiate_end', instantiate_request(c.vnf.additional_params))
     order = c.order()
     assert sorted(order) == MASTERS

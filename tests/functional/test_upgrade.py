@@ -41,33 +41,17 @@ pytestmark = pytest.mark.skipif(site_mod.unavailable() is not None,
                                 reason=str(site_mod.unavailable()))
 
 
-def name(address):
-    role = model.ROLE_MASTER if address in MASTERS else model.ROLE_WORKER
-    return site_mod.name_of(role, address)
+name = tacker_fakes.namer(MASTERS)
 
 
-class Chain:
+class Chain(tacker_fakes.Chain):
     """The VNF instance on the lab, built once for the module."""
-
-    def __init__(self, lab):
-        self.lab = lab
-        self.vnf, _, self.hooks = tacker_fakes.vnf_on_lab(
-            lab, MASTERS, WORKERS[:2], LB)
-        self.workers = WORKERS[:2]
-
-    def call(self, hook, request=None, **kwargs):
-        getattr(self.hooks, hook)(CONTEXT, self.vnf.instance, request, None,
-                                  None, **kwargs)
 
     def patch(self, **metadata):
         """Tacker v1's PATCH: the DB first, then modify_information_end
         without the request."""
         self.vnf.metadata.update(metadata)
         self.call('modify_information_end')
-
-    def versions(self):
-        return {n: node['kubelet_version']
-                for n, node in self.lab.site.nodes().items()}
 
     def upgrades(self):
         return self.lab.site.state().get('upgrades', [])
@@ -99,7 +83,7 @@ def chain():
     except lab_mod.LabError as exc:
         pytest.skip(str(exc))
     try:
-        c = Chain(lab)
+        c = Chain(lab, CONTEXT, MASTERS, WORKERS[:2], LB)
         c.call('instantiate_end',
                instantiate_request(c.vnf.additional_params))
         assert lab.check(MASTERS, c.workers) == []

@@ -348,6 +348,11 @@ def test_a_dry_run_plans_each_master_and_waits_for_nothing(capsys):
                      str(samples / 'topology_ha.yaml')])
     out = capsys.readouterr().out
     assert code == cli.EXIT_OK
+    # Nothing was renewed: the summary says what a real run would do.
+    assert out.rstrip().splitlines()[-1] == (
+        'dry run, nothing done: would renew the control-plane certificates '
+        'of kubernetes_vim_ha, one master at a time; the API would answer '
+        'through the load balancer')
     assert out.count('<program renew-certs, ') == 3
     assert out.count('get --raw /readyz') == 4  # 3 masters, then the LB
     assert out.count('version --client') == 1

@@ -34,7 +34,7 @@ playbook: remove-node.yml
 
 CALLBACK = (pathlib.Path(__file__).resolve().parents[2] / 'mgmt_driver' /
             'localsite' / 'kubespray' / 'plugins' / 'callback' /
-            'kube_double_invocations.py')
+            'kube_double_runs.py')
 
 
 def play(name, *hosts):

@@ -10,6 +10,7 @@ from mgmt_driver import doctor
 from mgmt_driver import etcdsnapshots
 from mgmt_driver import factcache
 from mgmt_driver import kubespray
+from mgmt_driver import plan
 from mgmt_driver import remote
 from mgmt_driver import status
 
@@ -18,8 +19,10 @@ from mgmt_driver import status
 def scripts(tmp_path, monkeypatch):
     monkeypatch.setattr(remote, 'SCRIPT_DIR', tmp_path)
     remote.program.cache_clear()
+    remote.changes_host.cache_clear()
     yield tmp_path
     remote.program.cache_clear()
+    remote.changes_host.cache_clear()
 
 
 def test_a_program_is_sent_without_comments_after_its_name(scripts):
@@ -89,3 +92,54 @@ def test_every_shipped_program_is_sent_by_the_driver():
             etcdsnapshots.LIST_PROGRAM, etcdsnapshots.SAVE_PROGRAM,
             'sudo-password'}  # escalation.SCRIPT
     assert used == set(SHIPPED)
+
+
+# -------------------------------------------------------------- effects --
+
+#: Programs that write, start or stop something on their host: the dry
+#: run must list them under "What would change".
+WRITERS = {'ensure-workspace', 'replace-workspace', 'remove-workspace',
+           'renew-certs', 'etcd-snapshot-save', 'run-start', 'run-stop'}
+
+
+@pytest.mark.parametrize('name', SHIPPED)
+def test_every_shipped_program_declares_whether_it_changes_its_host(name):
+    # A new program must choose: an undeclared one raises here.
+    assert remote.changes_host(name) in (True, False)
+
+
+@pytest.mark.parametrize('name', sorted(WRITERS))
+def test_a_program_that_writes_is_listed_as_a_change_by_the_dry_run(name):
+    step = plan.Step('h', 'run', 'sh -c ...',
+                     argv=remote.command(name, '/w'))
+    assert plan.summary_lines([step]) == [
+        '', 'What would change:', '  h:', '    - program %s' % name]
+
+
+def test_a_program_that_reads_is_no_change():
+    step = plan.Step('h', 'run', 'sh -c ...',
+                     argv=remote.command(kubespray.DETECT, '/ks'))
+    assert plan.summary_lines([step]) == ['', 'What would change: nothing']
+
+
+def test_the_dry_run_asks_the_program_not_a_list(scripts):
+    (scripts / 'touch-it.sh').write_text(
+        '#!/bin/sh\n# kubespray-mgmt-effect: changes\ntouch -- "$1"\n')
+    (scripts / 'look.sh').write_text(
+        '#!/bin/sh\n# kubespray-mgmt-effect: reads\nls -- "$1"\n')
+    steps = [plan.Step('h', 'run', name, argv=remote.command(name, '/x'))
+             for name in ('look', 'touch-it')]
+    assert plan.summary_lines(steps)[2:] == ['  h:', '    - program touch-it']
+    # The declaration is for the driver, not sent.
+    assert 'effect' not in remote.program('touch-it')
+
+
+@pytest.mark.parametrize('text', [
+    '#!/bin/sh\ntrue\n',
+    '#!/bin/sh\n# kubespray-mgmt-effect: writes\ntrue\n',
+    '#!/bin/sh\n# kubespray-mgmt-effect: reads\n'
+    '# kubespray-mgmt-effect: changes\ntrue\n'])
+def test_a_program_without_one_clear_declaration_is_refused(scripts, text):
+    (scripts / 'vague.sh').write_text(text)
+    with pytest.raises(ValueError, match='scripts/vague.sh must declare'):
+        remote.changes_host('vague')
