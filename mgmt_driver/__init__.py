@@ -18,6 +18,14 @@ How the steps reach hosts: through the one connection interface of
 in :mod:`mgmt_driver.plan`, the test site's and the unit tests' doubles);
 what they run there as shell programs are files,
 ``mgmt_driver/scripts/NAME.sh``, sent by :mod:`mgmt_driver.remote`.
+
+How a request becomes what the steps read: :mod:`mgmt_driver.params`
+holds the request's rules and builds the spec of :mod:`mgmt_driver.model`;
+the checks share the kit of :mod:`mgmt_driver.validation` (every problem
+at once, sorted by field); the grammar of labels and taints is
+:mod:`mgmt_driver.labels`'; a scale or heal request's overrides are laid
+over the instantiation's by :mod:`mgmt_driver.merging`; a PATCH's
+metadata is read by :func:`mgmt_driver.upgrade.check_metadata`.
 """
 
 DRIVER_NAME = 'mgmt-drivers-kubespray'
