@@ -116,9 +116,9 @@ class HeatNodeFinder:
         server_id, gone = self._server(stack_id)
         return VmRecord(
             address=model.NodeAddress(role=role, ssh_ip=ssh_ip,
-                                       nic_ip=nic_ip,
-                                       source='heat:%s' % stack_id,
-                                       pool=pool),
+                                      nic_ip=nic_ip,
+                                      source='heat:%s' % stack_id,
+                                      pool=pool),
             server_id=server_id, gone=gone,
             stack_id=stack_id if member else None,
             member_name=member)

@@ -202,7 +202,6 @@ def read_taints(sec, key):
     return tuple(taints)
 
 
-
 def apply_change(settings, labels=(), taints=()):
     """*settings* changed as ``kubectl label``/``taint`` would change a
     node.
@@ -222,7 +221,7 @@ def apply_change(settings, labels=(), taints=()):
         else:
             label_map[key] = value
     return model.NodeSettings(tuple(sorted(label_map.items())),
-                               _changed_taints(settings.taints, taints))
+                              _changed_taints(settings.taints, taints))
 
 
 def _changed_taints(present, changes):
@@ -446,4 +445,4 @@ def _node_entry(name, entry):
             taint_problem(t) for t in taints):
         raise ValueError('%s.taints: not a list of valid taints' % where)
     return model.NodeSettings(tuple(sorted(labels.items())),
-                               tuple(taints))
+                              tuple(taints))

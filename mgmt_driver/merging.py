@@ -146,4 +146,4 @@ def parse_for_operation(instantiated, operation, operation_name='scale',
     merged = merge_operation_params(instantiated, operation, operation_name,
                                     max_size)
     return params.parse_params(merged, default_key_file=default_key_file,
-                        need_cp_names=need_cp_names, max_size=max_size)
+                               need_cp_names=need_cp_names, max_size=max_size)

@@ -16,6 +16,7 @@ import types
 from mgmt_driver import exceptions
 from mgmt_driver import ssh
 
+#: The key of ``additionalParams`` that holds the driver's parameters.
 ROOT = 'k8s_cluster_installation_param'
 
 ROLE_MASTER = 'master'
@@ -34,7 +35,6 @@ DEFAULT_SSH_PORT = 22
 DEFAULT_API_PORT = 8383
 DEFAULT_NODEPORT_RANGE = (30000, 32767)
 DEFAULT_NODE_PREFIX = 24  # kubespray's kube_network_node_prefix
-
 
 
 @dataclasses.dataclass(frozen=True)
@@ -480,7 +480,7 @@ def describe(spec):
         'ansible %s at %s' % (_login_text(spec.ansible.login),
                               spec.ansible.ip_address),
         'LB api port %d, nodeports %d-%d%s' % ((lb.api_port,) +
-                                              tuple(lb.nodeport_range) + (
+                                               tuple(lb.nodeport_range) + (
             ', VIP %s (VRRP %d)' % (lb.vip or 'from ' + lb.vip_cp_name,
                                     lb.vrrp_router_id)
             if lb.highly_available else '',)),

@@ -52,8 +52,8 @@ _ROLE_KEYS = ('aspect_id', 'ssh_cp_name', 'nic_cp_name', 'username',
               'taints') + _BECOME_KEYS
 _SECTION_KEYS = {
     model.ROOT: ('vim_name', 'master_node', 'worker_node', 'proxy', 'ansible',
-           'external_lb_param', 'script_path', 'kubespray', 'nodes',
-           'node_pools'),
+                 'external_lb_param', 'script_path', 'kubespray', 'nodes',
+                 'node_pools'),
     'master_node': _ROLE_KEYS + ('pod_cidr', 'cluster_cidr',
                                  'cluster_cp_name'),
     'worker_node': _ROLE_KEYS,
@@ -110,7 +110,6 @@ _RANGE_RE = re.compile(r'([0-9]{1,5})-([0-9]{1,5})')
 VRRP_PASSWORD_PUNCT = '_.:+=%@^~,-'
 VRRP_PASSWORD_RE = re.compile(r'[A-Za-z0-9%s]{1,8}' % re.escape(
     VRRP_PASSWORD_PUNCT))
-
 
 
 def _text(sec, key, required=False, secret=False):
@@ -299,7 +298,6 @@ def _no_proxy(sec, key):
     return entries
 
 
-
 def _login(sec, user_key, password_key, port_key, default_key_file):
     username = _username(sec, user_key)
     password = _text(sec, password_key, secret=True)
@@ -370,7 +368,7 @@ def _node_pool(problems, path, name, body, options):
                          % validation.type_name(body))
         return None
     sec = validation.Section(problems, '%s.%s' % (path, name), body,
-                  _SECTION_KEYS['node_pool'])
+                             _SECTION_KEYS['node_pool'])
     aspect_id, listed = _text(sec, 'aspect_id'), _pool_nodes(sec)
     if aspect_id is not None and sec.given('nodes'):
         problems.invalid(sec.at('nodes'), 'give aspect_id (VMs of the '
@@ -459,7 +457,6 @@ def _role_claims(spec):
     return claims
 
 
-
 def check_pool_references(problems, spec, addresses):
     """The ``pool`` of node entries: a worker's, naming an aspect pool.
 
@@ -537,8 +534,8 @@ def _ansible(sec, options):
                 validation.show(inventory), root))
         inventory = None
     return model.AnsibleSpec(ip_address=_ip_field(sec, 'ip_address', True),
-                       login=login, kubespray_root_path=root,
-                       transferring_inventory_path=inventory)
+                             login=login, kubespray_root_path=root,
+                             transferring_inventory_path=inventory)
 
 
 def _nodeport_range(sec):
@@ -712,7 +709,6 @@ def _kubespray(sec):
         reset_on_terminate=_bool(sec, 'reset_on_terminate', False))
 
 
-
 def parse_node_address(problems, path, data, role=None):
     """One VM entry: ``{role, ssh_ip, nic_ip, ssh_port, pool}``.
 
@@ -843,7 +839,6 @@ def max_gateways(lb_spec):
     """How many gateways (``external_lb`` VMs) *lb_spec* allows: several
     share a VIP, else there is one."""
     return MAX_GATEWAYS if lb_spec and lb_spec.highly_available else 1
-
 
 
 def _root_section(problems, additional_params, max_size):

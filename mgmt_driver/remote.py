@@ -94,7 +94,7 @@ def changes_host(name):
     if len(found) != 1 or found[0] not in (CHANGES, READS):
         raise ValueError('scripts/%s.sh must declare its effect in one line '
                          '"%s%s" or "%s%s"' % (name, EFFECT, CHANGES,
-                                                EFFECT, READS))
+                                               EFFECT, READS))
     return found[0] == CHANGES
 
 

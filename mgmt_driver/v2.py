@@ -310,9 +310,9 @@ class V2NodeFinder:
                     else 'nic_cp_name', stack_id))
         return heat.VmRecord(
             address=model.NodeAddress(role=kind.role, ssh_ip=ssh_ip,
-                                       nic_ip=nic_ip,
-                                       source='heat:%s' % stack_id,
-                                       pool=kind.pool),
+                                      nic_ip=nic_ip,
+                                      source='heat:%s' % stack_id,
+                                      pool=kind.pool),
             server_id=(vnfc.get('computeResource') or {}).get('resourceId'),
             stack_id=stack_id, member_name=None)
 

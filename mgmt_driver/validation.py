@@ -30,8 +30,9 @@ from mgmt_driver import exceptions
 #: than 5; deeper input would only make the recursive checks, copies and
 #: YAML rendering below recurse without end.
 MAX_REQUEST_DEPTH = 24
+#: How messages name the types :meth:`Section.value` checks.
 TYPE_NAMES = {str: 'a string', int: 'an integer', bool: 'a boolean',
-               dict: 'a mapping', list: 'a list'}
+              dict: 'a mapping', list: 'a list'}
 
 #: What starts every Jinja2 delimiter ("{{", "{%", "{#"): a mapping key
 #: from a request may not hold it (see :func:`templated_keys`).
@@ -41,11 +42,11 @@ MAX_KEY_PROBLEMS = 10
 _TEMPLATED_KEY = ('mapping key contains "%s": Ansible would evaluate it as '
                   'a Jinja2 template on the Ansible server; keys may not '
                   'contain it (values may)' % TEMPLATE_MARK)
+#: What no text value of a request may hold (newline, tab, ...).
 CONTROL_RE = re.compile(r'[\x00-\x1f\x7f]')
 #: A DNS-1123 label: a node's, a node pool's, a Kubernetes object's
 #: name, and each part of a label prefix.
 DNS_LABEL_RE = re.compile(r'[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?')
-
 
 
 def is_dns_label(value):
@@ -56,6 +57,9 @@ def is_dns_label(value):
 
 @dataclasses.dataclass(frozen=True)
 class Problem:
+    """One problem of an input: its field *path* and what is wrong
+    (never a secret value); *missing* for a field that is absent."""
+
     path: str
     text: str
     missing: bool = False
@@ -246,7 +250,6 @@ def report_templated_keys(problems, value, path):
         problems.invalid(path, '%d more mapping keys contain "%s"' % (
             count - len(found), TEMPLATE_MARK))
     return not count
-
 
 
 def _size_of(value):

@@ -26,11 +26,11 @@ GROUP = 'OS::Heat::AutoScalingGroup'
 # role: (aspect, VDU, nic CP, ssh CP), as in vnf_packages/.
 _ROLE_NAMES = {
     model.ROLE_MASTER: ('master_instance', 'masterNode', 'masterNode_CP1',
-                         'masterNode_FloatingIP'),
+                        'masterNode_FloatingIP'),
     model.ROLE_WORKER: ('worker_instance', 'workerNode', 'workerNode_CP2',
-                         'workerNode_FloatingIP'),
+                        'workerNode_FloatingIP'),
     model.ROLE_EXTERNAL_LB: (None, 'externalLB', 'externalLB_CP3',
-                              'externalLB_FloatingIP'),
+                             'externalLB_FloatingIP'),
 }
 
 

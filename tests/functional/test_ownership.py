@@ -188,7 +188,7 @@ def _request_naming(lab, masters, workers, lb):
     """The lab's additionalParams with explicit ``nodes``."""
     extra = copy.deepcopy(lab.additional_params)
     extra[model.ROOT]['nodes'] = site_mod.explicit_nodes(masters, workers,
-                                                          lb)
+                                                         lb)
     for entry in extra[model.ROOT]['nodes']:
         entry['ssh_port'] = lab.sshd.port
     return extra

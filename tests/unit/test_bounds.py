@@ -284,7 +284,7 @@ def test_deep_scale_overrides_are_refused_before_copying():
     operation = {model.ROOT: {'worker_node': {'labels': _deep(100000)}}}
     with pytest.raises(exceptions.ParamsInvalid) as info:
         merging.parse_for_operation(instantiated, operation,
-                                   need_cp_names=False)
+                                    need_cp_names=False)
     assert 'k8s_cluster_installation_param (operation request).' \
         'worker_node.labels[0]' in str(info.value)
 

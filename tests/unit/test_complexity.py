@@ -110,10 +110,9 @@ def _nested(depth, leaf):
 
 @SETTINGS
 # Each level of _nested is two levels of the request (a mapping, a list).
-@hypothesis.given(depth=st.integers(
-    0, (validation.MAX_REQUEST_DEPTH - 6) // 2),
-                  leaf=st.sampled_from(['x' * 50, 12345, True, None,
-                                        '{{ template }}']))
+@hypothesis.given(
+    depth=st.integers(0, (validation.MAX_REQUEST_DEPTH - 6) // 2),
+    leaf=st.sampled_from(['x' * 50, 12345, True, None, '{{ template }}']))
 def test_wide_extra_vars_parse_and_render_linearly(depth, leaf):
     def make(n):
         return _request(extra_vars={'var_%d' % i: _nested(depth, leaf)

@@ -390,7 +390,7 @@ def test_the_documented_taint_rules_hold():
     # A relabel's taint of the same key and effect replaces the old one
     # and goes to the end; a removal by key removes every effect.
     settings = model.NodeSettings((), ('a=1:NoSchedule', 'b:NoExecute',
-                                        'a=1:NoExecute'))
+                                       'a=1:NoExecute'))
     assert labels.apply_change(settings, (), ('a=2:NoSchedule',)).taints \
         == ('b:NoExecute', 'a=1:NoExecute', 'a=2:NoSchedule')
     assert labels.apply_change(settings, (), ('a-', 'a=3:NoExecute',
@@ -420,7 +420,7 @@ def test_repeated_request_entries_are_dropped_in_order():
 
 def test_status_names_only_the_recorded_taints_a_node_lacks():
     recorded = {'w': model.NodeSettings((), ('a:NoSchedule', 'b:NoSchedule',
-                                              'c:NoExecute'))}
+                                             'c:NoExecute'))}
     live = [{'name': 'w', 'ready': 'True', 'labels': {},
              'taints': ['c:NoExecute', 'x:NoSchedule']}]
     found = status._settings_differences(recorded, live)

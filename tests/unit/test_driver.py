@@ -288,7 +288,7 @@ def _with_records(cluster, stacks):
     for node in cluster.k8s_nodes:
         records[node.name] = heat.VmRecord(
             address=model.NodeAddress(node.role, node.ssh_address,
-                                       node.cluster_address),
+                                      node.cluster_address),
             stack_id=stacks.get(node.name))
     return cluster, records
 

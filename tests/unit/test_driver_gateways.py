@@ -76,7 +76,7 @@ class Gateways:
                                     - 39)
             records[node.name] = heat.VmRecord(
                 address=model.NodeAddress(node.role, node.ssh_address,
-                                           node.cluster_address),
+                                          node.cluster_address),
                 server_id=member and 'server-' + member,
                 stack_id=member and 'stack-' + member, member_name=member)
         return cluster, records

@@ -24,7 +24,7 @@ from tests.unit import params_data
 P = 'k8s_cluster_installation_param'
 PASSWORD = 'Vr:p4ss'
 SPEC = model.ExternalLbSpec(None, None, None, None, vip='192.0.2.100',
-                             vrrp_router_id=51, vrrp_password=PASSWORD)
+                            vrrp_router_id=51, vrrp_password=PASSWORD)
 GATEWAYS = [('gw-c', '192.0.2.13'), ('gw-a', '192.0.2.11'),
             ('gw-b', '192.0.2.12')]
 KEEPALIVED = shutil.which('keepalived') or '/usr/sbin/keepalived'
@@ -82,8 +82,8 @@ def test_the_order_gateways_are_listed_in_changes_nothing():
 
 def test_the_health_check_connects_to_haproxys_api_port():
     spec = model.ExternalLbSpec(None, None, None, None, api_port=9443,
-                                 vip='192.0.2.100', vrrp_router_id=7,
-                                 vrrp_password='x')
+                                vip='192.0.2.100', vrrp_router_id=7,
+                                vrrp_password='x')
     text = keepalived.render_keepalived_config(layouts(spec=spec)['gw-a'])
     assert 'script "/bin/bash -c \'</dev/tcp/127.0.0.1/9443\'"' in text
     assert block(text, 'track_script') == ['chk_haproxy']
@@ -111,7 +111,7 @@ def test_the_password_stays_out_of_repr():
 
 def test_ipv6_gateways():
     spec = model.ExternalLbSpec(None, None, None, None, vip='2001:db8::64',
-                                 vrrp_router_id=9, vrrp_password='abc')
+                                vrrp_router_id=9, vrrp_password='abc')
     result = layouts([('gw-a', '2001:db8::b'), ('gw-b', '2001:db8::c')],
                      spec=spec, check_at='::1')
     text = keepalived.render_keepalived_config(result['gw-a'])

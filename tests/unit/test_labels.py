@@ -9,8 +9,8 @@ from mgmt_driver import model
 
 W1 = 'worker-10-10-0-21'
 BASE = model.NodeSettings((('pool', 'a'), ('zone', 'x')),
-                           ('gpu=yes:NoSchedule', 'gpu=yes:NoExecute',
-                            'spot:PreferNoSchedule'))
+                          ('gpu=yes:NoSchedule', 'gpu=yes:NoExecute',
+                           'spot:PreferNoSchedule'))
 
 
 def test_labels_are_set_over_and_removed():

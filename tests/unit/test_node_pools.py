@@ -181,7 +181,7 @@ def test_a_pool_lays_its_labels_and_taints_over_the_role():
 def test_overlaid_appends_new_taints_once():
     base = model.NodeSettings((('a', '1'),), ('k:NoSchedule',))
     top = model.NodeSettings((('b', '2'),), ('k=v:NoSchedule',
-                                              'other:NoExecute'))
+                                             'other:NoExecute'))
     assert base.overlaid(top) == model.NodeSettings(
         (('a', '1'), ('b', '2')), ('k=v:NoSchedule', 'other:NoExecute'))
 
@@ -202,7 +202,7 @@ def test_a_node_in_two_pools_is_refused_where_the_set_is_built():
                   'other': {'nodes': ['worker-10-10-0-22']}})
     entries = [model.NodeAddress('master', '10.10.0.11', '10.10.0.11'),
                model.NodeAddress('worker', '10.10.0.21', '10.10.0.21',
-                                  pool='dpdk'),
+                                 pool='dpdk'),
                model.NodeAddress('worker', '10.10.0.22', '10.10.0.22'),
                model.NodeAddress('external_lb', '10.10.0.40', '10.10.0.40')]
     with pytest.raises(exceptions.ParamsInvalid) as info:

@@ -130,7 +130,7 @@ class Tacker:
         cluster = _cluster()
         records = {n.name: heat.VmRecord(
             address=model.NodeAddress(n.role, n.ssh_address,
-                                       n.cluster_address),
+                                      n.cluster_address),
             stack_id=n.name, server_id=n.name)
             for n in cluster.k8s_nodes + cluster.gateways}
         self.hooks._vms = lambda *args: (cluster, records)

@@ -238,7 +238,7 @@ def test_a_key_login_asks_no_sudo_password_unless_given():
     login = model.Login('ubuntu', key_file='/k')
     assert login.sudo_password is None
     assert model.Login('ubuntu', key_file='/k',
-                        become_password='s').sudo_password == 's'
+                       become_password='s').sudo_password == 's'
 
 
 def test_become_fields_are_refused_where_they_cannot_work():
@@ -714,7 +714,7 @@ def test_overrides_that_are_not_allowed():
                      'kubespray': {'forks': 3}}}
     with pytest.raises(exceptions.ParamsInvalid) as info:
         merging.parse_for_operation(params_data.tacker_sample(), operation,
-                                   operation_name='heal')
+                                    operation_name='heal')
     assert info.value.problems == [
         P + '.kubespray: cannot be changed by a heal request (only '
             'worker_node, external_lb_param, ansible, node_pools)',

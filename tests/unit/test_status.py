@@ -269,7 +269,7 @@ def test_every_kind_of_difference():
 def test_recorded_labels_and_taints_a_node_lacks():
     settings = {
         WORKER: model.NodeSettings((('pool', 'a'), ('rack', 'r1')),
-                                    ('gpu=yes:NoSchedule', 'x:NoExecute')),
+                                   ('gpu=yes:NoSchedule', 'x:NoExecute')),
         MASTER: model.NodeSettings((('pool', 'cp'),)),
         GONE: model.NodeSettings((('pool', 'a'),))}
     nodes = [{'name': MASTER, 'ready': 'True', 'labels': {'pool': 'cp'},
