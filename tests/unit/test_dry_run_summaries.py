@@ -1,7 +1,9 @@
 """A dry run ends with what it would do, never with what it did
 (issue 29): every operation's last line in the conditional, worded in
-one place (:mod:`mgmt_driver.outcomes`)."""
+one place (:mod:`mgmt_driver.outcomes`), and ``-o json`` saying the plan
+with keys of its own."""
 
+import json
 import pathlib
 import re
 
@@ -63,6 +65,20 @@ def test_a_dry_run_ends_with_what_it_would_do(capsys, operation, options,
                                                line, added, removed):
     out = _dry_run(capsys, operation, options)
     assert out.rstrip().splitlines()[-1] == 'dry run, nothing done: ' + line
+
+
+@pytest.mark.parametrize('operation, options, line, added, removed', CASES)
+def test_a_dry_run_in_json_says_the_plan(capsys, operation, options, line,
+                                         added, removed):
+    document = json.loads(_dry_run(capsys, operation, options, '-o', 'json'))
+    assert document['dry_run'] is True
+    assert document['summary'] == line
+    # Keys of its own: nothing reads a plan as nodes added or removed.
+    assert document['nodes'] == {
+        'would_add': added, 'would_remove': removed,
+        'named': [n for o in options[1:2] if options[0] == '--nodes'
+                  for n in o.split(',')]}
+    assert document['steps']
 
 
 def test_a_dry_run_snapshot_invents_no_file_name(capsys):
