@@ -585,8 +585,8 @@ def _run(args):
         summary = OPERATIONS[args.operation](drv, cluster, names, name,
                                              **extra)
     if args.output == 'json':
-        _print_json({'operation': args.operation, 'summary': summary,
-                     'steps': plan.plan_records(drv.pool.steps)})
+        _print_json(runreport.planned(args.operation, args.instance_id,
+                                      names, summary, drv.pool.steps))
         return EXIT_OK
     sys.stdout.write(terminal_safe(plan.format_plan(drv.pool.steps)))
     _say('dry run, nothing done: ' + summary)
@@ -683,7 +683,8 @@ def _add_run_commands(subparsers):
                           '(secrets hidden) without connecting')
     _add_output(run, 'operation, instance_id, dry_run, result, summary, '
                      'error, nodes, playbooks, warnings; with --dry-run: '
-                     'operation, summary, steps')
+                     'operation, instance_id, dry_run (true), summary, '
+                     'nodes (would_add, would_remove, named), steps')
     run.set_defaults(func=_run)
 
 

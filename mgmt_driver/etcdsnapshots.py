@@ -180,8 +180,9 @@ def take(drv, cluster, reason, exclude=()):
     :param drv: the operation's :class:`mgmt_driver.driver.ClusterDriver`.
     :param reason: the name's last part (:func:`check_reason`).
     :param exclude: names of masters not to ask (a healed one).
-    :returns: ``{name, path, bytes, host}`` of the snapshot kept (a dry
-        run: ``bytes`` None).
+    :returns: ``{name, path, directory, bytes, host}`` of the snapshot
+        kept (a dry run: ``name``, ``path`` and ``bytes`` None, as the
+        name is the time the snapshot is taken).
     :raises MgmtDriverOtherError: no master could take one; says why,
         for each.
     """
@@ -221,10 +222,11 @@ def _take_on(drv, node, settings, target, path):
             error_message='%s snapshot save on %s failed (exit code %d): %s'
                           % (settings.etcdctl, conn.host, result.exit_code,
                              result.tail(5) or '(no output)'))
+    directory = posixpath.dirname(path)
     if isinstance(drv.pool, plan.PlanPool):
-        drv.step('(dry run) the snapshot would be copied to %s:%s',
-                 target.host, path)
-        return {'name': posixpath.basename(path), 'path': path,
+        drv.step('(dry run) a new snapshot would be copied to %s:%s',
+                 target.host, directory)
+        return {'name': None, 'path': None, 'directory': directory,
                 'bytes': None, 'host': conn.host}
     saved = parse_saved(result.stdout, conn.host)
     try:
@@ -240,8 +242,8 @@ def _take_on(drv, node, settings, target, path):
         conn.run(['rm', '-rf', '--', posixpath.dirname(saved)], check=False)
     drv.step('etcd snapshot %s (%d bytes, from %s) kept on %s',
              posixpath.basename(path), size, node.name, target.host)
-    return {'name': posixpath.basename(path), 'path': path, 'bytes': size,
-            'host': conn.host}
+    return {'name': posixpath.basename(path), 'path': path,
+            'directory': directory, 'bytes': size, 'host': conn.host}
 
 
 def _prune(drv, conn, directory, settings):

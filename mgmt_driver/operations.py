@@ -27,9 +27,12 @@ scale rollback    v2 scale_rollback_end: :func:`scale_out_rollback`
 The command line runs the same two halves one after the other that
 Tacker runs across its two hooks (heal, terminate); :data:`COMMANDS` is
 that table by command name, with the one-line summary the command and
-the demo print.  The steps themselves (join, drain, remove, the load
-balancer) are the context's (:mod:`mgmt_driver.driver`) and the
-gateways' (:mod:`mgmt_driver.gateways`).
+the demo print: each states its result once as an
+:class:`mgmt_driver.outcomes.Outcome`, worded in the past tense after a
+run and in the conditional after a dry run.  The steps themselves
+(join, drain, remove, the load balancer) are the context's
+(:mod:`mgmt_driver.driver`) and the gateways'
+(:mod:`mgmt_driver.gateways`).
 
 Each function claims the workspace (:meth:`ClusterDriver.claim`) after
 its checks that need no remote host, and before its first change.
@@ -42,6 +45,7 @@ from mgmt_driver import day2
 from mgmt_driver import etcdsnapshots
 from mgmt_driver import exceptions
 from mgmt_driver import gateways as gateway_steps
+from mgmt_driver import outcomes
 from mgmt_driver import plan
 from mgmt_driver import records as records_mod
 from mgmt_driver import registry
@@ -372,7 +376,7 @@ def snapshot(drv, cluster, reason='manual'):
     """Take an etcd snapshot now and keep it in the workspace
     (:func:`mgmt_driver.etcdsnapshots.take`).
 
-    :returns: ``{name, path, bytes, host}`` of the snapshot.
+    :returns: ``{name, path, directory, bytes, host}`` of the snapshot.
     """
     etcdsnapshots.check_reason(reason, 'reason')
     drv.claim()
@@ -386,13 +390,25 @@ def snapshot(drv, cluster, reason='manual'):
 TAKES_NODES = frozenset(('scale-out', 'scale-in', 'heal', 'relabel'))
 
 
-def _summary_of_access(access, path):
-    text = 'cluster %s at %s' % (access.name, access.server)
-    return text + ('; kubeconfig: %s' % path if path else '')
+def _access_outcome(template, access, path, added=(), **values):
+    """*template* then the cluster's name and address (and, after a run,
+    its kubeconfig's path: a dry run writes none)."""
+    return outcomes.Outcome(
+        template + 'cluster {cluster} at {server}{kubeconfig}', added,
+        cluster=access.name, server=access.server,
+        kubeconfig='; kubeconfig: %s' % path if path else '', **values)
+
+
+def _every_node(cluster):
+    """Names of the nodes a record holds (``follow.describe``)."""
+    return [n.name for n in cluster.k8s_nodes + cluster.gateways]
 
 
 def _run_instantiate(drv, cluster, names, name, vims):
-    return _summary_of_access(*instantiate(drv, cluster, name, vims))
+    access, path = instantiate(drv, cluster, name, vims)
+    # A run says where the cluster is; a dry run what it would build.
+    return _access_outcome('{building}', access, path, _every_node(cluster),
+                           building=outcomes.Tense('', 'would build '))
 
 
 def _run_scale_out(drv, cluster, names, name, vims):
@@ -400,31 +416,34 @@ def _run_scale_out(drv, cluster, names, name, vims):
     gateways = [n for n in names if cluster.gateway(n) is not None]
     new = scale_out(drv, cluster, workers if names else None, gateways,
                     name)
-    return 'added %d worker(s)%s' % (len(new), (
-        ', %d gateway(s)' % len(gateways)) if gateways else '')
+    return outcomes.Outcome(
+        '{add} {count} worker(s){gateways}', new + gateways, count=len(new),
+        gateways=', %d gateway(s)' % len(gateways) if gateways else '')
 
 
 def _run_scale_in(drv, cluster, names, name, vims):
     gateways = [n for n in names if cluster.gateway(n) is not None]
     scale_in(drv, cluster, [n for n in names if n not in gateways],
              gateways)
-    return 'removed %s' % ', '.join(names)
+    return outcomes.Outcome('{remove} {names}', removed=names,
+                            names=', '.join(names))
 
 
 def _run_heal(drv, cluster, names, name, vims):
     if not names:
         heal_vnf_begin(drv, vims)
-        return 'healed the whole VNF: ' + _summary_of_access(
-            *heal_vnf_finish(drv, cluster, name, vims))
+        return _access_outcome('{heal} the whole VNF: ', *heal_vnf_finish(
+            drv, cluster, name, vims))
     heal_begin(drv, cluster, names)
     heal_finish(drv, cluster, names, name, vims)
-    return 'healed %s' % ', '.join(names)
+    return outcomes.Outcome('{heal} {names}', names=', '.join(names))
 
 
 def _run_terminate(drv, cluster, names, name, vims):
     terminate_begin(drv)
     terminate_finish(drv, vims)
-    return 'terminated %s' % name
+    return outcomes.Outcome('{terminate} {name}',
+                            removed=_every_node(cluster), name=name)
 
 
 def _run_upgrade(drv, cluster, names, name, vims, kube_version=None,
@@ -433,41 +452,48 @@ def _run_upgrade(drv, cluster, names, name, vims, kube_version=None,
                    excused)
     version = upgrade_mod.version_text(done.target)
     count = len(done.masters) + len(done.workers)
-    if planning(drv):
-        return ('would upgrade %s to %s: %d node(s), every one planned (a '
-                'dry run cannot ask their versions; a real run skips those '
-                'already there)' % (name, version, count))
-    if not count:
-        return '%s is already at %s: no node to upgrade' % (name, version)
-    return 'upgraded %s to %s: %d node(s) upgraded' % (name, version, count)
+    if not count:  # a dry run plans every node
+        return outcomes.Outcome(
+            '{name} is already at {version}: no node to upgrade',
+            name=name, version=version)
+    return outcomes.Outcome(
+        '{upgrade} {name} to {version}: {count} node(s){how}', name=name,
+        version=version, count=count, how=outcomes.Tense(
+            ' upgraded', ', every one planned (a dry run cannot ask their '
+            'versions; a real run skips those already there)'))
 
 
 def _run_relabel(drv, cluster, names, name, vims, labels=(), taints=()):
     missing = relabel(drv, cluster, names, labels, taints)
     gone = set(missing)
     done = [n for n in names if n not in gone]
-    return 'relabelled %s%s' % (', '.join(done) or 'no node', (
-        '; not Kubernetes nodes: ' + ', '.join(missing)) if missing else '')
+    return outcomes.Outcome(
+        '{relabel} {names}{missing}', names=', '.join(done) or 'no node',
+        missing='; not Kubernetes nodes: ' + ', '.join(missing)
+        if missing else '')
 
 
 def _run_renew_certs(drv, cluster, names, name, vims):
     renew_certificates(drv, cluster)
-    if planning(drv):
-        return 'would renew the control-plane certificates of %s, one ' \
-            'master at a time; the API would answer through the load ' \
-            'balancer' % name
-    return 'renewed the control-plane certificates of %s, one master at a ' \
-        'time; the API answers through the load balancer' % name
+    return outcomes.Outcome(
+        '{renew} the control-plane certificates of {name}, one master at a '
+        'time; the API {answer} through the load balancer', name=name)
 
 
 def _run_snapshot(drv, cluster, names, name, vims):
     taken = snapshot(drv, cluster)
-    return 'etcd snapshot %s kept in %s' % (taken['name'], taken['path'])
+    # A dry run knows the directory only: the name is the time it is taken.
+    return outcomes.Outcome('{snapshot} in {where}', snapshot=outcomes.Tense(
+        'etcd snapshot %s kept' % taken['name'],
+        'would take a new etcd snapshot and keep it'), where=outcomes.Tense(
+        taken['path'], taken['directory']))
 
 
 def _by_name(command, function):
     def run(drv, cluster, names, name, vims=None, absent=(), **options):
-        """Run the operation; :returns: its one-line summary.
+        """Run the operation; :returns: its one-line summary, a
+        :class:`mgmt_driver.outcomes.Summary` in the past tense, or in
+        the conditional for a dry run.
 
         :param absent: workers to leave out of every playbook run
             (:meth:`ClusterDriver.declare_absent`); the summary names
@@ -480,22 +506,25 @@ def _by_name(command, function):
                 ['nodes: %s takes none (given: %s)' % (
                     command, ', '.join(names))])
         drv.declare_absent(cluster, absent, '--absent')
-        summary = function(drv, cluster, list(names), name,
+        outcome = function(drv, cluster, list(names), name,
                            vims or KubeconfigVims.for_context(drv),
                            **options)
-        return summary + skipped(drv)
+        return skipped(drv, outcome).words(planning(drv))
     return run
 
 
-def skipped(drv):
-    """What a result says of the workers left out: ``'; skipped
-    (declared absent): NAMES'``, or ''."""
-    return '; skipped (declared absent): %s' % ', '.join(
-        sorted(drv.absent)) if drv.absent else ''
+def skipped(drv, outcome):
+    """*outcome* with what it says of the workers left out: ``'; skipped
+    (declared absent): NAMES'`` (a dry run: "would skip")."""
+    if not drv.absent:
+        return outcome
+    return outcome.extended('; {skip} (declared absent): {absent_names}',
+                            absent_names=', '.join(sorted(drv.absent)))
 
 
 #: ``kubespray-mgmt run`` OPERATION -> ``(drv, cluster, names, vim name,
-#: vims=None, **options)`` -> summary line; *vims* defaults to the
+#: vims=None, **options)`` -> summary line (an
+#: :class:`mgmt_driver.outcomes.Summary`); *vims* defaults to the
 #: kubeconfig files of *drv*'s configuration (:class:`KubeconfigVims`).
 COMMANDS = {name: _by_name(name, function) for name, function in (
     ('instantiate', _run_instantiate), ('scale-out', _run_scale_out),

@@ -15,12 +15,20 @@ The document's keys (``samples/README.rst``, "Run results"):
 (``succeeded`` or ``failed``), ``summary`` (the line the text output
 ends with, or None), ``error`` (None, or the message), ``nodes``
 (``{added, removed, named}``), ``playbooks`` and ``warnings``.
+
+A dry run's document (:func:`planned`) says what the run would do, with
+keys of its own so that nothing reads a plan as a result:
+``operation``, ``instance_id``, ``dry_run`` (true), ``summary`` (in the
+conditional), ``nodes`` (``{would_add, would_remove, named}``: what the
+operation plans to add to and remove from the cluster) and ``steps``
+(:func:`mgmt_driver.plan.plan_records`).
 """
 
 import contextlib
 import logging
 
 from mgmt_driver import exceptions
+from mgmt_driver import plan
 from mgmt_driver import safetext
 
 #: Warnings kept in a report (the rest are counted in the last one).
@@ -104,3 +112,21 @@ class RunReport:
                           'removed': sorted(self.before - after),
                           'named': self.names},
                 'playbooks': list(playbooks), 'warnings': warnings}
+
+
+def planned(operation, instance_id, names, summary, steps):
+    """The JSON-ready plan of a dry run (no result, no playbook run).
+
+    :param operation: the command's operation (``scale-out``).
+    :param instance_id: the instance.
+    :param names: the node names the command was given.
+    :param summary: the operation's :class:`mgmt_driver.outcomes.Summary`,
+        in the conditional.
+    :param steps: the dry run's ``plan.Step`` list.
+    """
+    return {'operation': operation, 'instance_id': instance_id,
+            'dry_run': True, 'summary': summary,
+            'nodes': {'would_add': sorted(summary.added),
+                      'would_remove': sorted(summary.removed),
+                      'named': list(names)},
+            'steps': plan.plan_records(steps)}

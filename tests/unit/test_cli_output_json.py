@@ -56,7 +56,8 @@ def test_dry_run_json_has_every_step_and_no_secret(capsys):
                            '--topology', TOPOLOGY)
     assert code == cli.EXIT_OK, err
     plan = json.loads(out)
-    assert set(plan) == {'operation', 'summary', 'steps'}
+    assert set(plan) == {'operation', 'instance_id', 'dry_run', 'summary',
+                         'nodes', 'steps'}
     assert plan['operation'] == 'instantiate'
     assert all(set(step) == STEP_KEYS for step in plan['steps'])
     # What holds a secret is hidden, and is private on the host; a

@@ -146,7 +146,7 @@ def test_heal_without_nodes_heals_the_whole_vnf(tmp_path, capsys,
         after_removal.index('cluster.yml')
     assert 'install-lb' in after_removal
     assert out.splitlines()[-1].startswith(
-        'dry run, nothing done: healed the whole VNF: cluster ')
+        'dry run, nothing done: would heal the whole VNF: cluster ')
 
 
 def test_healing_every_master_points_to_the_whole_vnf_heal(capsys):

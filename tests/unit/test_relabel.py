@@ -278,7 +278,7 @@ def test_dry_run_of_relabel_plans_the_kubectl_commands(capsys):
         in out
     assert 'ansible-playbook -i' not in out
     assert out.rstrip().splitlines()[-1] == (
-        'dry run, nothing done: relabelled worker-10-10-0-22')
+        'dry run, nothing done: would relabel worker-10-10-0-22')
 
 
 def _relabel_workers(conf, count):  # noqa: F811
