@@ -34,7 +34,7 @@ def measure(count):
 def main(argv):
     for count in [int(a) for a in argv] or [2750, 22000]:
         print('%6d hosts: add_hosts again in %.2f s' % (count,
-                                                         measure(count)))
+                                                        measure(count)))
 
 
 if __name__ == '__main__':

@@ -574,7 +574,7 @@ def _run(args):
             cfg.CONF.set_override('etcd_snapshot_before_risky', False,
                                   group=kconf.GROUP)
         drv = _cluster_driver(args, spec, _lb_script(spec, cluster, args),
-                                 progress)
+                              progress)
     except (exceptions.ParamsInvalid, exceptions.ParamsNotFound) as exc:
         return _print_problems(exc)
     name = spec.vim_name or args.instance_id
@@ -1278,7 +1278,7 @@ def _call(args):
         _say('kubespray-mgmt: interrupted%s' % (
             '; %s. Run the same command again to follow and finish it' % exc
             if isinstance(exc, detached.Interrupted) else ''),
-             file=sys.stderr)
+            file=sys.stderr)
         return EXIT_INTERRUPTED
     except (exceptions.ClusterBusy, exceptions.InstanceBusy) as exc:
         _say('kubespray-mgmt: %s' % exceptions.plain_message(exc),

@@ -183,7 +183,8 @@ lb_opts = [
                help='HAProxy\'s global and per-frontend connection limit. '
                     'HAProxy needs about two file descriptors per '
                     'connection and refuses to start when it cannot get '
-                    'them.'),    cfg.StrOpt('haproxy_stats_socket', default='',
+                    'them.'),
+    cfg.StrOpt('haproxy_stats_socket', default='',
                help='Path of a read-only HAProxy runtime socket ("stats '
                     'socket ... level user", mode 0600) the driver adds '
                     'to the configuration, from which "kubespray-mgmt '
@@ -279,14 +280,14 @@ trust_opts = [
                      'a request may set; a name must also not match '
                      'extra_vars_denied.'),
     cfg.ListOpt('extra_vars_denied', default=[
-                    'download_localhost', 'download_run_once',
-                    'download_cache_dir', 'kubeconfig_localhost',
-                    'kubectl_localhost', 'artifacts_dir', 'credentials_dir',
-                    'local_release_dir', 'inventory_dir', 'inventory_file',
-                    'playbook_dir', 'role_path', 'hostvars', 'groups',
-                    'group_names', 'inventory_hostname',
-                    'group_mappings', 'sysctl_minimum_values', 'cert_files',
-                    '_*'],
+                'download_localhost', 'download_run_once',
+                'download_cache_dir', 'kubeconfig_localhost',
+                'kubectl_localhost', 'artifacts_dir', 'credentials_dir',
+                'local_release_dir', 'inventory_dir', 'inventory_file',
+                'playbook_dir', 'role_path', 'hostvars', 'groups',
+                'group_names', 'inventory_hostname',
+                'group_mappings', 'sysctl_minimum_values', 'cert_files',
+                '_*'],
                 help='Names (shell-style patterns) of kubespray extra vars '
                      'a request may not set. The default refuses the ones '
                      'that make kubespray download, write or run on the '

@@ -54,17 +54,17 @@ def remove(drv, cluster, names):
         sick = [n for n in cluster.masters if n.name in chosen]
         cluster = cluster.with_masters(healthy + sick)
         drv.step('moving %s to the front of the control plane',
-                  healthy[0].name)
+                 healthy[0].name)
         drv.upload_inventory(cluster)
         dead = [n.name for n in sick if not drv.reachable(n)]
         if dead:
             drv.step('not re-running cluster.yml over %s (unreachable)',
-                      ', '.join(dead))
+                     ', '.join(dead))
         else:
             drv.refresh_facts(cluster,
-                               [n.name for n in cluster.masters])
+                              [n.name for n in cluster.masters])
             drv.runner().cluster(len(cluster.k8s_nodes),
-                                   limit=['etcd', 'kube_control_plane'])
+                                 limit=['etcd', 'kube_control_plane'])
     remaining = cluster.remove(*names)
     gateways.update(drv, remaining)
     drv.remove_from_kubernetes(cluster, names, exclude=names)

@@ -207,7 +207,7 @@ def show_log(conn, workspace_path, on_line, stem=None, follow=False,
             param='run %r (a log name such as 20261123T230501Z-'
                   'scale_end-scale)' % stem)
     found = _markers(conn.run(remote.command(SHOW, workspace_path,
-                                          stem or '')).stdout)
+                                             stem or '')).stdout)
     info = RunInfo.parse(v for k, v in found if k == 'INFO')
     stem = stem or info.stem
     if stem is None:
@@ -324,7 +324,7 @@ def _token(value, what):
     if not _TOKEN.fullmatch(value):
         raise exceptions.MgmtDriverParamInvalid(
             param='%s %r (lower-case letters, digits and "_")' % (what,
-                                                                   value))
+                                                                  value))
     return value
 
 
@@ -628,7 +628,7 @@ class DetachedRuns:
                     'deadline', stem, self.conn.host, pid)
         try:
             result = self.conn.run(remote.command(STOP, self.workspace,
-                                                   stem, str(pid)),
+                                                  stem, str(pid)),
                                    check=False)
             if 'KR:NOTOURS:' in result.stdout:
                 LOG.warning('Did not stop pid %s on %s: it is not the run '

@@ -252,7 +252,7 @@ def _prune(drv, conn, directory, settings):
     if doomed:
         drv.step('deleting older etcd snapshot(s): %s', ', '.join(doomed))
         conn.run(['rm', '-f', '--'] + [posixpath.join(directory, n)
-                                        for n in doomed])
+                                       for n in doomed])
 
 
 #: The workspace record of the last on-demand snapshot asked through

@@ -122,7 +122,7 @@ def probe(conn, kubespray_root, cache_dir, hosts):
     :returns: a :class:`CacheReport`.
     """
     result = conn.run(remote.command(PROBE, kubespray_root, cache_dir,
-                                    *hosts))
+                                     *hosts))
     report = parse_probe(result.stdout)
     if report.doubts:
         LOG.info('Fact cache on %s not trusted (%s): refreshing every '

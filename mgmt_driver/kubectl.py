@@ -878,7 +878,7 @@ class KubectlClient:
             raise exceptions.RemoteCommandFailed(
                 dataclasses.replace(result, stdout=''))
         with parsing(self.conn.host, 'Secret %s/%s' % (namespace,
-                                                        secret_name)):
+                                                       secret_name)):
             return _credentials(result.stdout)
 
 

@@ -504,7 +504,7 @@ def supported_kube_versions(conn, kubespray_root):
         no checksum file was found.
     """
     result = conn.run(remote.command(SUPPORTED, kubespray_root,
-                                    *_CHECKSUM_FILES))
+                                     *_CHECKSUM_FILES))
     return [line[len('KS:KUBE:'):] for line in result.stdout.splitlines()
             if line.startswith('KS:KUBE:')]
 

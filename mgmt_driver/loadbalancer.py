@@ -389,9 +389,9 @@ class ApplySettings:
         sudo = kconf.use_sudo(group.haproxy_sudo, ssh_username)
         return cls(config_path=group.haproxy_config_path,
                    check_command=config_argv('haproxy_check_command',
-                                       group.haproxy_check_command),
+                                             group.haproxy_check_command),
                    reload_command=config_argv('haproxy_reload_command',
-                                        group.haproxy_reload_command),
+                                              group.haproxy_reload_command),
                    sudo=sudo, timeout=group.ssh_command_timeout)
 
 

@@ -302,7 +302,7 @@ _KUBECTL_READS = frozenset({'get', 'version', 'describe', 'wait', 'auth',
 def _change_of(step):
     if step.kind == 'write':
         return 'write %s (mode %s%s)' % (step.text, _mode(step.mode),
-                                          ', secret' if step.secret else '')
+                                         ', secret' if step.secret else '')
     if step.kind != 'run':
         return None
     if step.text.startswith('(detached'):

@@ -657,7 +657,7 @@ def _format_etcd_snapshots(section):
     rows = [(s['time'], s['reason'], str(s['bytes']), s['name'])
             for s in section['items']]
     return '\n'.join([head] + _table(rows, ('TIME', 'REASON', 'BYTES',
-                                             'NAME')))
+                                            'NAME')))
 
 
 def _format_differences(section):
@@ -667,5 +667,5 @@ def _format_differences(section):
     if not section['items']:
         return head + '\n  none'
     return '\n'.join([head] + ['  %s %s: %s' % (d['kind'], d['name'],
-                                                 d['detail'])
+                                                d['detail'])
                                for d in section['items']])

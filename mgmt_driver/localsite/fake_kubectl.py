@@ -127,7 +127,7 @@ def _split_flag(token):
     letter, rest = token[1:2], token[2:]
     if letter not in SHORT:
         raise usage(None, 'unknown shorthand flag: %r in %s' % (letter,
-                                                                  token))
+                                                                token))
     return SHORT[letter], (rest[1:] if rest.startswith('=') else
                            rest or None)
 

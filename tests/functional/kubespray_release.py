@@ -52,6 +52,9 @@ REPO = pathlib.Path(__file__).resolve().parents[2]
 ANSIBLE_CORE = (2, 18)
 
 # ------------------------------------------------------------ the map --
+# The name of kubespray's play that joins workers (scale.yml).
+_WORKER_PLAY = ('Target only workers to get kubelet installed and checking '
+                'in on any new nodes')
 #: How the double's plays map to the real release's, for plays whose
 #: name the real playbook does not have: ``{(playbook, double play):
 #: (relation, [real plays])}``.  Every other double play maps to the
@@ -65,14 +68,10 @@ PLAY_MAP = {
         ('within', ['Invoke kubeadm and install a CNI']),
     # The double's preinstall (the --limit fact-cache check) runs in a
     # play of its own; kubespray's runs in the first worker play.
-    ('scale.yml', 'Prepare nodes'): ('same', [
-        'Target only workers to get kubelet installed and checking in '
-        'on any new nodes(engine)']),
+    ('scale.yml', 'Prepare nodes'): ('same', [_WORKER_PLAY + '(engine)']),
     # One double play for kubespray's three worker plays.
-    ('scale.yml', 'Target only workers to get kubelet installed and '
-                  'checking in on any new nodes'): ('same', [
-        'Target only workers to get kubelet installed and checking in '
-        'on any new nodes(%s)' % part
+    ('scale.yml', _WORKER_PLAY): ('same', [
+        '%s(%s)' % (_WORKER_PLAY, part)
         for part in ('engine', 'node', 'network')]),
 }
 

@@ -453,7 +453,7 @@ _CHILD_SITE = []
 
 
 def test_a_hook_killed_mid_playbook_is_followed_when_run_again(site,
-                                                              caplog):
+                                                               caplog):
     """The process running instantiate_end dies (SIGKILL) while
     cluster.yml runs; the same hook in a new process follows that run
     instead of starting another, and succeeds."""

@@ -260,7 +260,7 @@ def test_lifecycle_one_master(cluster_factory):
     c.check(masters, workers)
     first, again = c.playbook_runs('scale.yml')
     assert first['limit'] == again['limit'] == '%s,%s' % (new[0].name,
-                                                         new[1].name)
+                                                          new[1].name)
     # The first master answers the join discovery (delegated).
     assert again['ok'] and again['touched'] == sorted(
         [e2e.name_of(MASTER, masters[0]), new[0].name, new[1].name])

@@ -231,7 +231,7 @@ EXTRA_VAR_SLOTS = ('cluster_name',) + tuple(
 
 def _put_extra_values(root, values):
     root['kubespray']['extra_vars'] = dict(zip(EXTRA_VAR_SLOTS, values,
-                                                 strict=False))
+                                               strict=False))
 
 
 def _put_no_proxy(root, values):

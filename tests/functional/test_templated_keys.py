@@ -87,7 +87,7 @@ def _roles(source, tmp_path):
 
 @pytest.mark.parametrize('source', ['double', 'kubespray-v2.31.0'])
 def test_the_old_rendering_runs_a_templated_key(source, tmp_path,
-                                                 monkeypatch):
+                                                monkeypatch):
     marker = tmp_path / 'MARKER'
     spec = params.parse_params(params_of(
         {'kube_version': 'v1.31.0'}), need_cp_names=False)

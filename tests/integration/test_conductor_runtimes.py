@@ -144,7 +144,7 @@ def _host_keys(known_hosts):
 
 
 def test_two_instances_at_once_on_threads_do_not_cross(tmp_path,
-                                                      green_conductor):
+                                                       green_conductor):
     # green_conductor: the eventlet run goes on meanwhile (see there).
     known_hosts = str(tmp_path / 'conductor' / 'known_hosts')
     clusters = {'vnf-a': _cluster(31), 'vnf-b': _cluster(51)}

@@ -72,7 +72,7 @@ def test_bad_option_values_are_reported_up_front(tmp_path, capsys):
     ('render', 'usage: kubespray-mgmt render'),
     ('csar', 'usage: kubespray-mgmt csar')])
 def test_a_group_without_subcommand_prints_its_own_help(capsys, group,
-                                                       usage):
+                                                        usage):
     assert cli.main([group]) == cli.EXIT_BAD_INPUT
     assert capsys.readouterr().err.startswith(usage)
 

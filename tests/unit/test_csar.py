@@ -173,7 +173,7 @@ def test_build_writes_nothing_when_an_input_is_missing(tmp_path, capsys,
 
 
 def test_build_without_sol001_files_says_where_to_get_them(tmp_path, lb,
-                                                          monkeypatch):
+                                                           monkeypatch):
     monkeypatch.setattr(csar, '_tacker_sol001_dir', lambda: None)
     with pytest.raises(exceptions.CsarError) as info:
         csar.build(packages.PACKAGES_DIR / 'kubespray_simple',

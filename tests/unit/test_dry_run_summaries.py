@@ -62,7 +62,7 @@ def test_every_operation_has_a_case():
 
 @pytest.mark.parametrize('operation, options, line, added, removed', CASES)
 def test_a_dry_run_ends_with_what_it_would_do(capsys, operation, options,
-                                               line, added, removed):
+                                              line, added, removed):
     out = _dry_run(capsys, operation, options)
     assert out.rstrip().splitlines()[-1] == 'dry run, nothing done: ' + line
 

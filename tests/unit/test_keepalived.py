@@ -196,7 +196,7 @@ def real_interface():
 
 @pytest.mark.parametrize('count', [1, 2, 3])
 def test_keepalived_accepts_the_rendered_files(count, real_interface,
-                                                tmp_path):
+                                               tmp_path):
     for name, layout in layouts(GATEWAYS[:count],
                                 interface=real_interface).items():
         result = keepalived_test(

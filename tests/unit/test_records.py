@@ -124,7 +124,7 @@ def test_release_deletes_the_vim_forgets_keys_and_the_record(store):
     store.set_vim('i-1', records.TACKER_VIM, 'vim-7', 'k')
     calls = Calls()
     gone = records.release(store, 'i-1', calls.forget, records.TACKER_VIM,
-                    calls.unregister)
+                           calls.unregister)
     assert calls.unregistered == ['vim-7']
     assert sorted(calls.forgotten) == sorted(gone) == sorted(
         [MASTER.endpoint, LB.endpoint])
@@ -194,7 +194,7 @@ def test_release_keeps_the_record_when_the_vim_cannot_be_deleted(store):
     calls = Calls(fail=exceptions.MgmtDriverOtherError(error_message='db'))
     with pytest.raises(exceptions.MgmtDriverOtherError):
         records.release(store, 'i-1', calls.forget, records.TACKER_VIM,
-                    calls.unregister)
+                        calls.unregister)
     assert calls.forgotten == []
     assert store.load('i-1').vim_id(records.TACKER_VIM) == 'vim-7'
 

@@ -148,7 +148,7 @@ class TestKnownHosts:
         assert known.known_key_types('g', 22)
 
     def test_check_records_nothing_and_record_says_who_added(self, tmp_path,
-                                                            keys):
+                                                             keys):
         known = ssh.KnownHosts(str(tmp_path / 'kh'))
         assert known.check('h', 22, keys[0])
         assert not (tmp_path / 'kh').exists()

@@ -290,7 +290,7 @@ def test_modify_information_without_an_upgrade_does_nothing(
     ({'relabel_nodes': 'worker-1', 'relabel_labels': 'a'},
      "metadata.relabel_labels")])
 def test_modify_information_names_the_v2_metadata_field(conf, metadata,
-                                                         field):
+                                                        field):
     """v2's PATCH field is metadata (v1 stores it as vnf_metadata)."""
     h = Harness(conf)
     h.instantiate()
