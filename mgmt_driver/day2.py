@@ -137,7 +137,7 @@ def upgrade(drv, cluster, target, serial=None, field='kube_version',
         nodes, todo, before)
     if nodes is not None and not todo.done:
         preflight(drv, cluster, client, nodes, todo, set(excused).union(
-            recorded or (), left))
+            recorded or (), left), uncordoned=left)
     if not todo.done:
         etcdsnapshots.before_risky(drv, cluster, 'upgrade')
     drv.step('upgrade to %s: control plane %s; workers %s',
@@ -175,19 +175,26 @@ def _without_absent(drv, todo):
         n for n in todo.workers if n not in absent))
 
 
-def preflight(drv, cluster, client, nodes, todo, excused):
+def preflight(drv, cluster, client, nodes, todo, excused, uncordoned=()):
     """Refuse an upgrade the cluster is not fit for, before any change.
+
+    The budgets are checked for every node kubespray will drain
+    (:func:`mgmt_driver.gates.upgrade_drains`): an excused node that is
+    Ready and schedulable is drained too.
 
     :param nodes: ``kubectl.NodeInfo`` of the cluster.
     :param todo: the :class:`mgmt_driver.upgrade.Plan`.
     :param excused: names accepted not Ready or cordoned.
+    :param uncordoned: names made schedulable before the runs
+        (:func:`_uncordon_left`).
     :raises UpgradeGateClosed: every problem found, at once.
     """
     present = [n for n in cluster.names if n not in drv.absent]
     problems = gates.node_problems(nodes, present, excused)
     problems += gates.etcd_problems([n.name for n in cluster.masters],
                                     *_etcd_state(drv, client))
-    drained = [n for n in todo.masters + todo.workers if n not in excused]
+    drained = gates.upgrade_drains(nodes, todo.masters + todo.workers,
+                                   uncordoned)
     blockers = gates.drain_blockers(client.pods(), client.budgets(),
                                     drained)
     lines = gates.blocker_lines(blockers, drained)
