@@ -365,39 +365,6 @@ def renew_certificates(drv, cluster, request=None, planned=False):
     return [n.name for n in todo]
 
 
-def check_certificates(drv, cluster):
-    """Read every master's certificate expiry once (best effort: a
-    failure is a warning) and warn about those inside ``cert_warn_days``.
-
-    After an instantiate, this is also the driver's first connection to
-    each master other than kubectl's: their host keys are recorded, so
-    that ``status`` (which records none) can read every master.
-
-    :returns: ``{master name: [Certificate]}`` of the masters read.
-    """
-    group = drv.conf.kubespray_mgmt
-    argv = _master_argv(drv, group.kubeadm_command, *certificates.CHECK_ARGS)
-    found = {}
-    for node in cluster.masters:
-        try:
-            conn = drv.connection(node)
-            found[node.name] = certificates.parse_expiration(
-                conn.run(argv, timeout=group.kubectl_timeout).stdout,
-                conn.host)
-        except (exceptions.MgmtDriverOtherError,
-                exceptions.MgmtDriverRemoteCommandError,
-                exceptions.MgmtDriverRemoteCommandTimeOut) as exc:
-            drv.warn('the certificates of %s could not be read: %s',
-                     node.name, exc)
-            continue
-        soon = certificates.expiring(found[node.name], group.cert_warn_days)
-        if soon:
-            drv.warn('%s: certificate(s) %s expire within %d days: run '
-                     'renew-certs', node.name, ', '.join(
-                         c.name for c in soon), group.cert_warn_days)
-    return found
-
-
 def _master_argv(drv, *argv):
     sudo = kconf.use_sudo(drv.settings.kubectl_sudo,
                           drv.spec.master.login.username)

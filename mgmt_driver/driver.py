@@ -718,6 +718,28 @@ class ClusterDriver:
                         ', '.join(names), exc)
             return None
 
+    def record_host_keys(self, nodes):
+        """Log in once to each of *nodes*, so that its SSH host key is
+        recorded now (as ``host_key_policy`` says) and claimed as the
+        instance's, while the operation vouches for the VMs it has just
+        built or re-created.
+
+        ``kubespray-mgmt status`` records no key (``accept-new`` is
+        ``read-only`` there) yet reads every control-plane node, while
+        an operation reaches only the first one that answers (kubectl):
+        without this step status could not read the others.  One login
+        and ``true`` per node (:meth:`reachable`, asked once per claim);
+        no certificate or other state is read.  Best effort: a node that
+        does not answer is a warning, its key recorded by the next
+        operation that reaches it.
+        """
+        self._remember([_host_of(n) for n in nodes])
+        for node in nodes:
+            if not self.reachable(node):
+                self.warn('%s did not answer SSH: its host key is not '
+                          'recorded (status cannot read it until an '
+                          'operation does)', node.name)
+
     def reachable(self, node):
         """Whether *node* answers SSH: asked once per claim (a dead host
         costs the connect retries); None (no such node) does not."""
