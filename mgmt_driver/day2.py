@@ -136,7 +136,7 @@ def upgrade(drv, cluster, target, serial=None, field='kube_version',
         nodes, todo, before)
     if nodes is not None and not todo.done:
         preflight(drv, cluster, client, nodes, todo, set(excused).union(
-            recorded or (), left))
+            recorded or (), left), uncordoned=left)
     if not todo.done:
         etcdsnapshots.before_risky(drv, cluster, 'upgrade')
     drv.step('upgrade to %s: control plane %s; workers %s',
@@ -174,19 +174,26 @@ def _without_absent(drv, todo):
         n for n in todo.workers if n not in absent))
 
 
-def preflight(drv, cluster, client, nodes, todo, excused):
+def preflight(drv, cluster, client, nodes, todo, excused, uncordoned=()):
     """Refuse an upgrade the cluster is not fit for, before any change.
+
+    The budgets are checked for every node kubespray will drain
+    (:func:`mgmt_driver.gates.upgrade_drains`): an excused node that is
+    Ready and schedulable is drained too.
 
     :param nodes: ``kubectl.NodeInfo`` of the cluster.
     :param todo: the :class:`mgmt_driver.upgrade.Plan`.
     :param excused: names accepted not Ready or cordoned.
+    :param uncordoned: names made schedulable before the runs
+        (:func:`_uncordon_left`).
     :raises UpgradeGateClosed: every problem found, at once.
     """
     present = [n for n in cluster.names if n not in drv.absent]
     problems = gates.node_problems(nodes, present, excused)
     problems += gates.etcd_problems([n.name for n in cluster.masters],
                                     *_etcd_state(drv, client))
-    drained = [n for n in todo.masters + todo.workers if n not in excused]
+    drained = gates.upgrade_drains(nodes, todo.masters + todo.workers,
+                                   uncordoned)
     blockers = gates.drain_blockers(client.pods(), client.budgets(),
                                     drained)
     lines = gates.blocker_lines(blockers, drained)
@@ -355,39 +362,6 @@ def renew_certificates(drv, cluster, request=None, planned=False):
     if todo:
         _check_api(drv, cluster, probe)
     return [n.name for n in todo]
-
-
-def check_certificates(drv, cluster):
-    """Read every master's certificate expiry once (best effort: a
-    failure is a warning) and warn about those inside ``cert_warn_days``.
-
-    After an instantiate, this is also the driver's first connection to
-    each master other than kubectl's: their host keys are recorded, so
-    that ``status`` (which records none) can read every master.
-
-    :returns: ``{master name: [Certificate]}`` of the masters read.
-    """
-    group = drv.conf.kubespray_mgmt
-    argv = _master_argv(drv, group.kubeadm_command, *certificates.CHECK_ARGS)
-    found = {}
-    for node in cluster.masters:
-        try:
-            conn = drv.connection(node)
-            found[node.name] = certificates.parse_expiration(
-                conn.run(argv, timeout=group.kubectl_timeout).stdout,
-                conn.host)
-        except (exceptions.MgmtDriverOtherError,
-                exceptions.MgmtDriverRemoteCommandError,
-                exceptions.MgmtDriverRemoteCommandTimeOut) as exc:
-            drv.warn('the certificates of %s could not be read: %s',
-                     node.name, exc)
-            continue
-        soon = certificates.expiring(found[node.name], group.cert_warn_days)
-        if soon:
-            drv.warn('%s: certificate(s) %s expire within %d days: run '
-                     'renew-certs', node.name, ', '.join(
-                         c.name for c in soon), group.cert_warn_days)
-    return found
 
 
 def _master_argv(drv, *argv):

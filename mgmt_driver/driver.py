@@ -83,6 +83,16 @@ _PROGRESS_LINES = ('PLAY [', 'TASK [', 'PLAY RECAP',
 _PLAYBOOK_ERRORS = (exceptions.MgmtDriverRemoteCommandError,
                     exceptions.MgmtDriverRemoteCommandTimeOut)
 
+#: The warning for a node removed undrained, by
+#: :func:`mgmt_driver.gates.undrained`'s reason.
+_UNDRAINED = {
+    gates.NOT_READY: '%s is NotReady (its kubelet does not answer): '
+                     'removing it without draining',
+    gates.KNOWN_DEAD: '%s is being replaced as a dead node: removing it '
+                      'without draining',
+    gates.UNREACHABLE: '%s is not reachable: removing it without draining',
+}
+
 #: Appended to the error of a failed scale_end (now composed in
 #: :mod:`mgmt_driver.operations`).
 SCALE_OUT_ADVICE = operations.SCALE_OUT_ADVICE
@@ -210,12 +220,11 @@ class ClusterDriver:
         #: ``{node name: identity labels}`` (mgmt_driver.autoheal), or
         #: None: no identity labels (v1, the command line).
         self.node_identity = None
-        #: Nodes removed as dead ones (no drain of ours, kubespray's
-        #: ungraceful removal, no reset): an automatic heal's, found not
-        #: Ready.  A dead kubelet never lets an evicted pod finish, so a
-        #: drain would wait for its timeout and fail (Cluster API skips
-        #: it for an unreachable node too); the VM is re-created anyway.
-        self.undrained = frozenset()
+        #: Nodes the operation already knows are dead: an automatic
+        #: heal's, found not Ready by its guard rails (Tacker v2).  Only
+        #: context: :func:`mgmt_driver.gates.undrained` decides which
+        #: nodes a removal leaves undrained.
+        self.known_dead = frozenset()
         self._reads = Reads()
         #: Workers declared absent for this operation
         #: (:meth:`declare_absent`).
@@ -666,46 +675,68 @@ class ClusterDriver:
         return remaining
 
     def remove_from_kubernetes(self, cluster, names, exclude=()):
+        """Drain the nodes *names* that can be drained and remove them
+        all (``remove-node.yml``): the registered ones only.
+
+        Which are removed undrained, as dead ones, is
+        :func:`mgmt_driver.gates.undrained`'s to say, given their
+        readiness (:meth:`_readiness`), :attr:`known_dead` and whether
+        SSH answers (:meth:`reachable`); each is named in a warning.
+
+        :param exclude: control-plane nodes not to run kubectl on.
+        """
         client = self.kubectl_client(cluster, exclude=exclude)
         present = [n for n in names if client.node_exists(n)]
-        dead = self._not_ready(client, present)
-        reachable, unreachable = [], []
-        for name in present:
-            # A node the heal replaces because its kubelet is dead, and
-            # any NotReady node, is removed as a dead one (see
-            # undrained, _not_ready).
-            (reachable if name not in self.undrained and name not in dead
-             and self.reachable(
-                cluster.get(name)) else unreachable).append(name)
-        for name in reachable:
+        dead = gates.undrained(
+            present, self._readiness(client, present), self.known_dead,
+            lambda name: self.reachable(cluster.get(name)))
+        for name, why in dead.items():
+            self.warn(_UNDRAINED[why], name)
+        drained = [n for n in present if n not in dead]
+        for name in drained:
             self.step('draining %s', name)
             client.drain(name, timeout=self.settings.drain_timeout)
             client.wait_evacuated(name, timeout=self.settings.drain_timeout)
         self.upload_inventory(cluster)
         runner = self.runner()
-        runner.remove_nodes(reachable, reachable=True)
-        runner.remove_nodes(unreachable, reachable=False)
+        runner.remove_nodes(drained, reachable=True)
+        runner.remove_nodes(list(dead), reachable=False)
 
-    def _not_ready(self, client, names):
-        """The nodes of *names* that are NotReady: their kubelet cannot
-        confirm that a pod terminated, so draining them waits out the
-        timeout for every pod, SSH answering or not.  kubespray's own
-        upgrade drains only a Ready node (roles/upgrade/pre-upgrade);
-        such a node is removed as an unreachable one (remove-node.yml
-        with reset_nodes: false, allow_ungraceful_removal: true).  One
-        command; unreadable: none (SSH alone decides, as before)."""
+    def _readiness(self, client, names):
+        """``{name: Ready condition}`` of the registered *names* (one
+        command per ``kubectl.NODES_PER_COMMAND``), or None when kubectl
+        printed no valid node (a warning: readiness then decides
+        nothing, :func:`mgmt_driver.gates.undrained`)."""
         if not names:
-            return set()
+            return {}
         try:
-            dead = gates.not_ready(client.nodes_named(names).values())
+            return gates.readiness(client.nodes_named(names).values())
         except exceptions.RemoteDataInvalid as exc:
             LOG.warning('[%s] readiness of %s unknown: %s', self.instance_id,
                         ', '.join(names), exc)
-            return set()
-        for name in sorted(dead):
-            self.warn('%s is NotReady (its kubelet does not answer): '
-                      'removing it without draining', name)
-        return dead
+            return None
+
+    def record_host_keys(self, nodes):
+        """Log in once to each of *nodes*, so that its SSH host key is
+        recorded now (as ``host_key_policy`` says) and claimed as the
+        instance's, while the operation vouches for the VMs it has just
+        built or re-created.
+
+        ``kubespray-mgmt status`` records no key (``accept-new`` is
+        ``read-only`` there) yet reads every control-plane node, while
+        an operation reaches only the first one that answers (kubectl):
+        without this step status could not read the others.  One login
+        and ``true`` per node (:meth:`reachable`, asked once per claim);
+        no certificate or other state is read.  Best effort: a node that
+        does not answer is a warning, its key recorded by the next
+        operation that reaches it.
+        """
+        self._remember([_host_of(n) for n in nodes])
+        for node in nodes:
+            if not self.reachable(node):
+                self.warn('%s did not answer SSH: its host key is not '
+                          'recorded (status cannot read it until an '
+                          'operation does)', node.name)
 
     def reachable(self, node):
         """Whether *node* answers SSH: asked once per claim (a dead host
@@ -717,9 +748,6 @@ class ClusterDriver:
             self._reads.reachability[node.name] = self.pool.reachable(
                 node.ssh_address, login.credentials(), node.ssh_port,
                 on_new_key=self._claim_key)
-            if not self._reads.reachability[node.name]:
-                LOG.warning('%s is not reachable: removing it without '
-                            'draining', node.name)
         return self._reads.reachability[node.name]
 
     def forget_host_keys(self, cluster, names, drop=True):

@@ -1,9 +1,15 @@
-"""Upgrade preflight and the gates between its steps: the rules, pure.
+"""Upgrade preflight and the gates between its steps, and which nodes
+are drained: the rules, pure.
 
 Not in the design's layout: a day-2 concern of its own (STYLE), used by
 :func:`mgmt_driver.day2.upgrade`, which reads the cluster and calls
 these; :mod:`mgmt_driver.heal` style guard rails may call
 :func:`node_problems` too (it only needs ``kubectl.NodeInfo``).
+:func:`undrained` is the one rule of which nodes a removal (scale-in,
+heal) takes out without a drain, used by
+:meth:`mgmt_driver.driver.ClusterDriver.remove_from_kubernetes`, which
+every removal goes through, and by :func:`upgrade_drains`, the nodes an
+upgrade's preflight expects kubespray to drain.
 
 What kubespray v2.31.0 does, read from its code, and why each rule:
 
@@ -86,14 +92,82 @@ def node_problems(nodes, names, excused=(), version=None):
     return found
 
 
-def not_ready(nodes):
-    """Names of the nodes whose Ready condition is not ``True``: their
-    kubelet is dead or cut off (its pods cannot finish terminating).
+# ------------------------------------------- which nodes are drained
 
-    :param nodes: ``kubectl.NodeInfo``.
-    :returns: a set of names.
+#: Why :func:`undrained` leaves a node undrained (its values).
+NOT_READY = 'not Ready'
+KNOWN_DEAD = 'known dead'
+UNREACHABLE = 'unreachable'
+
+
+def readiness(nodes):
+    """``{name: Ready condition}`` (``'True'``, ``'False'``,
+    ``'Unknown'``) of ``kubectl.NodeInfo`` *nodes*."""
+    return {n.name: n.ready for n in nodes}
+
+
+def undrained(names, ready, known_dead=(), answers=None):
+    """Which of the nodes *names* a removal takes out without a drain,
+    and why: the one rule of every removal (scale-in, the heal of a
+    worker or of a control-plane node, whichever adapter asked), and
+    the readiness half of :func:`upgrade_drains`.
+
+    A drain ends only when the node's kubelet confirms that each
+    evicted pod has terminated, so a node whose kubelet cannot is
+    removed as a dead one (no drain of ours; kubespray's
+    ``remove-node.yml`` with ``reset_nodes: false`` and
+    ``allow_ungraceful_removal: true``), for the first of these
+    reasons, checked in this order (the costly question last):
+
+    - :data:`NOT_READY`: its Ready condition is not ``True``: the
+      kubelet is dead or cut off, a drain would wait out its timeout
+      for every pod, SSH answering or not (kubespray's own upgrade
+      drains only a Ready node);
+    - :data:`KNOWN_DEAD`: the operation already knows it is dead
+      (*known_dead*: the nodes an automatic heal found not Ready and
+      re-creates anyway), whatever Kubernetes says now;
+    - :data:`UNREACHABLE`: ``answers(name)`` is false: SSH does not
+      answer, so neither a drain's end nor a reset can be seen there.
+
+    :param names: the registered nodes to remove, in order.
+    :param ready: ``{name: Ready condition}`` (:func:`readiness`); a
+        name missing from it counts as Ready; None: it could not be
+        read, readiness decides nothing.
+    :param known_dead: names the operation knows are dead.
+    :param answers: ``name -> bool``, asked only about the nodes no
+        earlier reason took (a dead host costs connect retries); None:
+        not asked.
+    :returns: ``{name: reason}``, in *names*' order.
     """
-    return {n.name for n in nodes if n.ready != 'True'}
+    ready = ready or {}
+    known_dead = set(known_dead)
+    found = {}
+    for name in names:
+        if ready.get(name, 'True') != 'True':
+            found[name] = NOT_READY
+        elif name in known_dead:
+            found[name] = KNOWN_DEAD
+        elif answers is not None and not answers(name):
+            found[name] = UNREACHABLE
+    return found
+
+
+def upgrade_drains(nodes, names, uncordoned=()):
+    """The nodes of *names* kubespray's upgrade drains: those
+    :func:`undrained` leaves (Ready) that are schedulable when their
+    run comes (``needs_cordoning``: a cordoned node is upgraded where it
+    stands).
+
+    :param nodes: ``kubectl.NodeInfo`` of the cluster.
+    :param names: the nodes to upgrade, in order.
+    :param uncordoned: names made schedulable before the runs (left
+        cordoned by an earlier, failed run of the same upgrade).
+    :returns: names, in *names*' order.
+    """
+    skipped = undrained(names, readiness(nodes))
+    schedulable = {n.name for n in nodes if n.schedulable}
+    schedulable.update(uncordoned)
+    return [n for n in names if n not in skipped and n in schedulable]
 
 
 def drain_blockers(pods, budgets, names):

@@ -123,8 +123,10 @@ def register(drv, vims, access):
 # Instantiate, terminate.
 
 def instantiate(drv, cluster, vim_name, vims):
-    """Build the cluster (``cluster.yml``), front it with HAProxy and
-    register it as *vim_name*.
+    """Build the cluster (``cluster.yml``), front it with HAProxy,
+    record the masters' SSH host keys
+    (:meth:`~mgmt_driver.driver.ClusterDriver.record_host_keys`: status
+    reads them all) and register it as *vim_name*.
 
     The name is checked first: one taken by a VIM this instance did not
     register is refused before any remote work, and so never deleted
@@ -143,9 +145,7 @@ def instantiate(drv, cluster, vim_name, vims):
     gateway_steps.update(drv, cluster)
     access = drv.cluster_access(cluster, vim_name)
     gateway_steps.place_kubeconfig(drv, cluster, access)
-    if not planning(drv):
-        # Records each master's host key too: status reads them all.
-        day2.check_certificates(drv, cluster)
+    drv.record_host_keys(cluster.masters)
     return access, register(drv, vims, access)
 
 
@@ -304,9 +304,8 @@ def heal_finish(drv, cluster, names, vim_name, vims, new_settings=False):
     masters = {n.name for n in cluster.masters}
     if masters.intersection(missing):
         controlplane.add(drv, cluster)
-        if not planning(drv):
-            # The new masters' host keys, for status (as instantiate).
-            day2.check_certificates(drv, cluster)
+        # The new masters' host keys, for status (as instantiate).
+        drv.record_host_keys(cluster.masters)
     drv.scale_out(cluster, [n for n in missing if n not in masters],
                   purpose='heal')
 

@@ -66,6 +66,7 @@ from mgmt_driver import autoheal
 from mgmt_driver import conf as kconf
 from mgmt_driver import driver
 from mgmt_driver import exceptions
+from mgmt_driver import gates
 from mgmt_driver import heat
 from mgmt_driver import model
 from mgmt_driver import nodes as nodes_mod
@@ -418,9 +419,9 @@ class V2Hooks(driver.LcmHooks):
         #: What this script call learnt for its ClusterDriver
         #: (mgmt_driver.autoheal): each node's identity labels (from the
         #: instance, by :meth:`_vms`), and the nodes an automatic heal
-        #: found not Ready (by :meth:`_check_automatic`).
+        #: found not Ready (by :meth:`_check_automatic`), known dead.
         self._node_identity = None
-        self._undrained = frozenset()
+        self._known_dead = frozenset()
 
     def _vms(self, context, vnf_instance, request, spec):
         if spec.nodes is not None:
@@ -445,7 +446,7 @@ class V2Hooks(driver.LcmHooks):
         drv = super()._driver(context, vnf_instance, spec, pool, operation,
                               *args, **kwargs)
         drv.node_identity = self._node_identity
-        drv.undrained = self._undrained
+        drv.known_dead = self._known_dead
         return drv
 
     def heal_start(self, context, vnf_instance, request, grant,
@@ -470,10 +471,11 @@ class V2Hooks(driver.LcmHooks):
                      ', '.join(healed) or 'no node')
             nodes = drv.kubectl_client(cluster).nodes()
         limit = self.conf[kconf.GROUP].auto_heal_max_unhealthy_percent
-        autoheal.check_heal(cluster, {n.name: n.ready for n in nodes},
-                            healed, limit)
-        # Checked: every node healed is not Ready (nothing to drain).
-        self._undrained = frozenset(healed)
+        autoheal.check_heal(cluster, gates.readiness(nodes), healed, limit)
+        # Checked: every node healed is not Ready.  Its removal
+        # (gates.undrained) drains none of them, whatever the
+        # readiness read then says: the VMs are re-created anyway.
+        self._known_dead = frozenset(healed)
 
     def _resolve_vip(self, context, vnf_instance, request, spec):
         # v2's stacks are laid out per VM; no VIP port is looked up there.

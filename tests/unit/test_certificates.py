@@ -289,29 +289,6 @@ def test_the_command_and_the_patch_compose_the_same_operation(
                                            vims=object())
 
 
-def test_instantiate_reads_every_master_once_and_only_warns(
-        conf, monkeypatch):  # noqa: F811
-    drv, cluster, _, pool = _renewal(conf, monkeypatch)
-    warnings = []
-    monkeypatch.setattr(drv, 'warn', lambda text, *a: warnings.append(
-        text % a))
-    pool.connection(M1).script('check-expiration',
-                               stdout=kubeadm_output(3))
-    pool.connection(M2).script('check-expiration', exit_code=1,
-                               stderr='kubeadm: not found')
-    pool.connection(M3).script('check-expiration',
-                               stdout=kubeadm_output(300))
-    found = day2.check_certificates(drv, cluster)
-    assert sorted(found) == [N1, N3]
-    assert warnings[0].startswith('%s: certificate(s) admin.conf, '
-                                  'apiserver expire within 30 days' % N1)
-    assert warnings[1].startswith('the certificates of %s could not be '
-                                  'read' % N2)
-    assert len(warnings) == 2
-    assert all(sum('check-expiration' in c for c in
-                   pool.connection(h).commands) == 1 for h in (M1, M2, M3))
-
-
 def test_a_v1_patch_passes_the_request_id_to_the_operation(
         conf, monkeypatch):  # noqa: F811
     from tests.unit import test_driver as td

@@ -77,9 +77,6 @@ class Harness:
         self.master.script(r'get secret', stdout=_secret())
         self.master.script(r'get nodes -o json',
                            stdout=_nodes_json(k8s_nodes))
-        # A cluster without a certificate inside the warning window.
-        self.master.script(r'certs check-expiration', stdout=json.dumps(
-            {'certificates': [], 'certificateAuthorities': []}))
         self.master.script(r'get configmap cluster-info', stdout=json.dumps(
             {'data': {'kubeconfig': json.dumps({'clusters': [{'cluster': {
                 'server': 'https://%s:8383' % LB}}]})}}))
@@ -151,6 +148,20 @@ def test_instantiate_end(conf):
     assert access.server == 'https://%s:8383' % LB
     assert TOKEN in h.lb.files['.kube/config']
     assert h.lb.modes['.kube/config'] == 0o600
+
+
+def test_instantiate_records_the_masters_host_keys_reading_nothing(conf):
+    """status reads every master but records no key: instantiate does,
+    by a login alone (ClusterDriver.record_host_keys), with no
+    certificate read on the way."""
+    h = Harness(conf)
+    extra = _instantiate_params()
+    h.hooks.instantiate_end(None, h.instance(extra), _request(extra), None,
+                            None)
+    assert not [c for c in h.master.commands if 'kubeadm' in c]
+    keys = records.RecordStore.from_conf(conf).load('inst-1').keys
+    assert keys[('192.168.10.11', 22)] == h.pool.known[
+        ('192.168.10.11', 22)]
 
 
 def test_instantiate_runs_commands_in_order(conf):
@@ -479,8 +490,6 @@ def test_a_failure_at_any_remote_step_then_a_rerun_converges(conf):
     assert len(steps) >= 10
     final_lb = baseline.lb.files['/etc/haproxy/haproxy.cfg.new']
     for host, command in steps:
-        if 'certs check-expiration' in command:
-            continue  # best effort: a warning (day2.check_certificates)
         h, run = _instantiate_once(conf, (host, command))
         with pytest.raises((exceptions.MgmtDriverRemoteCommandError,
                             exceptions.MgmtDriverOtherError)):

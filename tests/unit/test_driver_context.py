@@ -10,6 +10,7 @@ from mgmt_driver import params
 from mgmt_driver import upgrade
 from tests.fakes import FakePool
 from tests.unit import test_driver
+from tests.unit import test_inventory
 
 WORKSPACE = '/home/ubuntu/kubespray/inventory/mycluster/inst-1/'
 conf = test_driver.conf
@@ -74,3 +75,28 @@ def test_a_claim_reads_afresh(conf):
     rendered = yaml.safe_load(ansible.files[WORKSPACE + 'cluster-vars.yaml'])
     assert rendered['kube_version'] == '1.33.9'
     assert len([c for c in ansible.commands if 'KS:MISSING' in c]) == 2
+
+
+def test_record_host_keys_logs_in_once_to_each_node_and_runs_nothing(
+        conf, monkeypatch):
+    """Each master's key recorded and claimed as the instance's (status,
+    which records none, can then read them all); one that does not
+    answer is a warning, not a failure."""
+    masters = ('10.10.0.11', '10.10.0.12', '10.10.0.13')
+    spec = test_inventory._spec()
+    cluster = test_inventory._cluster(spec, masters=masters)
+    pool = FakePool(unreachable=[masters[1]])
+    drv = driver.ClusterDriver(spec, 'inst-1', pool, conf)
+    warnings = []
+    monkeypatch.setattr(drv, 'warn', lambda text, *args: warnings.append(
+        text % args))
+    drv.record_host_keys(cluster.masters)
+    keys = drv.records.load('inst-1').keys
+    assert keys == {(masters[0], 22): pool.known[(masters[0], 22)],
+                    (masters[2], 22): pool.known[(masters[2], 22)]}
+    assert warnings == ['master-10-10-0-12 did not answer SSH: its host '
+                        'key is not recorded (status cannot read it until '
+                        'an operation does)']
+    assert {h.address for h in drv.records.load('inst-1').hosts} == set(
+        masters)
+    assert all(conn.calls == [] for conn in pool.connections.values())

@@ -72,8 +72,42 @@ def test_excused_nodes_pass_but_ready_ones_are_still_version_checked():
 
 
 def test_not_ready_is_any_condition_but_true():
-    assert gates.not_ready([node('a'), node('b', ready='Unknown'),
-                            node('c', ready='False')]) == {'b', 'c'}
+    ready = gates.readiness([node('a'), node('b', ready='Unknown'),
+                             node('c', ready='False')])
+    assert gates.undrained(['a', 'b', 'c'], ready) == {
+        'b': gates.NOT_READY, 'c': gates.NOT_READY}
+
+
+def test_undrained_gives_the_first_reason_and_asks_ssh_last():
+    asked = []
+
+    def answers(name):
+        asked.append(name)
+        return name != 'e'
+    ready = {'a': 'True', 'b': 'Unknown', 'c': 'True', 'd': 'False',
+             'e': 'True'}
+    found = gates.undrained(['e', 'd', 'c', 'b', 'a', 'f'], ready,
+                            known_dead={'c', 'd'}, answers=answers)
+    assert list(found.items()) == [
+        ('e', gates.UNREACHABLE), ('d', gates.NOT_READY),
+        ('c', gates.KNOWN_DEAD), ('b', gates.NOT_READY)]
+    # Only the nodes no cheaper reason took; f (not listed) is Ready.
+    assert asked == ['e', 'a', 'f']
+
+
+def test_unread_readiness_leaves_it_to_the_context_and_ssh():
+    found = gates.undrained(['a', 'b', 'c'], None, known_dead={'b'},
+                            answers=lambda name: name != 'c')
+    assert found == {'b': gates.KNOWN_DEAD, 'c': gates.UNREACHABLE}
+    assert gates.undrained(['a'], {}) == {}
+
+
+def test_an_upgrade_drains_the_ready_schedulable_and_uncordoned_nodes():
+    nodes = [node('a'), node('b', ready='Unknown'),
+             node('c', schedulable=False), node('d', schedulable=False),
+             node('e', ready='False', schedulable=False)]
+    assert gates.upgrade_drains(nodes, ['e', 'd', 'c', 'b', 'a', 'x'],
+                                uncordoned=['d', 'e']) == ['d', 'a']
 
 
 # ------------------------------------------------------------- PDBs --
@@ -230,6 +264,17 @@ def test_a_blocking_pdb_refuses_the_upgrade_and_changes_nothing(conf):  # noqa
     assert h.workspace_files() == {}
     assert [c for c in h.master.commands
             if ' cordon ' in c or ' drain ' in c] == []
+
+
+def test_an_excused_node_that_kubespray_drains_is_checked_too(conf):  # noqa
+    """Excusing a Ready, schedulable node does not stop kubespray from
+    draining it (gates.upgrade_drains): its budget still refuses."""
+    h = _upgrade_harness(conf)
+    _blocking_pdb(h)
+    with pytest.raises(exceptions.UpgradeGateClosed,
+                       match='draining %s would be blocked by apps/db' % W2):
+        _patch(h, {'kube_version': '1.34.3', 'kube_upgrade_excused': [W2]})
+    assert h.playbooks() == []
 
 
 def test_a_blocking_pdb_is_a_warning_when_kubespray_gets_past_it(conf):  # noqa

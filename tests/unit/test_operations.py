@@ -20,6 +20,7 @@ from mgmt_driver import cli
 from mgmt_driver import conf as kconf
 from mgmt_driver import driver
 from mgmt_driver import heat
+from mgmt_driver import kubespray
 from mgmt_driver import localfiles
 from mgmt_driver import model
 from mgmt_driver import nodes
@@ -225,6 +226,71 @@ def test_nodes_is_refused_where_an_operation_takes_none(capsys, operation):
     assert err.startswith('kubespray-mgmt: --nodes: only for run ')
     assert operation in err and len(err.splitlines()) == 1
     assert out == ''
+
+
+#: Each worker's state: (its Ready condition, whether SSH answers).
+NODE_STATES = {
+    'not ready': {ALL[1]: ('Unknown', True), ALL[2]: ('True', True)},
+    'unreachable': {ALL[1]: ('True', False), ALL[2]: ('True', True)},
+}
+WORKER_ADDRESSES = {ALL[1]: '10.10.0.21', ALL[2]: '10.10.0.22'}
+
+
+def _in_states(states):
+    pool = _scripted(ALL, ALL)
+    pool.connection(MASTER).script(r'get node .* -o json', first=True,
+                                   stdout=json.dumps({'items': [{
+                                       'metadata': {'name': name},
+                                       'status': {'conditions': [{
+                                           'type': 'Ready',
+                                           'status': ready}]}}
+                                       for name, (ready, _) in
+                                       states.items()]}))
+    pool.unreachable.update(WORKER_ADDRESSES[name] for name, (_, answers)
+                            in states.items() if not answers)
+    return pool
+
+
+@pytest.mark.parametrize('states', sorted(NODE_STATES))
+def test_heal_and_scale_in_leave_the_same_nodes_undrained(
+        monkeypatch, tmp_path, package, states):
+    """One rule (gates.undrained) on every path that removes a node:
+    the same node states, the same drains and ungraceful removals."""
+    removals = []
+    real = kubespray.Runner.remove_nodes
+
+    def spy(self, names, reachable=True, extra_vars=None):
+        if names:
+            removals.append((list(names), reachable))
+        return real(self, names, reachable, extra_vars)
+    monkeypatch.setattr(kubespray.Runner, 'remove_nodes', spy)
+    both = ','.join(ALL[1:])
+    paths = {
+        'cli scale-in': lambda pool, tmp: _cli(
+            monkeypatch, tmp, package, pool, ['scale-in', '--nodes', both]),
+        'cli heal': lambda pool, tmp: _cli(
+            monkeypatch, tmp, package, pool, ['heal', '--nodes', both]),
+        'v1 scale-in': lambda pool, tmp: Tacker(
+            monkeypatch, tmp, package, pool).call(
+                'scale_start', {'type': 'SCALE_IN'},
+                scale_out_id_list=ALL[1:]),
+        'v1 heal': lambda pool, tmp: Tacker(monkeypatch, tmp, package,
+                                            pool).heal(ALL[1:]),
+    }
+    seen = {}
+    for index, (path, run) in enumerate(paths.items()):
+        pool = _in_states(NODE_STATES[states])
+        del removals[:]
+        tmp = tmp_path / str(index)
+        tmp.mkdir()
+        run(pool, tmp)
+        drained = [c.split(' drain ')[1].split()[0]
+                   for c in pool.connection(MASTER).commands
+                   if ' drain ' in c]
+        seen[path] = (drained, list(removals))
+    # worker-21 is NotReady or unreachable: removed as a dead node.
+    assert seen == dict.fromkeys(paths, (
+        [ALL[2]], [([ALL[2]], True), ([ALL[1]], False)]))
 
 
 def test_the_cli_heals_a_gateway_without_touching_kubernetes_nodes(
