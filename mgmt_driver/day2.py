@@ -300,7 +300,7 @@ def _uncordon_left(drv, cluster, names):
         return
     drv.step('uncordoning %s, left cordoned by an earlier run of '
              'this upgrade, so that kubespray drains and uncordons '
-              'them', ', '.join(names))
+             'them', ', '.join(names))
     client = drv.kubectl_client(cluster)
     for name in names:
         client.uncordon(name)

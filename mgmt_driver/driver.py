@@ -541,7 +541,7 @@ class ClusterDriver:
             kubectl=self.settings.kubectl_command,
             kubeconfig=self.settings.kubectl_kubeconfig,
             sudo=kconf.use_sudo(self.settings.kubectl_sudo,
-                       self.spec.master.login.username),
+                                self.spec.master.login.username),
             settings=kubectl.KubectlSettings.from_conf(self.conf))
 
     def cluster_access(self, cluster, name):

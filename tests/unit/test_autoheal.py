@@ -333,4 +333,4 @@ def test_v2_automatic_heal_refused_changes_nothing(conf):  # noqa: F811
     # Only read: kubectl found, the nodes listed.
     assert [c.split(' -o ')[0].split()[-2:] for c in
             h.master.commands[master:]] == [['version', '--client'],
-                                             ['get', 'nodes']]
+                                            ['get', 'nodes']]

@@ -280,7 +280,7 @@ def test_the_command_and_the_patch_compose_the_same_operation(
     monkeypatch.setattr(driver.ClusterDriver, 'claim', lambda self: None)
     drv, cluster, _, _ = _renewal(conf, monkeypatch)
     summary = operations.COMMANDS['renew-certs'](drv, cluster, [], 'c1',
-                                                  vims=object())
+                                                 vims=object())
     operations.modify(drv, cluster, renew='r7')
     assert calls == [None, 'r7']
     assert summary.startswith('renewed the control-plane certificates')

@@ -238,7 +238,7 @@ def _scale_out_by_two(conf, workers, probe=None):
 def _fresh_cache(names):
     return ('FC:TIMEOUT:86400\n'
             'FC:NOW:1000000\n' + ''.join('FC:ENTRY:%s:999000\n' % n
-                                        for n in names[:-1]))
+                                         for n in names[:-1]))
 
 
 def test_scale_end_refreshes_only_stale_facts(conf):
@@ -454,7 +454,7 @@ def test_kubectl_and_haproxy_follow_the_drivers_own_conf(conf):
     ('heal_start', {'vnfc_instance_id': ['vnfc-1']}),
 ])
 def test_vnfc_operations_refuse_an_explicit_nodes_list(conf, hook,
-                                                      request_fields):
+                                                       request_fields):
     h = Harness(conf)
     extra = _instantiate_params(2)
     with pytest.raises(exceptions.MgmtDriverParamInvalid, match='nodes'):
