@@ -364,12 +364,17 @@ class ClusterDriver:
     def rendered_spec(self):
         """The spec the documents are rendered from: the request's, with
         the Kubernetes version of the last upgrade recorded in the
-        workspace, if any (:attr:`spec` itself never changes)."""
+        workspace, if any (:attr:`spec` itself never changes), spelled
+        as the request spelled its own (a "v" for kubespray up to
+        v2.27), without a "v" when it gave none."""
         version = self._reads.kube_version
         if version is None:
             return self.spec
+        options = self.spec.kubespray
+        spelled = options.kube_version is not None and \
+            options.kube_version.v_prefix
         return dataclasses.replace(self.spec, kubespray=dataclasses.replace(
-            self.spec.kubespray, kube_version=model.KubeVersion(version)))
+            options, kube_version=model.KubeVersion(version, spelled)))
 
     def record_kube_version(self, version, others=None):
         """Record *version* (and the *others* records of the upgrade,

@@ -1,10 +1,12 @@
 """ClusterDriver as the per-operation context: its spec never changes,
 and what it caches is handed out as copies (mgmt_driver.driver.Reads)."""
 
+import pytest
 import yaml
 
 from mgmt_driver import driver
 from mgmt_driver import labels
+from mgmt_driver import model
 from mgmt_driver import nodes
 from mgmt_driver import params
 from mgmt_driver import upgrade
@@ -16,14 +18,18 @@ WORKSPACE = '/home/ubuntu/kubespray/inventory/mycluster/inst-1/'
 conf = test_driver.conf
 
 
-def _context(conf, recorded_version=None):
+def _context(conf, recorded_version=None, requested=None):
     pool = FakePool()
     ansible = pool.connection(test_driver.ANSIBLE)
     ansible.script(r'^program:detect-layout ', stdout=test_driver.LAYOUT)
     if recorded_version is not None:
         ansible.files[WORKSPACE + upgrade.RECORD_FILE] = \
             upgrade.render_record(recorded_version)
-    spec = params.parse_params(test_driver._instantiate_params(2))
+    request = test_driver._instantiate_params(2)
+    if requested is not None:
+        request[model.ROOT]['kubespray'] = {
+            'extra_vars': {'kube_version': requested}}
+    spec = params.parse_params(request)
     return (driver.ClusterDriver(spec, 'inst-1', pool, conf),
             nodes.nodes_from_spec(spec), ansible)
 
@@ -36,6 +42,17 @@ def test_the_recorded_version_is_rendered_and_the_spec_left_alone(conf):
     assert 'kube_version' not in spec.kubespray.extra_vars
     rendered = yaml.safe_load(ansible.files[WORKSPACE + 'cluster-vars.yaml'])
     assert rendered['kube_version'] == '1.33.7'
+
+
+@pytest.mark.parametrize('requested, rendered', [
+    ('v1.32.2', 'v1.33.7'), ('1.32.2', '1.33.7')])
+def test_the_recorded_version_keeps_the_request_s_spelling(
+        conf, requested, rendered):
+    # kubespray up to v2.27 wants "v1.33.7", from v2.28 on "1.33.7".
+    drv, cluster, ansible = _context(conf, (1, 33, 7), requested)
+    drv.upload_inventory(cluster)
+    vars_file = yaml.safe_load(ansible.files[WORKSPACE + 'cluster-vars.yaml'])
+    assert vars_file['kube_version'] == rendered
 
 
 def test_an_upgrade_record_changes_the_rendering_not_the_spec(conf):
