@@ -730,15 +730,17 @@ class ClusterDriver:
         ``kubespray-mgmt status`` records no key (``accept-new`` is
         ``read-only`` there) yet reads every control-plane node, while
         an operation reaches only the first one that answers (kubectl):
-        without this step status could not read the others.  One login
-        and ``true`` per node (:meth:`reachable`, asked once per claim);
-        no certificate or other state is read.  Best effort: a node that
-        does not answer is a warning, its key recorded by the next
-        operation that reaches it.
+        without this step status could not read the others.  ``true``
+        on each node's connection of the pool (:meth:`connection`: the
+        one the operation's other steps use, so no host gets a second
+        SSH session); no certificate or other state is read.  Best
+        effort: a node that does not answer is a warning, its key
+        recorded by the next operation that reaches it.
         """
-        self._remember([_host_of(n) for n in nodes])
         for node in nodes:
-            if not self.reachable(node):
+            try:
+                self.connection(node).run(['true'])
+            except _PLAYBOOK_ERRORS + (exceptions.MgmtDriverOtherError,):
                 self.warn('%s did not answer SSH: its host key is not '
                           'recorded (status cannot read it until an '
                           'operation does)', node.name)

@@ -491,9 +491,12 @@ def test_a_failure_at_any_remote_step_then_a_rerun_converges(conf):
     final_lb = baseline.lb.files['/etc/haproxy/haproxy.cfg.new']
     for host, command in steps:
         h, run = _instantiate_once(conf, (host, command))
-        with pytest.raises((exceptions.MgmtDriverRemoteCommandError,
-                            exceptions.MgmtDriverOtherError)):
-            run()
+        if command != 'true':
+            with pytest.raises((exceptions.MgmtDriverRemoteCommandError,
+                                exceptions.MgmtDriverOtherError)):
+                run()
+        # else the login that records a master's host key: best effort
+        # (ClusterDriver.record_host_keys), a warning and no failure.
         run()
         assert [c[0] for c in h.registry.calls] == ['register'], command
         assert h.lb.files['/etc/haproxy/haproxy.cfg.new'] == final_lb

@@ -5,6 +5,7 @@ import pytest
 import yaml
 
 from mgmt_driver import driver
+from mgmt_driver import exceptions
 from mgmt_driver import labels
 from mgmt_driver import model
 from mgmt_driver import nodes
@@ -102,7 +103,12 @@ def test_record_host_keys_logs_in_once_to_each_node_and_runs_nothing(
     masters = ('10.10.0.11', '10.10.0.12', '10.10.0.13')
     spec = test_inventory._spec()
     cluster = test_inventory._cluster(spec, masters=masters)
-    pool = FakePool(unreachable=[masters[1]])
+    pool = FakePool()
+
+    def refused():
+        raise exceptions.MgmtDriverOtherError(error_message='refused')
+
+    pool.connection(masters[1]).on_login = refused
     drv = driver.ClusterDriver(spec, 'inst-1', pool, conf)
     warnings = []
     monkeypatch.setattr(drv, 'warn', lambda text, *args: warnings.append(
@@ -116,4 +122,7 @@ def test_record_host_keys_logs_in_once_to_each_node_and_runs_nothing(
                         'an operation does)']
     assert {h.address for h in drv.records.load('inst-1').hosts} == set(
         masters)
-    assert all(conn.calls == [] for conn in pool.connections.values())
+    # The pool's connection to each (no second session), and only true.
+    assert {host: conn.commands for host, conn in pool.connections.items()
+            } == {masters[0]: ['true'], masters[1]: [],
+                  masters[2]: ['true']}
