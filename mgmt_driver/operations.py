@@ -145,7 +145,8 @@ def instantiate(drv, cluster, vim_name, vims):
     gateway_steps.update(drv, cluster)
     access = drv.cluster_access(cluster, vim_name)
     gateway_steps.place_kubeconfig(drv, cluster, access)
-    drv.record_host_keys(cluster.masters)
+    if not planning(drv):  # a dry run records no key
+        drv.record_host_keys(cluster.masters)
     return access, register(drv, vims, access)
 
 
@@ -304,8 +305,9 @@ def heal_finish(drv, cluster, names, vim_name, vims, new_settings=False):
     masters = {n.name for n in cluster.masters}
     if masters.intersection(missing):
         controlplane.add(drv, cluster)
-        # The new masters' host keys, for status (as instantiate).
-        drv.record_host_keys(cluster.masters)
+        if not planning(drv):
+            # The new masters' host keys, for status (as instantiate).
+            drv.record_host_keys(cluster.masters)
     drv.scale_out(cluster, [n for n in missing if n not in masters],
                   purpose='heal')
 
