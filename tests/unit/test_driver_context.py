@@ -95,7 +95,7 @@ def test_a_claim_reads_afresh(conf):
     assert len([c for c in ansible.commands if 'KS:MISSING' in c]) == 2
 
 
-def test_record_host_keys_logs_in_once_to_each_node_and_runs_nothing(
+def test_record_host_keys_runs_only_true_on_each_node_s_connection(
         conf, monkeypatch):
     """Each master's key recorded and claimed as the instance's (status,
     which records none, can then read them all); one that does not
