@@ -21,11 +21,11 @@ import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
+from mgmt_localsite import sshd as sshd_site  # noqa: E402
 from ssh_costs import _ms  # noqa: E402
 
-from mgmt_driver import kubespray  # noqa: E402
-from mgmt_driver import ssh  # noqa: E402
-from mgmt_driver.localsite import sshd as sshd_site  # noqa: E402
+from mgmt_driver.remote import kubespray  # noqa: E402
+from mgmt_driver.remote import ssh  # noqa: E402
 
 STAND_IN = '''#!/bin/sh
 echo "PLAY [stand-in] ***"

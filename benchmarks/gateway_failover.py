@@ -1,9 +1,9 @@
 """How long the API and a NodePort are unreachable when a gateway fails.
 
 Runs as root with the real ``haproxy`` and ``keepalived`` in network
-namespaces it creates (``mgmt_driver/localsite/gateways.py``: two
+namespaces it creates (``localsite-dist/mgmt_localsite/gateways.py``: two
 gateways on a bridge, TEST-NET-1 addresses only, configured by
-:func:`mgmt_driver.keepalived.update_gateways`).  Per run:
+:func:`mgmt_driver.remote.keepalived.update_gateways`).  Per run:
 
 * ``haproxy``: the MASTER gateway's HAProxy is stopped (SIGTERM); the
   clock runs until both the API port and a NodePort answer through the
@@ -30,8 +30,8 @@ import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
-from mgmt_driver.localsite import gateways  # noqa: E402
-from mgmt_driver.localsite import haproxy as site  # noqa: E402
+from mgmt_localsite import gateways  # noqa: E402
+from mgmt_localsite import haproxy as site  # noqa: E402
 
 GATEWAYS = {'gw-1': '192.0.2.11', 'gw-2': '192.0.2.12'}
 

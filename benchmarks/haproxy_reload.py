@@ -1,16 +1,16 @@
 """How long from a re-rendered HAProxy config to a new backend being served.
 
 Runs on loopback only, with the real ``haproxy`` and the test site of
-``mgmt_driver/localsite/haproxy.py``: three workers behind HAProxy, then
-a fourth worker is added to the layout and the configuration reloaded.
-The clock starts just before the reload and stops when a new connection
-through a NodePort is first answered by the new worker (connections are
-opened back to back, round robin over four workers).
+``localsite-dist/mgmt_localsite/haproxy.py``: three workers behind HAProxy,
+then a fourth worker is added to the layout and the configuration reloaded. The
+clock starts just before the reload and stops when a new connection through a
+NodePort is first answered by the new worker (connections are opened back to
+back, round robin over four workers).
 
 Two reload styles are timed:
 
 * ``sf``: ``haproxy -sf <old pid>`` started by hand (render, write, start);
-* ``apply``: :func:`mgmt_driver.loadbalancer.apply_config` with a local
+* ``apply``: :func:`mgmt_driver.remote.loadbalancer.apply_config` with a local
   connection (render, read, write ``.new``, ``haproxy -c``, backup, rename)
   reloading a master-worker HAProxy with ``kill -USR2``, which is what
   ``systemctl reload haproxy`` does on Debian and Ubuntu.
@@ -27,8 +27,9 @@ import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
-from mgmt_driver import loadbalancer as lb  # noqa: E402
-from mgmt_driver.localsite import haproxy as site  # noqa: E402
+from mgmt_localsite import haproxy as site  # noqa: E402
+
+from mgmt_driver.remote import loadbalancer as lb  # noqa: E402
 
 LB = '127.0.0.2'
 CONTROL_PLANE = [('cp-1', '127.0.0.11')]

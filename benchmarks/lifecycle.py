@@ -1,9 +1,9 @@
 """What each LCM hook costs, at several cluster sizes, on the local site.
 
 For every size (workers; one master) a fresh local site
-(mgmt_driver/localsite/lab.py: real sshd, real ansible-playbook running
+(localsite-dist/mgmt_localsite/lab.py: real sshd, real ansible-playbook running
 the kubespray test double, real HAProxy) runs Tacker's hooks through
-``mgmt_driver.driver.LcmHooks`` with a fake Heat (tests/functional/
+``mgmt_driver.adapters.v1.LcmHooks`` with a fake Heat (tests/functional/
 tacker_fakes.py): instantiate_end, scale_end (out by 2), scale_start (in
 by 1), heal_start + heal_end (one worker), terminate_start +
 terminate_end.  Per hook it reports:
@@ -36,10 +36,11 @@ import types
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
-from mgmt_driver import driver  # noqa: E402
-from mgmt_driver import model
-from mgmt_driver import ssh  # noqa: E402
-from mgmt_driver.localsite import lab as lab_mod  # noqa: E402
+from mgmt_localsite import lab as lab_mod  # noqa: E402
+
+from mgmt_driver.adapters import v1
+from mgmt_driver.model import core
+from mgmt_driver.remote import ssh  # noqa: E402
 from tests.functional import tacker_fakes  # noqa: E402
 from tests.functional.tacker_fakes import heal_request  # noqa: E402
 from tests.functional.tacker_fakes import instantiate_request  # noqa: E402
@@ -60,7 +61,7 @@ def worker_addresses(count, first_block=3):
 
 def _is_playbook_time(command):
     """Starting an ansible-playbook run, or following it to its end
-    (a detached run, :mod:`mgmt_driver.detached`: the start returns at
+    (a detached run, :mod:`mgmt_driver.remote.detached`: the start returns at
     once, the time passes while its log is followed)."""
     words = command if isinstance(command, (list, tuple)) else [command]
     return any(str(w).endswith('ansible-playbook') or
@@ -110,7 +111,7 @@ class Bench:
                                           workers, lb)
         self.pools = []
         self.rows = []
-        self.hooks = driver.LcmHooks(
+        self.hooks = v1.LcmHooks(
             lab.conf, pool_factory=self._pool,
             heat_factory=lambda *a: self.vnf.heat,
             vim_registry=tacker_fakes.FakeRegistry(),
@@ -153,7 +154,7 @@ class Bench:
         vnf = self.vnf
         self.call('instantiate_end', instantiate_request(
             vnf.additional_params))
-        new = [vnf.add_vm(model.ROLE_WORKER, a) for a in spare]
+        new = [vnf.add_vm(core.ROLE_WORKER, a) for a in spare]
         self.call('scale_end', scale_request('SCALE_OUT'),
                   scale_out_id_list=[vm.stack_id for vm in new])
         gone = vnf.vm(workers[0])

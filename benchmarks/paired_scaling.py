@@ -27,10 +27,10 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
 import lifecycle  # noqa: E402
+from mgmt_localsite import lab as lab_mod  # noqa: E402
+from mgmt_localsite import site as site_mod  # noqa: E402
 
-from mgmt_driver import model
-from mgmt_driver.localsite import lab as lab_mod  # noqa: E402
-from mgmt_driver.localsite import site as site_mod  # noqa: E402
+from mgmt_driver.model import core
 from tests.functional.tacker_fakes import instantiate_request  # noqa: E402
 from tests.functional.tacker_fakes import scale_request  # noqa: E402
 
@@ -63,7 +63,7 @@ class Site:
     def out_and_in(self, address):
         """Scale out by *address*, then in by it: their two rows."""
         vnf, bench = self.bench.vnf, self.bench
-        vm = vnf.add_vm(model.ROLE_WORKER, address)
+        vm = vnf.add_vm(core.ROLE_WORKER, address)
         bench.call('scale_end', scale_request('SCALE_OUT'),
                    scale_out_id_list=[vm.stack_id])
         bench.call('scale_start', scale_request('SCALE_IN'),
@@ -76,12 +76,12 @@ class Site:
         """Age *stale* workers' cache entries, scale out by *address*:
         (aged names, the facts runs' touched hosts, the row)."""
         site = self.lab.site
-        names = [site_mod.name_of(model.ROLE_WORKER, a)
+        names = [site_mod.name_of(core.ROLE_WORKER, a)
                  for a in self.workers[-stale:]]
         aged = site.age_fact_cache(site.fact_cache_timeout() + 60,
                                    hosts=names)
         runs = len(site.runs())
-        vm = self.bench.vnf.add_vm(model.ROLE_WORKER, address)
+        vm = self.bench.vnf.add_vm(core.ROLE_WORKER, address)
         self.bench.call('scale_end', scale_request('SCALE_OUT'),
                         scale_out_id_list=[vm.stack_id])
         touched = sorted(h for r in site.runs()[runs:]

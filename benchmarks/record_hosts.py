@@ -12,7 +12,7 @@ import sys
 import tempfile
 import time
 
-from mgmt_driver import records
+from mgmt_driver.state import records
 
 
 def _hosts(count):

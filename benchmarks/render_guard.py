@@ -20,16 +20,16 @@ import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
-from mgmt_driver import inventory  # noqa: E402
-from mgmt_driver import model
-from mgmt_driver import nodes  # noqa: E402
-from mgmt_driver import params  # noqa: E402
+from mgmt_driver.model import core
+from mgmt_driver.model import nodes  # noqa: E402
+from mgmt_driver.model import params  # noqa: E402
+from mgmt_driver.remote import inventory  # noqa: E402
 from tests.unit import params_data  # noqa: E402
 
 
 def _request(entries):
     request = params_data.minimal()
-    request[model.ROOT]['kubespray'] = {'extra_vars': {'custom': {
+    request[core.ROOT]['kubespray'] = {'extra_vars': {'custom': {
         'k%06d' % i: {'list': [i, 'x'], 'text': '{{ v%d }}' % i}
         for i in range(entries)}}}
     return request
@@ -55,9 +55,9 @@ def main():
         request = _request(entries)
         spec = params.parse_params(request, need_cp_names=False)
         cluster = nodes.build_nodes(spec, [
-            model.NodeAddress('master', '10.0.0.1', '10.0.0.1'),
-            model.NodeAddress('worker', '10.0.0.2', '10.0.0.2'),
-            model.NodeAddress('external_lb', '10.0.0.3', '10.0.0.3')])
+            core.NodeAddress('master', '10.0.0.1', '10.0.0.1'),
+            core.NodeAddress('worker', '10.0.0.2', '10.0.0.2'),
+            core.NodeAddress('external_lb', '10.0.0.3', '10.0.0.3')])
         parse = _best(functools.partial(params.parse_params, request,
                                         need_cp_names=False), args.runs)
         render = _best(functools.partial(inventory.render_files, spec,

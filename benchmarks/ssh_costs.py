@@ -17,8 +17,9 @@ import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
-from mgmt_driver import ssh  # noqa: E402
-from mgmt_driver.localsite import sshd as sshd_site  # noqa: E402
+from mgmt_localsite import sshd as sshd_site  # noqa: E402
+
+from mgmt_driver.remote import ssh  # noqa: E402
 
 
 def _ms(values):

@@ -1,7 +1,7 @@
 """What hostile tenant-sized and remote-sized lists cost the conductor.
 
 Issue 27 item 2.  Two cases, timed in this process (conductor CPU; no
-host is contacted: the dry-run pool of ``mgmt_driver.plan`` answers the
+host is contacted: the dry-run pool of ``mgmt_driver.remote.plan`` answers the
 kubectl commands as a cluster that has every node):
 
 * **relabel PATCH**: one ``relabel_taints`` metadata value of
@@ -31,17 +31,17 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 from oslo_config import cfg  # noqa: E402
 
-from mgmt_driver import conf as kconf  # noqa: E402
-from mgmt_driver import day2  # noqa: E402
-from mgmt_driver import driver  # noqa: E402
-from mgmt_driver import inventory  # noqa: E402
-from mgmt_driver import labels  # noqa: E402
-from mgmt_driver import model
-from mgmt_driver import nodes  # noqa: E402
-from mgmt_driver import params  # noqa: E402
-from mgmt_driver import plan  # noqa: E402
-from mgmt_driver import records  # noqa: E402
-from mgmt_driver import status  # noqa: E402
+from mgmt_driver.adapters import status  # noqa: E402
+from mgmt_driver.common import conf as kconf  # noqa: E402
+from mgmt_driver.model import core
+from mgmt_driver.model import labels  # noqa: E402
+from mgmt_driver.model import nodes  # noqa: E402
+from mgmt_driver.model import params  # noqa: E402
+from mgmt_driver.operations import day2  # noqa: E402
+from mgmt_driver.remote import inventory  # noqa: E402
+from mgmt_driver.remote import plan  # noqa: E402
+from mgmt_driver.session import driver  # noqa: E402
+from mgmt_driver.state import records  # noqa: E402
 
 _EFFECTS = ('NoSchedule', 'PreferNoSchedule', 'NoExecute')
 
@@ -65,7 +65,7 @@ def taint_text(size, shape):
 def _request(workers):
     base = int(ipaddress.ip_address('10.20.0.10'))
     ips = [str(ipaddress.ip_address(base + i)) for i in range(workers)]
-    return {model.ROOT: {
+    return {core.ROOT: {
         'master_node': {'username': 'u', 'password': 'p'},
         'worker_node': {'username': 'u', 'password': 'p'},
         'ansible': {'ip_address': '10.20.1.1', 'username': 'u',
@@ -108,7 +108,7 @@ def status_differences(workers, size):
     names = ['worker-%d' % i for i in range(workers)]
     recorded = inventory.RecordedInventory(
         masters=(), hosts=tuple((n, None, None) for n in names))
-    settings = {n: model.NodeSettings((), tuple(taints)) for n in names}
+    settings = {n: core.NodeSettings((), tuple(taints)) for n in names}
     live = [{'name': n, 'ready': 'True', 'labels': {},
              'taints': taints[::-1]} for n in names]
     start = time.process_time()

@@ -1,13 +1,13 @@
 """mgmt-driver-kubespray-localsite: the local test site, packaged apart.
 
-The site (``mgmt_driver/localsite/``: the kubespray test double, the fake
-kubectl and sudo, the sshd, HAProxy and etcd helpers, the demo) is not
+The site (``localsite-dist/mgmt_localsite/``: the kubespray test double, the
+fake kubectl and sudo, the sshd, HAProxy and etcd helpers, the demo) is not
 part of the driver a Tacker conductor loads, so the driver's distribution
-(``mgmt-driver-kubespray``, the repository's setup.py) leaves it out and
-this one ships it: the same package path, ``mgmt_driver.localsite``,
-installed into the same environment beside the driver, from the same
-files (``mgmt_driver/localsite`` here is a link to them).  ``tools/demo``
-installs both::
+(``mgmt-driver-kubespray``, the repository's setup.py) leaves it out and this
+one ships it: the same package path, ``mgmt_localsite``, installed into the
+same environment beside the driver, from the same files
+(``mgmt_driver/localsite`` here is a link to them).  ``tools/demo`` installs
+both::
 
     pip install '.[demo]' ./localsite-dist
 
@@ -17,7 +17,7 @@ install neither.
 
 import setuptools
 
-SITE = 'mgmt_driver.localsite'
+SITE = 'mgmt_localsite'
 
 setuptools.setup(
     name='mgmt-driver-kubespray-localsite',

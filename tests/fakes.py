@@ -1,11 +1,11 @@
-"""Recording test doubles for :mod:`mgmt_driver.ssh`.
+"""Recording test doubles for :mod:`mgmt_driver.remote.ssh`.
 
 ``FakeConnection`` has the public interface of ``ssh.Connection``
-(``mgmt_driver.connection.Connection``): it records every call in
+(``mgmt_driver.remote.connection.Connection``): it records every call in
 ``calls`` and answers commands from a script of ``(regex, CommandResult
 fields)`` rules, first match wins; commands that match no rule succeed
 with empty output.  A rule for one of the remote programs
-(``mgmt_driver/scripts/NAME.sh``) may name it: ``r'^program:NAME '``
+(``mgmt_driver/remote/scripts/NAME.sh``) may name it: ``r'^program:NAME '``
 (see ``_PROGRAM_TAG``).  Remote files live in
 ``files``.
 ``FakePool`` hands out one ``FakeConnection`` per host, like
@@ -18,14 +18,14 @@ import re
 import shlex
 import tarfile
 
-from mgmt_driver import connection
-from mgmt_driver import detached
-from mgmt_driver import etcdsnapshots
-from mgmt_driver import exceptions
-from mgmt_driver import kubespray
-from mgmt_driver import registry
-from mgmt_driver import remote
-from mgmt_driver import ssh
+from mgmt_driver.common import exceptions
+from mgmt_driver.operations import etcdsnapshots
+from mgmt_driver.remote import connection
+from mgmt_driver.remote import detached
+from mgmt_driver.remote import kubespray
+from mgmt_driver.remote import programs
+from mgmt_driver.remote import ssh
+from mgmt_driver.state import registry
 
 _DETACHED_PROGRAMS = {detached.START: 'start', detached.FOLLOW: 'follow',
                       detached.END: 'end', detached.STOP: 'stop'}
@@ -33,8 +33,9 @@ _DETACHED_PROGRAMS = {detached.START: 'start', detached.FOLLOW: 'follow',
 
 def detached_call(command):
     """'start', 'follow', 'end' or 'stop' for the programs of
-    ``mgmt_driver.detached`` (known by ``remote.name_of``), else None."""
-    return _DETACHED_PROGRAMS.get(remote.name_of(command))
+    ``mgmt_driver.remote.detached`` (known by ``remote.name_of``), else
+    None."""
+    return _DETACHED_PROGRAMS.get(programs.name_of(command))
 
 
 #: What a rule sees besides the command's text for a remote program,
@@ -109,9 +110,9 @@ class FakeConnection(connection.Connection):
         if stdin is not None:
             self.stdin_of[text] = stdin
         if isinstance(stdin, bytes) and \
-                remote.name_of(command) == kubespray.REPLACE:
+                programs.name_of(command) == kubespray.REPLACE:
             self._unpack(command[-1], stdin)
-        name = remote.name_of(command)
+        name = programs.name_of(command)
         rule = self._match(text, name and _PROGRAM_TAG % name) or \
             self._default_answer(command)
         result = ssh.CommandResult(host=self.host, command=text,
@@ -136,7 +137,7 @@ class FakeConnection(connection.Connection):
         a snapshot in :attr:`files` and prints its path."""
         answer = {'stdout': '', 'stderr': '', 'exit_code': 0,
                   'timeout': False}
-        if remote.name_of(command) == etcdsnapshots.SAVE_PROGRAM:
+        if programs.name_of(command) == etcdsnapshots.SAVE_PROGRAM:
             self.files[self.SNAPSHOT_PATH] = 'etcd snapshot of ' + self.host
             answer['stdout'] = 'KS:SNAPSHOT:%s\n' % self.SNAPSHOT_PATH
         return answer
@@ -155,7 +156,7 @@ class FakeConnection(connection.Connection):
         return len(content)
 
     def _detached(self, kind, command, on_line):
-        """A detached playbook run (``mgmt_driver.detached``) that ends
+        """A detached playbook run (``mgmt_driver.remote.detached``) that ends
         as the first rule matching ``detached in <root>: <argv>`` says.
 
         Only the start is in :attr:`commands`; following the log, reading

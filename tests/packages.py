@@ -14,7 +14,7 @@ import zipfile
 
 import pytest
 
-from mgmt_driver import csar
+from mgmt_driver.adapters import csar
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 PACKAGES_DIR = REPO / 'vnf_packages'

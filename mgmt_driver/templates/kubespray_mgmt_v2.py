@@ -3,7 +3,7 @@
 Tacker's v2 conductor runs this file with its own interpreter, a pickled
 dict on stdin; the result, if any, is a pickled dict on stdout, and a
 failure a message on stderr with a non-zero exit status.  Everything else
-is in the installed ``mgmt_driver`` package (``mgmt_driver.v2``): this
+is in the installed ``mgmt_driver`` package (``mgmt_driver.adapters.v2``): this
 file changes only when that contract does.  ``kubespray-mgmt csar build``
 copies it into the package as ``Scripts/kubespray_mgmt_v2.py``.
 """
@@ -11,6 +11,6 @@ copies it into the package as ``Scripts/kubespray_mgmt_v2.py``.
 import sys
 
 if __name__ == '__main__':
-    from mgmt_driver import v2
+    from mgmt_driver.adapters import v2
 
     sys.exit(v2.main())

@@ -11,7 +11,7 @@ needs), built once and kept under ``.tox/`` (or
 
 :class:`Replay` turns one invocation the double recorded
 (``invocations.jsonl``, from
-``mgmt_driver/localsite/kubespray/plugins/callback/kube_double_runs.py``)
+``localsite-dist/mgmt_localsite/kubespray/plugins/callback/kube_double_runs.py``)
 into the same ``ansible-playbook`` arguments for the real release: the
 same playbook, ``--limit``, flags and inventory text, the same ``-e``
 files in the same order, and a fact cache holding the hosts whose facts

@@ -4,7 +4,7 @@ the cluster behind it."""
 import threading
 import time
 
-from mgmt_driver.localsite import haproxy as haproxy_site
+from mgmt_localsite import haproxy as haproxy_site
 
 
 class Prober:

@@ -1,8 +1,7 @@
 """The body of every fixture that serves a test sshd of its own."""
 
 import pytest
-
-from mgmt_driver.localsite import sshd as sshd_site
+from mgmt_localsite import sshd as sshd_site
 
 
 def serve(addresses):

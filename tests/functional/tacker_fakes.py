@@ -3,17 +3,18 @@
 :class:`FakeHeat` answers the ``HeatClient`` lookups the driver makes,
 :class:`TackerVnf` keeps the stacks, scaling-group members, servers and
 VNFCs of one VNF instance on the local site
-(:mod:`mgmt_driver.localsite.site`), and :class:`FakeRegistry` records the
+(:mod:`mgmt_localsite.site`), and :class:`FakeRegistry` records the
 Kubernetes VIMs the driver registers.
 """
 
 import types
 import uuid
 
-from mgmt_driver import driver
-from mgmt_driver import model
-from mgmt_driver import ssh
-from mgmt_driver.localsite import site
+from mgmt_localsite import site
+
+from mgmt_driver.adapters import v1
+from mgmt_driver.model import core
+from mgmt_driver.remote import ssh
 from tests import fakes
 
 # ------------------------------------------------------ Tacker + Heat --
@@ -25,12 +26,12 @@ GROUP = 'OS::Heat::AutoScalingGroup'
 
 # role: (aspect, VDU, nic CP, ssh CP), as in vnf_packages/.
 _ROLE_NAMES = {
-    model.ROLE_MASTER: ('master_instance', 'masterNode', 'masterNode_CP1',
-                        'masterNode_FloatingIP'),
-    model.ROLE_WORKER: ('worker_instance', 'workerNode', 'workerNode_CP2',
-                        'workerNode_FloatingIP'),
-    model.ROLE_EXTERNAL_LB: (None, 'externalLB', 'externalLB_CP3',
-                             'externalLB_FloatingIP'),
+    core.ROLE_MASTER: ('master_instance', 'masterNode', 'masterNode_CP1',
+                       'masterNode_FloatingIP'),
+    core.ROLE_WORKER: ('worker_instance', 'workerNode', 'workerNode_CP2',
+                       'workerNode_FloatingIP'),
+    core.ROLE_EXTERNAL_LB: (None, 'externalLB', 'externalLB_CP3',
+                            'externalLB_FloatingIP'),
 }
 
 
@@ -97,19 +98,19 @@ class TackerVnf:
         self.top = 'stack-' + uuid.uuid4().hex[:8]
         self.heat.stacks = {self.top: {}}
         self.vms = []
-        for role in (model.ROLE_MASTER, model.ROLE_WORKER):
+        for role in (core.ROLE_MASTER, core.ROLE_WORKER):
             aspect = _ROLE_NAMES[role][0]
             group = 'group-' + uuid.uuid4().hex[:8]
             self.heat.stacks[group] = {}
             self.heat.stacks[self.top][aspect] = _resource(aspect, GROUP,
                                                            group)
-        lb_vm = Vm(model.ROLE_EXTERNAL_LB, lb)
+        lb_vm = Vm(core.ROLE_EXTERNAL_LB, lb)
         self._put_vm(self.top, lb_vm)
         self.vms.append(lb_vm)
         for address in masters:
-            self.add_vm(model.ROLE_MASTER, address)
+            self.add_vm(core.ROLE_MASTER, address)
         for address in workers:
-            self.add_vm(model.ROLE_WORKER, address)
+            self.add_vm(core.ROLE_WORKER, address)
 
     def _put_vm(self, stack_id, vm):
         _, vdu, nic_cp, ssh_cp = _ROLE_NAMES[vm.role]
@@ -183,7 +184,7 @@ def vnf_on_lab(lab, masters, workers, lb, pool_factory=None):
     """
     vnf = TackerVnf(lab.additional_params, masters, workers, lb)
     registry = FakeRegistry()
-    hooks = driver.LcmHooks(
+    hooks = v1.LcmHooks(
         lab.conf, pool_factory=pool_factory or (
             lambda: ssh.ConnectionPool(ssh.SSHSettings.from_conf(lab.conf))),
         heat_factory=lambda context, instance, request: vnf.heat,
@@ -197,7 +198,7 @@ def namer(masters):
     masters = frozenset(masters)
 
     def name(address):
-        role = model.ROLE_MASTER if address in masters else model.ROLE_WORKER
+        role = core.ROLE_MASTER if address in masters else core.ROLE_WORKER
         return site.name_of(role, address)
     return name
 

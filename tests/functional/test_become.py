@@ -19,15 +19,14 @@ import os
 import stat
 
 import pytest
+from mgmt_localsite import lab as lab_mod
+from mgmt_localsite import site as site_mod
 
-from mgmt_driver import cli
-from mgmt_driver import escalation
-from mgmt_driver import exceptions
-from mgmt_driver import inventory
-from mgmt_driver import model
-from mgmt_driver import params
-from mgmt_driver.localsite import lab as lab_mod
-from mgmt_driver.localsite import site as site_mod
+from mgmt_driver.adapters import cli
+from mgmt_driver.common import exceptions
+from mgmt_driver.model import core
+from mgmt_driver.model import params
+from mgmt_driver.remote import inventory
 from tests.functional import test_faults
 
 ANSIBLE, LB = '127.0.44.1', '127.0.44.2'
@@ -58,7 +57,7 @@ def _instantiate(lab, become=lambda section: {}):
     """Instantiate with password logins on the nodes and ``become(section)``
     (the become fields) in master_node and worker_node."""
     additional = lab.additional_params
-    root = additional[model.ROOT]
+    root = additional[core.ROOT]
     for section in ADDRESSES:
         node = {key: value for key, value in root[section].items()
                 if key not in ('ssh_key_file',) + params._BECOME_KEYS}
@@ -88,7 +87,7 @@ def test_sudo_asking_a_password_needs_ansibles_become_password(lab):
     message = _failure(lab, lambda section: {'passwordless_sudo': True})
     assert 'cluster.yml' in message
     assert 'Missing kube_double password' in message
-    assert escalation.HINT in message
+    assert exceptions.BECOME_HINT in message
     for address in MASTERS + WORKERS:
         assert site_mod.name_of('master' if address in MASTERS
                                 else 'worker', address) in message

@@ -4,8 +4,8 @@ import time
 
 import pytest
 
-from mgmt_driver import exceptions
-from mgmt_driver import ssh
+from mgmt_driver.common import exceptions
+from mgmt_driver.remote import ssh
 
 MIB = 1024 * 1024
 

@@ -16,13 +16,13 @@ import types
 
 import pytest
 import yaml
+from mgmt_localsite import lab as lab_mod
+from mgmt_localsite import pki
+from mgmt_localsite import site as site_mod
 from oslo_config import cfg
 
-from mgmt_driver import certificates
-from mgmt_driver import cli
-from mgmt_driver.localsite import lab as lab_mod
-from mgmt_driver.localsite import pki
-from mgmt_driver.localsite import site as site_mod
+from mgmt_driver.adapters import cli
+from mgmt_driver.operations import certificates
 from tests.functional import tacker_fakes
 from tests.functional import test_faults
 from tests.functional.lb_prober import Prober

@@ -13,18 +13,18 @@ import threading
 import types
 
 import pytest
+from mgmt_localsite import lab as lab_mod
+from mgmt_localsite import site as site_mod
 
-from mgmt_driver import driver
-from mgmt_driver import model
-from mgmt_driver import ssh
-from mgmt_driver.localsite import lab as lab_mod
-from mgmt_driver.localsite import site as site_mod
+from mgmt_driver.adapters import v1
+from mgmt_driver.model import core
+from mgmt_driver.remote import ssh
 from tests.functional import tacker_fakes
 from tests.functional.tacker_fakes import instantiate_request
 from tests.functional.tacker_fakes import scale_request
 
 CONTEXT = types.SimpleNamespace(project_id='concurrency')
-WORKER = model.ROLE_WORKER
+WORKER = core.ROLE_WORKER
 
 pytestmark = pytest.mark.skipif(site_mod.unavailable() is not None,
                                 reason=str(site_mod.unavailable()))
@@ -44,11 +44,11 @@ class Vnf:
         self.lab = lab
         self.addresses = addresses
         additional = lab.additional_params
-        additional[model.ROOT]['ansible'][
+        additional[core.ROOT]['ansible'][
             'transferring_inventory_path'] = inventories
         lab.conf.set_override('known_hosts_file', known_hosts,
                               group='kubespray_mgmt')
-        self.hooks = driver.LcmHooks(
+        self.hooks = v1.LcmHooks(
             lab.conf,
             pool_factory=lambda: ssh.ConnectionPool(
                 ssh.SSHSettings.from_conf(lab.conf)),

@@ -29,9 +29,9 @@ import json
 import types
 
 import pytest
+from mgmt_localsite import site as site_mod
 
-from mgmt_driver import model
-from mgmt_driver.localsite import site as site_mod
+from mgmt_driver.model import core
 from tests.functional import kubespray_release as real
 from tests.functional import tacker_fakes
 from tests.functional.tacker_fakes import heal_request
@@ -46,7 +46,7 @@ ANSIBLE = '127.0.47.1'
 LB = '127.0.47.2'
 MASTERS = ['127.0.47.10', '127.0.47.11', '127.0.47.12']
 WORKERS = ['127.0.47.20', '127.0.47.21', '127.0.47.22']
-MASTER, WORKER = model.ROLE_MASTER, model.ROLE_WORKER
+MASTER, WORKER = core.ROLE_MASTER, core.ROLE_WORKER
 CONTEXT = types.SimpleNamespace(project_id='conformance-project')
 #: (playbook, what the chain must have run it for): the chain covers
 #: every way the driver runs kubespray.

@@ -14,11 +14,11 @@ import logging
 import types
 
 import pytest
+from mgmt_localsite import site as site_mod
 
-from mgmt_driver import exceptions
-from mgmt_driver import model
-from mgmt_driver import upgrade
-from mgmt_driver.localsite import site as site_mod
+from mgmt_driver.common import exceptions
+from mgmt_driver.model import core
+from mgmt_driver.state import kubeversion
 from tests.functional import tacker_fakes
 from tests.functional.tacker_fakes import instantiate_request
 from tests.functional.tacker_fakes import scale_request
@@ -72,7 +72,7 @@ def test_an_upgrade_blocked_by_a_budget_is_refused_unchanged(chain):
             sorted(n for n, node in site.nodes().items()
                    if not node['schedulable'])) == before
     workspace = chain.lab.workspace(chain.vnf.id)
-    assert not (workspace / upgrade.RECORD_FILE).exists()
+    assert not (workspace / kubeversion.RECORD_FILE).exists()
 
 
 def test_a_scale_out_with_a_dead_worker_declared_absent(chain, caplog):
@@ -80,7 +80,7 @@ def test_a_scale_out_with_a_dead_worker_declared_absent(chain, caplog):
     kill_vm_sshd(lab.aside[DEAD])
     assert site.age_fact_cache(site.fact_cache_timeout() + 60,
                                hosts=[name(DEAD)]) == [name(DEAD)]
-    new = chain.vnf.add_vm(model.ROLE_WORKER, SPARE)
+    new = chain.vnf.add_vm(core.ROLE_WORKER, SPARE)
     runs = len(site.runs())
     with caplog.at_level(logging.WARNING, logger='mgmt_driver'):
         chain.call('scale_end', scale_request('SCALE_OUT', {

@@ -18,11 +18,11 @@ removed master).
 import types
 
 import pytest
+from mgmt_localsite import etcd
+from mgmt_localsite import site as site_mod
 
-from mgmt_driver import exceptions
-from mgmt_driver import model
-from mgmt_driver.localsite import etcd
-from mgmt_driver.localsite import site as site_mod
+from mgmt_driver.common import exceptions
+from mgmt_driver.model import core
 from tests.functional import tacker_fakes
 from tests.functional.tacker_fakes import heal_request
 from tests.functional.tacker_fakes import instantiate_request
@@ -36,7 +36,7 @@ ANSIBLE = '127.0.11.1'
 LB = '127.0.11.2'
 MASTERS = ['127.0.11.10', '127.0.11.11', '127.0.11.12']
 WORKERS = ['127.0.11.20', '127.0.11.21']
-WORKER = model.ROLE_WORKER
+WORKER = core.ROLE_WORKER
 CONTEXT = types.SimpleNamespace(project_id='dead-masters-project')
 
 pytestmark = pytest.mark.skipif(site_mod.unavailable() is not None,

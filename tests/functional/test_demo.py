@@ -5,10 +5,10 @@ runs it (smallest size, to keep the functional run short), with the
 import re
 
 import pytest
+from mgmt_localsite import demo
+from mgmt_localsite import site
 
-from mgmt_driver import cli
-from mgmt_driver.localsite import demo
-from mgmt_driver.localsite import site
+from mgmt_driver.adapters import cli
 
 pytestmark = pytest.mark.skipif(site.unavailable() is not None,
                                 reason=str(site.unavailable()))

@@ -1,4 +1,4 @@
-"""Detached playbook runs (mgmt_driver.detached) against a real sshd.
+"""Detached playbook runs (mgmt_driver.remote.detached) against a real sshd.
 
 The playbook is a stand-in ``ansible-playbook`` that records each start,
 prints a play and then waits while a gate file exists, so a test decides
@@ -19,10 +19,10 @@ import uuid
 
 import pytest
 
-from mgmt_driver import detached
-from mgmt_driver import exceptions
-from mgmt_driver import kubespray
-from mgmt_driver import ssh
+from mgmt_driver.common import exceptions
+from mgmt_driver.remote import detached
+from mgmt_driver.remote import kubespray
+from mgmt_driver.remote import ssh
 from tests.functional import tacker_fakes
 from tests.functional import test_faults
 
@@ -53,7 +53,8 @@ class Server:
         self.sshd = sshd
         self.base = pathlib.Path(sshd.scratch) / ('dr-' + uuid.uuid4().hex[:8])
         self.base.mkdir()
-        # sticky, as /tmp: the workspace's parent (mgmt_driver.isolation)
+        # sticky, as /tmp: the workspace's parent
+        # (mgmt_driver.remote.isolation)
         self.base.chmod(0o1777)
         self.gate = self.base / 'gate'
         self.runs_file = self.base / 'runs'

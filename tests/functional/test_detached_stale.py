@@ -15,9 +15,9 @@ import uuid
 
 import pytest
 
-from mgmt_driver import detached
-from mgmt_driver import kubespray
-from mgmt_driver import ssh
+from mgmt_driver.remote import detached
+from mgmt_driver.remote import kubespray
+from mgmt_driver.remote import ssh
 from tests.functional import sshd_fixture
 from tests.functional import test_faults
 

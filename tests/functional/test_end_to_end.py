@@ -1,9 +1,9 @@
 """The whole lifecycle through the driver code Tacker calls, on loopback.
 
-``mgmt_driver.driver.LcmHooks`` (Tacker v1's hook calls, with a Heat
+``mgmt_driver.adapters.v1.LcmHooks`` (Tacker v1's hook calls, with a Heat
 client over fake stacks, or with an explicit ``nodes`` list and no Heat)
 and ``kubespray-mgmt run`` drive the local site
-(mgmt_driver/localsite/site.py): a real sshd on every VM address, the
+(localsite-dist/mgmt_localsite/site.py): a real sshd on every VM address, the
 real ansible-playbook running the kubespray test double, the fake kubectl
 on the masters and a real HAProxy configured over SSH.  After every step
 the tests check the inventory on the Ansible server, the Kubernetes state
@@ -17,19 +17,19 @@ import subprocess
 import types
 import uuid
 
+import mgmt_localsite as localsite
 import pytest
 import yaml
+from mgmt_localsite import haproxy as haproxy_site
+from mgmt_localsite import site as e2e
 from oslo_config import cfg
 
-from mgmt_driver import cli
-from mgmt_driver import driver
-from mgmt_driver import exceptions
-from mgmt_driver import localsite
-from mgmt_driver import model
-from mgmt_driver import registry
-from mgmt_driver import ssh
-from mgmt_driver.localsite import haproxy as haproxy_site
-from mgmt_driver.localsite import site as e2e
+from mgmt_driver.adapters import cli
+from mgmt_driver.adapters import v1
+from mgmt_driver.common import exceptions
+from mgmt_driver.model import core
+from mgmt_driver.remote import ssh
+from mgmt_driver.state import registry
 from tests.functional import tacker_fakes
 from tests.functional.tacker_fakes import heal_request
 from tests.functional.tacker_fakes import instantiate_request
@@ -40,7 +40,7 @@ LB = '127.0.0.160'
 LB_DOWN = '127.0.0.161'  # no sshd there
 MASTERS = ['127.0.0.%d' % i for i in range(141, 146)]
 WORKERS = ['127.0.0.%d' % i for i in range(151, 159)]
-MASTER, WORKER = model.ROLE_MASTER, model.ROLE_WORKER
+MASTER, WORKER = core.ROLE_MASTER, core.ROLE_WORKER
 CONTEXT = types.SimpleNamespace(project_id='e2e-project')
 
 pytestmark = pytest.mark.skipif(e2e.unavailable() is not None,
@@ -91,7 +91,7 @@ class Cluster:
         self.vnf = tacker_fakes.TackerVnf(additional, masters, workers, LB)
         self.registry = tacker_fakes.FakeRegistry()
         self.stats = None
-        self.hooks = driver.LcmHooks(
+        self.hooks = v1.LcmHooks(
             self.conf, pool_factory=self._pool,
             heat_factory=self._no_heat if explicit else self._heat,
             vim_registry=self.registry, package_dir_of=lambda c, i: None)

@@ -17,16 +17,16 @@ import subprocess
 import types
 
 import pytest
+from mgmt_localsite import etcd
+from mgmt_localsite import lab as lab_mod
+from mgmt_localsite import site as site_mod
 
-from mgmt_driver import conf as kconf
-from mgmt_driver import etcdsnapshots
-from mgmt_driver import exceptions
-from mgmt_driver import model
-from mgmt_driver import ssh
-from mgmt_driver import status
-from mgmt_driver.localsite import etcd
-from mgmt_driver.localsite import lab as lab_mod
-from mgmt_driver.localsite import site as site_mod
+from mgmt_driver.adapters import status
+from mgmt_driver.common import conf as kconf
+from mgmt_driver.common import exceptions
+from mgmt_driver.model import core
+from mgmt_driver.operations import etcdsnapshots
+from mgmt_driver.remote import ssh
 from tests.functional import tacker_fakes
 from tests.functional import test_faults
 from tests.functional.tacker_fakes import heal_request
@@ -137,7 +137,7 @@ def test_snapshot_before_a_master_heal_restores_a_deleted_key(chain):
         lab.conf.set_override('etcdctl_command', etcdctl, group=kconf.GROUP)
     # The other two masters were asked, each named with its reason.
     message = str(refused.value)
-    assert [site_mod.name_of(model.ROLE_MASTER, a) in message
+    assert [site_mod.name_of(core.ROLE_MASTER, a) in message
             for a in MASTERS] == [True, False, True]
     assert message.count('/nonexistent/etcdctl.sh: not found') == 2
     assert lab.runs_since(runs) == []
@@ -192,4 +192,4 @@ def test_snapshot_before_a_master_heal_restores_a_deleted_key(chain):
                         '--print-value-only')
         assert back.stdout.strip() == 'before-the-heal', back.stderr
     assert sorted(lab.site.etcd_members()) == sorted(
-        site_mod.name_of(model.ROLE_MASTER, a) for a in MASTERS)
+        site_mod.name_of(core.ROLE_MASTER, a) for a in MASTERS)

@@ -30,14 +30,14 @@ import types
 
 import pytest
 import yaml
+from mgmt_localsite import lab as lab_mod
+from mgmt_localsite import procs
+from mgmt_localsite import site as site_mod
 
-from mgmt_driver import exceptions
-from mgmt_driver import model
-from mgmt_driver import registry
-from mgmt_driver import ssh
-from mgmt_driver.localsite import lab as lab_mod
-from mgmt_driver.localsite import procs
-from mgmt_driver.localsite import site as site_mod
+from mgmt_driver.common import exceptions
+from mgmt_driver.model import core
+from mgmt_driver.remote import ssh
+from mgmt_driver.state import registry
 from tests.functional import tacker_fakes
 from tests.functional.tacker_fakes import instantiate_request
 from tests.functional.tacker_fakes import scale_request
@@ -50,7 +50,7 @@ WORKERS = ['127.0.6.%d' % i for i in range(20, 26)]
 DEAD = WORKERS[-1]
 #: A VM address served but not in the VNF until a test scales out to it.
 SPARE = '127.0.6.30'
-MASTER, WORKER = model.ROLE_MASTER, model.ROLE_WORKER
+MASTER, WORKER = core.ROLE_MASTER, core.ROLE_WORKER
 CONTEXT = types.SimpleNamespace(project_id='faults-project')
 GROUP = 'kubespray_mgmt'
 #: Small connection retries, so an unreachable host fails in a second.
@@ -127,7 +127,7 @@ def twin(main, address):
 
 
 class FaultLab(lab_mod.Lab):
-    """A :class:`~mgmt_driver.localsite.lab.Lab` whose *aside* addresses
+    """A :class:`~mgmt_localsite.lab.Lab` whose *aside* addresses
     are each served by a :func:`twin` of the main sshd.
 
     :param aside: addresses with an sshd of their own (``self.aside``).
@@ -319,7 +319,7 @@ def at_first_play(playbook, action):
                 fired.append(message)
                 action()
 
-    logger = logging.getLogger('mgmt_driver.kubespray')
+    logger = logging.getLogger('mgmt_driver.remote.kubespray')
     trigger, level = Trigger(), logger.level
     logger.setLevel(logging.INFO)
     logger.addHandler(trigger)
@@ -611,7 +611,7 @@ def test_connection_lost_mid_command_is_reported_at_once(faults):
     command runs: SSHConnectError ("connection lost") at once."""
     c = faults
     spec = c.lab.spec()
-    conn = ssh.Connection(ANSIBLE, spec.ansible.login.credentials(),
+    conn = ssh.Connection(ANSIBLE, ssh.credentials_for(spec.ansible.login),
                           spec.ansible.login.port,
                           ssh.SSHSettings.from_conf(c.lab.conf))
     outcome = []

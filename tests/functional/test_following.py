@@ -20,20 +20,20 @@ import time
 import types
 
 import pytest
+from mgmt_localsite import lab as lab_mod
+from mgmt_localsite import site as site_mod
 from oslo_config import cfg
 
-from mgmt_driver import cli
-from mgmt_driver import model
-from mgmt_driver import records
-from mgmt_driver.localsite import lab as lab_mod
-from mgmt_driver.localsite import site as site_mod
+from mgmt_driver.adapters import cli
+from mgmt_driver.model import core
+from mgmt_driver.state import records
 from tests.functional import tacker_fakes
 
 ANSIBLE = '127.0.51.1'
 LB = '127.0.51.2'
 MASTERS = ['127.0.51.10']
 WORKERS = ['127.0.51.20', '127.0.51.21']
-W2 = site_mod.name_of(model.ROLE_WORKER, WORKERS[1])
+W2 = site_mod.name_of(core.ROLE_WORKER, WORKERS[1])
 CONTEXT = types.SimpleNamespace(project_id='following')
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
@@ -74,7 +74,7 @@ def site(tmp_path_factory):
 
 def _command(site, *argv):
     """``kubespray-mgmt --config-file CONF ARGV...`` as a process."""
-    return [sys.executable, '-m', 'mgmt_driver.cli', '--config-file',
+    return [sys.executable, '-m', 'mgmt_driver.adapters.cli', '--config-file',
             site.config, *argv]
 
 
@@ -146,9 +146,9 @@ def _status_from_the_record_alone(site, capsys):
     assert code == cli.EXIT_DIFFERENCES, (out + err)[-3000:]
     names = {line.split()[0] for line in out.splitlines()
              if line.startswith(('  master-', '  worker-'))}
-    assert names == {site_mod.name_of(model.ROLE_MASTER, a)
+    assert names == {site_mod.name_of(core.ROLE_MASTER, a)
                      for a in MASTERS} | {
-        site_mod.name_of(model.ROLE_WORKER, a) for a in WORKERS}
+        site_mod.name_of(core.ROLE_WORKER, a) for a in WORKERS}
     assert '-instantiate_end-cluster.log' in out  # its playbook runs
     # No secret in the record: key references only.
     store = records.RecordStore(str(site.lab.root / 'records'))

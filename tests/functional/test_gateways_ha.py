@@ -2,13 +2,14 @@
 
 Two gateways (network namespaces this test creates, on a bridge inside a
 LAN namespace it creates too; TEST-NET-1 addresses only) are configured by
-the driver's own steps (:func:`mgmt_driver.keepalived.configure_gateways`
-over ``ip netns exec``).  The test stops the MASTER gateway's HAProxy,
-then deletes its namespace, and shows that the API port and a NodePort
-stay reachable through the VIP; it rebuilds the gateway, shows it rejoins
-the VRRP group as BACKUP, and finally loses the other gateway to show the
-rebuilt one takes the VIP over.  Failover times are printed (``-s``) and
-recorded in ``benchmarks/README.rst``, never asserted.
+the driver's own steps
+(:func:`mgmt_driver.remote.keepalived.configure_gateways` over ``ip netns
+exec``).  The test stops the MASTER gateway's HAProxy, then deletes its
+namespace, and shows that the API port and a NodePort stay reachable through
+the VIP; it rebuilds the gateway, shows it rejoins the VRRP group as BACKUP,
+and finally loses the other gateway to show the rebuilt one takes the VIP over.
+Failover times are printed (``-s``) and recorded in ``benchmarks/README.rst``,
+never asserted.
 """
 
 import os
@@ -17,11 +18,11 @@ import subprocess
 import time
 
 import pytest
+from mgmt_localsite import gateways
+from mgmt_localsite import haproxy as site_haproxy
 
-from mgmt_driver import exceptions
-from mgmt_driver import keepalived
-from mgmt_driver.localsite import gateways
-from mgmt_driver.localsite import haproxy as site_haproxy
+from mgmt_driver.common import exceptions
+from mgmt_driver.remote import keepalived
 
 API = ('master-1', gateways.APISERVER_PORT)
 NODEPORT = ('worker-1', gateways.NODEPORT)

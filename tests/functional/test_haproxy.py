@@ -8,11 +8,11 @@ ports picked at run time; the NodePort range is three ports wide.
 import pathlib
 
 import pytest
+from mgmt_localsite import haproxy as site
 
-from mgmt_driver import cli
-from mgmt_driver import exceptions
-from mgmt_driver import loadbalancer as lb
-from mgmt_driver.localsite import haproxy as site
+from mgmt_driver.adapters import cli
+from mgmt_driver.common import exceptions
+from mgmt_driver.remote import loadbalancer as lb
 
 LB = '127.0.0.2'
 CONTROL_PLANE = [('cp-1', '127.0.0.11'), ('cp-2', '127.0.0.12'),

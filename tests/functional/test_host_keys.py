@@ -12,13 +12,13 @@ import shlex
 import subprocess
 
 import pytest
+from mgmt_localsite import lab as lab_mod
+from mgmt_localsite import site as site_mod
 
-from mgmt_driver import cli
-from mgmt_driver import conf as kconf
-from mgmt_driver import exceptions
-from mgmt_driver import ssh
-from mgmt_driver.localsite import lab as lab_mod
-from mgmt_driver.localsite import site as site_mod
+from mgmt_driver.adapters import cli
+from mgmt_driver.common import conf as kconf
+from mgmt_driver.common import exceptions
+from mgmt_driver.remote import ssh
 
 ANSIBLE, LB = '127.0.9.1', '127.0.9.2'
 MASTERS = ['127.0.9.10']

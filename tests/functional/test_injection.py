@@ -78,14 +78,15 @@ import types
 
 import pytest
 import yaml
+from mgmt_localsite import lab as lab_mod
+from mgmt_localsite import site as site_mod
 
-from mgmt_driver import detached
-from mgmt_driver import driver
-from mgmt_driver import exceptions
-from mgmt_driver import records
-from mgmt_driver import ssh
-from mgmt_driver.localsite import lab as lab_mod
-from mgmt_driver.localsite import site as site_mod
+from mgmt_driver.adapters import v1
+from mgmt_driver.common import exceptions
+from mgmt_driver.operations import gateways
+from mgmt_driver.remote import detached
+from mgmt_driver.remote import ssh
+from mgmt_driver.state import records
 from tests.functional import tacker_fakes
 from tests.functional.tacker_fakes import instantiate_request
 from tests.functional.tacker_fakes import scale_request
@@ -458,7 +459,7 @@ def validate(cell, world):
     def no_pool():
         calls.append(1)
         raise WouldConnect()
-    hooks = driver.LcmHooks(
+    hooks = v1.LcmHooks(
         world.conf, pool_factory=no_pool,
         heat_factory=lambda c, i, r: world.vnf.heat,
         vim_registry=tacker_fakes.FakeRegistry(),
@@ -598,7 +599,7 @@ def _by_design(path, world, workspaces, removed=False):
     if tuple(rest[:len(slots)]) == slots[:len(rest)]:
         return True
     return user == world.lab.sshd.user and rest[0] in (
-        '.kube', driver.LB_SCRIPT)
+        '.kube', gateways.LB_SCRIPT)
 
 
 # ------------------------------------------------------------------- world
@@ -657,7 +658,7 @@ def _world(lab, tmp):
 def _hooks(world, conf):
     def pool():
         return ssh.ConnectionPool(ssh.SSHSettings.from_conf(conf))
-    return driver.LcmHooks(
+    return v1.LcmHooks(
         conf, pool_factory=pool,
         heat_factory=lambda c, i, r: world.vnf.heat,
         vim_registry=world.registry,

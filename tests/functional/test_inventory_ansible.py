@@ -16,7 +16,7 @@ import sys
 import pytest
 import yaml
 
-from mgmt_driver import cli
+from mgmt_driver.adapters import cli
 
 P = 'k8s_cluster_installation_param'
 SAMPLES = pathlib.Path(__file__).resolve().parents[2] / 'samples'

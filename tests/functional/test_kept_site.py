@@ -12,10 +12,9 @@ import subprocess
 import sys
 
 import pytest
-
-from mgmt_driver.localsite import kept
-from mgmt_driver.localsite import procs
-from mgmt_driver.localsite import site as site_mod
+from mgmt_localsite import kept
+from mgmt_localsite import procs
+from mgmt_localsite import site as site_mod
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
@@ -30,7 +29,8 @@ def _cli(argv, timeout=300):
     """``kubespray-mgmt ARGV`` in a process of its own."""
     env = dict(os.environ, PYTHONPATH=REPO)
     env.pop('KUBESPRAY_MGMT_CONFIG_FILES', None)
-    return subprocess.run([sys.executable, '-m', 'mgmt_driver.cli'] + argv,
+    return subprocess.run([sys.executable, '-m', 'mgmt_driver.adapters.cli']
+                          + argv,
                           capture_output=True, text=True, timeout=timeout,
                           env=env, cwd=REPO)
 

@@ -1,4 +1,4 @@
-"""mgmt_driver.kubectl against a real sshd, with a stand-in kubectl."""
+"""mgmt_driver.remote.kubectl against a real sshd, with a stand-in kubectl."""
 
 import base64
 import json
@@ -6,11 +6,11 @@ import os
 import uuid
 
 import pytest
+from mgmt_localsite import sshd as sshd_site
 
-from mgmt_driver import exceptions
-from mgmt_driver import kubectl
-from mgmt_driver import ssh
-from mgmt_driver.localsite import sshd as sshd_site
+from mgmt_driver.common import exceptions
+from mgmt_driver.remote import kubectl
+from mgmt_driver.remote import ssh
 
 TOKEN = 'tok-' + uuid.uuid4().hex
 CA_PEM = '-----BEGIN CERTIFICATE-----\nCA\n-----END CERTIFICATE-----\n'

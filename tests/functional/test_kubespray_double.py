@@ -15,13 +15,13 @@ import subprocess
 import sys
 import uuid
 
+import mgmt_localsite as localsite
 import pytest
 import yaml
+from mgmt_localsite import etcd
+from mgmt_localsite import sshd as sshd_site
 
-from mgmt_driver import localsite
-from mgmt_driver import ssh
-from mgmt_driver.localsite import etcd
-from mgmt_driver.localsite import sshd as sshd_site
+from mgmt_driver.remote import ssh
 
 ADDRESSES = ('127.0.0.20', '127.0.0.21', '127.0.0.22', '127.0.0.23')
 DEAD = '127.0.0.29'

@@ -1,4 +1,4 @@
-"""mgmt_driver.kubespray against a real OpenSSH sshd on loopback.
+"""mgmt_driver.remote.kubespray against a real OpenSSH sshd on loopback.
 
 The workspace and layout detection run as they would on an Ansible
 server; the playbook run uses a stand-in ``ansible-playbook`` script that
@@ -11,9 +11,9 @@ import uuid
 
 import pytest
 
-from mgmt_driver import exceptions
-from mgmt_driver import kubespray
-from mgmt_driver import ssh
+from mgmt_driver.common import exceptions
+from mgmt_driver.remote import kubespray
+from mgmt_driver.remote import ssh
 
 
 def _mode(path):
@@ -36,7 +36,7 @@ def base(sshd):
     path = os.path.join(sshd.scratch, 'ks-' + uuid.uuid4().hex[:8])
     os.mkdir(path)
     # Writable by the site's user, sticky as /tmp: a workspace parent
-    # others could rename entries in is refused (mgmt_driver.isolation).
+    # others could rename entries in is refused (mgmt_driver.remote.isolation).
     os.chmod(path, 0o1777)
     return path
 

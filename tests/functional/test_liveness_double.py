@@ -22,9 +22,9 @@ import pathlib
 import socket
 import time
 
+import mgmt_localsite as localsite
 import pytest
 
-from mgmt_driver import localsite
 from tests.functional import test_kubespray_double as double
 
 #: A loopback address of this test's range (127.0.43.0/24).

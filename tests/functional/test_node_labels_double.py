@@ -12,9 +12,9 @@ and sshd; the hosts are 127.0.24.x.
 import pathlib
 import uuid
 
+import mgmt_localsite as localsite
 import pytest
 
-from mgmt_driver import localsite
 from tests.functional.test_kubespray_double import Cluster
 from tests.functional.test_kubespray_double import ok
 from tests.functional.test_kubespray_double import serve

@@ -8,21 +8,21 @@ import json
 
 import pytest
 import yaml
+from mgmt_localsite import lab as lab_mod
+from mgmt_localsite import site as site_mod
 from oslo_config import cfg
 
-from mgmt_driver import cli
-from mgmt_driver import model
-from mgmt_driver.localsite import lab as lab_mod
-from mgmt_driver.localsite import site as site_mod
+from mgmt_driver.adapters import cli
+from mgmt_driver.model import core
 from tests.functional import test_faults
 
 ANSIBLE = '127.0.23.1'
 LB = '127.0.23.2'
 MASTERS = ['127.0.23.10']
 WORKERS = ['127.0.23.20', '127.0.23.21', '127.0.23.22']
-M1 = site_mod.name_of(model.ROLE_MASTER, MASTERS[0])
-W1, W2, W3 = (site_mod.name_of(model.ROLE_WORKER, a) for a in WORKERS)
-P = model.ROOT
+M1 = site_mod.name_of(core.ROLE_MASTER, MASTERS[0])
+W1, W2, W3 = (site_mod.name_of(core.ROLE_WORKER, a) for a in WORKERS)
+P = core.ROOT
 POOLS = {
     'dpdk': {'labels': {'example.com/pool': 'dpdk'},
              'taints': ['example.com/dedicated=dpdk:NoSchedule']},

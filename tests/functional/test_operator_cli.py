@@ -16,18 +16,18 @@ import sys
 
 import pytest
 import yaml
+from mgmt_localsite import lab as lab_mod
+from mgmt_localsite import site as site_mod
 from oslo_config import cfg
 
-from mgmt_driver import cli
-from mgmt_driver import model
-from mgmt_driver.localsite import lab as lab_mod
-from mgmt_driver.localsite import site as site_mod
+from mgmt_driver.adapters import cli
+from mgmt_driver.model import core
 
 ANSIBLE = '127.0.46.1'
 LB = '127.0.46.2'
 MASTERS = ['127.0.46.10']
 WORKERS = ['127.0.46.20', '127.0.46.21']
-W1, W2 = (site_mod.name_of(model.ROLE_WORKER, a) for a in WORKERS)
+W1, W2 = (site_mod.name_of(core.ROLE_WORKER, a) for a in WORKERS)
 INSTANCE = 'operator'
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
@@ -83,7 +83,7 @@ def _inputs(lab, tmp):
     (package / 'Scripts' / 'install_external_lb.sh').write_text(
         STUB_SCRIPT % {'out': seen})
     request = lab.additional_params
-    root = request[model.ROOT]
+    root = request[core.ROOT]
     root['external_lb_param']['script_path'] = 'Scripts/install_external_lb.sh'
     root['proxy'] = {'http_proxy': PROXY, 'no_proxy': '.corp.invalid'}
     root['kubespray'] = {'reset_on_terminate': False}  # one playbook less
@@ -118,7 +118,7 @@ def _with_stdout_closed(inputs, *argv):
     """The command in a process whose standard output nobody reads (the
     pipe is closed before it writes): ``... | head`` at its worst."""
     proc = subprocess.Popen(
-        [sys.executable, '-m', 'mgmt_driver.cli', '--config-file',
+        [sys.executable, '-m', 'mgmt_driver.adapters.cli', '--config-file',
          inputs['config'], *argv], stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, env=dict(os.environ, PYTHONPATH=REPO))
     proc.stdout.close()

@@ -22,17 +22,17 @@ import types
 
 import pytest
 import yaml
+from mgmt_localsite import lab as lab_mod
+from mgmt_localsite import site as site_mod
 
-from mgmt_driver import conf as kconf
-from mgmt_driver import driver
-from mgmt_driver import exceptions
-from mgmt_driver import model
-from mgmt_driver import nodes as nodes_mod
-from mgmt_driver import params
-from mgmt_driver import records
-from mgmt_driver import ssh
-from mgmt_driver.localsite import lab as lab_mod
-from mgmt_driver.localsite import site as site_mod
+from mgmt_driver.common import conf as kconf
+from mgmt_driver.common import exceptions
+from mgmt_driver.model import core
+from mgmt_driver.model import nodes as nodes_mod
+from mgmt_driver.model import params
+from mgmt_driver.remote import ssh
+from mgmt_driver.session import driver
+from mgmt_driver.state import records
 from tests.functional import tacker_fakes
 from tests.functional.test_faults import FaultLab
 from tests.functional.test_faults import kill_vm_sshd
@@ -135,13 +135,13 @@ def test_terminate_finishes_with_the_ansible_server_down(lab, caplog):
     other = _add_other_host_key(lab)
     kill_vm_sshd(lab.aside[ANSIBLE])
     try:
-        caplog.set_level(logging.WARNING, logger='mgmt_driver.driver')
+        caplog.set_level(logging.WARNING, logger='mgmt_driver.session.driver')
         instance.call('terminate_end', None)
     finally:
         lab.aside[ANSIBLE].start()
     [warning] = [r.getMessage() for r in caplog.records
                  if r.levelno == logging.WARNING and
-                 r.name == 'mgmt_driver.driver']
+                 r.name == 'mgmt_driver.session.driver']
     assert str(instance.workspace) in warning and ANSIBLE in warning
     assert instance.workspace.exists()
     _check_released(instance, other)
@@ -187,9 +187,9 @@ def fresh(lab32, tmp_path):
 def _request_naming(lab, masters, workers, lb):
     """The lab's additionalParams with explicit ``nodes``."""
     extra = copy.deepcopy(lab.additional_params)
-    extra[model.ROOT]['nodes'] = site_mod.explicit_nodes(masters, workers,
-                                                         lb)
-    for entry in extra[model.ROOT]['nodes']:
+    extra[core.ROOT]['nodes'] = site_mod.explicit_nodes(masters, workers,
+                                                        lb)
+    for entry in extra[core.ROOT]['nodes']:
         entry['ssh_port'] = lab.sshd.port
     return extra
 
@@ -258,7 +258,7 @@ def test_the_default_key_is_refused_for_named_addresses_before_connecting(
     fresh('default_key_ansible_servers', [ANSIBLE32])
     extra = _request_naming(lab32, MASTERS32, WORKERS32, LB32)
     for section in ('master_node', 'worker_node'):
-        del extra[model.ROOT][section]['ssh_key_file']
+        del extra[core.ROOT][section]['ssh_key_file']
     pools = []
 
     def pool_factory():
@@ -272,7 +272,7 @@ def test_the_default_key_is_refused_for_named_addresses_before_connecting(
                               tacker_fakes.instantiate_request(extra),
                               None, None)
     message = str(info.value)
-    assert '%s.master_node' % model.ROOT in message
+    assert '%s.master_node' % core.ROOT in message
     assert '[kubespray_mgmt] default_key_login_hosts' in message
     assert MASTERS32[0] in message
     # Nothing was contacted: no pool, no host key, no workspace.
@@ -314,7 +314,7 @@ def test_a_lifecycle_forgets_exactly_the_keys_it_recorded(lab32, fresh):
     def owned():
         return set(store.load(c.vnf.id).keys)
     assert owned() == {(a, port) for a in MASTERS32 + [LB32]}
-    vm = c.vnf.add_vm(model.ROLE_WORKER, SPARE32)
+    vm = c.vnf.add_vm(core.ROLE_WORKER, SPARE32)
     c.hooks.scale_end(CONTEXT, c.vnf.instance,
                       tacker_fakes.scale_request('SCALE_OUT'), None, None,
                       scale_out_id_list=[vm.stack_id])

@@ -16,8 +16,8 @@ import uuid
 
 import pytest
 
-from mgmt_driver import kubespray
-from mgmt_driver import ssh
+from mgmt_driver.remote import kubespray
+from mgmt_driver.remote import ssh
 from tests.functional import sshd_fixture
 from tests.functional import test_detached_runs
 

@@ -15,12 +15,12 @@ import json
 import pathlib
 import uuid
 
+import mgmt_localsite as localsite
 import pytest
+from mgmt_localsite import etcd
 
-from mgmt_driver import localsite
-from mgmt_driver import ssh
-from mgmt_driver import status
-from mgmt_driver.localsite import etcd
+from mgmt_driver.remote import kubectl
+from mgmt_driver.remote import ssh
 from tests.functional.test_kubespray_double import Cluster
 from tests.functional.test_kubespray_double import ok
 from tests.functional.test_kubespray_double import serve
@@ -72,14 +72,15 @@ def urls(address):
 
 def driver_status_command(server, site, address, tmp_path):
     """The driver's etcd status read (``etcdctl_command member list -w
-    json`` over SSH to a master), parsed by :mod:`mgmt_driver.status`."""
+    json`` over SSH to a master), parsed by
+    :mod:`mgmt_driver.adapters.status`."""
     settings = ssh.SSHSettings(connect_timeout=5, connect_retries=0,
                                known_hosts_file=str(tmp_path / 'kh'))
     creds = ssh.Credentials(server.user, key_file=server.client_key)
     with ssh.Connection(address, creds, server.port, settings) as conn:
         result = conn.run([str(site.etcdctl), 'member', 'list', '-w',
                            'json'])
-    return status.parse_etcd_members(result.stdout, address)
+    return kubectl.parse_etcd_members(result.stdout, address)
 
 
 def test_join_removal_quorum_and_status_meet_real_etcd(server, site,

@@ -7,19 +7,19 @@ import json
 
 import pytest
 import yaml
+from mgmt_localsite import lab as lab_mod
+from mgmt_localsite import site as site_mod
 from oslo_config import cfg
 
-from mgmt_driver import cli
-from mgmt_driver import model
-from mgmt_driver.localsite import lab as lab_mod
-from mgmt_driver.localsite import site as site_mod
+from mgmt_driver.adapters import cli
+from mgmt_driver.model import core
 
 ANSIBLE = '127.0.18.1'
 LB = '127.0.18.2'
 MASTERS = ['127.0.18.10']
 WORKERS = ['127.0.18.20', '127.0.18.21']
-W1, W2 = (site_mod.name_of(model.ROLE_WORKER, a) for a in WORKERS)
-M1 = site_mod.name_of(model.ROLE_MASTER, MASTERS[0])
+W1, W2 = (site_mod.name_of(core.ROLE_WORKER, a) for a in WORKERS)
+M1 = site_mod.name_of(core.ROLE_MASTER, MASTERS[0])
 
 pytestmark = pytest.mark.skipif(site_mod.unavailable() is not None,
                                 reason=str(site_mod.unavailable()))
@@ -31,7 +31,7 @@ def run(tmp_path, capsys):
     code, output)``; the lab and the global CONF are put back after."""
     try:
         # Backends: the upgrade's gates ask the API through HAProxy,
-        # so the master's API port must answer (mgmt_driver.gates).
+        # so the master's API port must answer (mgmt_driver.operations.gates).
         lab = lab_mod.Lab(ANSIBLE, LB, MASTERS, WORKERS).start()
     except lab_mod.LabError as exc:
         pytest.skip(str(exc))
@@ -45,7 +45,7 @@ def run(tmp_path, capsys):
     request = lab.additional_params
     # A label the parameters give every worker: kubespray sets it again
     # on every run that reaches a worker.
-    request[model.ROOT]['worker_node']['labels'] = {'pool': 'base'}
+    request[core.ROOT]['worker_node']['labels'] = {'pool': 'base'}
     params_file.write_text(json.dumps(request))
     topology = tmp_path / 'topology.yaml'
     topology.write_text(yaml.safe_dump(lab.topology(MASTERS, WORKERS)))

@@ -8,9 +8,9 @@ import uuid
 
 import pytest
 
-from mgmt_driver import exceptions
-from mgmt_driver import kubectl
-from mgmt_driver import ssh
+from mgmt_driver.common import exceptions
+from mgmt_driver.remote import kubectl
+from mgmt_driver.remote import ssh
 from tests.functional import sshd_fixture
 
 #: This test's own loopback addresses (two masters).

@@ -1,10 +1,10 @@
 """No password, passphrase, proxy credential, key or token leaks (issue 8).
 
-The whole lifecycle runs through ``mgmt_driver.driver.LcmHooks`` as
+The whole lifecycle runs through ``mgmt_driver.adapters.v1.LcmHooks`` as
 Tacker calls it (instantiate_end, scale_end out, scale_start in,
 heal_start/heal_end of a worker, terminate_start/terminate_end), and one
 step through ``kubespray-mgmt run``, against the local site
-(:mod:`mgmt_driver.localsite`), with distinctive secrets:
+(:mod:`mgmt_localsite`), with distinctive secrets:
 
 * the node SSH password.  The site's test user really has one (as root):
   the workers and the LB log in with it (paramiko for the driver,
@@ -65,19 +65,19 @@ import types
 
 import pytest
 import yaml
+from mgmt_localsite import lab as lab_mod
+from mgmt_localsite import site as site_mod
 from oslo_config import cfg
 from oslo_log import formatters
 from oslo_log import log as oslo_logging
 
-from mgmt_driver import cli
-from mgmt_driver import driver
-from mgmt_driver import exceptions
-from mgmt_driver import inventory
-from mgmt_driver import model
-from mgmt_driver import registry
-from mgmt_driver import ssh
-from mgmt_driver.localsite import lab as lab_mod
-from mgmt_driver.localsite import site as site_mod
+from mgmt_driver.adapters import cli
+from mgmt_driver.adapters import v1
+from mgmt_driver.common import exceptions
+from mgmt_driver.model import core
+from mgmt_driver.remote import inventory
+from mgmt_driver.remote import ssh
+from mgmt_driver.state import registry
 from tests.functional import tacker_fakes
 from tests.functional.tacker_fakes import heal_request
 from tests.functional.tacker_fakes import instantiate_request
@@ -386,7 +386,7 @@ class Files:
 
 def _with_secrets(additional, sshd, found):
     """The site's parameters, with the run's passwords and proxy."""
-    root = additional[model.ROOT]
+    root = additional[core.ROOT]
     # Masters and the Ansible server: a key, and a password that never
     # matches (the key is tried first, and Ansible uses the key).
     root['master_node']['password'] = found.value('master password')
@@ -440,7 +440,7 @@ class Run:
                                           WORKERS[:2], LB)
         self.registry = tacker_fakes.FakeRegistry()
         conf = lab.conf
-        self.hooks = driver.LcmHooks(
+        self.hooks = v1.LcmHooks(
             conf, pool_factory=lambda: ssh.ConnectionPool(
                 ssh.SSHSettings.from_conf(conf)),
             heat_factory=lambda context, instance, request: self.vnf.heat,
@@ -509,7 +509,7 @@ class Run:
         self.passphrase_login()
         self.process_canary()
 
-        new = vnf.add_vm(model.ROLE_WORKER, WORKERS[2])
+        new = vnf.add_vm(core.ROLE_WORKER, WORKERS[2])
         self.call('scale_end', scale_request('SCALE_OUT'),
                   scale_out_id_list=[new.stack_id])
         workers = WORKERS[:3]
@@ -796,9 +796,9 @@ def test_secrets_reach_the_files_that_need_them(run):
         '%s.kubeconfig' % run.vnf.id))
     expected = {
         (workspace + '/host_vars/%s.yaml' % site_mod.name_of(
-            model.ROLE_WORKER, WORKERS[0]), 'node SSH password'),
+            core.ROLE_WORKER, WORKERS[0]), 'node SSH password'),
         (workspace + '/host_vars/%s.yaml' % site_mod.name_of(
-            model.ROLE_WORKER, WORKERS[0]), 'worker sudo password'),
+            core.ROLE_WORKER, WORKERS[0]), 'worker sudo password'),
         (workspace + '/' + inventory.SECRET_VARS_FILE,
          'http_proxy credentials'),
         (workspace + '/' + inventory.SECRET_VARS_FILE,
@@ -817,7 +817,7 @@ def test_no_secret_in_log_records(run):
     """Every logger at DEBUG: the driver's commands, paramiko's
     protocol, the failed hook's traceback."""
     texts = run.handler.records
-    assert any(t.startswith('DEBUG mgmt_driver.ssh Running on')
+    assert any(t.startswith('DEBUG mgmt_driver.remote.ssh Running on')
                for t in texts)
     assert any(t.startswith('DEBUG paramiko.') for t in texts)
     assert any('Traceback' in t and 'injected failure' in t for t in texts)

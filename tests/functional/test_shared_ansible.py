@@ -11,11 +11,11 @@ import os
 import stat
 
 import pytest
+from mgmt_localsite import lab as lab_mod
+from mgmt_localsite import site as site_mod
 
-from mgmt_driver import operations
-from mgmt_driver import ssh
-from mgmt_driver.localsite import lab as lab_mod
-from mgmt_driver.localsite import site as site_mod
+from mgmt_driver.operations import lcm
+from mgmt_driver.remote import ssh
 
 ANSIBLE = '127.0.5.10'
 LB = '127.0.5.20'
@@ -37,7 +37,7 @@ def built():
         spec = lab.spec()
         drv, _ = lab.driver(spec, 'tenant-a')
         with drv.pool:
-            operations.COMMANDS['instantiate'](
+            lcm.COMMANDS['instantiate'](
                 drv, lab.cluster(spec, MASTERS, WORKERS), [], 'a')
         yield lab
     finally:

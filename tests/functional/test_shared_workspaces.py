@@ -10,9 +10,9 @@ inventory on the server, SSH masters that persist 30 minutes in
 write (the site's second account, the nodes' SSH user, plays it).
 
 Each test drives the driver's own code paths (``ClusterDriver`` for the
-workspace and inventory, :func:`mgmt_driver.factcache.refresh_facts`
+workspace and inventory, :func:`mgmt_driver.remote.factcache.refresh_facts`
 and the runner for playbooks) and fails on the driver without
-:mod:`mgmt_driver.isolation`.
+:mod:`mgmt_driver.remote.isolation`.
 """
 
 import copy
@@ -20,16 +20,16 @@ import os
 import subprocess
 
 import pytest
+from mgmt_localsite import lab as lab_mod
+from mgmt_localsite import site as site_mod
 
-from mgmt_driver import exceptions
-from mgmt_driver import factcache
-from mgmt_driver import isolation
-from mgmt_driver import model
-from mgmt_driver import nodes
-from mgmt_driver import params
-from mgmt_driver import ssh
-from mgmt_driver.localsite import lab as lab_mod
-from mgmt_driver.localsite import site as site_mod
+from mgmt_driver.common import exceptions
+from mgmt_driver.model import core
+from mgmt_driver.model import nodes
+from mgmt_driver.model import params
+from mgmt_driver.remote import factcache
+from mgmt_driver.remote import isolation
+from mgmt_driver.remote import ssh
 
 ANSIBLE = '127.0.35.10'
 LB = '127.0.35.20'
@@ -38,8 +38,8 @@ A_MASTER, A_WORKER = '127.0.35.11', '127.0.35.21'
 B_MASTER, B_WORKER = '127.0.35.12', '127.0.35.22'
 # ... on private networks with the same cluster addresses: same names.
 NIC_MASTER, NIC_WORKER = '127.0.36.11', '127.0.36.21'
-NAMES = [nodes.node_name(model.ROLE_MASTER, NIC_MASTER),
-         nodes.node_name(model.ROLE_WORKER, NIC_WORKER)]
+NAMES = [nodes.node_name(core.ROLE_MASTER, NIC_MASTER),
+         nodes.node_name(core.ROLE_WORKER, NIC_WORKER)]
 MARGIN = 3600
 
 pytestmark = pytest.mark.skipif(site_mod.unavailable() is not None,
@@ -70,7 +70,7 @@ class Tenant:
     def __init__(self, lab, instance_id, master, worker, key_file=None,
                  inventory_path=None):
         additional = copy.deepcopy(lab.additional_params)
-        root = additional[model.ROOT]
+        root = additional[core.ROOT]
         if key_file is not None:
             for role in ('master_node', 'worker_node'):
                 root[role]['ssh_key_file'] = key_file

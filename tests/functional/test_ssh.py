@@ -1,4 +1,4 @@
-"""mgmt_driver.ssh against a real OpenSSH sshd on loopback."""
+"""mgmt_driver.remote.ssh against a real OpenSSH sshd on loopback."""
 
 import os
 import stat
@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from mgmt_driver import exceptions
-from mgmt_driver import ssh
+from mgmt_driver.common import exceptions
+from mgmt_driver.remote import ssh
 
 HOSTILE = [
     '; touch {canary}',
@@ -213,7 +213,7 @@ def test_refused_then_retries_then_clear_error(tmp_path):
 
 
 def test_refused_until_sshd_comes_up(sshd, tmp_path):
-    from mgmt_driver.localsite import sshd as sshd_site
+    from mgmt_localsite import sshd as sshd_site
     late = sshd_site.Sshd(addresses=('127.0.0.4',))
     try:
         conn = ssh.Connection('127.0.0.4', _key_creds(late), late.port,

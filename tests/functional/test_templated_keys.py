@@ -26,19 +26,19 @@ import tarfile
 import types
 
 import pytest
+from mgmt_localsite import lab as lab_mod
+from mgmt_localsite import site as site_mod
 
-from mgmt_driver import exceptions
-from mgmt_driver import inventory
-from mgmt_driver import model
-from mgmt_driver import nodes
-from mgmt_driver import params
-from mgmt_driver import ssh
-from mgmt_driver.localsite import lab as lab_mod
-from mgmt_driver.localsite import site as site_mod
+from mgmt_driver.common import exceptions
+from mgmt_driver.model import core
+from mgmt_driver.model import nodes
+from mgmt_driver.model import params
+from mgmt_driver.remote import inventory
+from mgmt_driver.remote import ssh
 from tests.functional import tacker_fakes
 from tests.unit import params_data
 
-ROOT = model.ROOT
+ROOT = core.ROOT
 ANSIBLE = '127.0.30.1'
 LB = '127.0.30.2'
 MASTERS = ['127.0.30.10']
@@ -95,9 +95,9 @@ def test_the_old_rendering_runs_a_templated_key(source, tmp_path,
         spec.kubespray, extra_vars=types.MappingProxyType(
             {'group_mappings': _hostile(marker)})))
     cluster = nodes.build_nodes(spec, [
-        model.NodeAddress('master', MASTERS[0], MASTERS[0]),
-        model.NodeAddress('worker', WORKERS[0], WORKERS[0]),
-        model.NodeAddress('external_lb', LB, LB)])
+        core.NodeAddress('master', MASTERS[0], MASTERS[0]),
+        core.NodeAddress('worker', WORKERS[0], WORKERS[0]),
+        core.NodeAddress('external_lb', LB, LB)])
     with pytest.raises(exceptions.TemplatedText) as info:
         inventory.render_files(spec, cluster)
     assert 'cluster-vars.yaml: mapping key #2 at group_mappings' in str(

@@ -5,7 +5,7 @@ operator would run it: refused versions change nothing; an upgrade
 across one minor release goes node by node (control plane in the
 inventory's order, each out of HAProxy's API backends while the double
 upgrades it, then the workers in batches of ``kube_upgrade_serial``,
-one run each, with the gates of mgmt_driver.gates after every run),
+one run each, with the gates of mgmt_driver.operations.gates after every run),
 each node drained first, while a prober keeps connecting to the LB's
 API port; a worker added afterwards joins at the new version (with the
 taints its scale request gives, through kubespray's node_taints); an upgrade
@@ -16,12 +16,12 @@ again, converges.
 import types
 
 import pytest
+from mgmt_localsite import lab as lab_mod
+from mgmt_localsite import site as site_mod
 
-from mgmt_driver import exceptions
-from mgmt_driver import model
-from mgmt_driver import upgrade
-from mgmt_driver.localsite import lab as lab_mod
-from mgmt_driver.localsite import site as site_mod
+from mgmt_driver.common import exceptions
+from mgmt_driver.model import core
+from mgmt_driver.state import kubeversion
 from tests.functional import tacker_fakes
 from tests.functional.lb_prober import Prober
 from tests.functional.tacker_fakes import instantiate_request
@@ -109,7 +109,7 @@ def test_refused_versions_change_nothing(chain):
     chain.vnf.metadata.clear()
     assert (chain.versions(), chain.workspace_file('cluster-vars.yaml'),
             len(chain.lab.site.runs())) == before
-    assert chain.workspace_file(upgrade.RECORD_FILE) is None
+    assert chain.workspace_file(kubeversion.RECORD_FILE) is None
     assert set(chain.versions().values()) == {'v1.33.5'}
 
 
@@ -153,9 +153,9 @@ def test_rolling_upgrade_keeps_the_api_served(chain):
 def test_a_worker_added_later_joins_at_the_new_version(chain):
     assert 'kube_version: 1.34.3' in chain.workspace_file(
         'cluster-vars.yaml')
-    chain.vnf.add_vm(model.ROLE_WORKER, WORKERS[2])
+    chain.vnf.add_vm(core.ROLE_WORKER, WORKERS[2])
     chain.workers = WORKERS[:3]
-    chain.call('scale_end', scale_request('SCALE_OUT', {model.ROOT: {
+    chain.call('scale_end', scale_request('SCALE_OUT', {core.ROOT: {
         'worker_node': {'taints': ['dedicated=sriov:NoSchedule']}}}),
         scale_out_id_list=[])
     assert chain.versions()[name(WORKERS[2])] == 'v1.34.3'

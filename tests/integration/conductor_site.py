@@ -37,14 +37,15 @@ import types
 import uuid
 from unittest import mock
 
-from mgmt_driver import model
-from mgmt_driver import registry
-from mgmt_driver.localsite import lab as lab_mod
-from mgmt_driver.localsite import site as site_mod
+from mgmt_localsite import lab as lab_mod
+from mgmt_localsite import site as site_mod
+
+from mgmt_driver.model import core
+from mgmt_driver.state import registry
 from tests.functional import tacker_fakes
 
-MASTER, WORKER, LB = (model.ROLE_MASTER, model.ROLE_WORKER,
-                      model.ROLE_EXTERNAL_LB)
+MASTER, WORKER, LB = (core.ROLE_MASTER, core.ROLE_WORKER,
+                      core.ROLE_EXTERNAL_LB)
 ASPECTS = {'master_instance': MASTER, 'worker_instance': WORKER,
            'lb_instance': LB}
 VDUS = {MASTER: 'masterNode', WORKER: 'workerNode', LB: 'externalLB'}
@@ -81,7 +82,7 @@ class FakeNfvo:
 class FakeInfra:
     """Tacker's OpenStack infra driver: Heat over :class:`TackerVnf`.
 
-    :param lab: the started :class:`~mgmt_driver.localsite.lab.Lab`.
+    :param lab: the started :class:`~mgmt_localsite.lab.Lab`.
     :param objects: ``tacker.objects``.
     """
 
@@ -341,7 +342,7 @@ class GatewayLab(lab_mod.Lab):
                 ('keepalived_stop_command', '%s stop' % script)):
             self.conf.set_override(name, value, group='kubespray_mgmt')
         self.additional_params = copy.deepcopy(self.additional_params)
-        self.additional_params[model.ROOT]['external_lb_param'].update(
+        self.additional_params[core.ROOT]['external_lb_param'].update(
             aspect_id='lb_instance', vip_cp_name=VIP_CP, vrrp_router_id=51,
             vrrp_password='Gw:pass1')
 

@@ -20,7 +20,7 @@ import uuid
 import pytest
 
 from mgmt_driver import DRIVER_NAME
-from mgmt_driver import csar
+from mgmt_driver.adapters import csar
 from tests import packages
 
 NOOP_DRIVER = packages.NOOP_DRIVER

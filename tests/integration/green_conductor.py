@@ -27,9 +27,9 @@ import time
 import types
 
 import eventlet
+from mgmt_localsite import lab as lab_mod
 
-from mgmt_driver import model
-from mgmt_driver.localsite import lab as lab_mod
+from mgmt_driver.model import core
 from tests.functional import tacker_fakes
 
 #: Seconds the heartbeat sleeps between two ticks.
@@ -148,7 +148,7 @@ def main(ansible, lb, masters, workers):
                 CONTEXT, vnf.instance,
                 tacker_fakes.instantiate_request(vnf.additional_params),
                 None, None)
-            new = vnf.add_vm(model.ROLE_WORKER, workers[-1])
+            new = vnf.add_vm(core.ROLE_WORKER, workers[-1])
             holders.append(hold_lock(lock, HOLD))
             heart.doing = 'scale_end'
             hooks.scale_end(CONTEXT, vnf.instance,

@@ -33,11 +33,11 @@ from oslo_utils import timeutils
 pytest.importorskip('tacker')
 # Registers CLI options: must happen at collection, before the session's
 # tacker_conf fixture parses the (empty) command line.
+from mgmt_localsite import site as site_mod  # noqa: E402
 from tacker.conductor import conductor_server  # noqa: E402,F401
 
-from mgmt_driver import conf as kconf  # noqa: E402
-from mgmt_driver import registry  # noqa: E402
-from mgmt_driver.localsite import site as site_mod  # noqa: E402
+from mgmt_driver.common import conf as kconf  # noqa: E402
+from mgmt_driver.state import registry  # noqa: E402
 from tests import packages  # noqa: E402
 from tests.functional.test_faults import FaultLab  # noqa: E402
 from tests.functional.test_faults import kill_vm_sshd  # noqa: E402

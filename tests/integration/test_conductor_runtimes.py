@@ -31,9 +31,10 @@ import pytest
 pytest.importorskip('tacker')
 pytest.importorskip('eventlet')
 
-from mgmt_driver import model
-from mgmt_driver.localsite import lab as lab_mod  # noqa: E402
-from mgmt_driver.localsite import site as site_mod  # noqa: E402
+from mgmt_localsite import lab as lab_mod  # noqa: E402
+from mgmt_localsite import site as site_mod  # noqa: E402
+
+from mgmt_driver.model import core
 from tests.functional import tacker_fakes  # noqa: E402
 
 pytestmark = pytest.mark.skipif(site_mod.unavailable() is not None,
@@ -109,7 +110,7 @@ class Instance:
             CONTEXT, self.vnf.instance,
             tacker_fakes.instantiate_request(self.vnf.additional_params),
             None, None)
-        new = self.vnf.add_vm(model.ROLE_WORKER, self.cluster.workers[-1])
+        new = self.vnf.add_vm(core.ROLE_WORKER, self.cluster.workers[-1])
         self.hooks.scale_end(CONTEXT, self.vnf.instance,
                              tacker_fakes.scale_request('SCALE_OUT'), None,
                              None, scale_out_id_list=[new.stack_id])

@@ -31,13 +31,13 @@ import shutil
 import pytest
 
 pytest.importorskip('tacker')
+from mgmt_localsite import lab as lab_mod  # noqa: E402
+from mgmt_localsite import site as site_mod  # noqa: E402
 from tacker.conductor import conductor_server  # noqa: E402,F401
 
-from mgmt_driver import conf as kconf  # noqa: E402
-from mgmt_driver import records  # noqa: E402
-from mgmt_driver import v2  # noqa: E402
-from mgmt_driver.localsite import lab as lab_mod  # noqa: E402
-from mgmt_driver.localsite import site as site_mod  # noqa: E402
+from mgmt_driver.adapters import v2  # noqa: E402
+from mgmt_driver.common import conf as kconf  # noqa: E402
+from mgmt_driver.state import records  # noqa: E402
 from tests import packages  # noqa: E402
 from tests.integration import conductor_site as cs  # noqa: E402
 from tests.integration import test_conductor as tc  # noqa: E402
@@ -75,7 +75,7 @@ class Conductors:
                 'state_store_id': STORE_ID, 'records_dir': None}
 
     def make_shared(self):
-        from mgmt_driver import statestore
+        from mgmt_driver.state import statestore
         self.shared.mkdir(mode=0o700, exist_ok=True)
         (self.shared / statestore.MARKER).write_text(STORE_ID + '\n')
 

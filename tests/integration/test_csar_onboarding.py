@@ -9,7 +9,7 @@ import zipfile
 
 import pytest
 
-from mgmt_driver import csar
+from mgmt_driver.adapters import csar
 from tests import packages
 
 pytest.importorskip('tacker')

@@ -7,10 +7,10 @@ from importlib import metadata
 import pytest
 
 from mgmt_driver import DRIVER_NAME
-from mgmt_driver import csar
-from mgmt_driver import exceptions
 from mgmt_driver import kubespray_mgmt
-from mgmt_driver import tacker_compat
+from mgmt_driver.adapters import csar
+from mgmt_driver.common import exceptions
+from mgmt_driver.common import tacker_compat
 from tests.packages import MGMT_NAMESPACE
 from tests.packages import NOOP_DRIVER
 

@@ -3,7 +3,7 @@
 Tacker calls ``DriverManager.invoke(name, hook, **kwargs)`` with keyword
 arguments only; the request objects below are built from our samples the
 way Tacker's API builds them.  The behaviour behind each hook lives in
-:class:`mgmt_driver.driver.LcmHooks`; these tests replace its methods
+:class:`mgmt_driver.adapters.v1.LcmHooks`; these tests replace its methods
 with autospec mocks (nothing reaches a host) and check that the shim hands
 them Tacker's own objects unchanged.
 """
@@ -15,7 +15,7 @@ from unittest import mock
 import pytest
 
 from mgmt_driver import DRIVER_NAME
-from mgmt_driver import driver as hooks_module
+from mgmt_driver.adapters import v1 as hooks_module
 from tests import packages
 
 pytest.importorskip('tacker')

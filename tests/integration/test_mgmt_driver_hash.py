@@ -11,7 +11,7 @@ import importlib
 import pytest
 
 from mgmt_driver import DRIVER_NAME
-from mgmt_driver import csar
+from mgmt_driver.adapters import csar
 from tests import packages
 
 pytest.importorskip('tacker')

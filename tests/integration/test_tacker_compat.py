@@ -1,4 +1,5 @@
-"""mgmt_driver.tacker_compat against the real tacker package from PyPI."""
+"""mgmt_driver.common.tacker_compat against the real tacker package from
+PyPI."""
 
 import inspect
 
@@ -9,10 +10,10 @@ pytest.importorskip('tacker')
 from tacker.common import exceptions as tacker_exceptions  # noqa: E402
 from tacker.vnfm.mgmt_drivers import vnflcm_abstract_driver  # noqa: E402
 
-from mgmt_driver import exceptions  # noqa: E402
 from mgmt_driver import kubespray_mgmt  # noqa: E402
-from mgmt_driver import ssh  # noqa: E402
-from mgmt_driver import tacker_compat  # noqa: E402
+from mgmt_driver.common import exceptions  # noqa: E402
+from mgmt_driver.common import tacker_compat  # noqa: E402
+from mgmt_driver.remote import ssh  # noqa: E402
 
 
 def test_tacker_classes_are_used():

@@ -29,9 +29,10 @@ import pytest
 
 pytest.importorskip('tacker')
 
-from mgmt_driver import autoheal  # noqa: E402
-from mgmt_driver import labels
-from mgmt_driver.localsite import site as site_mod  # noqa: E402
+from mgmt_localsite import site as site_mod  # noqa: E402
+
+from mgmt_driver.model import labels
+from mgmt_driver.operations import autoheal  # noqa: E402
 from tests.integration import conductor_site as cs  # noqa: E402
 from tests.integration import test_v2_scripts as v2s  # noqa: E402
 

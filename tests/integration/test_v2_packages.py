@@ -17,8 +17,8 @@ import yaml
 
 pytest.importorskip('tacker')
 
-from mgmt_driver import csar  # noqa: E402
-from mgmt_driver import v2  # noqa: E402
+from mgmt_driver.adapters import csar  # noqa: E402
+from mgmt_driver.adapters import v2  # noqa: E402
 from tests import packages  # noqa: E402
 
 #: package source -> (VNFD id, flavour id, VMs per VDU at instantiate).

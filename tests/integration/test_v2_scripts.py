@@ -33,10 +33,11 @@ import pytest
 
 pytest.importorskip('tacker')
 
-from mgmt_driver import conf as kconf  # noqa: E402
-from mgmt_driver import v2  # noqa: E402
-from mgmt_driver.localsite import lab as lab_mod  # noqa: E402
-from mgmt_driver.localsite import site as site_mod  # noqa: E402
+from mgmt_localsite import lab as lab_mod  # noqa: E402
+from mgmt_localsite import site as site_mod  # noqa: E402
+
+from mgmt_driver.adapters import v2  # noqa: E402
+from mgmt_driver.common import conf as kconf  # noqa: E402
 from tests import packages  # noqa: E402
 from tests.integration import conductor_site as cs  # noqa: E402
 from tests.integration import fake_heat  # noqa: E402

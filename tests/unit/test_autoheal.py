@@ -1,5 +1,5 @@
-"""Self-healing (mgmt_driver.autoheal): the identity labels and their
-survival (inventory, relabel), Tacker's automatic heal request, the guard
+"""Self-healing (mgmt_driver.operations.autoheal): the identity labels and
+their survival (inventory, relabel), Tacker's automatic heal request, the guard
 rails, and the shipped Prometheus rules (promtool)."""
 
 import json
@@ -12,12 +12,13 @@ import types
 import pytest
 import yaml
 
-from mgmt_driver import autoheal
-from mgmt_driver import day2
-from mgmt_driver import driver
-from mgmt_driver import exceptions
-from mgmt_driver import labels
-from mgmt_driver import model
+from mgmt_driver.common import exceptions
+from mgmt_driver.model import core
+from mgmt_driver.model import labels
+from mgmt_driver.operations import autoheal
+from mgmt_driver.operations import day2
+from mgmt_driver.operations import membership
+from mgmt_driver.session import driver
 from tests import packages
 from tests.unit.test_driver import conf  # noqa: F401 (a fixture)
 from tests.unit.test_relabel import W1
@@ -66,10 +67,10 @@ def test_an_id_that_is_no_label_value_is_left_out():
 
 
 def test_identity_is_laid_over_the_settings_and_a_stale_one_dropped():
-    settings = model.NodeSettings(
+    settings = core.NodeSettings(
         (('pool', 'a'), (labels.LABEL_VNFC, 'workerNode-old')),
         ('x:NoSchedule',))
-    new = autoheal.with_identity(settings, ((labels.LABEL_INSTANCE, INST),))
+    new = labels.with_identity(settings, ((labels.LABEL_INSTANCE, INST),))
     assert new.label_map == {'pool': 'a', labels.LABEL_INSTANCE: INST}
     assert new.taints == ('x:NoSchedule',)
 
@@ -95,7 +96,7 @@ def test_the_inventory_and_record_carry_the_identity(conf):  # noqa: F811
     again = driver.ClusterDriver(drv.spec, 'i1', drv.pool, conf=conf)
     again.node_identity = {W1: ((labels.LABEL_INSTANCE, INST),
                                 (labels.LABEL_VNFC, 'workerNode-2'))}
-    again.remove_workers(cluster, [W1], rejoin=True)
+    membership.remove_workers(again, cluster, [W1], rejoin=True)
     again.upload_inventory(cluster)
     recorded = labels.parse_record(_workspace_file(drv, labels.RECORD_FILE))
     assert recorded[W1].label_map[labels.LABEL_VNFC] == 'workerNode-2'

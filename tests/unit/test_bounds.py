@@ -10,13 +10,13 @@ import time
 
 import pytest
 
-from mgmt_driver import exceptions
-from mgmt_driver import kubespray
-from mgmt_driver import merging
-from mgmt_driver import model
-from mgmt_driver import params
-from mgmt_driver import ssh
-from mgmt_driver import validation
+from mgmt_driver.common import exceptions
+from mgmt_driver.model import core
+from mgmt_driver.model import merging
+from mgmt_driver.model import params
+from mgmt_driver.model import validation
+from mgmt_driver.remote import kubespray
+from mgmt_driver.remote import ssh
 from tests.fakes import FakeConnection
 from tests.unit import params_data
 
@@ -222,7 +222,7 @@ def test_error_messages_keep_a_short_tail_of_hostile_output():
 
 def _request_with(**sections):
     request = params_data.minimal()
-    request[model.ROOT].update(sections)
+    request[core.ROOT].update(sections)
     return request
 
 
@@ -256,7 +256,7 @@ def test_requests_at_the_depth_limit_are_fine():
 
 def test_deep_labels_are_refused():
     request = params_data.minimal()
-    request[model.ROOT]['worker_node']['labels'] = {'a': _deep(50)}
+    request[core.ROOT]['worker_node']['labels'] = {'a': _deep(50)}
     [problem] = _problems(request)
     assert problem.startswith(
         'k8s_cluster_installation_param.worker_node.labels.a[0]')
@@ -281,7 +281,7 @@ def test_default_size_limit_comes_from_the_option():
 
 def test_deep_scale_overrides_are_refused_before_copying():
     instantiated = params_data.minimal()
-    operation = {model.ROOT: {'worker_node': {'labels': _deep(100000)}}}
+    operation = {core.ROOT: {'worker_node': {'labels': _deep(100000)}}}
     with pytest.raises(exceptions.ParamsInvalid) as info:
         merging.parse_for_operation(instantiated, operation,
                                     need_cp_names=False)
@@ -291,7 +291,7 @@ def test_deep_scale_overrides_are_refused_before_copying():
 
 def test_many_problems_give_a_bounded_message():
     request = params_data.minimal()
-    request[model.ROOT]['master_node'].update(
+    request[core.ROOT]['master_node'].update(
         {'unknown_%d' % i: 1 for i in range(5000)})
     with pytest.raises(exceptions.ParamsInvalid) as info:
         params.parse_params(request, need_cp_names=False)

@@ -8,16 +8,16 @@ import pathlib
 
 import pytest
 
-from mgmt_driver import certificates
-from mgmt_driver import cli
-from mgmt_driver import day2
-from mgmt_driver import driver
-from mgmt_driver import exceptions
-from mgmt_driver import lcm_requests
-from mgmt_driver import operations
-from mgmt_driver import remote
-from mgmt_driver import status
-from mgmt_driver import upgrade
+from mgmt_driver.adapters import cli
+from mgmt_driver.adapters import lcm_requests
+from mgmt_driver.adapters import status
+from mgmt_driver.common import exceptions
+from mgmt_driver.operations import certificates
+from mgmt_driver.operations import day2
+from mgmt_driver.operations import lcm
+from mgmt_driver.operations import upgrade
+from mgmt_driver.remote import programs
+from mgmt_driver.session import driver
 from tests.fakes import FakePool
 from tests.unit.test_driver import LAYOUT
 from tests.unit.test_driver import conf  # noqa: F401 (a fixture)
@@ -195,7 +195,7 @@ class Events:
         real_run = conn.run
 
         def run(command, *args, **kwargs):
-            name = remote.name_of(command)
+            name = programs.name_of(command)
             if name:
                 self.seen.append((name, conn.host))
             elif '--raw' in command:
@@ -274,26 +274,26 @@ def _fake_poll(clock):
 def test_the_command_and_the_patch_compose_the_same_operation(
         conf, monkeypatch):  # noqa: F811
     calls = []
-    monkeypatch.setattr(operations.day2, 'renew_certificates',
+    monkeypatch.setattr(lcm.day2, 'renew_certificates',
                         lambda drv, cluster, request, planned:
                         calls.append(request))
     monkeypatch.setattr(driver.ClusterDriver, 'claim', lambda self: None)
     drv, cluster, _, _ = _renewal(conf, monkeypatch)
-    summary = operations.COMMANDS['renew-certs'](drv, cluster, [], 'c1',
-                                                 vims=object())
-    operations.modify(drv, cluster, renew='r7')
+    summary = lcm.COMMANDS['renew-certs'](drv, cluster, [], 'c1',
+                                          vims=object())
+    lcm.modify(drv, cluster, renew='r7')
     assert calls == [None, 'r7']
     assert summary.startswith('renewed the control-plane certificates')
     with pytest.raises(exceptions.ParamsInvalid):
-        operations.COMMANDS['renew-certs'](drv, cluster, ['x'], 'c1',
-                                           vims=object())
+        lcm.COMMANDS['renew-certs'](drv, cluster, ['x'], 'c1',
+                                    vims=object())
 
 
 def test_a_v1_patch_passes_the_request_id_to_the_operation(
         conf, monkeypatch):  # noqa: F811
     from tests.unit import test_driver as td
     calls = []
-    monkeypatch.setattr(driver.operations, 'modify',
+    monkeypatch.setattr(lcm, 'modify',
                         lambda *args, **kwargs: calls.append(
                             (args, kwargs)))
     h = td.Harness(conf)

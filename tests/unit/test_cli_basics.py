@@ -4,7 +4,7 @@ import sys
 
 import pytest
 
-from mgmt_driver import cli
+from mgmt_driver.adapters import cli
 
 
 def test_version(capsys):
@@ -102,7 +102,7 @@ def test_debug_anywhere_logs_debug_to_stderr(capsys, root_logger, argv):
 
 
 def test_demo_help_gives_the_workers_range(capsys):
-    from mgmt_driver.localsite import demo
+    from mgmt_localsite import demo
     assert cli.DEMO_MAX_WORKERS == demo.MAX_WORKERS
     with pytest.raises(SystemExit):
         cli.main(['demo', '--help'])
@@ -119,6 +119,6 @@ def test_demo_help_gives_the_workers_range(capsys):
 def test_the_site_commands_without_the_site_say_how_to_install_it(
         monkeypatch, capsys, argv, command):
     # A conductor's environment: the driver without its test site.
-    monkeypatch.setitem(sys.modules, 'mgmt_driver.localsite', None)
+    monkeypatch.setitem(sys.modules, 'mgmt_localsite', None)
     assert cli.main(argv) == cli.EXIT_BAD_INPUT
     assert capsys.readouterr().err == cli.SITE_MISSING % command + '\n'

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from mgmt_driver import cli
+from mgmt_driver.adapters import cli
 
 BASH = shutil.which('bash')
 

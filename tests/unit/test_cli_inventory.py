@@ -7,10 +7,10 @@ import stat
 import pytest
 import yaml
 
-from mgmt_driver import cli
-from mgmt_driver import exceptions
-from mgmt_driver import inventory
-from mgmt_driver import localfiles
+from mgmt_driver.adapters import cli
+from mgmt_driver.common import exceptions
+from mgmt_driver.remote import inventory
+from mgmt_driver.state import localfiles
 from tests.unit import params_data
 
 P = 'k8s_cluster_installation_param'

@@ -6,7 +6,7 @@ import pathlib
 
 import pytest
 
-from mgmt_driver import cli
+from mgmt_driver.adapters import cli
 
 REPO = pathlib.Path(__file__).parents[2]
 SAMPLES = REPO / 'samples'
@@ -210,7 +210,7 @@ def test_a_request_without_placeholders_gets_no_warning(capsys):
 
 
 def test_placeholders_are_found_at_any_depth():
-    from mgmt_driver import lcm_requests
+    from mgmt_driver.adapters import lcm_requests
     deep = 'REPLACE-WITH-X'
     for _ in range(5000):  # past the recursion limit
         deep = [deep]
@@ -226,7 +226,7 @@ def test_placeholders_are_found_at_any_depth():
 # --- status text: taints and cordoned nodes ----------------------------------
 
 def test_status_text_shows_taints_and_cordoned_nodes():
-    from mgmt_driver import status
+    from mgmt_driver.adapters import status
     node = {'name': 'worker-1', 'roles': [], 'ready': 'True',
             'kubelet_version': 'v1.33.5', 'internal_ip': '10.0.0.1',
             'labels': {'pool': 'a'}, 'schedulable': False,
@@ -327,7 +327,7 @@ def _with_stdout_closed(*argv):
     import subprocess
     import sys
     env = dict(os.environ, PYTHONPATH=str(REPO))
-    proc = subprocess.Popen([sys.executable, '-m', 'mgmt_driver.cli',
+    proc = subprocess.Popen([sys.executable, '-m', 'mgmt_driver.adapters.cli',
                              *argv], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, env=env, cwd=str(REPO))
     proc.stdout.close()
@@ -357,8 +357,8 @@ def _raising(exc):
 
 
 def test_a_busy_cluster_and_a_failed_playbook_exit_differently(capsys):
-    from mgmt_driver import exceptions
-    from mgmt_driver import ssh
+    from mgmt_driver.common import exceptions
+    from mgmt_driver.remote import ssh
     busy = exceptions.ClusterBusy(host='10.0.0.5', holder='scale_out',
                                   log='/w/logs/x.log')
     result = ssh.CommandResult('10.0.0.5', 'ansible-playbook', '', 'boom', 2)
@@ -390,7 +390,7 @@ def test_the_readme_lists_every_exit_code():
 def test_the_readme_says_how_to_remove_the_demo_account():
     import os
 
-    from mgmt_driver.localsite import sshd
+    from mgmt_localsite import sshd
     text = _readme_section('Cleaning up after the demo')
     assert 'userdel -r %s && rm -rf %s' % (
         sshd.TEST_USER, os.path.dirname(sshd.PASSWORD_FILE)) in text
@@ -456,10 +456,10 @@ def test_a_reading_command_refuses_an_unknown_key_without_policy_advice(
     import paramiko
     from oslo_config import cfg
 
-    from mgmt_driver import conf as kconf
-    from mgmt_driver import exceptions
-    from mgmt_driver import ssh
-    from mgmt_driver import status
+    from mgmt_driver.adapters import status
+    from mgmt_driver.common import conf as kconf
+    from mgmt_driver.common import exceptions
+    from mgmt_driver.remote import ssh
     conf = cfg.ConfigOpts()
     kconf.register_opts(conf)
     conf([])

@@ -7,9 +7,9 @@ import pathlib
 
 import pytest
 
-from mgmt_driver import cli
-from mgmt_driver import records
-from mgmt_driver import statestore
+from mgmt_driver.adapters import cli
+from mgmt_driver.state import records
+from mgmt_driver.state import statestore
 
 SAMPLES = pathlib.Path(__file__).parents[2] / 'samples'
 PARAMS = str(SAMPLES / 'instantiate_simple.json')

@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from mgmt_driver import cli
-from mgmt_driver import lcm_requests
+from mgmt_driver.adapters import cli
+from mgmt_driver.adapters import lcm_requests
 
 SAMPLES = pathlib.Path(__file__).parents[2] / 'samples'
 INSTANTIATE = str(SAMPLES / 'instantiate_simple.json')

@@ -5,8 +5,8 @@ import pathlib
 
 from oslo_config import cfg
 
-from mgmt_driver import cli
-from mgmt_driver import loadbalancer as lb
+from mgmt_driver.adapters import cli
+from mgmt_driver.remote import loadbalancer as lb
 
 SAMPLES = pathlib.Path(__file__).parents[2] / 'samples'
 HA_PARAMS = str(SAMPLES / 'instantiate_ha.json')

@@ -4,7 +4,7 @@ import json
 import pathlib
 import socket
 
-from mgmt_driver import cli
+from mgmt_driver.adapters import cli
 
 SAMPLES = pathlib.Path(__file__).parents[2] / 'samples'
 

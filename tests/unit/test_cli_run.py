@@ -5,7 +5,9 @@ import pathlib
 
 import pytest
 
-from mgmt_driver import cli
+from mgmt_driver.adapters import cli
+from mgmt_driver.model import nodes
+from mgmt_driver.operations import membership
 
 SAMPLES = pathlib.Path(__file__).parents[2] / 'samples'
 PARAMS = str(SAMPLES / 'instantiate_simple.json')
@@ -52,12 +54,11 @@ def test_dry_run_plans_without_secrets(capsys, operation, extra, playbooks):
 def test_scale_in_takes_node_out_of_lb_before_draining_and_removal():
     from oslo_config import cfg
 
-    from mgmt_driver import conf as kconf
-    from mgmt_driver import driver
-    from mgmt_driver import localfiles
-    from mgmt_driver import nodes
-    from mgmt_driver import params
-    from mgmt_driver import plan
+    from mgmt_driver.common import conf as kconf
+    from mgmt_driver.model import params
+    from mgmt_driver.remote import plan
+    from mgmt_driver.session import driver
+    from mgmt_driver.state import localfiles
     kconf.register_opts(cfg.CONF)
     cfg.CONF([], project='kubespray-mgmt', default_config_files=[])
     doc = localfiles.load_document(PARAMS, 'PARAMS')['additionalParams']
@@ -65,8 +66,8 @@ def test_scale_in_takes_node_out_of_lb_before_draining_and_removal():
     cluster = nodes.build_nodes(spec, nodes.load_topology(
         localfiles.load_document(TOPOLOGY, 'TOPOLOGY')))
     pool = plan.PlanPool()
-    driver.ClusterDriver(spec, 'i1', pool).remove_workers(
-        cluster, ['worker-10-10-0-22'])
+    membership.remove_workers(driver.ClusterDriver(spec, 'i1', pool),
+                              cluster, ['worker-10-10-0-22'])
     texts = [step.text for step in pool.steps]
     lb = next(i for i, t in enumerate(texts) if 'haproxy -c' in t)
     drain = next(i for i, t in enumerate(texts) if ' drain ' in t)
@@ -88,7 +89,7 @@ def test_bad_node_arguments(capsys, operation, extra, text):
     (True, ['reset', 'terminate']), (False, ['terminate'])])
 def test_terminate_resets_first_when_asked(monkeypatch, tmp_path, capsys,
                                            reset_on_terminate, expected):
-    from mgmt_driver import driver
+    from mgmt_driver.session import driver
     doc = json.loads(pathlib.Path(PARAMS).read_text())
     doc['additionalParams']['k8s_cluster_installation_param']['kubespray'] \
         = {'reset_on_terminate': reset_on_terminate}
@@ -122,8 +123,8 @@ def test_heal_without_nodes_heals_the_whole_vnf(tmp_path, capsys,
                                                 monkeypatch,
                                                 reset_on_terminate,
                                                 expected):
-    from mgmt_driver import driver
-    from mgmt_driver import inventory
+    from mgmt_driver.remote import inventory
+    from mgmt_driver.session import driver
     recorded = inventory.RecordedInventory(
         masters=('master-10-10-0-11',),
         hosts=(('master-10-10-0-11', '10.10.0.11', 22),))

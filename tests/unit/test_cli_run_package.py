@@ -3,8 +3,8 @@
 import json
 import pathlib
 
-from mgmt_driver import cli
-from mgmt_driver import csar
+from mgmt_driver.adapters import cli
+from mgmt_driver.adapters import csar
 
 REPO = pathlib.Path(__file__).parents[2]
 PARAMS = str(REPO / 'samples' / 'instantiate_simple.json')

@@ -7,8 +7,8 @@ import pathlib
 
 import pytest
 
-from mgmt_driver import cli
-from mgmt_driver import exceptions
+from mgmt_driver.adapters import cli
+from mgmt_driver.common import exceptions
 
 SAMPLES = pathlib.Path(__file__).parents[2] / 'samples'
 PARAMS = str(SAMPLES / 'instantiate_simple.json')
@@ -99,7 +99,7 @@ def test_run_progress_lines_are_escaped(capsys):
 def test_driver_warnings_shown_as_progress_are_escaped(capsys):
     progress = cli._progress_printer()
     with cli._warnings_shown(progress, debug=False):
-        cli.logging.getLogger('mgmt_driver.ssh').warning(
+        cli.logging.getLogger('mgmt_driver.remote.ssh').warning(
             'retrying %s: %s', '10.0.0.5', HOSTILE)
     out = capsys.readouterr().out
     assert _obeyable(out) == [] and 'warning: retrying 10.0.0.5' in out
@@ -183,7 +183,7 @@ def test_each_command_shows_a_driver_warning_escaped(capsys, monkeypatch,
     """Before: Python's last-resort handler printed it raw (under
     pytest, whose handlers are installed, it was not shown at all)."""
     def noisy(args):
-        cli.logging.getLogger('mgmt_driver.kubectl').warning(
+        cli.logging.getLogger('mgmt_driver.remote.kubectl').warning(
             '10.0.0.5 cannot run kubectl: %s', TITLE + 'hidden')
         return cli.EXIT_OK
     module = importlib.import_module(func.__module__)
@@ -221,9 +221,9 @@ def test_status_shows_a_masters_kubectl_stderr_escaped(capsys,
 
 _LAST_RESORT = """
 import logging, sys
-from mgmt_driver import cli
+from mgmt_driver.adapters import cli
 def noisy(args):
-    logging.getLogger('mgmt_driver.kubectl').warning('said: %%s', %r)
+    logging.getLogger('mgmt_driver.remote.kubectl').warning('said: %%s', %r)
     return 0
 cli._params_check = noisy
 sys.exit(cli.main(['params', 'check', %r]))
@@ -247,7 +247,7 @@ def test_a_warning_outside_pytest_reaches_stderr_escaped():
 
 def test_run_shows_a_driver_warning_once_as_a_progress_line(capsys,
                                                             caplog):
-    logger = cli.logging.getLogger('mgmt_driver.ssh')
+    logger = cli.logging.getLogger('mgmt_driver.remote.ssh')
     with cli._terminal_log(debug=False):
         with cli._warnings_shown(cli._progress_printer(), debug=False):
             logger.warning('retrying: %s', TITLE)

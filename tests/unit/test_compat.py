@@ -2,9 +2,9 @@
 
 import pytest
 
-from mgmt_driver import exceptions
-from mgmt_driver import ssh
-from mgmt_driver import tacker_compat
+from mgmt_driver.common import exceptions
+from mgmt_driver.common import tacker_compat
+from mgmt_driver.remote import ssh
 
 needs_standins = pytest.mark.skipif(
     tacker_compat.TACKER_AVAILABLE,

@@ -12,14 +12,14 @@ import time
 import hypothesis
 from hypothesis import strategies as st
 
-from mgmt_driver import exceptions
-from mgmt_driver import inventory
-from mgmt_driver import kubespray
-from mgmt_driver import model
-from mgmt_driver import nodes
-from mgmt_driver import params
-from mgmt_driver import safeyaml
-from mgmt_driver import validation
+from mgmt_driver.common import exceptions
+from mgmt_driver.common import safeyaml
+from mgmt_driver.model import core
+from mgmt_driver.model import nodes
+from mgmt_driver.model import params
+from mgmt_driver.model import validation
+from mgmt_driver.remote import inventory
+from mgmt_driver.remote import kubespray
 from tests.unit import params_data
 
 GROWTH = 8
@@ -83,7 +83,7 @@ def _addresses(count):
 
 def _request(workers=2, extra_vars=None, labels=None):
     request = params_data.minimal()
-    root = request[model.ROOT]
+    root = request[core.ROOT]
     master, lb, *rest = _addresses(workers + 2)
     root['nodes'] = [{'role': 'master', 'ssh_ip': master},
                      {'role': 'external_lb', 'ssh_ip': lb}] + [

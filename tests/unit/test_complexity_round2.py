@@ -20,21 +20,21 @@ import pytest
 from hypothesis import strategies as st
 from oslo_config import cfg
 
-from mgmt_driver import conf as kconf
-from mgmt_driver import day2
-from mgmt_driver import driver
-from mgmt_driver import exceptions
-from mgmt_driver import factcache
-from mgmt_driver import inventory
-from mgmt_driver import kubectl
-from mgmt_driver import labels
-from mgmt_driver import model
-from mgmt_driver import nodes
-from mgmt_driver import params
-from mgmt_driver import plan
-from mgmt_driver import ssh
-from mgmt_driver import status
-from mgmt_driver import upgrade
+from mgmt_driver.adapters import status
+from mgmt_driver.common import conf as kconf
+from mgmt_driver.common import exceptions
+from mgmt_driver.model import core
+from mgmt_driver.model import labels
+from mgmt_driver.model import nodes
+from mgmt_driver.model import params
+from mgmt_driver.operations import day2
+from mgmt_driver.operations import upgrade
+from mgmt_driver.remote import factcache
+from mgmt_driver.remote import inventory
+from mgmt_driver.remote import kubectl
+from mgmt_driver.remote import plan
+from mgmt_driver.remote import ssh
+from mgmt_driver.session import driver
 from tests.fakes import FakePool
 from tests.unit import params_data
 from tests.unit import test_driver
@@ -79,7 +79,7 @@ def _addresses(count, base='10.20.0.0'):
 def test_relabel_taints_apply_linearly(kind):
     # The issue's case: a relabel_taints PATCH over recorded taints.
     def make(n):
-        present = model.NodeSettings((), _taints(n, 'distinct', 'p'))
+        present = core.NodeSettings((), _taints(n, 'distinct', 'p'))
         return present, _taints(n, kind)
     assert _ratio(lambda a: labels.apply_change(a[0], (), a[1]), make,
                   150) < MAX_RATIO
@@ -99,8 +99,8 @@ def test_taints_to_send_are_chosen_linearly(kind):
 @hypothesis.given(kind=st.sampled_from(['distinct', 'same-key']))
 def test_pool_taints_overlay_linearly(kind):
     def make(n):
-        return (model.NodeSettings((), _taints(n, 'distinct', 'r')),
-                model.NodeSettings((), _taints(n, kind)))
+        return (core.NodeSettings((), _taints(n, 'distinct', 'r')),
+                core.NodeSettings((), _taints(n, kind)))
     assert _ratio(lambda a: a[0].overlaid(a[1]), make, 300) < MAX_RATIO
 
 
@@ -116,7 +116,7 @@ def test_taint_lists_parse_linearly(kind):
 def test_request_taints_parse_linearly():
     def make(n):
         request = params_data.minimal()
-        request[model.ROOT]['worker_node']['taints'] = list(
+        request[core.ROOT]['worker_node']['taints'] = list(
             _taints(n, 'distinct'))
         return request
     assert _ratio(lambda r: params.parse_params(
@@ -132,7 +132,7 @@ def test_recorded_and_live_taints_compare_linearly(kind):
     # Both sides come from remote hosts: the record on the Ansible
     # server, the node's taints from kubectl.
     def make(n):
-        recorded = {'worker-1': model.NodeSettings(
+        recorded = {'worker-1': core.NodeSettings(
             (), _taints(n, kind))}
         live = [{'name': 'worker-1', 'ready': 'True', 'labels': {},
                  'taints': list(reversed(_taints(n, kind)))}]
@@ -148,7 +148,7 @@ def test_pools_of_a_node_are_found_as_before():
     # fix made each pool's entries a set and parses the node's address
     # once, not once per pool.
     request = params_data.minimal()
-    request[model.ROOT]['node_pools'] = {
+    request[core.ROOT]['node_pools'] = {
         'by-name': {'nodes': ['worker-10-0-0-1']},
         'by-address': {'nodes': ['fd00::2', '10.0.0.3']},
         'both': {'nodes': ['10.0.0.4']},
@@ -157,7 +157,7 @@ def test_pools_of_a_node_are_found_as_before():
 
     def node(address):
         return nodes.Node.from_address(
-            model.NodeAddress('worker', address, address), 22)
+            core.NodeAddress('worker', address, address), 22)
     assert [[p.name for p in spec.pools_of(node(a))] for a in (
         '10.0.0.1', 'FD00::2', '10.0.0.3', '10.0.0.4', '10.0.0.5')] == [
         ['by-name'], ['by-address'], ['by-address'], ['both', 'other'],
@@ -166,14 +166,14 @@ def test_pools_of_a_node_are_found_as_before():
 
 def test_nodes_are_looked_up_by_name_linearly():
     def make(n):
-        masters = [model.NodeAddress('master', ip, ip)
+        masters = [core.NodeAddress('master', ip, ip)
                    for ip in _addresses(1, '10.30.0.0')]
-        workers = [model.NodeAddress('worker', ip, ip)
+        workers = [core.NodeAddress('worker', ip, ip)
                    for ip in _addresses(n)]
         spec = params.parse_params(params_data.minimal(),
                                    need_cp_names=False)
         cluster = nodes.build_nodes(spec, masters + workers + [
-            model.NodeAddress('external_lb', '10.40.0.1', '10.40.0.1')])
+            core.NodeAddress('external_lb', '10.40.0.1', '10.40.0.1')])
         return cluster, list(reversed(cluster.names))
 
     def look_up(made):
@@ -187,7 +187,7 @@ def test_many_masters_render_linearly():
     def make(n):
         spec = params.parse_params(params_data.minimal(),
                                    need_cp_names=False)
-        masters = [model.NodeAddress('master', ip, ip)
+        masters = [core.NodeAddress('master', ip, ip)
                    for ip in _addresses(2 * n + 1)]
         cluster = nodes.ClusterNodes(
             masters=[nodes.Node.from_address(a, 22) for a in masters])
@@ -276,10 +276,10 @@ def _relabel_case(opts, taints, workers=3):
     spec = params.parse_params(request, need_cp_names=False)
     master = '10.10.0.11'
     cluster = nodes.build_nodes(spec, [
-        model.NodeAddress('master', master, master)] + [
-        model.NodeAddress('worker', ip, ip)
+        core.NodeAddress('master', master, master)] + [
+        core.NodeAddress('worker', ip, ip)
         for ip in _addresses(workers)] + [
-        model.NodeAddress('external_lb', '10.40.0.1', '10.40.0.1')])
+        core.NodeAddress('external_lb', '10.40.0.1', '10.40.0.1')])
     names = [n.name for n in cluster.workers]
     metadata = {labels.METADATA_NODES: ','.join(names),
                 labels.METADATA_TAINTS: ','.join(taints)}
@@ -314,9 +314,9 @@ def test_a_relabel_patch_is_linear_in_its_taints(kind):
 def _old_removes(removal, taint):
     """Whether the removal ``key`` or ``key:Effect`` takes *taint*, as
     the definitions before the fix decided it."""
-    key, effect = model.taint_slot(taint)
+    key, effect = core.taint_slot(taint)
     if ':' in removal:
-        return (key, effect) == model.taint_slot(removal)
+        return (key, effect) == core.taint_slot(removal)
     return key == removal
 
 
@@ -328,7 +328,7 @@ def _old_apply_taints(present, changes):
             kept = [t for t in kept if not _old_removes(taint[:-1], t)]
         else:
             kept = [t for t in kept
-                    if model.taint_slot(t) != model.taint_slot(taint)]
+                    if core.taint_slot(t) != core.taint_slot(taint)]
             kept.append(taint)
     return tuple(kept)
 
@@ -340,9 +340,9 @@ def _old_to_send(changes, present):
 
 
 def _old_overlaid(base, top):
-    replacing = {model.taint_slot(t): t for t in top}
+    replacing = {core.taint_slot(t): t for t in top}
     taints = []
-    for taint in [replacing.get(model.taint_slot(t), t) for t in base
+    for taint in [replacing.get(core.taint_slot(t), t) for t in base
                   ] + list(top):
         if taint not in taints:
             taints.append(taint)
@@ -364,7 +364,7 @@ _SAME = hypothesis.settings(max_examples=150, deadline=None,
 @hypothesis.given(present=st.lists(_TAINT, max_size=8),
                   changes=st.lists(_CHANGE, max_size=10))
 def test_applied_taints_are_those_of_the_old_definition(present, changes):
-    got = labels.apply_change(model.NodeSettings((), tuple(present)), (),
+    got = labels.apply_change(core.NodeSettings((), tuple(present)), (),
                               tuple(changes)).taints
     assert got == _old_apply_taints(present, changes)
 
@@ -381,24 +381,24 @@ def test_taints_sent_are_those_of_the_old_definition(present, changes):
 @hypothesis.given(base=st.lists(_TAINT, max_size=8),
                   top=st.lists(_TAINT, max_size=8))
 def test_overlaid_taints_are_those_of_the_old_definition(base, top):
-    got = model.NodeSettings((), tuple(base)).overlaid(
-        model.NodeSettings((), tuple(top))).taints
+    got = core.NodeSettings((), tuple(base)).overlaid(
+        core.NodeSettings((), tuple(top))).taints
     assert got == _old_overlaid(base, top)
 
 
 def test_the_documented_taint_rules_hold():
     # A relabel's taint of the same key and effect replaces the old one
     # and goes to the end; a removal by key removes every effect.
-    settings = model.NodeSettings((), ('a=1:NoSchedule', 'b:NoExecute',
-                                       'a=1:NoExecute'))
+    settings = core.NodeSettings((), ('a=1:NoSchedule', 'b:NoExecute',
+                                      'a=1:NoExecute'))
     assert labels.apply_change(settings, (), ('a=2:NoSchedule',)).taints \
         == ('b:NoExecute', 'a=1:NoExecute', 'a=2:NoSchedule')
     assert labels.apply_change(settings, (), ('a-', 'a=3:NoExecute',
                                               'b:NoExecute-')).taints \
         == ('a=3:NoExecute',)
     # A pool taint takes the role taint's place.
-    role = model.NodeSettings((), ('a=1:NoSchedule', 'b:NoExecute'))
-    assert role.overlaid(model.NodeSettings(
+    role = core.NodeSettings((), ('a=1:NoSchedule', 'b:NoExecute'))
+    assert role.overlaid(core.NodeSettings(
         (), ('c:NoSchedule', 'a=9:NoSchedule'))).taints == (
         'a=9:NoSchedule', 'b:NoExecute', 'c:NoSchedule')
 
@@ -408,7 +408,7 @@ def test_repeated_request_entries_are_dropped_in_order():
                                    'a-,a-', 'f', removals=True) == (
         'b:NoSchedule', 'a:NoSchedule', 'a-')
     request = params_data.minimal()
-    root = request[model.ROOT]
+    root = request[core.ROOT]
     root['worker_node']['taints'] = ['b:NoSchedule', 'a:NoSchedule',
                                      'b:NoSchedule']
     root['node_pools'] = {'p': {'nodes': [
@@ -419,8 +419,8 @@ def test_repeated_request_entries_are_dropped_in_order():
 
 
 def test_status_names_only_the_recorded_taints_a_node_lacks():
-    recorded = {'w': model.NodeSettings((), ('a:NoSchedule', 'b:NoSchedule',
-                                             'c:NoExecute'))}
+    recorded = {'w': core.NodeSettings((), ('a:NoSchedule', 'b:NoSchedule',
+                                            'c:NoExecute'))}
     live = [{'name': 'w', 'ready': 'True', 'labels': {},
              'taints': ['c:NoExecute', 'x:NoSchedule']}]
     found = status._settings_differences(recorded, live)
@@ -432,9 +432,9 @@ def test_status_names_only_the_recorded_taints_a_node_lacks():
 def test_lookups_by_name_find_what_a_scan_finds():
     spec = params.parse_params(params_data.minimal(), need_cp_names=False)
     cluster = nodes.build_nodes(spec, [
-        model.NodeAddress('master', '10.0.0.1', '10.0.0.1'),
-        model.NodeAddress('worker', '10.0.0.3', '10.0.0.3'),
-        model.NodeAddress('external_lb', '10.0.0.9', '10.0.0.9')])
+        core.NodeAddress('master', '10.0.0.1', '10.0.0.1'),
+        core.NodeAddress('worker', '10.0.0.3', '10.0.0.3'),
+        core.NodeAddress('external_lb', '10.0.0.9', '10.0.0.9')])
     for name in cluster.names + ['lb-10-0-0-9', 'nobody']:
         assert cluster.get(name) == next(
             (n for n in cluster.k8s_nodes if n.name == name), None)

@@ -3,7 +3,7 @@
 import pytest
 from oslo_config import cfg
 
-from mgmt_driver import conf as kconf
+from mgmt_driver.common import conf as kconf
 
 
 def test_list_opts_names_the_group_and_every_option_has_help():

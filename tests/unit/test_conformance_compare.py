@@ -6,6 +6,8 @@ real)."""
 import importlib.util
 import pathlib
 
+import mgmt_localsite as localsite
+
 from tests.functional import kubespray_release as real
 
 LIST_HOSTS = '''
@@ -32,9 +34,8 @@ playbook: remove-node.yml
       w2
 '''
 
-CALLBACK = (pathlib.Path(__file__).resolve().parents[2] / 'mgmt_driver' /
-            'localsite' / 'kubespray' / 'plugins' / 'callback' /
-            'kube_double_runs.py')
+CALLBACK = (pathlib.Path(localsite.__file__).parent / 'kubespray' /
+            'plugins' / 'callback' / 'kube_double_runs.py')
 
 
 def play(name, *hosts):

@@ -1,15 +1,15 @@
 """Every connection and pool class offers the whole declared interface
-(mgmt_driver.connection), with signatures its callers can use."""
+(mgmt_driver.remote.connection), with signatures its callers can use."""
 
 import inspect
 
 import pytest
+from mgmt_localsite import gateways
+from mgmt_localsite import haproxy
 
-from mgmt_driver import connection
-from mgmt_driver import plan
-from mgmt_driver import ssh
-from mgmt_driver.localsite import gateways
-from mgmt_driver.localsite import haproxy
+from mgmt_driver.remote import connection
+from mgmt_driver.remote import plan
+from mgmt_driver.remote import ssh
 from tests import fakes
 
 #: The classes that must offer each protocol (and any subclass of them

@@ -15,9 +15,9 @@ import zipfile
 import pytest
 import yaml
 
-from mgmt_driver import cli
-from mgmt_driver import csar
-from mgmt_driver import exceptions
+from mgmt_driver.adapters import cli
+from mgmt_driver.adapters import csar
+from mgmt_driver.common import exceptions
 from tests import packages
 
 NAMES = sorted(packages.FLAVOURS)
@@ -518,7 +518,7 @@ def test_check_shows_a_hostile_tosca_meta_entry_escaped(extracted, capsys):
 
 @pytest.mark.parametrize('name', NAMES)
 def test_a_built_package_names_the_version_that_built_it(built, name):
-    from mgmt_driver import version
+    from mgmt_driver.common import version
     with zipfile.ZipFile(built[name]) as archive:
         meta = archive.read(csar.TOSCA_META).decode()
     assert ('Created-By: mgmt_driver developers (built by kubespray-mgmt '

@@ -1,8 +1,8 @@
 """kubespray-mgmt csar check/build: a package source, a missing path, and
 where the SOL001 files come from."""
 
-from mgmt_driver import cli
-from mgmt_driver import csar
+from mgmt_driver.adapters import cli
+from mgmt_driver.adapters import csar
 from tests import packages
 
 SOURCE = packages.PACKAGES_DIR / 'kubespray_simple'

@@ -1,6 +1,6 @@
 """kubespray-mgmt csar build / check of the Tacker v2 package source.
 
-The v2 package carries the installed v2 script (``mgmt_driver.v2``) as
+The v2 package carries the installed v2 script (``mgmt_driver.adapters.v2``) as
 ``Scripts/kubespray_mgmt_v2.py``, named from its flavour as a Python
 artifact whose path is relative to ``Definitions/`` (Tacker v2's rule).
 """
@@ -10,9 +10,9 @@ import re
 
 import pytest
 
-from mgmt_driver import cli
-from mgmt_driver import csar
-from mgmt_driver import v2
+from mgmt_driver.adapters import cli
+from mgmt_driver.adapters import csar
+from mgmt_driver.adapters import v2
 from tests import packages
 
 V2_PACKAGE = 'kubespray_v2_simple'

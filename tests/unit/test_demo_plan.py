@@ -4,12 +4,12 @@ import io
 import re
 import types
 
+import mgmt_localsite as localsite
 import pytest
 import yaml
+from mgmt_localsite import demo
 
-from mgmt_driver import localsite
-from mgmt_driver import upgrade
-from mgmt_driver.localsite import demo
+from mgmt_driver.operations import upgrade
 
 
 @pytest.mark.parametrize('masters', [1, 3])
@@ -155,7 +155,7 @@ def test_ctrl_c_prints_the_summary_so_far_and_exits_130(monkeypatch):
 
 
 def test_the_command_turns_ctrl_c_into_exit_130(monkeypatch, capsys):
-    from mgmt_driver import cli
+    from mgmt_driver.adapters import cli
 
     def interrupted(self):
         raise KeyboardInterrupt
@@ -165,7 +165,7 @@ def test_the_command_turns_ctrl_c_into_exit_130(monkeypatch, capsys):
 
 
 def test_the_command_passes_upgrade_on(monkeypatch):
-    from mgmt_driver import cli
+    from mgmt_driver.adapters import cli
     monkeypatch.setattr(demo.Demo, 'run',
                         lambda self: 7 if self.upgrade else 8)
     assert cli.main(['demo', '--upgrade']) == 7

@@ -1,4 +1,4 @@
-"""mgmt_driver.detached: what it reads back from the Ansible server
+"""mgmt_driver.remote.detached: what it reads back from the Ansible server
 (untrusted), its waiting, and how a dry run shows its commands."""
 
 import logging
@@ -8,10 +8,10 @@ import socket
 
 import pytest
 
-from mgmt_driver import detached
-from mgmt_driver import exceptions
-from mgmt_driver import remote
-from mgmt_driver import ssh
+from mgmt_driver.common import exceptions
+from mgmt_driver.remote import detached
+from mgmt_driver.remote import programs
+from mgmt_driver.remote import ssh
 from tests.fakes import FakeConnection
 
 WS = '/srv/ws/vnf-1'
@@ -125,17 +125,17 @@ def test_a_start_answer_without_a_valid_run_is_refused(answer):
 
 
 def test_the_plan_shows_the_start_and_the_removal_only():
-    start = remote.command(detached.START, WS, '/ks', 'op', 'cluster',
-                           'key', '60', 'me', '30', '4', 'ansible-playbook',
-                           '-i', WS + '/hosts.yaml', 'cluster.yml')
+    start = programs.command(detached.START, WS, '/ks', 'op', 'cluster',
+                             'key', '60', 'me', '30', '4', 'ansible-playbook',
+                             '-i', WS + '/hosts.yaml', 'cluster.yml')
     assert detached.plan_text(start) == (
         '(detached, log in %s/logs/) cd /ks && ansible-playbook -i '
         '%s/hosts.yaml cluster.yml' % (WS, WS))
-    assert detached.plan_text(remote.command(detached.REMOVE, WS)) == (
+    assert detached.plan_text(programs.command(detached.REMOVE, WS)) == (
         'rm -rf -- %s  # after stopping its playbook run, if any' % WS)
-    assert detached.plan_text(remote.command(detached.END, WS, STEM,
-                                             '1', '9')) is None
-    assert detached.plan_text(remote.command(detached.ENSURE, WS)) is False
+    assert detached.plan_text(programs.command(detached.END, WS, STEM,
+                                               '1', '9')) is None
+    assert detached.plan_text(programs.command(detached.ENSURE, WS)) is False
     assert detached.plan_text(['sh', '-c', 'true']) is False
     assert detached.plan_text(['ls']) is False
 

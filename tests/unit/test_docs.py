@@ -38,4 +38,4 @@ def test_the_file_is_valid_restructuredtext(name):
 
 def test_a_sphinx_role_is_reported():
     assert 'Unknown interpreted text role "mod"' in _problems(
-        'See :mod:`mgmt_driver.follow`.\n', 'x.rst')
+        'See :mod:`mgmt_driver.state.follow`.\n', 'x.rst')

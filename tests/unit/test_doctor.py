@@ -1,5 +1,5 @@
-"""kubespray-mgmt doctor (mgmt_driver.doctor), the warnings about config
-keys oslo.config ignores, $KUBESPRAY_MGMT_CONFIG_FILES and --version."""
+"""kubespray-mgmt doctor (mgmt_driver.adapters.doctor), the warnings about
+config keys oslo.config ignores, $KUBESPRAY_MGMT_CONFIG_FILES and --version."""
 
 import contextlib
 import io
@@ -10,13 +10,13 @@ import os
 import pytest
 from oslo_config import cfg
 
-from mgmt_driver import cli
-from mgmt_driver import conf as kconf
-from mgmt_driver import doctor
-from mgmt_driver import driver
-from mgmt_driver import model
-from mgmt_driver import nodes
-from mgmt_driver import params
+from mgmt_driver.adapters import cli
+from mgmt_driver.adapters import doctor
+from mgmt_driver.adapters import v1
+from mgmt_driver.common import conf as kconf
+from mgmt_driver.model import core
+from mgmt_driver.model import nodes
+from mgmt_driver.model import params
 from tests import fakes
 from tests.unit import params_data
 
@@ -127,9 +127,9 @@ def test_the_config_file_default_comes_from_the_environment(
 
 def test_the_driver_warns_at_load(tmp_path, caplog):
     conf, path = _conf(tmp_path)
-    with caplog.at_level(logging.WARNING, logger='mgmt_driver.driver'):
-        driver.LcmHooks(conf=conf, vim_registry=fakes.FakeRegistry())
-        driver.LcmHooks(conf=conf, vim_registry=fakes.FakeRegistry())
+    with caplog.at_level(logging.WARNING, logger='mgmt_driver.session.driver'):
+        v1.LcmHooks(conf=conf, vim_registry=fakes.FakeRegistry())
+        v1.LcmHooks(conf=conf, vim_registry=fakes.FakeRegistry())
     warned = [r.getMessage() for r in caplog.records
               if 'host_key_polcy' in r.getMessage()]
     assert warned == ['%s: [kubespray_mgmt] host_key_polcy: no such option '
@@ -145,8 +145,9 @@ def test_version_names_the_package_and_the_checkout():
     text = out.getvalue().strip()
     assert text.startswith('kubespray-mgmt ')
     assert text != 'kubespray-mgmt unknown'
-    if os.path.exists(os.path.join(os.path.dirname(os.path.dirname(
-            doctor.__file__)), '.git')):
+    checkout = os.path.dirname(os.path.dirname(os.path.dirname(
+        doctor.__file__)))
+    if os.path.exists(os.path.join(checkout, '.git')):
         assert '(git ' in text
 
 
@@ -193,7 +194,7 @@ def test_key_dirs_and_key_file(tmp_path):
 def _spec_and_cluster(**kubespray):
     document = params_data.minimal()
     if kubespray:
-        document[model.ROOT]['kubespray'] = kubespray
+        document[core.ROOT]['kubespray'] = kubespray
     spec = params.parse_params(document, need_cp_names=False)
     topology = nodes.load_topology({
         'masters': [{'ssh_ip': '10.10.0.11'}], 'workers': [],

@@ -16,10 +16,9 @@ import shlex
 import subprocess
 import sys
 
+import mgmt_localsite as localsite
 import pytest
-
-from mgmt_driver import localsite
-from mgmt_driver.localsite import fake_sudo
+from mgmt_localsite import fake_sudo
 
 KUBE_SUDO = localsite.SOURCE / 'bin' / 'kube-sudo'
 PLUGINS = localsite.CHECKOUT_SOURCE / 'plugins' / 'become'

@@ -14,10 +14,9 @@ import os
 import pathlib
 import tarfile
 
+import mgmt_localsite as localsite
 import pytest
 import yaml
-
-from mgmt_driver import localsite
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 DOUBLE = localsite.CHECKOUT_SOURCE

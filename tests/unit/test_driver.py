@@ -1,4 +1,4 @@
-"""The LCM hooks (mgmt_driver.driver) with the recording SSH fake."""
+"""The LCM hooks (mgmt_driver.session.driver) with the recording SSH fake."""
 
 import base64
 import json
@@ -9,13 +9,16 @@ import pytest
 import yaml
 from oslo_config import cfg
 
-from mgmt_driver import conf as kconf
-from mgmt_driver import driver
-from mgmt_driver import exceptions
-from mgmt_driver import heat
-from mgmt_driver import model
-from mgmt_driver import params
-from mgmt_driver import records
+from mgmt_driver.adapters import v1
+from mgmt_driver.common import conf as kconf
+from mgmt_driver.common import exceptions
+from mgmt_driver.model import core
+from mgmt_driver.model import nodes
+from mgmt_driver.model import params
+from mgmt_driver.operations import gateways
+from mgmt_driver.remote import heat
+from mgmt_driver.session import driver
+from mgmt_driver.state import records
 from tests.fakes import FakePool
 from tests.fakes import FakeRegistry
 
@@ -68,9 +71,9 @@ class Harness:
     def __init__(self, conf, k8s_nodes=(), unreachable=()):
         self.pool = FakePool(unreachable)
         self.registry = FakeRegistry()
-        self.hooks = driver.LcmHooks(conf, pool_factory=lambda: self.pool,
-                                     vim_registry=self.registry,
-                                     package_dir_of=lambda c, i: None)
+        self.hooks = v1.LcmHooks(conf, pool_factory=lambda: self.pool,
+                                 vim_registry=self.registry,
+                                 package_dir_of=lambda c, i: None)
         self.ansible = self.pool.connection(ANSIBLE)
         self.ansible.script(r'^program:detect-layout ', stdout=LAYOUT)
         self.master = self.pool.connection('192.168.10.11')
@@ -288,7 +291,7 @@ def _heat_like(h, workers, stacks):
     """Params without a nodes list; the VMs come as Heat would give them."""
     spec = params.parse_params(_instantiate_params(workers))
     h.hooks._vms = lambda c, i, r, s: _with_records(
-        driver.nodes_mod.nodes_from_spec(spec), stacks)
+        nodes.nodes_from_spec(spec), stacks)
     extra = _instantiate_params(workers)
     del extra['k8s_cluster_installation_param']['nodes']
     return extra
@@ -298,8 +301,8 @@ def _with_records(cluster, stacks):
     records = {}
     for node in cluster.k8s_nodes:
         records[node.name] = heat.VmRecord(
-            address=model.NodeAddress(node.role, node.ssh_address,
-                                      node.cluster_address),
+            address=core.NodeAddress(node.role, node.ssh_address,
+                                     node.cluster_address),
             stack_id=stacks.get(node.name))
     return cluster, records
 
@@ -398,10 +401,10 @@ def test_lb_install_script_runs_as_root_with_the_proxy(conf, tmp_path):
     extra = _instantiate_params()
     h.hooks.instantiate_end(None, h.instance(extra), _request(extra), None,
                             None)
-    assert h.lb.modes[driver.LB_SCRIPT] == 0o700
-    [install] = [c for c in h.lb.commands if driver.LB_SCRIPT in c]
+    assert h.lb.modes[gateways.LB_SCRIPT] == 0o700
+    [install] = [c for c in h.lb.commands if gateways.LB_SCRIPT in c]
     assert install == ('sudo -n env KUBESPRAY_MGMT_PROXY_ON_STDIN=1 bash '
-                       + driver.LB_SCRIPT)
+                       + gateways.LB_SCRIPT)
     lines = h.lb.stdin_of[install].splitlines()
     assert lines[:2] == ['http_proxy=http://proxy.example.com:3128',
                          'https_proxy=http://proxy.example.com:3128']
@@ -420,7 +423,7 @@ def test_lb_install_script_gets_proxy_credentials_off_the_command_line(
         'http_proxy': url, 'https_proxy': url, 'no_proxy': '.corp'}
     h.hooks.instantiate_end(None, h.instance(extra), _request(extra), None,
                             None)
-    [install] = [c for c in h.lb.commands if driver.LB_SCRIPT in c]
+    [install] = [c for c in h.lb.commands if gateways.LB_SCRIPT in c]
     assert 's3cret' not in install and all(
         's3cret' not in c for c in h.lb.commands)
     given = dict(line.split('=', 1)
@@ -443,7 +446,7 @@ def test_kubectl_and_haproxy_follow_the_drivers_own_conf(conf):
     haproxy = h.lb.files['/etc/haproxy/haproxy.cfg.new']
     assert 'bind 10.10.0.40:8383\n' in haproxy and 'chroot' not in haproxy
     spec = params.parse_params(extra)
-    cluster = driver.nodes_mod.nodes_from_spec(spec)
+    cluster = nodes.nodes_from_spec(spec)
     client = driver.ClusterDriver(spec, 'inst-1', h.pool,
                                   conf).kubectl_client(cluster)
     assert client.settings.command_timeout == 7

@@ -1,16 +1,17 @@
 """ClusterDriver as the per-operation context: its spec never changes,
-and what it caches is handed out as copies (mgmt_driver.driver.Reads)."""
+and what it caches is handed out as copies
+(mgmt_driver.session.driver.Reads)."""
 
 import pytest
 import yaml
 
-from mgmt_driver import driver
-from mgmt_driver import exceptions
-from mgmt_driver import labels
-from mgmt_driver import model
-from mgmt_driver import nodes
-from mgmt_driver import params
-from mgmt_driver import upgrade
+from mgmt_driver.common import exceptions
+from mgmt_driver.model import core
+from mgmt_driver.model import labels
+from mgmt_driver.model import nodes
+from mgmt_driver.model import params
+from mgmt_driver.session import driver
+from mgmt_driver.state import kubeversion
 from tests.fakes import FakePool
 from tests.unit import test_driver
 from tests.unit import test_inventory
@@ -24,11 +25,11 @@ def _context(conf, recorded_version=None, requested=None):
     ansible = pool.connection(test_driver.ANSIBLE)
     ansible.script(r'^program:detect-layout ', stdout=test_driver.LAYOUT)
     if recorded_version is not None:
-        ansible.files[WORKSPACE + upgrade.RECORD_FILE] = \
-            upgrade.render_record(recorded_version)
+        ansible.files[WORKSPACE + kubeversion.RECORD_FILE] = \
+            kubeversion.render_record(recorded_version)
     request = test_driver._instantiate_params(2)
     if requested is not None:
-        request[model.ROOT]['kubespray'] = {
+        request[core.ROOT]['kubespray'] = {
             'extra_vars': {'kube_version': requested}}
     spec = params.parse_params(request)
     return (driver.ClusterDriver(spec, 'inst-1', pool, conf),
@@ -86,8 +87,8 @@ def test_a_claim_reads_afresh(conf):
     drv, cluster, ansible = _context(conf)
     drv.claim('scale_end')
     drv.upload_inventory(cluster)
-    ansible.files[WORKSPACE + upgrade.RECORD_FILE] = upgrade.render_record(
-        (1, 33, 9))
+    ansible.files[WORKSPACE + kubeversion.RECORD_FILE] = \
+        kubeversion.render_record((1, 33, 9))
     drv.claim('heal_end')
     drv.upload_inventory(cluster)
     rendered = yaml.safe_load(ansible.files[WORKSPACE + 'cluster-vars.yaml'])

@@ -7,12 +7,13 @@ import types
 import pytest
 import yaml
 
-from mgmt_driver import driver
-from mgmt_driver import exceptions
-from mgmt_driver import heat
-from mgmt_driver import keepalived
-from mgmt_driver import model
-from mgmt_driver import params
+from mgmt_driver.common import exceptions
+from mgmt_driver.model import core
+from mgmt_driver.model import nodes
+from mgmt_driver.model import params
+from mgmt_driver.operations import gateways
+from mgmt_driver.remote import heat
+from mgmt_driver.remote import keepalived
 from tests.unit.test_driver import Harness
 from tests.unit.test_driver import _instantiate_params
 from tests.unit.test_driver import _request
@@ -67,16 +68,16 @@ class Gateways:
 
     @staticmethod
     def _records(spec):
-        cluster = driver.nodes_mod.nodes_from_spec(spec)
+        cluster = nodes.nodes_from_spec(spec)
         records = {}
         for node in cluster.k8s_nodes + cluster.gateways:
             member = None
-            if node.role == model.ROLE_EXTERNAL_LB:
+            if node.role == core.ROLE_EXTERNAL_LB:
                 member = 'gw-%d' % (int(node.cluster_address.split('.')[-1])
                                     - 39)
             records[node.name] = heat.VmRecord(
-                address=model.NodeAddress(node.role, node.ssh_address,
-                                          node.cluster_address),
+                address=core.NodeAddress(node.role, node.ssh_address,
+                                         node.cluster_address),
                 server_id=member and 'server-' + member,
                 stack_id=member and 'stack-' + member, member_name=member)
         return cluster, records
@@ -124,7 +125,7 @@ def _install_script(tmp_path):
 
 
 def _installs(conn):
-    return [c for c in conn.commands if driver.LB_SCRIPT in c]
+    return [c for c in conn.commands if gateways.LB_SCRIPT in c]
 
 
 def test_instantiate_configures_every_gateway(conf, tmp_path):  # noqa: F811

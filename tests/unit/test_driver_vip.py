@@ -6,10 +6,10 @@ import types
 import pytest
 import yaml
 
-from mgmt_driver import driver
-from mgmt_driver import exceptions
-from mgmt_driver import heat
-from mgmt_driver import keepalived
+from mgmt_driver.common import exceptions
+from mgmt_driver.operations import gateways
+from mgmt_driver.remote import heat
+from mgmt_driver.remote import keepalived
 from tests.unit.test_driver import LB
 from tests.unit.test_driver import Harness
 from tests.unit.test_driver import _instantiate_params
@@ -103,8 +103,8 @@ def test_the_install_script_gets_keepalived_with_a_vip(conf, tmp_path):  # noqa:
     h.hooks._package_dir_of = lambda c, i: str(tmp_path)
     h.lb.script(r'^ip -o addr show', stdout=ADDR)
     _instantiate(h, _vip_params())
-    [install] = [c for c in h.lb.commands if driver.LB_SCRIPT in c]
-    assert install.endswith('bash %s --with-keepalived' % driver.LB_SCRIPT)
+    [install] = [c for c in h.lb.commands if gateways.LB_SCRIPT in c]
+    assert install.endswith('bash %s --with-keepalived' % gateways.LB_SCRIPT)
 
 
 # ---------------------------------------------- the VIP from a Heat port --

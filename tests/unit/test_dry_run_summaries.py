@@ -1,6 +1,6 @@
 """A dry run ends with what it would do, never with what it did
 (issue 29): every operation's last line in the conditional, worded in
-one place (:mod:`mgmt_driver.outcomes`), and ``-o json`` saying the plan
+one place (:mod:`mgmt_driver.common.outcomes`), and ``-o json`` saying the plan
 with keys of its own."""
 
 import json
@@ -9,8 +9,8 @@ import re
 
 import pytest
 
-from mgmt_driver import cli
-from mgmt_driver import outcomes
+from mgmt_driver.adapters import cli
+from mgmt_driver.common import outcomes
 
 SAMPLES = pathlib.Path(__file__).parents[2] / 'samples'
 PARAMS = str(SAMPLES / 'instantiate_ha.json')

@@ -11,15 +11,15 @@ line, byte by byte) put first on PATH as ``sudo``.
 import os
 import subprocess
 
+import mgmt_localsite as localsite
 import pytest
+from mgmt_localsite import fake_sudo
 
-from mgmt_driver import escalation
-from mgmt_driver import exceptions
-from mgmt_driver import localsite
-from mgmt_driver import model
-from mgmt_driver import remote
-from mgmt_driver import ssh
-from mgmt_driver.localsite import fake_sudo
+from mgmt_driver.common import exceptions
+from mgmt_driver.model import core
+from mgmt_driver.remote import escalation
+from mgmt_driver.remote import programs
+from mgmt_driver.remote import ssh
 
 HOST = '127.0.44.30'
 PASSWORD = "Sudo 'Secret' $(id)"
@@ -42,7 +42,7 @@ def test_only_sudo_n_argvs_change():
 
 def test_the_script_is_sent_without_its_comments():
     marker, _, body = escalation.SCRIPT.partition('\n')
-    assert marker == remote.MARKER + 'sudo-password'
+    assert marker == programs.MARKER + 'sudo-password'
     assert '#' not in body
     assert body.count('\n') < 6
 
@@ -100,17 +100,17 @@ class _Recording(ssh.Connection):
 
 
 def test_a_connection_escalates_with_its_login_sudo_password(tmp_path):
-    login = model.Login('ubuntu', 'Login-Pass-1', become_password=PASSWORD)
-    conn = _Recording('h', login.credentials(), 22, ssh.SSHSettings(
+    login = core.Login('ubuntu', 'Login-Pass-1', become_password=PASSWORD)
+    conn = _Recording('h', ssh.credentials_for(login), 22, ssh.SSHSettings(
         known_hosts_file=str(tmp_path / 'kh')))
     result = conn.run(['sudo', '-n', 'kubectl', 'get', 'nodes'])
     command, stdin = conn.sent
     assert stdin == PASSWORD.encode() + b'\n'
     assert PASSWORD not in command and PASSWORD not in result.command
     assert result.command.endswith('sudo kubectl get nodes')
-    assert PASSWORD not in repr(login.credentials())
-    nopasswd = model.Login('ubuntu', 'Login-Pass-1', passwordless_sudo=True)
-    conn = _Recording('h', nopasswd.credentials(), 22, conn.settings)
+    assert PASSWORD not in repr(ssh.credentials_for(login))
+    nopasswd = core.Login('ubuntu', 'Login-Pass-1', passwordless_sudo=True)
+    conn = _Recording('h', ssh.credentials_for(nopasswd), 22, conn.settings)
     conn.run(['sudo', '-n', 'kubectl', 'get', 'nodes'])
     assert conn.sent[1] is None and 'sudo -n kubectl' in conn.sent[0]
 
@@ -129,6 +129,6 @@ def test_a_failed_playbook_names_the_become_fields(line, hinted):
                                stdout='', stderr='', exit_code=2)
     message = str(exceptions.PlaybookFailed(
         'cluster.yml', result, {'w1': {'failed': 1}}, [line], 'tail'))
-    assert (escalation.HINT in message) is hinted
-    assert ('errors: %s (%s); output tail' % (line, escalation.HINT)
+    assert (exceptions.BECOME_HINT in message) is hinted
+    assert ('errors: %s (%s); output tail' % (line, exceptions.BECOME_HINT)
             in message) is hinted

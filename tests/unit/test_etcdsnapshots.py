@@ -1,4 +1,4 @@
-"""mgmt_driver.etcdsnapshots with the recording SSH fake.
+"""mgmt_driver.operations.etcdsnapshots with the recording SSH fake.
 
 Names, listings and pruning are pure; a snapshot is saved on the first
 master that can (kubespray's etcdctl.sh, no key on the command line),
@@ -12,16 +12,17 @@ import json
 import pytest
 from oslo_config import cfg
 
-from mgmt_driver import conf as kconf
-from mgmt_driver import driver
-from mgmt_driver import etcdsnapshots as snaps
-from mgmt_driver import exceptions
-from mgmt_driver import lcm_requests
-from mgmt_driver import nodes as nodes_mod
-from mgmt_driver import operations
-from mgmt_driver import params
-from mgmt_driver import status
-from mgmt_driver import upgrade
+from mgmt_driver.adapters import lcm_requests
+from mgmt_driver.adapters import status
+from mgmt_driver.common import conf as kconf
+from mgmt_driver.common import exceptions
+from mgmt_driver.model import nodes as nodes_mod
+from mgmt_driver.model import params
+from mgmt_driver.operations import etcdsnapshots as snaps
+from mgmt_driver.operations import lcm
+from mgmt_driver.operations import upgrade
+from mgmt_driver.session import driver
+from mgmt_driver.state import kubeversion
 from tests.fakes import FakeConnection
 from tests.fakes import FakePool
 from tests.unit.test_driver import ANSIBLE
@@ -191,7 +192,7 @@ def test_a_master_heal_without_a_snapshot_changes_nothing(conf):
     with pytest.raises(exceptions.MgmtDriverOtherError,
                        match='the heal was not started, nothing was '
                              'changed:.*no etcd here'):
-        operations.heal_begin(drv, cluster, [cluster.masters[1].name])
+        lcm.heal_begin(drv, cluster, [cluster.masters[1].name])
     everything = [c for conn in pool.connections.values()
                   for c in conn.commands]
     assert not [c for c in everything if 'ansible-playbook' in c or
@@ -216,7 +217,7 @@ def test_a_master_heal_takes_one_first_unless_told_not_to(conf):
     _kubectl_down(pool)
     drv, cluster, pool = _context(conf, pool)
     with pytest.raises(exceptions.NoReachableHost):
-        operations.heal_begin(drv, cluster, [cluster.masters[1].name])
+        lcm.heal_begin(drv, cluster, [cluster.masters[1].name])
     ansible = pool.connection(ANSIBLE)
     assert [p for p in ansible.files if p.endswith('-heal.db')]
     assert not [c for c in ansible.commands if 'ansible-playbook' in c]
@@ -228,7 +229,7 @@ def test_a_master_heal_takes_one_first_unless_told_not_to(conf):
     progress = []
     drv._progress = progress.append
     with pytest.raises(exceptions.NoReachableHost):
-        operations.heal_begin(drv, cluster, [cluster.masters[1].name])
+        lcm.heal_begin(drv, cluster, [cluster.masters[1].name])
     assert not [c for conn in pool.connections.values()
                 for c in conn.commands if SAVE in c]
     assert any('etcd_snapshot_before_risky is false' in p for p in progress)
@@ -239,7 +240,7 @@ def test_a_worker_heal_takes_none(conf):
     _kubectl_down(pool)
     drv, cluster, pool = _context(conf, pool)
     with pytest.raises(exceptions.NoReachableHost):
-        operations.heal_begin(drv, cluster, [cluster.workers[0].name])
+        lcm.heal_begin(drv, cluster, [cluster.workers[0].name])
     assert not [c for conn in pool.connections.values()
                 for c in conn.commands if SAVE in c]
 
@@ -252,17 +253,17 @@ def test_a_patch_tag_takes_one_snapshot_once(conf):
     def saves():
         return len([c for conn in pool.connections.values()
                     for c in conn.commands if SAVE in c])
-    operations.modify(drv, cluster, snapshot='before-maintenance')
+    lcm.modify(drv, cluster, snapshot='before-maintenance')
     assert saves() == 1 and ansible.files[record] == 'before-maintenance\n'
     assert any(p.endswith('-before-maintenance.db') for p in ansible.files)
-    operations.modify(drv, cluster, snapshot='before-maintenance')
+    lcm.modify(drv, cluster, snapshot='before-maintenance')
     assert saves() == 1
-    operations.modify(drv, cluster, snapshot='second')
+    lcm.modify(drv, cluster, snapshot='second')
     assert saves() == 2
     ansible.files[record] = '$(reboot)\n'
     with pytest.raises(exceptions.RemoteDataInvalid,
                        match='not a snapshot tag'):
-        operations.modify(drv, cluster, snapshot='third')
+        lcm.modify(drv, cluster, snapshot='third')
 
 
 def test_the_metadata_key_is_checked_and_described():
@@ -279,7 +280,7 @@ def test_the_metadata_key_is_checked_and_described():
 
 
 def test_the_cli_runs_snapshot_as_an_operation():
-    assert 'snapshot' in operations.COMMANDS
+    assert 'snapshot' in lcm.COMMANDS
 
 
 def test_status_lists_the_snapshots_newest_first(conf):
@@ -311,7 +312,7 @@ def test_an_upgrade_without_a_snapshot_changes_nothing(conf):
                        match='the upgrade was not started.*no leader'):
         _patch(h, {'kube_version': 'v1.34.3'})
     assert h.playbooks() == []
-    assert upgrade.RECORD_FILE not in h.workspace_files()
+    assert kubeversion.RECORD_FILE not in h.workspace_files()
     assert h.lb.calls == []
 
 

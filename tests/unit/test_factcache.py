@@ -1,4 +1,4 @@
-"""Facts only where missing or stale (mgmt_driver.factcache)."""
+"""Facts only where missing or stale (mgmt_driver.remote.factcache)."""
 
 import os
 import subprocess
@@ -6,10 +6,10 @@ import time
 
 import pytest
 
-from mgmt_driver import exceptions
-from mgmt_driver import factcache
-from mgmt_driver import kubespray
-from mgmt_driver import remote
+from mgmt_driver.common import exceptions
+from mgmt_driver.remote import factcache
+from mgmt_driver.remote import kubespray
+from mgmt_driver.remote import programs
 from tests.fakes import FakeConnection
 
 ROOT = '/opt/kubespray'
@@ -110,7 +110,7 @@ def _probe_on_a_real_shell(tmp_path, environment=()):
     env = {k: v for k, v in os.environ.items()
            if not k.startswith('ANSIBLE_')}
     env.update(environment)
-    out = subprocess.run(['sh', '-c', remote.program(factcache.PROBE), 'sh',
+    out = subprocess.run(['sh', '-c', programs.program(factcache.PROBE), 'sh',
                           str(checkout), str(cache), 'w1', 'w2', 'w3'],
                          env=env, capture_output=True, text=True,
                          check=True).stdout

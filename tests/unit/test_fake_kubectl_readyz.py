@@ -1,5 +1,6 @@
 """The fake kubectl's ``get --raw=/readyz [--server=URL]``: what the
-upgrade's gates ask through the load balancer (mgmt_driver.gates)."""
+upgrade's gates ask through the load balancer
+(mgmt_driver.operations.gates)."""
 
 import json
 import pathlib
@@ -9,8 +10,7 @@ import sys
 import threading
 
 import pytest
-
-from mgmt_driver.localsite import clusterstate as cs
+from mgmt_localsite import clusterstate as cs
 
 KUBECTL = pathlib.Path(cs.__file__).parent / 'bin' / 'kubectl'
 

@@ -1,6 +1,6 @@
 """The operator's view (issue 31): the record's ``cluster`` entry and
-``last_operation`` (mgmt_driver.follow, statestore.recorded), ``list``
-(mgmt_driver.listing), Ctrl-C during a detached run, and the ``-o``
+``last_operation`` (mgmt_driver.state.follow, statestore.recorded), ``list``
+(mgmt_driver.adapters.listing), Ctrl-C during a detached run, and the ``-o``
 convention of the commands that write files."""
 
 import json
@@ -8,16 +8,16 @@ import types
 
 import pytest
 
-from mgmt_driver import cli
-from mgmt_driver import detached
-from mgmt_driver import exceptions
-from mgmt_driver import follow
-from mgmt_driver import model
-from mgmt_driver import nodes
-from mgmt_driver import params
-from mgmt_driver import records
-from mgmt_driver import ssh
-from mgmt_driver import statestore
+from mgmt_driver.adapters import cli
+from mgmt_driver.common import exceptions
+from mgmt_driver.model import core
+from mgmt_driver.model import nodes
+from mgmt_driver.model import params
+from mgmt_driver.remote import detached
+from mgmt_driver.remote import ssh
+from mgmt_driver.state import follow
+from mgmt_driver.state import records
+from mgmt_driver.state import statestore
 
 WS = '/srv/inventories/vnf-1'
 STEM = '20261123T230501Z-scale_in-remove-node'
@@ -34,7 +34,7 @@ def _spec(**ansible):
                             'kubespray_root_path': '/ks',
                             'transferring_inventory_path': '/srv/inv'},
                            **ansible)}
-    return params.parse_params({model.ROOT: doc}, need_cp_names=False,
+    return params.parse_params({core.ROOT: doc}, need_cp_names=False,
                                default_key_file='/etc/default-key')
 
 
@@ -254,7 +254,7 @@ def test_a_format_word_is_not_a_path_to_write(capsys, argv):
 
 def test_output_file_is_the_path_of_render(tmp_path, capsys):
     target = tmp_path / 'haproxy.cfg'
-    samples = cli.os.path.join(cli.os.path.dirname(cli.__file__), '..',
+    samples = cli.os.path.join(cli.os.path.dirname(cli.__file__), '..', '..',
                                'samples')
     code = cli.main(['render', 'haproxy', '--params',
                      cli.os.path.join(samples, 'instantiate_simple.json'),
@@ -269,14 +269,14 @@ def test_output_file_is_the_path_of_render(tmp_path, capsys):
 
 def test_the_run_report_diffs_the_recorded_nodes_and_keeps_warnings(
         tmp_path):
-    from mgmt_driver import runreport
+    from mgmt_driver.adapters import runreport
     store = records.RecordStore(str(tmp_path))
     spec = _spec()
     store.set_cluster('vnf-1', _entry(spec))
     report = runreport.RunReport(store, 'vnf-1', 'scale-in',
                                  ['worker-192-0-2-22'])
     with report.collecting():
-        logger = cli.logging.getLogger('mgmt_driver.driver')
+        logger = cli.logging.getLogger('mgmt_driver.session.driver')
         for i in range(runreport.MAX_WARNINGS + 2):
             logger.warning('warning %d: \x1b]0;title\x07', i)
         store.set_cluster('vnf-1', follow.describe(

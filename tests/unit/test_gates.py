@@ -1,5 +1,5 @@
-"""Upgrade preflight and gates (mgmt_driver.gates), nodes declared
-absent (mgmt_driver.absence), and the driver steps that use them."""
+"""Upgrade preflight and gates (mgmt_driver.operations.gates), nodes declared
+absent (mgmt_driver.model.absence), and the driver steps that use them."""
 
 import dataclasses
 import json
@@ -7,15 +7,15 @@ import json
 import pytest
 import yaml
 
-from mgmt_driver import absence
-from mgmt_driver import cli
-from mgmt_driver import exceptions
-from mgmt_driver import gates
-from mgmt_driver import heat
-from mgmt_driver import kubectl
-from mgmt_driver import nodes as nodes_mod
-from mgmt_driver import params
-from mgmt_driver import upgrade
+from mgmt_driver.adapters import cli
+from mgmt_driver.common import exceptions
+from mgmt_driver.model import absence
+from mgmt_driver.model import nodes as nodes_mod
+from mgmt_driver.model import params
+from mgmt_driver.operations import gates
+from mgmt_driver.operations import upgrade
+from mgmt_driver.remote import heat
+from mgmt_driver.remote import kubectl
 from tests.unit import test_cli_run
 from tests.unit.test_driver import Harness
 from tests.unit.test_driver import _heat_like

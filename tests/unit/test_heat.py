@@ -1,12 +1,12 @@
-"""mgmt_driver.heat with a fake Heat client."""
+"""mgmt_driver.remote.heat with a fake Heat client."""
 
 import types
 
 import pytest
 
-from mgmt_driver import exceptions
-from mgmt_driver import heat
-from mgmt_driver import model
+from mgmt_driver.common import exceptions
+from mgmt_driver.model import core
+from mgmt_driver.remote import heat
 
 
 def _res(name, rtype, physical=None, attributes=None):
@@ -63,7 +63,7 @@ class FakeHeat:
 
 def test_members_of_a_scaling_group():
     vms = heat.HeatNodeFinder(FakeHeat()).role_vms(
-        'top', model.ROLE_WORKER, 'worker_instance',
+        'top', core.ROLE_WORKER, 'worker_instance',
         'workerNode_FloatingIP', 'workerNode_CP2')
     assert [(v.address.ssh_ip, v.address.nic_ip, v.server_id, v.stack_id)
             for v in vms] == [
@@ -75,7 +75,7 @@ def test_members_of_a_scaling_group():
 
 def test_role_without_aspect_reads_the_top_stack():
     [vm] = heat.HeatNodeFinder(FakeHeat()).role_vms(
-        'top', model.ROLE_EXTERNAL_LB, None, 'externalLB_FloatingIP')
+        'top', core.ROLE_EXTERNAL_LB, None, 'externalLB_FloatingIP')
     assert vm.address.ssh_ip == vm.address.nic_ip == '192.0.2.9'
     assert vm.server_id is None and vm.stack_id is None
 
@@ -86,8 +86,8 @@ def test_role_without_aspect_reads_the_top_stack():
     ('worker_instance', 'wrongName', 'worker_node.ssh_cp_name'),
 ])
 def test_missing_resource_is_named(aspect, ssh_cp, text):
-    role = model.ROLE_MASTER if aspect.startswith('master') \
-        else model.ROLE_WORKER
+    role = core.ROLE_MASTER if aspect.startswith('master') \
+        else core.ROLE_WORKER
     with pytest.raises(exceptions.MgmtDriverNotFound) as info:
         heat.HeatNodeFinder(FakeHeat()).role_vms('top', role, aspect,
                                                  ssh_cp)
@@ -99,7 +99,7 @@ def test_port_without_address_yet():
     fake.stacks['member-a']['workerNode_CP2'].attributes = {}
     with pytest.raises(exceptions.MgmtDriverNotFound, match='no IP'):
         heat.HeatNodeFinder(fake).role_vms(
-            'top', model.ROLE_WORKER, 'worker_instance',
+            'top', core.ROLE_WORKER, 'worker_instance',
             'workerNode_FloatingIP', 'workerNode_CP2')
 
 
@@ -155,13 +155,13 @@ def test_gateways_of_a_scaling_group():
         nic_cp_name='workerNode_CP2')
     spec = types.SimpleNamespace(
         master=types.SimpleNamespace(
-            role=model.ROLE_MASTER, aspect_id=None,
+            role=core.ROLE_MASTER, aspect_id=None,
             ssh_cp_name='externalLB_FloatingIP', nic_cp_name=None),
-        worker=types.SimpleNamespace(role=model.ROLE_WORKER,
+        worker=types.SimpleNamespace(role=core.ROLE_WORKER,
                                      **vars(group)),
         external_lb=group, node_pools=())
     vms = heat.HeatNodeFinder(FakeHeat()).cluster_vms('top', spec)
-    gateways = [v for v in vms if v.address.role == model.ROLE_EXTERNAL_LB]
+    gateways = [v for v in vms if v.address.role == core.ROLE_EXTERNAL_LB]
     assert [(v.address.nic_ip, v.stack_id, v.member_name)
             for v in gateways] == [('10.10.0.21', 'member-a', 'a'),
                                    ('10.10.0.22', 'member-b', 'b')]

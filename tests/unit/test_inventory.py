@@ -5,13 +5,13 @@ import copy
 import pytest
 import yaml
 
-from mgmt_driver import inventory
-from mgmt_driver import model
-from mgmt_driver import nodes
-from mgmt_driver import params
+from mgmt_driver.model import core
+from mgmt_driver.model import nodes
+from mgmt_driver.model import params
+from mgmt_driver.remote import inventory
 from tests.unit import params_data
 
-P = model.ROOT
+P = core.ROOT
 
 
 def _spec(request=None, **sections):
@@ -24,10 +24,10 @@ def _spec(request=None, **sections):
 def _cluster(spec, masters=('10.10.0.11',), workers=('10.10.0.21',
                                                      '10.10.0.22'),
              lb=('192.168.1.30', '10.10.0.30')):
-    entries = [model.NodeAddress('master', ip, ip) for ip in masters]
-    entries += [model.NodeAddress('worker', ip, ip) for ip in workers]
+    entries = [core.NodeAddress('master', ip, ip) for ip in masters]
+    entries += [core.NodeAddress('worker', ip, ip) for ip in workers]
     if lb:
-        entries.append(model.NodeAddress('external_lb', lb[0], lb[1]))
+        entries.append(core.NodeAddress('external_lb', lb[0], lb[1]))
     return nodes.build_nodes(spec, entries)
 
 
@@ -74,9 +74,9 @@ def test_hosts_groups_and_host_vars():
 def test_hosts_ssh_and_cluster_addresses_differ():
     spec = _spec(worker_node={'port': 2201})
     cluster = nodes.build_nodes(spec, [
-        model.NodeAddress('master', '192.168.1.11', '10.10.0.11'),
-        model.NodeAddress('worker', '192.168.1.21', '10.10.0.21'),
-        model.NodeAddress('external_lb', '192.168.1.30', '10.10.0.30')])
+        core.NodeAddress('master', '192.168.1.11', '10.10.0.11'),
+        core.NodeAddress('worker', '192.168.1.21', '10.10.0.21'),
+        core.NodeAddress('external_lb', '192.168.1.30', '10.10.0.30')])
     host = inventory.render_hosts(spec, cluster)['all']['hosts'][
         'worker-10-10-0-21']
     assert host['ansible_host'] == '192.168.1.21'
@@ -87,8 +87,8 @@ def test_hosts_ssh_and_cluster_addresses_differ():
 def test_ipv6_cluster_address_goes_to_ip6():
     spec = _spec()
     cluster = nodes.build_nodes(spec, [
-        model.NodeAddress('master', 'fd00::11', 'fd00::11'),
-        model.NodeAddress('external_lb', 'fd00::30', 'fd00::30')])
+        core.NodeAddress('master', 'fd00::11', 'fd00::11'),
+        core.NodeAddress('external_lb', 'fd00::30', 'fd00::30')])
     host = inventory.render_hosts(spec, cluster)['all']['hosts'][
         'master-fd00-0-0-0-0-0-0-11']
     assert host['ip6'] == host['access_ip6'] == 'fd00::11'
@@ -256,8 +256,8 @@ def test_calico_mtu(extra, cluster_v6, expected):
     spec = _spec(kubespray={'extra_vars': extra})
     if cluster_v6:
         cluster = nodes.build_nodes(spec, [
-            model.NodeAddress('master', 'fd00::11', 'fd00::11'),
-            model.NodeAddress('external_lb', 'fd00::30', 'fd00::30')])
+            core.NodeAddress('master', 'fd00::11', 'fd00::11'),
+            core.NodeAddress('external_lb', 'fd00::30', 'fd00::30')])
     else:
         cluster = _cluster(spec)
     doc = inventory.render_cluster_vars(spec, cluster, mtu=1450)
@@ -417,12 +417,12 @@ def test_adding_and_removing_nodes_equals_rendering_from_scratch():
                                     '10.10.0.13'),
                      workers=('10.10.0.21', '10.10.0.22', '10.10.0.23'))
     added = [nodes.Node.from_address(
-        model.NodeAddress('worker', ip, ip), 22)
+        core.NodeAddress('worker', ip, ip), 22)
         for ip in ('10.10.1.21', '10.10.0.24')]
     changed = start.add(*added).remove('worker-10-10-0-22',
                                        'master-10-10-0-13')
     changed = changed.add(nodes.Node.from_address(
-        model.NodeAddress('master', '10.10.0.14', '10.10.0.14'), 22))
+        core.NodeAddress('master', '10.10.0.14', '10.10.0.14'), 22))
     scratch = _cluster(spec, masters=('10.10.0.11', '10.10.0.12',
                                       '10.10.0.14'),
                        workers=('10.10.0.24', '10.10.1.21', '10.10.0.21',
@@ -451,7 +451,7 @@ def test_dump_yaml_has_no_aliases():
 def test_template_text_in_request_values_is_never_templated():
     """A "{" anywhere in a value Ansible reads makes it !unsafe: Jinja in
     a request (lookup('pipe', ...)) must not run on the Ansible server."""
-    from mgmt_driver import inventory
+    from mgmt_driver.remote import inventory
     data = inventory._inert({'a': "{{ lookup('pipe', 'id') }}",
                              'b': ['{% if 1 %}x{% endif %}', 'plain'],
                              'c': 3, 'd': 'plain'})

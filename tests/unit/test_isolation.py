@@ -1,4 +1,5 @@
-"""Workspaces of one Ansible server kept apart (mgmt_driver.isolation)."""
+"""Workspaces of one Ansible server kept apart
+(mgmt_driver.remote.isolation)."""
 
 import os
 import pwd
@@ -6,12 +7,12 @@ import subprocess
 
 import pytest
 
-from mgmt_driver import detached
-from mgmt_driver import exceptions
-from mgmt_driver import isolation
-from mgmt_driver import kubespray
-from mgmt_driver import remote
-from mgmt_driver import ssh
+from mgmt_driver.common import exceptions
+from mgmt_driver.remote import detached
+from mgmt_driver.remote import isolation
+from mgmt_driver.remote import kubespray
+from mgmt_driver.remote import programs
+from mgmt_driver.remote import ssh
 from tests import fakes
 from tests.fakes import FakeConnection
 
@@ -55,7 +56,7 @@ def test_control_path_fits_a_unix_socket(length):
 
 # -------------------------------------------------------------- guard --
 
-GUARD_LIB = remote.SCRIPT_DIR / 'lib' / 'ws_guard.sh'
+GUARD_LIB = programs.SCRIPT_DIR / 'lib' / 'ws_guard.sh'
 
 
 def run_guarded(path, create=False):
@@ -180,9 +181,9 @@ def test_every_program_entering_the_workspace_is_guarded(name):
         line for line in GUARD_LIB.read_text().splitlines()
         if line.strip() and not line.startswith('#'))
     # nothing but the name, the function and its call before the rest
-    assert remote.program(name).startswith(
+    assert programs.program(name).startswith(
         '%s%s\n%s\nws_guard %s "$1" || exit %d\n' % (
-            remote.MARKER, name, guard, mode, isolation.UNSAFE_EXIT))
+            programs.MARKER, name, guard, mode, isolation.UNSAFE_EXIT))
 
 
 class RefusingServer(FakeConnection):

@@ -1,4 +1,4 @@
-"""Unit tests of mgmt_driver.keepalived and the VIP keys of params.
+"""Unit tests of mgmt_driver.remote.keepalived and the VIP keys of params.
 
 Rendered files are checked by the real ``keepalived -t`` (its config-test
 mode) where keepalived is installed (``tools/host-packages`` installs it).
@@ -13,18 +13,18 @@ import subprocess
 
 import pytest
 
-from mgmt_driver import exceptions
-from mgmt_driver import keepalived
-from mgmt_driver import loadbalancer as lb
-from mgmt_driver import model
-from mgmt_driver import params
+from mgmt_driver.common import exceptions
+from mgmt_driver.model import core
+from mgmt_driver.model import params
+from mgmt_driver.remote import keepalived
+from mgmt_driver.remote import loadbalancer as lb
 from tests.fakes import FakeConnection
 from tests.unit import params_data
 
 P = 'k8s_cluster_installation_param'
 PASSWORD = 'Vr:p4ss'
-SPEC = model.ExternalLbSpec(None, None, None, None, vip='192.0.2.100',
-                            vrrp_router_id=51, vrrp_password=PASSWORD)
+SPEC = core.ExternalLbSpec(None, None, None, None, vip='192.0.2.100',
+                           vrrp_router_id=51, vrrp_password=PASSWORD)
 GATEWAYS = [('gw-c', '192.0.2.13'), ('gw-a', '192.0.2.11'),
             ('gw-b', '192.0.2.12')]
 KEEPALIVED = shutil.which('keepalived') or '/usr/sbin/keepalived'
@@ -81,9 +81,9 @@ def test_the_order_gateways_are_listed_in_changes_nothing():
 
 
 def test_the_health_check_connects_to_haproxys_api_port():
-    spec = model.ExternalLbSpec(None, None, None, None, api_port=9443,
-                                vip='192.0.2.100', vrrp_router_id=7,
-                                vrrp_password='x')
+    spec = core.ExternalLbSpec(None, None, None, None, api_port=9443,
+                               vip='192.0.2.100', vrrp_router_id=7,
+                               vrrp_password='x')
     text = keepalived.render_keepalived_config(layouts(spec=spec)['gw-a'])
     assert 'script "/bin/bash -c \'</dev/tcp/127.0.0.1/9443\'"' in text
     assert block(text, 'track_script') == ['chk_haproxy']
@@ -110,8 +110,8 @@ def test_the_password_stays_out_of_repr():
 
 
 def test_ipv6_gateways():
-    spec = model.ExternalLbSpec(None, None, None, None, vip='2001:db8::64',
-                                vrrp_router_id=9, vrrp_password='abc')
+    spec = core.ExternalLbSpec(None, None, None, None, vip='2001:db8::64',
+                               vrrp_router_id=9, vrrp_password='abc')
     result = layouts([('gw-a', '2001:db8::b'), ('gw-b', '2001:db8::c')],
                      spec=spec, check_at='::1')
     text = keepalived.render_keepalived_config(result['gw-a'])
@@ -151,7 +151,7 @@ def test_bad_layouts_are_refused_naming_the_field(fields, message):
 
 
 def test_gateway_layouts_need_a_vip_and_every_interface():
-    no_vip = model.ExternalLbSpec(None, None, None, None)
+    no_vip = core.ExternalLbSpec(None, None, None, None)
     with pytest.raises(exceptions.LoadBalancerLayoutInvalid,
                        match='vip: external_lb_param.vip is not set'):
         layouts(spec=no_vip)
@@ -387,7 +387,7 @@ def test_a_request_without_vip_is_a_single_gateway():
     spec = params.parse_params(params_data.minimal(), need_cp_names=False)
     assert not spec.external_lb.highly_available
     assert spec.external_lb.vip is None
-    assert 'VIP' not in model.describe(spec)
+    assert 'VIP' not in core.describe(spec)
 
 
 def test_the_vip_keys_parse():
@@ -403,8 +403,8 @@ def test_the_vip_keys_parse():
         vip='192.0.2.100', vrrp_router_id=51, vrrp_password=PASSWORD,
         aspect_id='gateway_aspect'), need_cp_names=False)
     assert spec.external_lb.aspect_id == 'gateway_aspect'
-    assert 'VIP 192.0.2.100 (VRRP 51)' in model.describe(spec)
-    assert PASSWORD not in model.describe(spec)
+    assert 'VIP 192.0.2.100 (VRRP 51)' in core.describe(spec)
+    assert PASSWORD not in core.describe(spec)
 
 
 @pytest.mark.parametrize('keys, expected', [
@@ -445,7 +445,7 @@ def test_vip_cp_name_stands_for_the_vip_until_resolved():
     lb_spec = spec.external_lb
     assert lb_spec.highly_available and lb_spec.vip is None
     assert lb_spec.vip_cp_name == 'externalLB_VIP_CP'
-    assert 'VIP from externalLB_VIP_CP (VRRP 9)' in model.describe(spec)
+    assert 'VIP from externalLB_VIP_CP (VRRP 9)' in core.describe(spec)
 
 
 @pytest.mark.parametrize('keys, expected', [
@@ -491,7 +491,7 @@ def test_readme_documents_the_vip_keys():
 def _conf(**options):
     from oslo_config import cfg
 
-    from mgmt_driver import conf as kconf
+    from mgmt_driver.common import conf as kconf
     config = cfg.ConfigOpts()
     kconf.register_opts(config)
     config([], project='kubespray-mgmt-test', default_config_files=[])

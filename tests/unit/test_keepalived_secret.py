@@ -7,8 +7,8 @@ import logging
 
 import pytest
 
-from mgmt_driver import exceptions
-from mgmt_driver import keepalived
+from mgmt_driver.common import exceptions
+from mgmt_driver.remote import keepalived
 from tests.fakes import FakeConnection
 from tests.unit.test_keepalived import GATEWAYS
 from tests.unit.test_keepalived import HAPROXY_SETTINGS

@@ -6,7 +6,7 @@ import stat
 
 import paramiko
 
-from mgmt_driver import ssh
+from mgmt_driver.remote import ssh
 
 PROCESSES = 6
 ENTRIES = 15

@@ -1,4 +1,4 @@
-"""Unit tests of mgmt_driver.kubectl with the recording SSH fake."""
+"""Unit tests of mgmt_driver.remote.kubectl with the recording SSH fake."""
 
 import base64
 import json
@@ -7,10 +7,10 @@ import logging
 import pytest
 from oslo_config import cfg
 
-from mgmt_driver import conf as kconf
-from mgmt_driver import exceptions
-from mgmt_driver import kubectl
-from mgmt_driver import ssh
+from mgmt_driver.common import conf as kconf
+from mgmt_driver.common import exceptions
+from mgmt_driver.remote import kubectl
+from mgmt_driver.remote import ssh
 from tests.fakes import FakeConnection
 
 SETTINGS = kubectl.KubectlSettings(command_timeout=120, drain_timeout=600,

@@ -1,5 +1,5 @@
 """A drain refused by PodDisruptionBudgets names them
-(:meth:`mgmt_driver.kubectl.KubectlClient.drain`): kubectl prints only
+(:meth:`mgmt_driver.remote.kubectl.KubectlClient.drain`): kubectl prints only
 "Cannot evict pod as it would violate the pod's disruption budget.", so
 the client lists the node's pods and the budgets and names those that
 allow no disruption and select a pod still there."""
@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from mgmt_driver import exceptions
-from mgmt_driver import kubectl
+from mgmt_driver.common import exceptions
+from mgmt_driver.remote import kubectl
 from tests.unit.test_kubectl import make_client
 
 REFUSED = ('error when evicting pods/"web-a" -n "shop" (will retry after '

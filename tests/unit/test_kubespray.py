@@ -1,4 +1,4 @@
-"""Unit tests of mgmt_driver.kubespray with the recording SSH fake."""
+"""Unit tests of mgmt_driver.remote.kubespray with the recording SSH fake."""
 
 import io
 import logging
@@ -11,12 +11,12 @@ import pytest
 import yaml
 from oslo_config import cfg
 
-from mgmt_driver import conf as kconf
-from mgmt_driver import detached
-from mgmt_driver import exceptions
-from mgmt_driver import kubespray
-from mgmt_driver import remote
-from mgmt_driver import ssh
+from mgmt_driver.common import conf as kconf
+from mgmt_driver.common import exceptions
+from mgmt_driver.remote import detached
+from mgmt_driver.remote import kubespray
+from mgmt_driver.remote import programs
+from mgmt_driver.remote import ssh
 from tests import fakes
 from tests.fakes import FakeConnection
 from tests.fakes import joined
@@ -85,9 +85,9 @@ def test_ensure_creates_or_reuses_with_mode_0700_in_one_command():
     conn = FakeConnection('ansible')
     assert kubespray.Workspace(conn, WS).ensure() is None  # no run
     assert conn.commands == [
-        joined(remote.command(detached.ENSURE, WS))]
+        joined(programs.command(detached.ENSURE, WS))]
     assert 'umask 077\nmkdir -p -- "$1" && chmod 0700 -- "$1"' in \
-        remote.program(detached.ENSURE)
+        programs.program(detached.ENSURE)
 
 
 def test_workspace_path_is_normalised():
@@ -175,7 +175,7 @@ def test_replace_script_on_a_real_shell(tmp_path):
     (ws / 'hosts.yaml').write_text('old')
     (ws / 'remove-node-vars.yaml').write_text('kept')
     docs = _replace_set(2)
-    subprocess.run(remote.command(kubespray.REPLACE, str(ws)),
+    subprocess.run(programs.command(kubespray.REPLACE, str(ws)),
                    input=kubespray._tar(docs), check=True)
     assert sorted(p.name for p in (ws / 'host_vars').iterdir()) == [
         'n0.yaml', 'n1.yaml']
@@ -212,7 +212,7 @@ def test_remove_stops_a_run_and_deletes_the_workspace_in_one_command():
     conn = FakeConnection('ansible')
     kubespray.Workspace(conn, WS).remove()
     assert conn.commands == [
-        joined(remote.command(detached.REMOVE, WS))]
+        joined(programs.command(detached.REMOVE, WS))]
 
 
 def test_workspace_path_with_spaces_is_quoted():
@@ -223,7 +223,7 @@ def test_workspace_path_with_spaces_is_quoted():
 
 # -------------------------------------------------------------- layout --
 
-DETECT = joined(remote.command(kubespray.DETECT, ROOT))
+DETECT = joined(programs.command(kubespray.DETECT, ROOT))
 FILES_OLD = ('KS:FILE:cluster.yml\nKS:FILE:scale.yml\nKS:FILE:remove-node.yml'
              '\nKS:FILE:reset.yml\nKS:FILE:facts.yml\n')
 FILES_NEW = FILES_OLD.replace('KS:FILE:facts.yml',
@@ -657,7 +657,7 @@ def test_timeout_propagates():
 
 
 def test_progress_gets_every_line_log_gets_plays_tasks_and_recap(caplog):
-    caplog.set_level(logging.DEBUG, logger='mgmt_driver.kubespray')
+    caplog.set_level(logging.DEBUG, logger='mgmt_driver.remote.kubespray')
     lines = []
     runner = make_runner(on_progress=lines.append)
     runner.conn.script(r'cluster\.yml$', stdout=GOOD_OUTPUT)
@@ -670,7 +670,7 @@ def test_progress_gets_every_line_log_gets_plays_tasks_and_recap(caplog):
                         lines[1]), lines[1]
     assert lines[2:] == GOOD_OUTPUT.splitlines()
     logged = [r.getMessage() for r in caplog.records
-              if r.name == 'mgmt_driver.kubespray'
+              if r.name == 'mgmt_driver.remote.kubespray'
               and r.levelno == logging.INFO]
     progress = [m.split(': ', 1)[1] for m in logged
                 if m.startswith('cluster.yml on 10.0.0.5: ')]

@@ -1,16 +1,17 @@
-"""mgmt_driver.labels: day-2 label and taint changes, and their record."""
+"""mgmt_driver.model.labels: day-2 label and taint changes, and their
+record."""
 
 import pytest
 
-from mgmt_driver import exceptions
-from mgmt_driver import labels
-from mgmt_driver import merging
-from mgmt_driver import model
+from mgmt_driver.common import exceptions
+from mgmt_driver.model import core
+from mgmt_driver.model import labels
+from mgmt_driver.model import merging
 
 W1 = 'worker-10-10-0-21'
-BASE = model.NodeSettings((('pool', 'a'), ('zone', 'x')),
-                          ('gpu=yes:NoSchedule', 'gpu=yes:NoExecute',
-                           'spot:PreferNoSchedule'))
+BASE = core.NodeSettings((('pool', 'a'), ('zone', 'x')),
+                         ('gpu=yes:NoSchedule', 'gpu=yes:NoExecute',
+                          'spot:PreferNoSchedule'))
 
 
 def test_labels_are_set_over_and_removed():
@@ -46,7 +47,7 @@ def test_only_what_would_change_the_node_is_sent():
 
 
 def test_the_record_reads_back_what_was_written():
-    settings = {W1: BASE, 'master-10-10-0-11': model.NodeSettings()}
+    settings = {W1: BASE, 'master-10-10-0-11': core.NodeSettings()}
     text = labels.render_record(settings)
     assert labels.parse_record(text) == settings
     assert labels.render_record(labels.parse_record(text)) == text
@@ -79,7 +80,7 @@ def test_a_tampered_record_is_named_without_its_values(text, where):
 
 def test_a_record_larger_than_any_cluster_is_refused(monkeypatch):
     monkeypatch.setattr(labels, 'MAX_NODES', 2)
-    text = labels.render_record({'worker-%d' % i: model.NodeSettings()
+    text = labels.render_record({'worker-%d' % i: core.NodeSettings()
                                  for i in range(3)})
     with pytest.raises(ValueError, match='more than 2'):
         labels.parse_record(text)
@@ -88,12 +89,12 @@ def test_a_record_larger_than_any_cluster_is_refused(monkeypatch):
 @pytest.mark.parametrize('request_params, expected', [
     (None, False),
     ({}, False),
-    ({model.ROOT: {'worker_node': {'username': 'u'}}}, False),
-    ({model.ROOT: {'worker_node': {'labels': {'a': 'b'}}}}, True),
-    ({model.ROOT: {'worker_node': {'taints': []}}}, True),
-    ({model.ROOT: {'node_pools': {'dpdk': {'taints': []}}}}, True),
-    ({model.ROOT: {'node_pools': {'dpdk': 'x'}}}, False),
-    ({model.ROOT: 'x'}, False),
+    ({core.ROOT: {'worker_node': {'username': 'u'}}}, False),
+    ({core.ROOT: {'worker_node': {'labels': {'a': 'b'}}}}, True),
+    ({core.ROOT: {'worker_node': {'taints': []}}}, True),
+    ({core.ROOT: {'node_pools': {'dpdk': {'taints': []}}}}, True),
+    ({core.ROOT: {'node_pools': {'dpdk': 'x'}}}, False),
+    ({core.ROOT: 'x'}, False),
 ])
 def test_which_requests_give_joining_nodes_new_settings(request_params,
                                                         expected):

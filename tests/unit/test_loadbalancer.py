@@ -1,4 +1,5 @@
-"""Unit tests of mgmt_driver.loadbalancer: pure rendering and apply logic."""
+"""Unit tests of mgmt_driver.remote.loadbalancer: pure rendering and apply
+logic."""
 
 import random
 import re
@@ -6,9 +7,9 @@ import re
 import pytest
 from oslo_config import cfg
 
-from mgmt_driver import conf as kconf
-from mgmt_driver import exceptions
-from mgmt_driver import loadbalancer as lb
+from mgmt_driver.common import conf as kconf
+from mgmt_driver.common import exceptions
+from mgmt_driver.remote import loadbalancer as lb
 from tests.fakes import FakeConnection
 
 MASTERS_1 = [('master-10-0-0-11', '10.0.0.11')]

@@ -10,8 +10,7 @@ import subprocess
 import sys
 
 import pytest
-
-from mgmt_driver.localsite import etcd
+from mgmt_localsite import etcd
 
 ADDRESS = '127.0.45.10'
 CLUSTER = [('m1', 'http://127.0.45.10:2380'), ('m2', 'http://127.0.45.11:2380')]

@@ -1,13 +1,12 @@
 """The local site's model of node liveness, pod deletion and
-PodDisruptionBudgets (:mod:`mgmt_driver.localsite.clusterstate`), one
+PodDisruptionBudgets (:mod:`mgmt_localsite.clusterstate`), one
 part at a time, in process: the clock and the kubelet probe are given.
 The fake kubectl's drain over this model runs in
 tests/functional/test_liveness_double.py.
 """
 
 import pytest
-
-from mgmt_driver.localsite import clusterstate as cs
+from mgmt_localsite import clusterstate as cs
 
 GRACE, PERIOD = 40.0, 5.0
 
@@ -266,7 +265,7 @@ def test_a_look_by_the_controller_changes_no_node_a_test_reads(tmp_path):
     probed each kubelet; Site.nodes() leaves that bookkeeping out, so a
     command on one node leaves the others equal (Tacker's relabel test
     compares them)."""
-    from mgmt_driver import localsite
+    import mgmt_localsite as localsite
 
     state_dir = str(tmp_path / 'state')
     with cs.transaction(state_dir) as txn:

@@ -1,5 +1,5 @@
 """The double's control-plane certificates: real X.509 files per master
-(mgmt_driver.localsite.pki), written at kubeadm init/join, read by the
+(mgmt_localsite.pki), written at kubeadm init/join, read by the
 fake ``kubeadm certs check-expiration -o json``, rewritten by ``kubeadm
 certs renew all``; the fake crictl's static pod restart; the fake
 kubectl's ``get --raw /readyz`` with ``--server``."""
@@ -14,10 +14,10 @@ import threading
 import time
 
 import pytest
+from mgmt_localsite import materialise
+from mgmt_localsite import pki
 
-from mgmt_driver import certificates
-from mgmt_driver.localsite import materialise
-from mgmt_driver.localsite import pki
+from mgmt_driver.operations import certificates
 
 pytestmark = pytest.mark.skipif(shutil.which('openssl') is None,
                                 reason='openssl is not installed')

@@ -5,16 +5,16 @@ import copy
 
 import pytest
 
-from mgmt_driver import exceptions
-from mgmt_driver import inventory
-from mgmt_driver import labels
-from mgmt_driver import merging
-from mgmt_driver import model
-from mgmt_driver import nodes
-from mgmt_driver import params
+from mgmt_driver.common import exceptions
+from mgmt_driver.model import core
+from mgmt_driver.model import labels
+from mgmt_driver.model import merging
+from mgmt_driver.model import nodes
+from mgmt_driver.model import params
+from mgmt_driver.remote import inventory
 from tests.unit import params_data
 
-P = model.ROOT
+P = core.ROOT
 DPDK = {'aspect_id': 'dpdk_instance', 'ssh_cp_name': 'dpdk_FloatingIP',
         'nic_cp_name': 'dpdk_CP2',
         'labels': {'example.com/pool': 'dpdk', 'example.com/nic': 'x710'},
@@ -48,7 +48,7 @@ def _problems(pools, heat=True, **sections):
 def test_pools_are_parsed():
     spec = _spec({'dpdk': DPDK, 'zone-a': ZONE})
     dpdk, zone = spec.node_pools
-    assert dpdk == model.NodePoolSpec(
+    assert dpdk == core.NodePoolSpec(
         name='dpdk', aspect_id='dpdk_instance',
         ssh_cp_name='dpdk_FloatingIP', nic_cp_name='dpdk_CP2',
         labels=(('example.com/nic', 'x710'), ('example.com/pool', 'dpdk')),
@@ -56,13 +56,13 @@ def test_pools_are_parsed():
     assert not dpdk.listed and zone.listed
     assert zone.nodes == ('master-10-10-0-11', '10.10.0.22')
     assert spec.pool('zone-a') is zone and spec.pool('other') is None
-    assert model.describe(spec).endswith(', 2 node pool(s)')
+    assert core.describe(spec).endswith(', 2 node pool(s)')
 
 
 def test_no_pools_is_the_default():
     spec = params.parse_params(params_data.tacker_sample())
     assert spec.node_pools == ()
-    assert 'pool' not in model.describe(spec)
+    assert 'pool' not in core.describe(spec)
 
 
 def test_listed_addresses_are_normalised_and_repeats_dropped():
@@ -149,14 +149,14 @@ def test_node_pools_must_be_a_mapping():
 
 def test_without_heat_a_pool_may_have_neither_aspect_nor_nodes():
     spec = _spec({'dpdk': {'labels': {'a': 'b'}}}, heat=False)
-    assert spec.pool('dpdk') == model.NodePoolSpec(
+    assert spec.pool('dpdk') == core.NodePoolSpec(
         name='dpdk', labels=(('a', 'b'),))
 
 
 # ------------------------------------------------------ a node's settings
 
 def _node(role, address, pool=None):
-    return nodes.Node.from_address(model.NodeAddress(
+    return nodes.Node.from_address(core.NodeAddress(
         role, address, address, pool=pool), 22)
 
 
@@ -179,10 +179,10 @@ def test_a_pool_lays_its_labels_and_taints_over_the_role():
 
 
 def test_overlaid_appends_new_taints_once():
-    base = model.NodeSettings((('a', '1'),), ('k:NoSchedule',))
-    top = model.NodeSettings((('b', '2'),), ('k=v:NoSchedule',
-                                             'other:NoExecute'))
-    assert base.overlaid(top) == model.NodeSettings(
+    base = core.NodeSettings((('a', '1'),), ('k:NoSchedule',))
+    top = core.NodeSettings((('b', '2'),), ('k=v:NoSchedule',
+                                            'other:NoExecute'))
+    assert base.overlaid(top) == core.NodeSettings(
         (('a', '1'), ('b', '2')), ('k=v:NoSchedule', 'other:NoExecute'))
 
 
@@ -194,17 +194,17 @@ def test_listed_pools_match_name_or_address_masters_too():
     assert worker.label_map == {'topology.kubernetes.io/zone': 'a'}
     assert spec.node_settings(_node('worker', '10.10.0.21')).labels == ()
     assert spec.node_settings(_node('external_lb', '10.10.0.22')) == \
-        model.NodeSettings()
+        core.NodeSettings()
 
 
 def test_a_node_in_two_pools_is_refused_where_the_set_is_built():
     spec = _spec({'dpdk': DPDK, 'zone': {'nodes': ['10.10.0.21']},
                   'other': {'nodes': ['worker-10-10-0-22']}})
-    entries = [model.NodeAddress('master', '10.10.0.11', '10.10.0.11'),
-               model.NodeAddress('worker', '10.10.0.21', '10.10.0.21',
-                                 pool='dpdk'),
-               model.NodeAddress('worker', '10.10.0.22', '10.10.0.22'),
-               model.NodeAddress('external_lb', '10.10.0.40', '10.10.0.40')]
+    entries = [core.NodeAddress('master', '10.10.0.11', '10.10.0.11'),
+               core.NodeAddress('worker', '10.10.0.21', '10.10.0.21',
+                                pool='dpdk'),
+               core.NodeAddress('worker', '10.10.0.22', '10.10.0.22'),
+               core.NodeAddress('external_lb', '10.10.0.40', '10.10.0.40')]
     with pytest.raises(exceptions.ParamsInvalid) as info:
         nodes.build_nodes(spec, entries)
     assert info.value.problems == [
@@ -221,9 +221,9 @@ def test_a_node_listed_by_name_and_by_address_is_refused():
     with pytest.raises(exceptions.ParamsInvalid,
                        match='node_pools.a.nodes and in .*node_pools.b.nodes'):
         nodes.build_nodes(spec, [
-            model.NodeAddress('master', '10.10.0.11', '10.10.0.11'),
-            model.NodeAddress('worker', '10.10.0.21', '10.10.0.21'),
-            model.NodeAddress('external_lb', '10.10.0.40', '10.10.0.40')])
+            core.NodeAddress('master', '10.10.0.11', '10.10.0.11'),
+            core.NodeAddress('worker', '10.10.0.21', '10.10.0.21'),
+            core.NodeAddress('external_lb', '10.10.0.40', '10.10.0.40')])
 
 
 # ----------------------------------------------- entries naming a pool
@@ -365,11 +365,11 @@ def test_a_relabel_names_the_nodes_of_pools():
     spec = _spec({'dpdk': DPDK, 'zone': ZONE, 'empty': {'nodes': [
         'worker-10-10-0-99']}})
     cluster = nodes.build_nodes(spec, [
-        model.NodeAddress('master', '10.10.0.11', '10.10.0.11'),
-        model.NodeAddress('worker', '10.10.0.21', '10.10.0.21', pool='dpdk'),
-        model.NodeAddress('worker', '10.10.0.22', '10.10.0.22'),
-        model.NodeAddress('worker', '10.10.0.23', '10.10.0.23'),
-        model.NodeAddress('external_lb', '10.10.0.40', '10.10.0.40')])
+        core.NodeAddress('master', '10.10.0.11', '10.10.0.11'),
+        core.NodeAddress('worker', '10.10.0.21', '10.10.0.21', pool='dpdk'),
+        core.NodeAddress('worker', '10.10.0.22', '10.10.0.22'),
+        core.NodeAddress('worker', '10.10.0.23', '10.10.0.23'),
+        core.NodeAddress('external_lb', '10.10.0.40', '10.10.0.40')])
     assert labels.pool_members(spec, cluster, ['zone', 'dpdk'], 'f') == [
         'master-10-10-0-11', 'worker-10-10-0-21', 'worker-10-10-0-22']
     assert labels.pool_members(spec, cluster, ['empty'], 'f') == []

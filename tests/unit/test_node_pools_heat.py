@@ -7,11 +7,11 @@ import types
 import pytest
 import yaml
 
-from mgmt_driver import exceptions
-from mgmt_driver import heat
-from mgmt_driver import model
-from mgmt_driver import params
-from mgmt_driver import v2
+from mgmt_driver.adapters import v2
+from mgmt_driver.common import exceptions
+from mgmt_driver.model import core
+from mgmt_driver.model import params
+from mgmt_driver.remote import heat
 from tests.unit import test_v2
 from tests.unit.test_driver import Harness
 from tests.unit.test_driver import _instantiate_params
@@ -22,7 +22,7 @@ from tests.unit.test_heat import _fip
 from tests.unit.test_heat import _port
 from tests.unit.test_heat import _res
 
-P = model.ROOT
+P = core.ROOT
 POOL = {'aspect_id': 'dpdk_instance', 'ssh_cp_name': 'dpdkNode_FloatingIP',
         'nic_cp_name': 'dpdkNode_CP2',
         'labels': {'example.com/pool': 'dpdk'},

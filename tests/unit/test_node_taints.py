@@ -3,15 +3,15 @@ validation, the ``node_taints`` host var, and scale overrides."""
 
 import pytest
 
-from mgmt_driver import exceptions
-from mgmt_driver import inventory
-from mgmt_driver import merging
-from mgmt_driver import model
+from mgmt_driver.common import exceptions
+from mgmt_driver.model import core
+from mgmt_driver.model import merging
+from mgmt_driver.remote import inventory
 from tests.unit import params_data
 from tests.unit.test_inventory import _cluster
 from tests.unit.test_inventory import _spec
 
-P = model.ROOT
+P = core.ROOT
 
 
 def test_taints_per_role_become_node_taints():
@@ -58,5 +58,5 @@ def test_a_scale_request_gives_the_new_workers_other_taints():
     spec = merging.parse_for_operation(
         base, {P: {'worker_node': {'taints': ['pool=b:NoSchedule']}}},
         need_cp_names=False)
-    assert spec.taints_for(model.ROLE_WORKER) == ['pool=b:NoSchedule']
-    assert spec.taints_for(model.ROLE_EXTERNAL_LB) == []
+    assert spec.taints_for(core.ROLE_WORKER) == ['pool=b:NoSchedule']
+    assert spec.taints_for(core.ROLE_EXTERNAL_LB) == []

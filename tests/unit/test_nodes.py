@@ -9,10 +9,10 @@ import pytest
 import yaml
 from hypothesis import strategies as st
 
-from mgmt_driver import exceptions
-from mgmt_driver import model
-from mgmt_driver import nodes
-from mgmt_driver import params
+from mgmt_driver.common import exceptions
+from mgmt_driver.model import core
+from mgmt_driver.model import nodes
+from mgmt_driver.model import params
 from tests.unit import params_data
 
 DNS_1123_LABEL = re.compile(r'^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$')
@@ -22,12 +22,12 @@ def _spec(**changes):
     request = params_data.minimal()
     for key, value in changes.items():
         section, field = key.split('__')
-        request[model.ROOT][section][field] = value
+        request[core.ROOT][section][field] = value
     return params.parse_params(request, need_cp_names=False)
 
 
 def _address(role, ssh_ip, nic_ip=None, port=None, source='t'):
-    return model.NodeAddress(role, ssh_ip, nic_ip or ssh_ip, port, source)
+    return core.NodeAddress(role, ssh_ip, nic_ip or ssh_ip, port, source)
 
 
 # ------------------------------------------------------------------ names
@@ -63,7 +63,7 @@ _ips = st.one_of(
     st.integers(0, 2 ** 128 - 1).map(ipaddress.IPv6Address))
 
 
-@hypothesis.given(ip=_ips, role=st.sampled_from(model.ROLES))
+@hypothesis.given(ip=_ips, role=st.sampled_from(core.ROLES))
 def test_every_name_is_a_dns_1123_label(ip, role):
     name = nodes.node_name(role, str(ip))
     assert DNS_1123_LABEL.match(name), name
@@ -241,7 +241,7 @@ def test_same_ssh_address_on_other_ports_is_fine():
 
 def test_nodes_from_spec():
     request = params_data.minimal()
-    request[model.ROOT]['nodes'] = [
+    request[core.ROOT]['nodes'] = [
         {'role': 'master', 'ssh_ip': '10.10.0.11'},
         {'role': 'worker', 'ssh_ip': '10.10.0.21'},
         {'role': 'external_lb', 'ssh_ip': '10.10.0.30'}]
@@ -286,8 +286,8 @@ def test_topology_entry_fields():
                      'ssh_port': 2222}],
         'external_lb': {'ssh_ip': 'fd00::30'}})
     assert entries == [
-        model.NodeAddress('master', '192.168.1.11', '10.10.0.11', 2222),
-        model.NodeAddress('external_lb', 'fd00::30', 'fd00::30', None)]
+        core.NodeAddress('master', '192.168.1.11', '10.10.0.11', 2222),
+        core.NodeAddress('external_lb', 'fd00::30', 'fd00::30', None)]
     assert entries[0].source == 'topology.masters[0]'
 
 

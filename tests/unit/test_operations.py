@@ -1,4 +1,4 @@
-"""mgmt_driver.operations: one composition per operation.
+"""mgmt_driver.operations.lcm: one composition per operation.
 
 For the same inputs, ``kubespray-mgmt run`` and Tacker v1's hooks issue
 the same remote steps (each path on its own recording fake), because
@@ -6,7 +6,6 @@ both call the same operation function; flags an operation does not
 take are refused; the package's import graph has no cycle.
 """
 
-import ast
 import base64
 import json
 import pathlib
@@ -16,17 +15,17 @@ import pytest
 import yaml
 from oslo_config import cfg
 
-from mgmt_driver import cli
-from mgmt_driver import conf as kconf
-from mgmt_driver import driver
-from mgmt_driver import heat
-from mgmt_driver import kubespray
-from mgmt_driver import localfiles
-from mgmt_driver import model
-from mgmt_driver import nodes
-from mgmt_driver import params
-from mgmt_driver import records as records_mod
-from mgmt_driver import ssh
+from mgmt_driver.adapters import cli
+from mgmt_driver.adapters import v1
+from mgmt_driver.common import conf as kconf
+from mgmt_driver.model import core
+from mgmt_driver.model import nodes
+from mgmt_driver.model import params
+from mgmt_driver.remote import heat
+from mgmt_driver.remote import kubespray
+from mgmt_driver.remote import ssh
+from mgmt_driver.state import localfiles
+from mgmt_driver.state import records as records_mod
 from tests.fakes import FakePool
 from tests.fakes import FakeRegistry
 
@@ -125,13 +124,13 @@ class Tacker:
         if store.state(INSTANCE) == records_mod.MISSING:
             store.save(records_mod.InstanceRecord(INSTANCE))
         self.pool = pool
-        self.hooks = driver.LcmHooks(
+        self.hooks = v1.LcmHooks(
             cfg.CONF, pool_factory=lambda: pool, vim_registry=FakeRegistry(),
             package_dir_of=lambda context, inst: package)
         cluster = _cluster()
         records = {n.name: heat.VmRecord(
-            address=model.NodeAddress(n.role, n.ssh_address,
-                                      n.cluster_address),
+            address=core.NodeAddress(n.role, n.ssh_address,
+                                     n.cluster_address),
             stack_id=n.name, server_id=n.name)
             for n in cluster.k8s_nodes + cluster.gateways}
         self.hooks._vms = lambda *args: (cluster, records)
@@ -300,68 +299,3 @@ def test_the_cli_heals_a_gateway_without_touching_kubernetes_nodes(
     assert not [c for c in steps[ANSIBLE] if 'ansible-playbook -i' in c]
     lb = _cluster().gateways[0].ssh_address
     assert any('install-lb' in c for c in steps[lb])
-
-
-def _imports(path, package):
-    """The package's modules *path* imports, at any depth (function
-    level imports included: a lazy import is still a cycle)."""
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.ImportFrom) and node.module and \
-                node.module.split('.')[0] == 'mgmt_driver':
-            base = node.module
-            for alias in node.names:
-                name = '%s.%s' % (base, alias.name)
-                found.add(name if name in package else base)
-        elif isinstance(node, ast.Import):
-            found.update(a.name for a in node.names if a.name in package)
-    return found & set(package)
-
-
-def _module_graph():
-    files = {}
-    for path in PACKAGE.rglob('*.py'):
-        parts = path.relative_to(ROOT).with_suffix('').parts
-        if parts[-1] == '__init__':
-            parts = parts[:-1]
-        files['.'.join(parts)] = path
-    return {name: _imports(path, files) - {name}
-            for name, path in files.items()}
-
-
-def _cycle(graph):
-    """One import cycle of *graph* as a list of modules, or None."""
-    state = {}
-
-    def visit(name, stack):
-        state[name] = 'open'
-        stack.append(name)
-        for dep in sorted(graph[name]):
-            if state.get(dep) == 'open':
-                return stack[stack.index(dep):] + [dep]
-            if dep not in state:
-                found = visit(dep, stack)
-                if found:
-                    return found
-        state[name] = 'done'
-        stack.pop()
-        return None
-
-    for name in sorted(graph):
-        if name not in state:
-            found = visit(name, [])
-            if found:
-                return found
-    return None
-
-
-def test_the_package_has_no_import_cycle():
-    graph = _module_graph()
-    assert 'mgmt_driver.operations' in graph['mgmt_driver.cli']
-    assert _cycle(graph) is None
-
-
-def test_the_cycle_finder_finds_one():
-    assert _cycle({'a': {'b'}, 'b': {'c'}, 'c': {'a'}}) == \
-        ['a', 'b', 'c', 'a']
-    assert _cycle({'a': {'b'}, 'b': set()}) is None

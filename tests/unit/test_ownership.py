@@ -1,7 +1,7 @@
 """The driver acts only on what it owns, and terminate always finishes.
 
 LcmHooks and the CLI's operations with the recording SSH fake, a fake
-VIM registry and the real local record (mgmt_driver.records).
+VIM registry and the real local record (mgmt_driver.state.records).
 """
 
 import logging
@@ -10,14 +10,16 @@ import os
 import pytest
 import yaml
 
-from mgmt_driver import cli
-from mgmt_driver import driver
-from mgmt_driver import exceptions
-from mgmt_driver import model
-from mgmt_driver import params
-from mgmt_driver import records
-from mgmt_driver import registry
-from mgmt_driver import ssh
+from mgmt_driver.adapters import cli
+from mgmt_driver.common import exceptions
+from mgmt_driver.model import core
+from mgmt_driver.model import nodes
+from mgmt_driver.model import params
+from mgmt_driver.operations import membership
+from mgmt_driver.remote import ssh
+from mgmt_driver.session import driver
+from mgmt_driver.state import records
+from mgmt_driver.state import registry
 from tests.fakes import FakePool
 from tests.unit import test_driver
 from tests.unit.test_cli_run import PARAMS
@@ -76,7 +78,7 @@ def test_a_vim_name_taken_by_another_vim_is_refused_before_remote_work(
     with pytest.raises(exceptions.MgmtDriverParamInvalid) as info:
         h.hooks.instantiate_end(None, h.instance(extra), _request(extra),
                                 None, None)
-    assert '%s.vim_name' % model.ROOT in str(info.value)
+    assert '%s.vim_name' % core.ROOT in str(info.value)
     assert all(not c.calls for c in h.pool.connections.values())
     # Tacker's rollback, then a terminate: the other VIM stays.
     _terminate(h, extra)
@@ -156,7 +158,7 @@ def test_a_legacy_record_forgets_no_key_and_warns(conf, caplog):
                 '"hosts": [{"address": "%s", "port": 22, '
                 '"role": "external_lb"}]}' % LB)
     pool = FakePool()
-    caplog.set_level(logging.WARNING, logger='mgmt_driver.records')
+    caplog.set_level(logging.WARNING, logger='mgmt_driver.state.records')
     records.release(store, 'inst-1', pool.forget_host, records.TACKER_VIM,
                     lambda vim_id: None)
     assert pool.forgotten == []
@@ -186,7 +188,7 @@ def test_terminate_finishes_when_the_ansible_server_fails(conf, caplog,
                                                           error):
     h, extra = _instantiated(conf)
     h.ansible.run = _broken(error)
-    caplog.set_level(logging.WARNING, logger='mgmt_driver.driver')
+    caplog.set_level(logging.WARNING, logger='mgmt_driver.session.driver')
     _terminate(h, extra)
     [warning] = [r.getMessage() for r in caplog.records
                  if r.levelno == logging.WARNING]
@@ -231,9 +233,9 @@ def test_rollback_of_refused_params_deletes_only_an_owned_vim(conf):
 def test_scale_in_drops_the_removed_worker_from_the_record(conf):
     h, extra = _instantiated(conf)
     spec = params.parse_params(extra)
-    cluster = driver.nodes_mod.nodes_from_spec(spec)
+    cluster = nodes.nodes_from_spec(spec)
     drv = driver.ClusterDriver(spec, 'inst-1', h.pool, conf)
-    drv.remove_workers(cluster, ['worker-10-10-0-22'])
+    membership.remove_workers(drv, cluster, ['worker-10-10-0-22'])
     endpoints = {h.endpoint for h in _store(conf).load('inst-1').hosts}
     assert ('192.168.10.22', 22) not in endpoints
     assert ('192.168.10.21', 22) in endpoints
@@ -246,7 +248,7 @@ def _cli_driver(conf, tmp_path):
                       group='kubespray_mgmt')
     h = Harness(conf)
     spec = params.parse_params(_instantiate_params())
-    cluster = driver.nodes_mod.nodes_from_spec(spec)
+    cluster = nodes.nodes_from_spec(spec)
     return h, driver.ClusterDriver(spec, 'inst-1', h.pool, conf), cluster
 
 

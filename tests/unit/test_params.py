@@ -6,11 +6,11 @@ import ipaddress
 import hypothesis
 import pytest
 
-from mgmt_driver import exceptions
-from mgmt_driver import merging
-from mgmt_driver import model
-from mgmt_driver import params
-from mgmt_driver import ssh
+from mgmt_driver.common import exceptions
+from mgmt_driver.model import core
+from mgmt_driver.model import merging
+from mgmt_driver.model import params
+from mgmt_driver.remote import ssh
 from tests.unit import params_data
 
 P = 'k8s_cluster_installation_param'
@@ -54,7 +54,7 @@ def test_tacker_sample_request_validates_unchanged():
     assert spec.master.aspect_id == 'master_instance'
     assert spec.master.ssh_cp_name == 'masterNode_FloatingIP'
     assert spec.master.nic_cp_name == 'masterNode_CP1'
-    assert spec.master.login == model.Login('ubuntu', 'ubuntu', None, 22)
+    assert spec.master.login == core.Login('ubuntu', 'ubuntu', None, 22)
     assert spec.worker.nic_cp_name == 'workerNode_CP2'
     assert spec.pod_cidr == ipaddress.ip_network('192.168.0.0/16')
     assert spec.service_cidr == ipaddress.ip_network('10.199.187.0/24')
@@ -72,22 +72,22 @@ def test_tacker_sample_request_validates_unchanged():
 
 def test_defaults():
     spec = params.parse_params(params_data.minimal(), need_cp_names=False)
-    assert str(spec.pod_cidr) == model.DEFAULT_POD_CIDR
-    assert str(spec.service_cidr) == model.DEFAULT_SERVICE_CIDR
+    assert str(spec.pod_cidr) == core.DEFAULT_POD_CIDR
+    assert str(spec.service_cidr) == core.DEFAULT_SERVICE_CIDR
     assert spec.external_lb.api_port == 8383
     assert spec.external_lb.nodeport_range == (30000, 32767)
     assert spec.external_lb.script_path is None
-    assert [spec.login_for(r).port for r in model.ROLES] == [22, 22, 22]
+    assert [spec.login_for(r).port for r in core.ROLES] == [22, 22, 22]
     assert spec.ansible.login.port == 22
-    assert spec.kubespray == model.KubesprayOptions()
+    assert spec.kubespray == core.KubesprayOptions()
     assert dict(spec.kubespray.extra_vars) == {}
     assert spec.kubespray.forks is None
     assert spec.kubespray.reset_on_terminate is False
     assert not spec.proxy.enabled
     assert spec.nodes is None
     assert spec.vim_name is None
-    assert spec.labels_for(model.ROLE_MASTER) == {}
-    assert spec.labels_for(model.ROLE_EXTERNAL_LB) == {}
+    assert spec.labels_for(core.ROLE_MASTER) == {}
+    assert spec.labels_for(core.ROLE_EXTERNAL_LB) == {}
 
 
 @pytest.mark.parametrize('name', ['instantiate_simple.json',
@@ -106,7 +106,7 @@ def test_samples_validate(name):
 
 def test_ha_sample_extensions():
     spec = params.parse_params(params_data.sample('instantiate_ha.json'))
-    assert spec.labels_for(model.ROLE_WORKER) == {
+    assert spec.labels_for(core.ROLE_WORKER) == {
         'example.com/role': 'worker', 'node.kubernetes.io/pool': 'general'}
     assert spec.kubespray.forks == 20
     assert spec.kubespray.version == '2.27.0'
@@ -116,7 +116,7 @@ def test_ha_sample_extensions():
 
 def test_keyauth_sample_has_keys_and_no_password():
     spec = params.parse_params(params_data.sample('instantiate_keyauth.json'))
-    for role in model.ROLES:
+    for role in core.ROLES:
         login = spec.login_for(role)
         assert login.password is None
         assert login.key_file.startswith('/etc/tacker/kubespray/')
@@ -145,7 +145,7 @@ def test_extensions_are_parsed():
     assert spec.kubespray.version == '2.24.1'
     assert spec.kubespray.reset_on_terminate is True
     # Typed, out of the free-form extra vars.
-    assert spec.kubespray.kube_version == model.KubeVersion((1, 29, 0))
+    assert spec.kubespray.kube_version == core.KubeVersion((1, 29, 0))
     assert spec.kubespray.extra_vars == {}
 
 
@@ -207,8 +207,8 @@ def test_lb_password_message_names_its_own_field():
 
 
 def test_login_credentials_and_repr_hide_password():
-    login = model.Login('ubuntu', 'Very-Secret-1', '/k', 2222)
-    assert login.credentials() == ssh.Credentials(
+    login = core.Login('ubuntu', 'Very-Secret-1', '/k', 2222)
+    assert ssh.credentials_for(login) == ssh.Credentials(
         username='ubuntu', password='Very-Secret-1', key_file='/k',
         sudo_password='Very-Secret-1')
     assert 'Very-Secret-1' not in repr(login)
@@ -229,16 +229,16 @@ def test_sudo_password_defaults_to_the_login_password():
     assert spec.worker.login.sudo_password is None
     assert spec.external_lb.login.sudo_password == 'Lb-Sudo-3'
     assert 'Sudo-Secret-9' not in repr(spec)
-    assert 'Sudo-Secret-9' not in model.describe(spec)
+    assert 'Sudo-Secret-9' not in core.describe(spec)
     assert 'masters ubuntu:22 by password, sudo with a password' in \
-        model.describe(spec)
+        core.describe(spec)
 
 
 def test_a_key_login_asks_no_sudo_password_unless_given():
-    login = model.Login('ubuntu', key_file='/k')
+    login = core.Login('ubuntu', key_file='/k')
     assert login.sudo_password is None
-    assert model.Login('ubuntu', key_file='/k',
-                       become_password='s').sudo_password == 's'
+    assert core.Login('ubuntu', key_file='/k',
+                      become_password='s').sudo_password == 's'
 
 
 def test_become_fields_are_refused_where_they_cannot_work():
@@ -622,9 +622,9 @@ NODES = [{'role': 'master', 'ssh_ip': '192.168.1.11', 'nic_ip': '10.10.0.11'},
 def test_explicit_nodes_make_cp_names_optional():
     spec = params.parse_params(_with_nodes(copy.deepcopy(NODES)))
     assert spec.nodes == (
-        model.NodeAddress('master', '192.168.1.11', '10.10.0.11', None),
-        model.NodeAddress('worker', '10.10.0.21', '10.10.0.21', 2222),
-        model.NodeAddress('external_lb', '10.10.0.30', '10.10.0.30', None))
+        core.NodeAddress('master', '192.168.1.11', '10.10.0.11', None),
+        core.NodeAddress('worker', '10.10.0.21', '10.10.0.21', 2222),
+        core.NodeAddress('external_lb', '10.10.0.30', '10.10.0.30', None))
     assert spec.nodes[0].source == P + '.nodes[0]'
 
 
@@ -753,7 +753,7 @@ def test_override_adds_a_section_missing_from_the_instantiation():
 
 def test_describe_is_one_line_without_secrets():
     spec = params.parse_params(params_data.sample('instantiate_ha.json'))
-    text = model.describe(spec)
+    text = core.describe(spec)
     assert '\n' not in text
     assert text.startswith('valid: masters ubuntu:22 by password')
     assert 'LB api port 8383, nodeports 30000-32767' in text
@@ -761,7 +761,7 @@ def test_describe_is_one_line_without_secrets():
     assert 'proxy.example.com' not in text and 'ubuntu:22 by password' in text
     keyauth = params.parse_params(
         params_data.sample('instantiate_keyauth.json'))
-    assert 'workers ubuntu:22 by key' in model.describe(keyauth)
+    assert 'workers ubuntu:22 by key' in core.describe(keyauth)
 
 
 def test_non_string_keys_are_named_by_their_repr():
@@ -800,7 +800,7 @@ def test_any_input_gives_a_spec_or_our_errors(section):
 @pytest.mark.parametrize('text, number, shown', [
     ('1.34.3', (1, 34, 3), '1.34.3'), ('v1.31.4', (1, 31, 4), 'v1.31.4')])
 def test_a_kube_version_keeps_its_spelling(text, number, shown):
-    version = model.KubeVersion.parse(text)
+    version = core.KubeVersion.parse(text)
     assert version.number == number and str(version) == shown
 
 
@@ -808,4 +808,4 @@ def test_a_kube_version_keeps_its_spelling(text, number, shown):
     '1.34', 'V1.34.3', '1.34.3-rc.0', ' 1.34.3', '1.34.3\n', '1234.0.0',
     None, 1.34])
 def test_a_kube_version_is_x_y_z(text):
-    assert model.KubeVersion.parse(text) is None
+    assert core.KubeVersion.parse(text) is None

@@ -13,11 +13,11 @@ construction, whatever the mutations before it did.
 
 The properties:
 
-* :func:`mgmt_driver.params.parse_params` (and ``parse_for_operation``
+* :func:`mgmt_driver.model.params.parse_params` (and ``parse_for_operation``
   for scale and heal overrides) raises only ``ParamsInvalid`` or
   ``ParamsNotFound``, whose message names the mutated field under
   ``k8s_cluster_installation_param``;
-* the real :class:`mgmt_driver.driver.LcmHooks` refuse the same requests
+* the real :class:`mgmt_driver.adapters.v1.LcmHooks` refuse the same requests
   before they ask for a connection pool, a Heat client or the VIM
   registry;
 * random JSON trees may be valid, but when they are not, only those two
@@ -44,18 +44,18 @@ import pytest
 from hypothesis import strategies as st
 from oslo_config import cfg
 
-from mgmt_driver import conf as kconf
-from mgmt_driver import driver
-from mgmt_driver import exceptions
-from mgmt_driver import merging
-from mgmt_driver import model
-from mgmt_driver import params
-from mgmt_driver import records
-from mgmt_driver import tacker_compat
+from mgmt_driver.adapters import v1
+from mgmt_driver.common import conf as kconf
+from mgmt_driver.common import exceptions
+from mgmt_driver.common import tacker_compat
+from mgmt_driver.model import core
+from mgmt_driver.model import merging
+from mgmt_driver.model import params
+from mgmt_driver.state import records
 from tests.fakes import FakePool
 from tests.unit import params_data
 
-ROOT = model.ROOT
+ROOT = core.ROOT
 
 DEFAULT_EXAMPLES = 2000
 EXAMPLES = int(os.environ.get('KMGMT_FUZZ_EXAMPLES') or DEFAULT_EXAMPLES)
@@ -444,7 +444,7 @@ BAD = {
                            'external-lb', 'WORKER', 'etcd', 'master ',
                            ' worker', 'control-plane')) |
     st.text(min_size=1, max_size=12).filter(
-        lambda s: s not in model.ROLES),
+        lambda s: s not in core.ROLES),
     BOOL: st.sampled_from(('true', 'false', 'yes', 'no', 'True', 1, 0, 1.0,
                            0.0)),
     # A list with one malformed key=value:Effect taint among good ones.
@@ -744,7 +744,7 @@ def _node_prefix(view):
         extra, dict) else None
     if isinstance(prefix, int) and not isinstance(prefix, bool):
         return prefix
-    return model.DEFAULT_NODE_PREFIX
+    return core.DEFAULT_NODE_PREFIX
 
 
 @st.composite
@@ -764,8 +764,8 @@ def m_networks(draw, ctx):
     master = view.get('master_node')
     if ctx.override or not isinstance(master, dict):
         return False
-    pod = _net(master, 'pod_cidr', model.DEFAULT_POD_CIDR)
-    service = _net(master, 'cluster_cidr', model.DEFAULT_SERVICE_CIDR)
+    pod = _net(master, 'pod_cidr', core.DEFAULT_POD_CIDR)
+    service = _net(master, 'cluster_cidr', core.DEFAULT_SERVICE_CIDR)
     choices = []
     if pod is not None:
         choices.append(('master_node', 'cluster_cidr'))
@@ -793,7 +793,7 @@ def m_networks(draw, ctx):
 def _api_port(lb):
     value = lb.get('api_port')
     if value in (None, ''):
-        return model.DEFAULT_API_PORT
+        return core.DEFAULT_API_PORT
     if isinstance(value, int) and not isinstance(value, bool) and \
             1 <= value <= 65535:
         return value
@@ -803,7 +803,7 @@ def _api_port(lb):
 def _nodeport_range(lb):
     value = lb.get('nodeport_range')
     if value in (None, ''):
-        return model.DEFAULT_NODEPORT_RANGE
+        return core.DEFAULT_NODEPORT_RANGE
     if not isinstance(value, str) or re.search('[\x00-\x1f\x7f]', value):
         return None
     match = re.fullmatch(r'([0-9]{1,5})-([0-9]{1,5})', value.strip())
@@ -954,8 +954,8 @@ def m_node_set(draw, ctx):
     networks = []
     if isinstance(master, dict):
         networks = [net for net in (
-            _net(master, 'pod_cidr', model.DEFAULT_POD_CIDR),
-            _net(master, 'cluster_cidr', model.DEFAULT_SERVICE_CIDR))
+            _net(master, 'pod_cidr', core.DEFAULT_POD_CIDR),
+            _net(master, 'cluster_cidr', core.DEFAULT_SERVICE_CIDR))
             if net is not None]
     put(ctx.target, ('nodes',), draw(broken_node_set(networks)))
     return ctx.done(('nodes',))
@@ -1156,10 +1156,10 @@ class Recorder:
         store = records.RecordStore.from_conf(conf)
         if store.state('inst-fuzz') == records.MISSING:
             store.save(records.InstanceRecord('inst-fuzz'))
-        return driver.LcmHooks(conf, pool_factory=self.pool_factory,
-                               heat_factory=self.heat_factory,
-                               vim_registry=self,
-                               package_dir_of=self.package_dir_of)
+        return v1.LcmHooks(conf, pool_factory=self.pool_factory,
+                           heat_factory=self.heat_factory,
+                           vim_registry=self,
+                           package_dir_of=self.package_dir_of)
 
     def check_untouched(self):
         assert self.events == []

@@ -11,9 +11,9 @@ import pytest
 import yaml
 from oslo_config import cfg
 
-from mgmt_driver import cli
-from mgmt_driver import plan
-from mgmt_driver import ssh
+from mgmt_driver.adapters import cli
+from mgmt_driver.remote import plan
+from mgmt_driver.remote import ssh
 from tests.unit import params_data
 
 PASSWORD = 'N0de-pa55word'
@@ -124,7 +124,7 @@ def test_a_shell_program_is_shown_by_its_size_not_whole():
 
 
 def test_secrets_of_a_request_and_a_proxy_url():
-    from mgmt_driver import params
+    from mgmt_driver.model import params
     document = params_data.minimal()
     document['k8s_cluster_installation_param']['proxy'] = {
         'http_proxy': 'http://proxy.invalid:3128',

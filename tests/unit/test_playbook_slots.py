@@ -1,4 +1,4 @@
-"""The per-server playbook slots of mgmt_driver.detached.
+"""The per-server playbook slots of mgmt_driver.remote.detached.
 
 The slot logic is shell that runs on the Ansible server: these tests run
 the real start program on this machine's ``sh`` with flock(1) (no SSH),
@@ -16,10 +16,10 @@ import time
 
 import pytest
 
-from mgmt_driver import conf as kconf
-from mgmt_driver import detached
-from mgmt_driver import exceptions
-from mgmt_driver import remote
+from mgmt_driver.common import conf as kconf
+from mgmt_driver.common import exceptions
+from mgmt_driver.remote import detached
+from mgmt_driver.remote import programs
 from tests.fakes import FakeConnection
 
 #: How long a test waits for a started run to reach a state.
@@ -38,9 +38,9 @@ class Server:
     def start(self, max_parallel, argv=('true',), limit=60):
         env = dict(os.environ, HOME=str(self.home))
         out = subprocess.run(
-            remote.command(detached.START, str(self.ws), '/', 'op', 'book',
-                           'key', str(limit), 'me', '30', str(max_parallel),
-                           *argv), env=env, capture_output=True, text=True,
+            programs.command(detached.START, str(self.ws), '/', 'op', 'book',
+                             'key', str(limit), 'me', '30', str(max_parallel),
+                             *argv), env=env, capture_output=True, text=True,
             check=True, timeout=60).stdout
         return dict(detached._markers(out))
 
@@ -186,7 +186,7 @@ def test_a_wait_that_ran_out_is_its_own_error():
 
 
 def test_the_slot_directory_is_the_documented_one():
-    assert '$HOME/' + detached.SLOT_DIR in remote.program(detached.START)
+    assert '$HOME/' + detached.SLOT_DIR in programs.program(detached.START)
     option, = [opt for opt in kconf.kubespray_opts
                if opt.name == 'max_parallel_playbooks_per_server']
     assert '~/' + detached.SLOT_DIR in option.help

@@ -1,11 +1,11 @@
-"""mgmt_driver.localsite.procs: this machine's processes from /proc."""
+"""mgmt_localsite.procs: this machine's processes from /proc."""
 
 import os
 import subprocess
 import sys
 import time
 
-from mgmt_driver.localsite import procs
+from mgmt_localsite import procs
 
 
 def test_a_child_is_seen_with_its_argv_then_gone():

@@ -5,14 +5,14 @@ worker heal is not called a scale out."""
 import pytest
 from oslo_config import cfg
 
-from mgmt_driver import conf as kconf
-from mgmt_driver import driver
-from mgmt_driver import localfiles
-from mgmt_driver import nodes
-from mgmt_driver import operations
-from mgmt_driver import params
-from mgmt_driver import plan
-from mgmt_driver import records
+from mgmt_driver.common import conf as kconf
+from mgmt_driver.model import nodes
+from mgmt_driver.model import params
+from mgmt_driver.operations import lcm
+from mgmt_driver.remote import plan
+from mgmt_driver.session import driver
+from mgmt_driver.state import localfiles
+from mgmt_driver.state import records
 from tests.unit import test_cli_run
 
 WORKER = 'worker-10-10-0-22'
@@ -32,9 +32,9 @@ def healed(tmp_path):
     drv = driver.ClusterDriver(
         spec, 'i1', plan.PlanPool(), progress=lines.append,
         records=plan.PlanRecords(records.RecordStore(str(tmp_path))))
-    operations.heal_finish(drv, cluster, [WORKER], 'vim',
-                           operations.KubeconfigVims(str(tmp_path),
-                                                     dry_run=True))
+    lcm.heal_finish(drv, cluster, [WORKER], 'vim',
+                    lcm.KubeconfigVims(str(tmp_path),
+                                       dry_run=True))
     return lines
 
 
@@ -56,7 +56,7 @@ def test_each_playbook_run_names_its_limit_host_and_log(healed):
 def test_the_doubles_hook_task_does_not_read_like_a_failure():
     import pathlib
 
-    from mgmt_driver.localsite import site
+    from mgmt_localsite import site
     tasks = pathlib.Path(site.__file__).parent / 'kubespray' / 'roles' / \
         'remove_node' / 'post_remove' / 'tasks' / 'main.yml'
     names = [line.split('name:', 1)[1].strip()

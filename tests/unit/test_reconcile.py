@@ -1,11 +1,12 @@
-"""ClusterDriver.reconcile: Kubernetes' node list brought in line with
+"""membership.reconcile: Kubernetes' node list brought in line with
 the VMs, which deletes a worker whose VM is gone and never a
 control-plane node of the recorded inventory (only a heal, which also
 removes its etcd member, may take a master out)."""
 
 import json
 
-from mgmt_driver import driver
+from mgmt_driver.operations import membership
+from mgmt_driver.session import driver
 from tests.fakes import FakePool
 from tests.unit.test_driver import LAYOUT
 from tests.unit.test_driver import conf  # noqa: F401 (a fixture)
@@ -34,7 +35,7 @@ def test_reconcile_deletes_gone_workers_never_recorded_masters(
     # The VMs of two masters and of the second worker are gone.
     now = _cluster(spec, masters=MASTERS[:1], workers=('10.10.0.21',))
     fresh = driver.ClusterDriver(spec, 'i1', pool, conf=conf)
-    assert fresh.reconcile(now) == []
+    assert membership.reconcile(fresh, now) == []
     deletes = [c for c in first.commands if ' delete node ' in c]
     assert [c.split(' delete node ')[1] for c in deletes] == [
         'worker-10-10-0-22 --ignore-not-found']

@@ -1,4 +1,4 @@
-"""mgmt_driver.records: the driver's own record of each VNF instance."""
+"""mgmt_driver.state.records: the driver's own record of each VNF instance."""
 
 import json
 import multiprocessing
@@ -8,9 +8,9 @@ import stat
 import pytest
 from oslo_config import cfg
 
-from mgmt_driver import conf as kconf
-from mgmt_driver import exceptions
-from mgmt_driver import records
+from mgmt_driver.common import conf as kconf
+from mgmt_driver.common import exceptions
+from mgmt_driver.state import records
 
 MASTER = records.Host('192.0.2.10', 22, 'master')
 LB = records.Host('192.0.2.40', 2222, 'external_lb')

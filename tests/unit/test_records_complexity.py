@@ -10,7 +10,7 @@ import tempfile
 
 import pytest
 
-from mgmt_driver import records
+from mgmt_driver.state import records
 from tests.unit.test_complexity import MAX_RATIO
 from tests.unit.test_complexity import _ratio
 

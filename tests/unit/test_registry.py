@@ -1,4 +1,4 @@
-"""mgmt_driver.registry with a fake NfvoPlugin and VNF instance."""
+"""mgmt_driver.state.registry with a fake NfvoPlugin and VNF instance."""
 
 import base64
 import os
@@ -7,8 +7,8 @@ import stat
 import pytest
 import yaml
 
-from mgmt_driver import exceptions
-from mgmt_driver import registry
+from mgmt_driver.common import exceptions
+from mgmt_driver.state import registry
 
 TOKEN = 'tok-SECRET-0123456789'
 ACCESS = registry.ClusterAccess('kubernetes_vim_i1', 'https://10.0.0.5:8383',

@@ -6,13 +6,14 @@ import json
 import pytest
 import yaml
 
-from mgmt_driver import cli
-from mgmt_driver import day2
-from mgmt_driver import driver
-from mgmt_driver import exceptions
-from mgmt_driver import kubectl
-from mgmt_driver import labels
-from mgmt_driver import safeyaml
+from mgmt_driver.adapters import cli
+from mgmt_driver.common import exceptions
+from mgmt_driver.common import safeyaml
+from mgmt_driver.model import labels
+from mgmt_driver.operations import day2
+from mgmt_driver.operations import membership
+from mgmt_driver.remote import kubectl
+from mgmt_driver.session import driver
 from tests.fakes import FakePool
 from tests.unit.test_driver import LAYOUT
 from tests.unit.test_driver import conf  # noqa: F401 (a fixture)
@@ -212,9 +213,9 @@ def test_a_new_driver_renders_the_recorded_values(conf):  # noqa: F811
     hosts = yaml.safe_load(_workspace_file(drv, 'hosts.yaml'))['all']
     assert hosts['hosts'][W1]['node_labels']['pool'] == 'a'
     assert 'pool' not in hosts['hosts'][W2].get('node_labels', {})
-    again.remove_workers(cluster, [W1], rejoin=True)
+    membership.remove_workers(again, cluster, [W1], rejoin=True)
     assert W1 in labels.parse_record(_workspace_file(drv, labels.RECORD_FILE))
-    again.remove_workers(cluster, [W1])
+    membership.remove_workers(again, cluster, [W1])
     assert W1 not in labels.parse_record(
         _workspace_file(drv, labels.RECORD_FILE))
 
@@ -224,7 +225,7 @@ def test_reconcile_forgets_nodes_whose_vm_is_gone(conf):  # noqa: F811
     drv.upload_inventory(cluster)
     assert W2 in labels.parse_record(_workspace_file(drv, labels.RECORD_FILE))
     fresh = driver.ClusterDriver(drv.spec, 'i1', drv.pool, conf=conf)
-    fresh.reconcile(cluster.remove(W2))
+    membership.reconcile(fresh, cluster.remove(W2))
     fresh.upload_inventory(cluster.remove(W2))
     assert sorted(labels.parse_record(
         _workspace_file(drv, labels.RECORD_FILE))) == [

@@ -12,10 +12,10 @@ import pytest
 import yaml
 from oslo_config import cfg
 
-from mgmt_driver import conf as kconf
-from mgmt_driver import exceptions
-from mgmt_driver import inventory
-from mgmt_driver import kubectl
+from mgmt_driver.common import conf as kconf
+from mgmt_driver.common import exceptions
+from mgmt_driver.remote import inventory
+from mgmt_driver.remote import kubectl
 from tests.fakes import FakeConnection
 from tests.unit.test_driver import ANSIBLE
 from tests.unit.test_driver import Harness

@@ -9,10 +9,10 @@ import re
 
 import pytest
 
-from mgmt_driver import exceptions
-from mgmt_driver import kubectl
-from mgmt_driver import safetext
-from mgmt_driver import ssh
+from mgmt_driver.common import exceptions
+from mgmt_driver.common import safetext
+from mgmt_driver.remote import kubectl
+from mgmt_driver.remote import ssh
 from tests.unit.test_kubectl import DownConnection
 from tests.unit.test_kubectl import RecordingConnection
 from tests.unit.test_kubectl import make_client
@@ -211,7 +211,7 @@ def test_a_message_given_whole_is_bounded_too():
 # ------------------------------------------------- playbooks and SSH --
 
 def test_a_playbook_error_lists_at_most_50_failed_hosts():
-    from mgmt_driver import kubespray
+    from mgmt_driver.remote import kubespray
     recap = {'node-%05d' % i: {'failed': 1} for i in range(10000)}
     result = ssh.CommandResult(host='10.0.0.5', command='ansible-playbook',
                                stdout='', stderr='', exit_code=2)
@@ -225,9 +225,9 @@ def test_a_playbook_error_lists_at_most_50_failed_hosts():
 
 
 def test_playbook_task_lines_reach_the_conductor_log_escaped(caplog):
-    from mgmt_driver import kubespray
+    from mgmt_driver.remote import kubespray
     progress = kubespray._Progress('10.0.0.5', 'cluster.yml')
-    with caplog.at_level('INFO', logger='mgmt_driver.kubespray'):
+    with caplog.at_level('INFO', logger='mgmt_driver.remote.kubespray'):
         progress('TASK [x : ' + HOSTILE + 'y' * 100000 + '] ***')
     logged = caplog.records[-1].getMessage()
     assert _obeyable(logged, newlines=True) == []

@@ -1,4 +1,4 @@
-"""What keeps a hook from blocking an eventlet hub (mgmt_driver.runtime,
+"""What keeps a hook from blocking an eventlet hub (mgmt_driver.common.runtime,
 sharedfiles' lock, ssh's close).  The whole-hook proof under a real
 eventlet-patched process is tests/integration/test_conductor_runtimes."""
 
@@ -8,11 +8,11 @@ import sys
 import threading
 import types
 
-from mgmt_driver import detached
-from mgmt_driver import driver
-from mgmt_driver import runtime
-from mgmt_driver import sharedfiles
-from mgmt_driver import ssh
+from mgmt_driver.common import runtime
+from mgmt_driver.remote import detached
+from mgmt_driver.remote import ssh
+from mgmt_driver.session import driver
+from mgmt_driver.state import sharedfiles
 
 _HOLDER = '''
 import fcntl, sys, time

@@ -1,13 +1,14 @@
-"""mgmt_driver.safeyaml: the one loader for YAML the driver does not trust."""
+"""mgmt_driver.common.safeyaml: the one loader for YAML the driver does not
+trust."""
 
 import time
 
 import pytest
 import yaml
 
-from mgmt_driver import exceptions
-from mgmt_driver import localfiles
-from mgmt_driver import safeyaml
+from mgmt_driver.common import exceptions
+from mgmt_driver.common import safeyaml
+from mgmt_driver.state import localfiles
 
 
 def _refusal(text):

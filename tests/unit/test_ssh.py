@@ -1,4 +1,4 @@
-"""Unit tests of mgmt_driver.ssh: no network, no sleeps."""
+"""Unit tests of mgmt_driver.remote.ssh: no network, no sleeps."""
 
 import os
 import stat
@@ -6,8 +6,8 @@ import stat
 import paramiko
 import pytest
 
-from mgmt_driver import exceptions
-from mgmt_driver import ssh
+from mgmt_driver.common import exceptions
+from mgmt_driver.remote import ssh
 
 
 def _settings(tmp_path, retries=3, policy='accept-new'):
@@ -265,7 +265,7 @@ def test_settings_from_conf(tmp_path):
     from oslo_config import cfg
     from oslo_config import fixture
 
-    from mgmt_driver import conf as kconf
+    from mgmt_driver.common import conf as kconf
     conf = cfg.ConfigOpts()
     kconf.register_opts(conf)
     fix = fixture.Config(conf)

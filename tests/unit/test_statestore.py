@@ -1,6 +1,6 @@
 """Several conductors: the store's identity, the refusal of an operation
 whose instance this store does not hold, and the per-instance lock
-(mgmt_driver.statestore)."""
+(mgmt_driver.state.statestore)."""
 
 import os
 import subprocess
@@ -9,10 +9,10 @@ import threading
 
 import pytest
 
-from mgmt_driver import exceptions
-from mgmt_driver import records
-from mgmt_driver import statestore
-from mgmt_driver import v2
+from mgmt_driver.adapters import v2
+from mgmt_driver.common import exceptions
+from mgmt_driver.state import records
+from mgmt_driver.state import statestore
 from tests.unit import test_driver as td
 from tests.unit import test_v2
 from tests.unit.test_driver import conf  # noqa: F401 (fixture)
@@ -312,7 +312,7 @@ def test_v2_script_call_holds_the_lock(conf):  # noqa: F811
 # --- kubespray-mgmt state check ---------------------------------------------
 
 def _state_check(tmp_path, capsys, store_id='prod-1'):
-    from mgmt_driver import cli
+    from mgmt_driver.adapters import cli
     state = tmp_path / 'state'
     config = tmp_path / 'tacker.conf'
     config.write_text('[kubespray_mgmt]\nknown_hosts_file = %s\n'

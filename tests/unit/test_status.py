@@ -1,5 +1,5 @@
-"""Cluster status (mgmt_driver.status): parsing, differences, the reader
-with the recording SSH fake, and the text and JSON formats."""
+"""Cluster status (mgmt_driver.adapters.status): parsing, differences, the
+reader with the recording SSH fake, and the text and JSON formats."""
 
 import json
 import pathlib
@@ -7,15 +7,15 @@ import pathlib
 import pytest
 from oslo_config import cfg
 
-from mgmt_driver import conf as kconf
-from mgmt_driver import exceptions
-from mgmt_driver import inventory
-from mgmt_driver import kubectl
-from mgmt_driver import loadbalancer
-from mgmt_driver import model
-from mgmt_driver import nodes
-from mgmt_driver import params
-from mgmt_driver import status
+from mgmt_driver.adapters import status
+from mgmt_driver.common import conf as kconf
+from mgmt_driver.common import exceptions
+from mgmt_driver.model import core
+from mgmt_driver.model import nodes
+from mgmt_driver.model import params
+from mgmt_driver.remote import inventory
+from mgmt_driver.remote import kubectl
+from mgmt_driver.remote import loadbalancer
 from tests.fakes import FakeConnection
 from tests.fakes import FakePool
 
@@ -160,7 +160,7 @@ def test_etcd_members():
         {'ID': 0xabc, 'name': 'master-1', 'peerURLs': ['https://a:2380'],
          'clientURLs': ['https://a:2379']},
         {'ID': 12, 'peerURLs': ['https://b:2380']}]})
-    assert status.parse_etcd_members(text, 'm1') == [
+    assert kubectl.parse_etcd_members(text, 'm1') == [
         {'name': 'master-1', 'id': 'abc', 'peer_urls': ['https://a:2380'],
          'client_urls': ['https://a:2379']},
         {'name': '', 'id': 'c', 'peer_urls': ['https://b:2380'],
@@ -176,7 +176,7 @@ def test_etcd_members():
     ('{"members": [{"ID": 1, "name": 5}]}', 'name must be a string')])
 def test_etcd_members_malformed(text, field):
     with pytest.raises(exceptions.RemoteDataInvalid, match='m1.*' + field):
-        status.parse_etcd_members(text, 'm1')
+        kubectl.parse_etcd_members(text, 'm1')
 
 
 # ---------------------------------------------------------------- nodes --
@@ -268,10 +268,10 @@ def test_every_kind_of_difference():
 
 def test_recorded_labels_and_taints_a_node_lacks():
     settings = {
-        WORKER: model.NodeSettings((('pool', 'a'), ('rack', 'r1')),
-                                   ('gpu=yes:NoSchedule', 'x:NoExecute')),
-        MASTER: model.NodeSettings((('pool', 'cp'),)),
-        GONE: model.NodeSettings((('pool', 'a'),))}
+        WORKER: core.NodeSettings((('pool', 'a'), ('rack', 'r1')),
+                                  ('gpu=yes:NoSchedule', 'x:NoExecute')),
+        MASTER: core.NodeSettings((('pool', 'cp'),)),
+        GONE: core.NodeSettings((('pool', 'a'),))}
     nodes = [{'name': MASTER, 'ready': 'True', 'labels': {'pool': 'cp'},
               'taints': ['node-role.kubernetes.io/control-plane:NoSchedule']},
              {'name': WORKER, 'ready': 'True',
@@ -306,7 +306,7 @@ def conf():
 def _cluster():
     body = json.loads((SAMPLES / 'instantiate_simple.json').read_text())
     extra = body['additionalParams']
-    extra[model.ROOT]['nodes'] = [
+    extra[core.ROOT]['nodes'] = [
         {'role': 'master', 'ssh_ip': '192.168.10.11', 'nic_ip': '10.10.0.11'},
         {'role': 'worker', 'ssh_ip': '192.168.10.21', 'nic_ip': '10.10.0.21'},
         {'role': 'worker', 'ssh_ip': '192.168.10.22', 'nic_ip': '10.10.0.22'},

@@ -15,16 +15,16 @@ import types
 import pytest
 import yaml
 
-from mgmt_driver import exceptions
-from mgmt_driver import inventory
-from mgmt_driver import model
-from mgmt_driver import nodes
-from mgmt_driver import params
-from mgmt_driver import validation
+from mgmt_driver.common import exceptions
+from mgmt_driver.model import core
+from mgmt_driver.model import nodes
+from mgmt_driver.model import params
+from mgmt_driver.model import validation
+from mgmt_driver.remote import inventory
 from tests.unit import params_data
 from tests.unit import test_complexity
 
-P = model.ROOT
+P = core.ROOT
 EV = P + '.kubespray.extra_vars'
 HOSTILE = "{{ lookup('pipe', 'touch /tmp/owned') }}"
 
@@ -103,9 +103,9 @@ def test_finding_templated_keys_is_linear():
 
 def _cluster(spec):
     return nodes.build_nodes(spec, [
-        model.NodeAddress('master', '10.10.0.11', '10.10.0.11'),
-        model.NodeAddress('worker', '10.10.0.21', '10.10.0.21'),
-        model.NodeAddress('external_lb', '10.10.0.30', '10.10.0.30')])
+        core.NodeAddress('master', '10.10.0.11', '10.10.0.11'),
+        core.NodeAddress('worker', '10.10.0.21', '10.10.0.21'),
+        core.NodeAddress('external_lb', '10.10.0.30', '10.10.0.30')])
 
 
 def _unchecked(spec, extra_vars):
@@ -130,7 +130,7 @@ def test_render_refuses_a_templated_recorded_label():
     spec = params.parse_params(params_data.minimal(), need_cp_names=False)
     cluster = _cluster(spec)
     worker = cluster.workers[0]
-    settings = {worker.name: model.NodeSettings(labels=((HOSTILE, 'a'),))}
+    settings = {worker.name: core.NodeSettings(labels=((HOSTILE, 'a'),))}
     with pytest.raises(exceptions.TemplatedText) as info:
         inventory.render_files(spec, cluster, settings=settings)
     assert 'hosts.yaml: mapping key #1 at all.hosts.%s.node_labels' % (

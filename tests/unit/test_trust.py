@@ -1,4 +1,5 @@
-"""mgmt_driver.trust: what a tenant's request may use on the conductor."""
+"""mgmt_driver.remote.trust: what a tenant's request may use on the
+conductor."""
 
 import os
 import subprocess
@@ -7,16 +8,17 @@ import threading
 import pytest
 from oslo_config import cfg
 
-from mgmt_driver import conf as kconf
-from mgmt_driver import driver
-from mgmt_driver import exceptions
-from mgmt_driver import model
-from mgmt_driver import params
-from mgmt_driver import trust
+from mgmt_driver.adapters import v1
+from mgmt_driver.common import conf as kconf
+from mgmt_driver.common import exceptions
+from mgmt_driver.model import core
+from mgmt_driver.model import params
+from mgmt_driver.remote import ssh
+from mgmt_driver.remote import trust
 from tests.fakes import FakePool
 from tests.unit import params_data
 
-ROOT = model.ROOT
+ROOT = core.ROOT
 
 
 @pytest.fixture(scope='module')
@@ -80,7 +82,7 @@ def test_a_key_in_an_allowed_directory_is_loaded(dirs, key_text):
     keys, _, _ = dirs
     spec = _apply(_spec(master_node=str(keys / 'id_ed25519')), keys)
     assert spec.master.login.key_text == key_text
-    assert spec.master.login.credentials().key_text == key_text
+    assert ssh.credentials_for(spec.master.login).key_text == key_text
     assert spec.worker.login.key_text is None  # password login
 
 
@@ -261,8 +263,8 @@ def test_hooks_refuse_a_default_key_login_before_any_connection(
     pool = FakePool()
     conf = _conf(ssh_private_key_file=default_key,
                  default_key_ansible_servers=['10.10.0.50'])
-    hooks = driver.LcmHooks(conf, pool_factory=lambda: pool,
-                            package_dir_of=lambda c, i: None)
+    hooks = v1.LcmHooks(conf, pool_factory=lambda: pool,
+                        package_dir_of=lambda c, i: None)
     instance = type('Instance', (), {'id': 'inst-1', 'vnfd_id': 'v'})()
     request = type('Request', (), {'additional_params': extra})()
     with pytest.raises(exceptions.ParamsInvalid) as info:
@@ -297,9 +299,9 @@ def test_hooks_refuse_a_foreign_key_file_before_any_connection(dirs):
         {'role': 'worker', 'ssh_ip': '10.10.0.21'},
         {'role': 'external_lb', 'ssh_ip': '10.10.0.40'}]
     pool = FakePool()
-    hooks = driver.LcmHooks(_conf(ssh_key_dirs=[str(keys)]),
-                            pool_factory=lambda: pool,
-                            package_dir_of=lambda c, i: None)
+    hooks = v1.LcmHooks(_conf(ssh_key_dirs=[str(keys)]),
+                        pool_factory=lambda: pool,
+                        package_dir_of=lambda c, i: None)
     instance = type('Instance', (), {'id': 'inst-1', 'vnfd_id': 'v'})()
     request = type('Request', (), {'additional_params': extra})()
     with pytest.raises(exceptions.ParamsInvalid) as info:

@@ -1,5 +1,5 @@
-"""Rolling upgrades: the version rules (mgmt_driver.upgrade) and how the
-driver, its v1 hook and the CLI use them, with the recording SSH fake."""
+"""Rolling upgrades: the version rules (mgmt_driver.operations.upgrade) and how
+the driver, its v1 hook and the CLI use them, with the recording SSH fake."""
 
 import json
 import types
@@ -7,10 +7,11 @@ import types
 import pytest
 import yaml
 
-from mgmt_driver import cli
-from mgmt_driver import exceptions
-from mgmt_driver import labels
-from mgmt_driver import upgrade
+from mgmt_driver.adapters import cli
+from mgmt_driver.common import exceptions
+from mgmt_driver.model import labels
+from mgmt_driver.operations import upgrade
+from mgmt_driver.state import kubeversion
 from tests.unit import test_cli_run
 from tests.unit.test_driver import Harness
 from tests.unit.test_driver import _instantiate_params
@@ -184,14 +185,14 @@ def test_a_bad_kubelet_version_names_the_node_and_is_cut():
 
 
 def test_record_round_trip_and_tampering():
-    text = upgrade.render_record((1, 34, 3))
+    text = kubeversion.render_record((1, 34, 3))
     assert text == 'kube_version: "1.34.3"\n'
-    assert upgrade.parse_record(text) == (1, 34, 3)
-    assert upgrade.parse_record(None) is None
+    assert kubeversion.parse_record(text) == (1, 34, 3)
+    assert kubeversion.parse_record(None) is None
     for bad in ('', 'kube_version: "{{ x }}"\n', 'kube_version: 1.34.3\n',
                 text + text, 'kube_version: "1.34.3"\nother: 1\n'):
         with pytest.raises(ValueError):
-            upgrade.parse_record(bad)
+            kubeversion.parse_record(bad)
 
 
 def test_parse_supported_keeps_versions_only():
@@ -362,7 +363,7 @@ def test_upgrade_records_the_version_and_runs_node_by_node(conf):  # noqa
         ('upgrade-cluster.yml', 'worker-10-10-0-21'),
         ('upgrade-cluster.yml', 'worker-10-10-0-22')]
     files = h.workspace_files()
-    assert files[upgrade.RECORD_FILE] == 'kube_version: "1.34.3"\n'
+    assert files[kubeversion.RECORD_FILE] == 'kube_version: "1.34.3"\n'
     assert yaml.safe_load(files['cluster-vars.yaml'])['kube_version'] == \
         '1.34.3'
     assert yaml.safe_load(files['upgrade-vars.yaml']) == {'serial': 1}
@@ -371,7 +372,7 @@ def test_upgrade_records_the_version_and_runs_node_by_node(conf):  # noqa
 def test_a_later_operation_renders_the_recorded_version(conf):  # noqa
     h = _upgrade_harness(conf, 'v1.34.3')
     prefix = '/home/ubuntu/kubespray/inventory/mycluster/inst-1/'
-    h.ansible.files[prefix + upgrade.RECORD_FILE] = \
+    h.ansible.files[prefix + kubeversion.RECORD_FILE] = \
         'kube_version: "1.34.3"\n'
     extra = _instantiate_params(3)
     extra['k8s_cluster_installation_param']['kubespray'] = {
@@ -387,9 +388,9 @@ def test_a_later_operation_renders_the_recorded_version(conf):  # noqa
 def test_a_tampered_record_is_refused(conf):  # noqa
     h = _upgrade_harness(conf)
     prefix = '/home/ubuntu/kubespray/inventory/mycluster/inst-1/'
-    h.ansible.files[prefix + upgrade.RECORD_FILE] = 'kube_version: "{{x}}"'
+    h.ansible.files[prefix + kubeversion.RECORD_FILE] = 'kube_version: "{{x}}"'
     with pytest.raises(exceptions.RemoteDataInvalid,
-                       match=upgrade.RECORD_FILE):
+                       match=kubeversion.RECORD_FILE):
         _patch(h, {'kube_version': '1.34.3'})
     assert h.playbooks() == []
 
@@ -465,7 +466,7 @@ def test_supported_versions_are_the_amd64_kubelet_keys(tmp_path, path,
                                                        prefix):
     import subprocess
 
-    from mgmt_driver import kubespray
+    from mgmt_driver.remote import kubespray
 
     class Local:
         host = 'localhost'
@@ -534,17 +535,17 @@ def test_a_bad_relabel_patch_is_refused_before_any_connection(
 
 def test_a_repeated_upgrade_says_the_cluster_is_already_there(monkeypatch):
     # Issue 31, defect 11: not "0 node(s) upgraded".
-    from mgmt_driver import operations
+    from mgmt_driver.operations import lcm
     from tests import fakes
-    monkeypatch.setattr(operations, 'upgrade', lambda *args, **kwargs:
+    monkeypatch.setattr(lcm, 'upgrade', lambda *args, **kwargs:
                         upgrade.Plan((1, 34, 3), (), ()))
     drv = types.SimpleNamespace(pool=fakes.FakePool(), absent=frozenset(),
                                 declare_absent=lambda *args: None)
-    assert operations.COMMANDS['upgrade'](
+    assert lcm.COMMANDS['upgrade'](
         drv, None, [], 'c1', vims=object(), kube_version='1.34.3') == \
         'c1 is already at 1.34.3: no node to upgrade'
-    monkeypatch.setattr(operations, 'upgrade', lambda *args, **kwargs:
+    monkeypatch.setattr(lcm, 'upgrade', lambda *args, **kwargs:
                         upgrade.Plan((1, 34, 3), ('m1',), ('w1', 'w2')))
-    assert operations.COMMANDS['upgrade'](
+    assert lcm.COMMANDS['upgrade'](
         drv, None, [], 'c1', vims=object(), kube_version='1.34.3') == \
         'upgraded c1 to 1.34.3: 3 node(s) upgraded'

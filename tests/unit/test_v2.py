@@ -1,4 +1,4 @@
-"""The Tacker v2 adapter (mgmt_driver.v2) with the recording SSH fake.
+"""The Tacker v2 adapter (mgmt_driver.adapters.v2) with the recording SSH fake.
 
 Inputs are the dicts Tacker's v2 conductor pickles for the script
 (``VnfInstanceV2.to_dict()`` and friends: camelCase), Heat is a dict of
@@ -17,9 +17,9 @@ import uuid
 import pytest
 from oslo_config import cfg
 
-from mgmt_driver import conf as kconf
-from mgmt_driver import exceptions
-from mgmt_driver import v2
+from mgmt_driver.adapters import v2
+from mgmt_driver.common import conf as kconf
+from mgmt_driver.common import exceptions
 from tests.unit import test_driver as td
 
 SAMPLE = json.loads((td.SAMPLES / 'instantiate_simple.json').read_text())
@@ -473,7 +473,7 @@ def test_node_discovery_roles_by_cp_name():
 
 
 def _spec():
-    from mgmt_driver import params
+    from mgmt_driver.model import params
     return params.parse_params(_params())
 
 
@@ -511,7 +511,7 @@ class Noisy:
 
 _NOISY_MAIN = """
 import logging, sys
-from mgmt_driver import v2
+from mgmt_driver.adapters import v2
 from tests.unit.test_v2 import Noisy
 # A careless library: its log handler writes to stdout.
 logging.basicConfig(stream=sys.stdout, level=logging.%s)
@@ -581,7 +581,7 @@ def test_script_refuses_input_that_is_not_a_pickle(tmp_path):
 
 _FAILING_MAIN = """
 import sys
-from mgmt_driver import v2
+from mgmt_driver.adapters import v2
 class Failing:
     output = {}
     def run(self):
@@ -654,7 +654,7 @@ V2_SAMPLES = td.SAMPLES / 'v2'
 @pytest.mark.parametrize('name', sorted(
     p.name for p in V2_SAMPLES.glob('*.json')))
 def test_v2_samples_are_valid_requests(name):
-    from mgmt_driver import lcm_requests
+    from mgmt_driver.adapters import lcm_requests
     body = json.loads((V2_SAMPLES / name).read_text())
     checked = lcm_requests.check(body)
     # No override: the kept instantiate parameters apply.

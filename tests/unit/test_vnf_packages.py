@@ -13,9 +13,9 @@ import pytest
 import yaml
 
 from mgmt_driver import DRIVER_NAME
-from mgmt_driver import csar
-from mgmt_driver import merging
-from mgmt_driver import model
+from mgmt_driver.adapters import csar
+from mgmt_driver.model import core
+from mgmt_driver.model import merging
 from tests import packages
 
 NAMES = sorted(packages.FLAVOURS)
@@ -378,7 +378,7 @@ def test_scale_samples(sample, kind):
     assert body['type'] == kind
     assert body['aspectId'] == 'worker_instance'
     assert body['numberOfSteps'] >= 1
-    overrides = body.get('additionalParams', {}).get(model.ROOT, {})
+    overrides = body.get('additionalParams', {}).get(core.ROOT, {})
     assert set(overrides) <= set(merging.OVERRIDABLE_SECTIONS)
 
 
@@ -396,7 +396,7 @@ def test_heal_samples():
     assert vnfc['vnfcInstanceId'] and 'additionalParams' not in vnfc
     whole = _sample('heal_vnf.json')
     assert 'vnfcInstanceId' not in whole
-    overrides = whole['additionalParams'][model.ROOT]
+    overrides = whole['additionalParams'][core.ROOT]
     assert set(overrides) <= set(merging.OVERRIDABLE_SECTIONS)
 
 
@@ -411,7 +411,7 @@ def test_tacker_conf_sample_names_real_options(tmp_path):
 
     from oslo_config import cfg
 
-    from mgmt_driver import conf
+    from mgmt_driver.common import conf
 
     text = (packages.SAMPLES_DIR / 'tacker.conf').read_text()
     # Commented-out options ("#name = value") count too.
