@@ -263,6 +263,11 @@ def _etcd_state(drv, client):
         return None, None
 
 
+#: :func:`_etcd_state`, for the gate of a rolling replacement
+#: (:mod:`mgmt_driver.rolling`).
+etcd_state = _etcd_state
+
+
 def _plan(drv, cluster, wanted, field, nodes, before):
     runner = drv.runner()
     supported = upgrade_mod.parse_supported(
