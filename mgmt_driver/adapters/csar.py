@@ -12,7 +12,9 @@ without the ETSI SOL001 type files, ``BaseHOT/`` and ``UserData/``.
 - ``Scripts/install_external_lb.sh`` from ``mgmt_driver/templates/``;
 - for a package whose VNFD names the Tacker v2 script's artifact
   (:data:`mgmt_driver.adapters.v2.ARTIFACT`), ``Scripts/kubespray_mgmt_v2.py``,
-  a copy of the installed :func:`mgmt_driver.adapters.v2.script_path`;
+  a copy of the installed :func:`mgmt_driver.adapters.v2.script_path`, and
+  ``Scripts/kubespray_coordinate_v2.py``, the coordinate-VNF script of a
+  rolling update (:func:`mgmt_driver.adapters.v2.coordinate_script_path`);
 - the two SOL001 v2.6.1 files, from a directory or from an installed
   ``tacker`` package, which ships them with its unit-test data;
 - a SHA-256 entry in TOSCA.meta for every file under ``Scripts/`` and
@@ -298,6 +300,8 @@ def package_files(src_dir, sol001_dir=None, lb_script=None):
     files[LB_SCRIPT_ARTIFACT] = lb_script.read_bytes()
     if _names_v2_script(files):
         files[v2.SCRIPT] = pathlib.Path(v2.script_path()).read_bytes()
+        files[v2.COORDINATE_SCRIPT] = pathlib.Path(
+            v2.coordinate_script_path()).read_bytes()
     for name in SOL001_FILES:
         files['Definitions/' + name] = (sol001 / name).read_bytes()
     meta_text = stamp_created_by(files[TOSCA_META].decode('utf-8'))
@@ -701,6 +705,21 @@ def _check_v2_artifact(root, key, artifact, relative):
     if path.read_bytes() != pathlib.Path(v2.script_path()).read_bytes():
         return ['artifact %s: %s differs from the installed %s: rebuild '
                 'the package' % (key, relative, v2.script_path())]
+    return _check_coordinate_script(root)
+
+
+def _check_coordinate_script(root):
+    # Tacker v2's rolling update runs it from the package root
+    # (additionalParams lcm-operation-coordinate-new-vnf / -old-vnf).
+    path = root / v2.COORDINATE_SCRIPT
+    installed = pathlib.Path(v2.coordinate_script_path())
+    if not path.is_file():
+        return ['%s is not in the package (a rolling update names it as '
+                'its coordinate-VNF script): rebuild the package'
+                % v2.COORDINATE_SCRIPT]
+    if path.read_bytes() != installed.read_bytes():
+        return ['%s differs from the installed %s: rebuild the package'
+                % (v2.COORDINATE_SCRIPT, installed)]
     return []
 
 

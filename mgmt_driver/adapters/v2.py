@@ -71,6 +71,7 @@ from mgmt_driver.model import nodes as nodes_mod
 from mgmt_driver.operations import autoheal
 from mgmt_driver.operations import gates
 from mgmt_driver.operations import lcm
+from mgmt_driver.operations import rolling
 from mgmt_driver.operations import upgrade as upgrade_mod
 from mgmt_driver.remote import heat
 from mgmt_driver.state import records as records_mod
@@ -83,6 +84,9 @@ LOG = logging.getLogger(__name__)
 #: The VNFD artifact key of the v2 script, and the script's package path.
 ARTIFACT = 'mgmt-drivers-kubespray-v2'
 SCRIPT = 'Scripts/kubespray_mgmt_v2.py'
+#: The coordinate-VNF script's package path: both
+#: ``lcm-operation-coordinate-new-vnf`` and ``-old-vnf`` name it.
+COORDINATE_SCRIPT = 'Scripts/kubespray_coordinate_v2.py'
 #: Environment variable naming the config files the script reads.
 CONFIG_ENV = 'KUBESPRAY_MGMT_CONFIG_FILES'
 #: Our key in ``user_script_err_handling_data``.
@@ -92,10 +96,20 @@ METADATA = 'metadata'
 OPENSTACK_VIM_PREFIX = 'ETSINFV.OPENSTACK_KEYSTONE'
 _ROLES = (core.ROLE_MASTER, core.ROLE_WORKER, core.ROLE_EXTERNAL_LB)
 
+#: The package's templates: the scripts ``csar build`` copies.
+_TEMPLATES = os.path.join(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'templates')
+
+
 def script_path():
     """The installed script ``csar build`` packages as :data:`SCRIPT`."""
-    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    return os.path.join(package, 'templates', 'kubespray_mgmt_v2.py')
+    return os.path.join(_TEMPLATES, 'kubespray_mgmt_v2.py')
+
+
+def coordinate_script_path():
+    """The installed script ``csar build`` packages as
+    :data:`COORDINATE_SCRIPT`."""
+    return os.path.join(_TEMPLATES, 'kubespray_coordinate_v2.py')
 
 
 # ------------------------------------------------------------ parameters
@@ -500,6 +514,28 @@ class V2Hooks(v1.LcmHooks):
         return [name for name, r in records.items()
                 if r is not None and r.stack_id in stacks]
 
+    def rolling(self, vnf_instance, hook, body):
+        """One hook of a rolling replacement
+        (:mod:`mgmt_driver.operations.rolling`) under the instance's state
+        lock: *body* is called with ``(drv, cluster, {name: VmRecord}, vim
+        name, vims)``.
+
+        The spec is the kept one: the request's ``additionalParams``
+        are Tacker's (``vdu_params``...), not the driver's.
+        """
+        request = request_view({})
+        with statestore.guard(self.conf, self._store(), vnf_instance, hook,
+                              request):
+            spec = self._spec(None, vnf_instance, request, 'heal')
+            self._need_heat(spec, 'a rolling replacement')
+            cluster, records = self._vms(None, vnf_instance, request, spec)
+            with self._pool_factory() as pool:
+                return body(self._driver(None, vnf_instance, spec, pool,
+                                         hook, request, cluster, records),
+                            cluster, records,
+                            self._vim_name(spec, vnf_instance),
+                            self._vims(None, vnf_instance))
+
     def scale_rollback_end(self, context, vnf_instance, request):
         """A rolled-back scale-out: its VMs are gone; take what is left of
         them out of Kubernetes
@@ -633,6 +669,125 @@ class Operation:
             self.carried.get('healed_stacks') or []))
         self.hooks.heal_end(None, self._view(), request, None, None)
 
+    # Rolling replacement (Change current VNF package).
+
+    def _progress_store(self):
+        return SpecStore(os.path.join(self.store.directory, 'rolling'))
+
+    def _load_progress(self, operation_id):
+        """The record of operation *operation_id*, or None (none, or
+        another operation's, which this one replaces)."""
+        store = self._progress_store()
+        data = store.load(self.instance_id)
+        if data is None or data.get('operation') != operation_id:
+            return None
+        return rolling.Progress.from_dict(data, store.path(self.instance_id))
+
+    def _save_progress(self, progress):
+        self._progress_store().save(self.instance_id, progress.to_dict())
+
+    def _rolling_order(self, records):
+        """The replaced VNFCs as :class:`rolling.Step`, in the order
+        Tacker replaces them (``vnfcResourceInfo`` order)."""
+        removed = set(_removed_servers(self.grant_request))
+        names = {r.server_id: (name, r.address.role)
+                 for name, r in records.items() if r is not None}
+        steps = []
+        for vnfc in _vnfcs(self.inst):
+            server = (vnfc.get('computeResource') or {}).get('resourceId')
+            if server not in removed:
+                continue
+            if server not in names:
+                raise exceptions.MgmtDriverNotFound(
+                    param='the node of VNFC %s (server %s: no role\'s '
+                          'ssh_cp_name in its Heat stack)'
+                          % (vnfc.get('id'), server))
+            steps.append(rolling.Step(str(vnfc.get('id')), *names[server]))
+        return steps
+
+    def _rolling_start(self, direction):
+        operation_id = (self.grant_request or {}).get('vnfLcmOpOccId')
+
+        def body(drv, cluster, records, vim_name, vims):
+            progress = self._load_progress(operation_id) or \
+                rolling.Progress(operation_id, self._rolling_order(records))
+            problems = rolling.check_plan(
+                [n.name for n in cluster.masters], progress.order)
+            if problems:
+                gates.refuse('the plan (nothing was changed)', problems,
+                             'Replace these VNFCs another way (heal).')
+            if direction == rolling.ROLLBACK:
+                # Back first, so that one node at a time holds: the
+                # rollback takes it out again when its turn comes.
+                for node in progress.nodes(rolling.OUT):
+                    rolling.bring_back(drv, cluster, progress, node,
+                                       self._save_progress, vim_name, vims)
+                    progress.set(node, rolling.REPLACED)
+            progress.direction = direction
+            self._save_progress(progress)
+            if progress.order:
+                rolling.take_out(drv, cluster, progress,
+                                 progress.order[0].node,
+                                 self._save_progress)
+        self.hooks.rolling(self._view(), self.name, body)
+
+    def _rolling_end(self, wanted):
+        operation_id = (self.grant_request or {}).get('vnfLcmOpOccId')
+
+        def body(drv, cluster, records, vim_name, vims):
+            progress = self._load_progress(operation_id)
+            if progress is None:
+                return
+            left = [s.node for s in progress.order
+                    if progress.state(s.node) != wanted]
+            if left:
+                gates.refuse('the end of the rolling replacement', [
+                    'not done: %s' % ', '.join(left)], progress.summary())
+            self._progress_store().remove(self.instance_id)
+        self.hooks.rolling(self._view(), self.name, body)
+
+    def change_current_package_start(self):
+        self._rolling_start(rolling.FORWARD)
+
+    def change_current_package_end(self):
+        self._rolling_end(rolling.REPLACED)
+
+    def change_current_package_rollback_start(self):
+        self._rolling_start(rolling.ROLLBACK)
+
+    def change_current_package_rollback_end(self):
+        self._rolling_end(rolling.PENDING)
+
+    def coordinate_vnf(self):
+        """The coordinate-VNF script's call after Tacker replaced one
+        VNFC's VM: bring it back, take the next one out."""
+        param = self.req
+        operation_id = (param.get('LcmCoordRequest') or {}).get(
+            'vnfLcmOpOccId')
+        direction = rolling.ROLLBACK if param.get('is_rollback') \
+            else rolling.FORWARD
+        vnfc_id = {i.get('id'): i.get('vnfcResourceInfoId') for i in
+                   _info(self.inst).get('vnfcInfo') or []}.get(
+            param.get('vnfc_info_id'))
+
+        def body(drv, cluster, records, vim_name, vims):
+            progress = self._load_progress(operation_id)
+            if progress is None or progress.direction != direction:
+                raise exceptions.MgmtDriverNotFound(
+                    param='the rolling replacement record of operation %s '
+                          '(%s): the VNFD must run the driver\'s script '
+                          'for change_current_package_start and '
+                          'change_current_package_rollback_start'
+                          % (operation_id, direction))
+            step = progress.step_of_vnfc(vnfc_id)
+            rolling.bring_back(drv, cluster, progress, step.node,
+                               self._save_progress, vim_name, vims)
+            following = progress.after(step.node)
+            if following is not None:
+                rolling.take_out(drv, cluster, progress, following.node,
+                                 self._save_progress)
+        self.hooks.rolling(self._view(), self.name, body)
+
     def modify_information_end(self):
         """A PATCH whose metadata names ``kube_version`` upgrades the
         cluster, one with the ``relabel_*`` keys relabels nodes (v1's
@@ -674,12 +829,16 @@ class Operation:
 
 
 #: v2 script operation -> :class:`Operation` method.  Others (the
-#: ``*_start`` hooks of instantiate, of modify and of the rollbacks,
-#: change_ext_conn, change_vnfpkg) have nothing to do.
+#: ``*_start`` hooks of instantiate, of modify and of the other
+#: rollbacks, change_ext_conn) have nothing to do.  ``coordinate_vnf``
+#: is no Tacker hook: :func:`coordinate_main` calls it.
 OPERATIONS = {name: name for name in (
     'instantiate_end', 'instantiate_rollback_end', 'terminate_start',
     'terminate_end', 'scale_start', 'scale_end', 'scale_rollback_end',
-    'heal_start', 'heal_end', 'modify_information_end')}
+    'heal_start', 'heal_end', 'modify_information_end',
+    'change_current_package_start', 'change_current_package_end',
+    'change_current_package_rollback_start',
+    'change_current_package_rollback_end', 'coordinate_vnf')}
 
 
 def run(data, conf=None, **hook_options):
@@ -742,9 +901,10 @@ ERROR_LOG = 'errors.log'
 ERROR_LOG_BYTES = 1024 * 1024
 
 
-def main(stdin=None):
+def main(stdin=None, read=pickle.load):
     """The script's body: pickle in, pickle out, exit status.
 
+    :param read: turns the input stream into the operation's dict.
     :returns: 0, or 1 after writing the reason to stderr (see
         :func:`failure_line`).
     """
@@ -753,7 +913,7 @@ def main(stdin=None):
         _log_warnings_to_stderr()
         name, call, status = '(unknown operation)', None, 0
         try:
-            data = pickle.load(stdin)
+            data = read(stdin)
             name = data.get('operation', name)
             load_conf()
             call = operation(data)
@@ -767,6 +927,38 @@ def main(stdin=None):
             # retry or rollback.
             result.write(pickle.dumps(call.output))
     return status
+
+
+def coordinate_main(stdin=None):
+    """The coordinate-VNF script's body (:data:`COORDINATE_SCRIPT`):
+    as :func:`main`, its input Tacker's ``vnfc_param`` (see
+    :func:`coordinate_input`).
+
+    :returns: 0, or 1 after writing the reason to stderr.
+    """
+    return main(stdin, read=coordinate_input)
+
+
+def coordinate_input(stdin):
+    """The :class:`Operation` input of a coordinate-VNF script call.
+
+    Tacker 16 (``openstack.py`` ``_execute_coordinate_vnf_script``)
+    pickles the request's ``vdu_params`` entry of the VNFC (its
+    ``new_vnfc_param`` or ``old_vnfc_param``) with ``ssh_ip``,
+    ``is_rollback``, ``vnfc_info_id``, ``LcmCoordRequest`` and the
+    instance (``inst``); the login it carries is not used (the kept
+    parameters say how to reach each node) and goes no further.
+
+    :raises MgmtDriverParamInvalid: the input is not such a mapping.
+    """
+    param = pickle.load(stdin)
+    if not isinstance(param, dict) or not isinstance(param.get('inst'),
+                                                     dict):
+        raise exceptions.MgmtDriverParamInvalid(
+            param='coordinate-VNF input (no inst mapping)')
+    return {'operation': 'coordinate_vnf', 'vnf_instance': param['inst'],
+            'request': {key: param.get(key) for key in (
+                'LcmCoordRequest', 'is_rollback', 'vnfc_info_id')}}
 
 
 def _log_warnings_to_stderr():

@@ -122,6 +122,12 @@ kubespray_opts = [
     cfg.IntOpt('drain_timeout', default=600, min=10, max=86400,
                help='Seconds "kubectl drain" may take before the node '
                     'removal fails.'),
+    cfg.IntOpt('rolling_gate_timeout', default=600, min=10, max=7200,
+               help='Seconds a rolling node replacement (Tacker v2\'s '
+                    'Change current VNF package) waits, after a node '
+                    'rejoined, for it to be Ready and the API to answer '
+                    'through the load balancer before it stops with the '
+                    'nodes replaced so far.'),
     cfg.IntOpt('kubectl_timeout', default=120, min=5, max=3600,
                help='Timeout in seconds of one kubectl command other than '
                     'drain.'),

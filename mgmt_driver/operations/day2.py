@@ -191,7 +191,7 @@ def preflight(drv, cluster, client, nodes, todo, excused, uncordoned=()):
     present = [n for n in cluster.names if n not in drv.absent]
     problems = gates.node_problems(nodes, present, excused)
     problems += gates.etcd_problems([n.name for n in cluster.masters],
-                                    *_etcd_state(drv, client))
+                                    *etcd_state(drv, client))
     drained = gates.upgrade_drains(nodes, todo.masters + todo.workers,
                                    uncordoned)
     blockers = gates.drain_blockers(client.pods(), client.budgets(),
@@ -232,7 +232,7 @@ def gate(drv, cluster, names, wanted, excused):
         problems.append('the API is not ready through %s: %s' % (
             drv.discovery_server(cluster), why))
     problems += gates.etcd_problems([n.name for n in cluster.masters],
-                                    *_etcd_state(drv, client))
+                                    *etcd_state(drv, client))
     if problems:
         gates.refuse('the check after upgrading %s' % ', '.join(names),
                      problems, 'The nodes upgraded so far stay upgraded; '
@@ -240,7 +240,7 @@ def gate(drv, cluster, names, wanted, excused):
                      '(it continues with the nodes not done).')
 
 
-def _etcd_state(drv, client):
+def etcd_state(drv, client):
     """``(member names, [(endpoint, healthy, error)])`` of etcd, read
     on *client*'s control-plane node; ``(None, None)`` when etcdctl
     gave no answer that parses (reported as a problem)."""
@@ -261,6 +261,8 @@ def _etcd_state(drv, client):
     except _READ_ERRORS as exc:
         drv.warn('etcd could not be asked on %s: %s', conn.host, exc)
         return None, None
+
+
 
 
 def _plan(drv, cluster, wanted, field, nodes, before):

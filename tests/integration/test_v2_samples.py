@@ -17,7 +17,8 @@ SCHEMAS = {'instantiate_simple.json': 'InstantiateVnfRequest_V200',
            'heal_vnf.json': 'HealVnfRequest_V200',
            'terminate.json': 'TerminateVnfRequest_V200',
            'modify_upgrade.json': 'VnfInfoModificationRequest_V200',
-           'modify_autoheal.json': 'VnfInfoModificationRequest_V200'}
+           'modify_autoheal.json': 'VnfInfoModificationRequest_V200',
+           'change_vnfpkg_rolling.json': 'ChangeCurrentVnfPkgRequest_V200'}
 V2_SAMPLES = packages.SAMPLES_DIR / 'v2'
 
 
@@ -48,3 +49,34 @@ def test_v2_instantiate_sample_names_the_packages_user_data(flavour):
         path.read_text()
     [vim] = body['vimConnectionInfo'].values()
     assert vim['vimType'] == 'ETSINFV.OPENSTACK_KEYSTONE.V_3'
+
+
+def test_v2_rolling_sample_passes_tackers_request_checks():
+    """What Tacker's controller checks past the schema
+    (``_check_vdu_params``), against the HA package's VDUs, and both
+    script names are the one ``csar build`` ships."""
+    import types
+
+    import webob.dec  # noqa: F401  (Tacker's wsgi module needs it loaded)
+    from tacker.sol_refactored.controller import vnflcm_v2
+
+    from mgmt_driver.adapters import v2
+
+    body = json.loads((V2_SAMPLES / 'change_vnfpkg_rolling.json')
+                      .read_text())
+    extra = body['additionalParams']
+    assert extra['upgrade_type'] == 'RollingUpdate'
+    new, old = (extra['lcm-operation-coordinate-%s-vnf' % which]
+                for which in ('new', 'old'))
+    assert new == old == v2.COORDINATE_SCRIPT
+    vnfd = (packages.PACKAGES_DIR / 'kubespray_v2_ha' / 'Definitions' /
+            'kubespray_v2_ha_df.yaml').read_text()
+    vdus = [p['vdu_id'] for p in extra['vdu_params']]
+    assert all('\n    %s:\n      type: tosca.nodes.nfv.Vdu.Compute' % vdu
+               in vnfd for vdu in vdus)
+    inst = types.SimpleNamespace(instantiatedVnfInfo=types.SimpleNamespace(
+        obj_attr_is_set=lambda name: True,
+        vnfcResourceInfo=[types.SimpleNamespace(vduId=v) for v in vdus]))
+    vnflcm_v2.VnfLcmControllerV2._check_vdu_params(
+        None, inst, extra['vdu_params'], 'ETSINFV.OPENSTACK_KEYSTONE.V_3',
+        new, old)
