@@ -27,11 +27,11 @@ import shlex
 import subprocess
 
 import docutils.core
+import pytest
 from docutils import nodes
 from docutils.parsers import rst
 from docutils.parsers.rst import directives
 from docutils.parsers.rst import roles
-import pytest
 
 ROOT = pathlib.Path(__file__).parents[2]
 SOURCE = 'doc/source/'
@@ -172,7 +172,8 @@ def test_every_command_is_run_or_marked_as_an_example(name):
 @pytest.mark.parametrize('text', [
     'Run::\n\n    kubespray-mgmt list\n',
     '.. code-block:: shell\n\n   kubespray-mgmt list\n',
-    '.. code-block:: shell\n   :class: run example\n\n   kubespray-mgmt list\n',
+    ('.. code-block:: shell\n   :class: run example\n\n'
+     '   kubespray-mgmt list\n'),
     '.. code-block:: text\n\n   sudo -u tacker kubespray-mgmt list\n',
     'Not in the README::\n\n    tools/demo\n'])
 def test_an_unmarked_command_is_found(text):
