@@ -3,7 +3,7 @@
 A module of its own (not in DESIGN's list): one Ansible server, often
 one account, serves many VNF instances of many tenants, and three things
 there are shared unless the driver separates them
-(doc/threat-model.rst, "The shared Ansible server"):
+(doc/source/security/threat-model.rst, "The shared Ansible server"):
 
 * **Ansible's fact cache.**  kubespray's ``ansible.cfg`` puts it in
   ``/tmp``, keyed by inventory host name; node names come from role and

@@ -2,7 +2,7 @@
 
 A request (``additionalParams``) comes from a tenant; the conductor host,
 its files and the ``[kubespray_mgmt]`` options belong to the operator
-(see doc/threat-model.rst).  :func:`apply` runs after
+(see doc/source/security/threat-model.rst).  :func:`apply` runs after
 :mod:`mgmt_driver.model.params` has checked the request's shape and before any
 remote work, and decides three things:
 

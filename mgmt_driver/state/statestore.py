@@ -8,8 +8,8 @@ on any of them.  What the driver owns for an instance (its record:
 (:class:`mgmt_driver.adapters.v2.SpecStore`, with passwords), the v2
 kubeconfigs and ``known_hosts_file`` must therefore be one store that every
 conductor sees: one directory on storage shared by the conductor hosts (where
-Tacker keeps its own shared files, doc/threat-model.rst says why not Tacker's
-database, its key manager or the Ansible server).
+Tacker keeps its own shared files, doc/source/security/threat-model.rst says
+why not Tacker's database, its key manager or the Ansible server).
 
 This module keeps a conductor from acting on another store than the one
 the instance's state is in:

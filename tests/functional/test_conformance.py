@@ -21,7 +21,7 @@ through a connection that fails before anything is sent.
   ``--limit`` runs (seeded with the hosts the double's run had cached).
 
 Under CI a missing archive fails (tests/conftest.py).  See
-doc/conformance.rst.
+doc/source/contributor/conformance.rst.
 """
 
 import collections

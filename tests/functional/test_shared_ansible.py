@@ -1,10 +1,10 @@
 """A shared Ansible server: another account cannot read a workspace.
 
-doc/threat-model.rst: tenants that share an Ansible server are kept apart
-by accounts.  Here the driver builds a cluster as root on the Ansible
-server (the site's Ansible account), and the site's other account, as a
-second tenant's playbook would, tries to read the workspace: its
-inventory, host vars, private keys and vars files.
+doc/source/security/threat-model.rst: tenants that share an Ansible server are
+kept apart by accounts.  Here the driver builds a cluster as root on the
+Ansible server (the site's Ansible account), and the site's other account, as a
+second tenant's playbook would, tries to read the workspace: its inventory,
+host vars, private keys and vars files.
 """
 
 import os

@@ -1,13 +1,13 @@
 """One Ansible server account for several clusters: nothing crosses.
 
-doc/threat-model.rst, "The shared Ansible server": two tenants' clusters
-whose nodes have the same cluster addresses (private networks), so the
-same node names, on one site whose Ansible server runs every playbook as
-one account (root here, as the site's Ansible account).  The kubespray
-double's ansible.cfg mirrors kubespray's: one fact cache for every
-inventory on the server, SSH masters that persist 30 minutes in
-``~/.ansible/cp``.  And a workspace whose parent another account can
-write (the site's second account, the nodes' SSH user, plays it).
+doc/source/security/threat-model.rst, "The shared Ansible server": two tenants'
+clusters whose nodes have the same cluster addresses (private networks), so the
+same node names, on one site whose Ansible server runs every playbook as one
+account (root here, as the site's Ansible account).  The kubespray double's
+ansible.cfg mirrors kubespray's: one fact cache for every inventory on the
+server, SSH masters that persist 30 minutes in ``~/.ansible/cp``.  And a
+workspace whose parent another account can write (the site's second account,
+the nodes' SSH user, plays it).
 
 Each test drives the driver's own code paths (``ClusterDriver`` for the
 workspace and inventory, :func:`mgmt_driver.remote.factcache.refresh_facts`

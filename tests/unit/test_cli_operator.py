@@ -7,6 +7,7 @@ import pathlib
 import pytest
 
 from mgmt_driver.adapters import cli
+from tests import docs
 
 REPO = pathlib.Path(__file__).parents[2]
 SAMPLES = REPO / 'samples'
@@ -371,15 +372,11 @@ def test_a_busy_cluster_and_a_failed_playbook_exit_differently(capsys):
     assert 'holds this cluster\'s lock' in capsys.readouterr().err
 
 
-def _readme_section(title):
-    text = (REPO / 'README.rst').read_text()
-    return text.split('\n%s\n%s\n' % (title, '-' * len(title)), 1)[1].split(
-        '\n\n\n', 1)[0]
 
 
-def test_the_readme_lists_every_exit_code():
+def test_the_docs_list_every_exit_code():
     import re
-    table = _readme_section('Exit codes')
+    table = docs.section('admin/cli', 'Exit codes')
     listed = {int(code) for code in re.findall(r'^(\d+) ', table, re.M)}
     codes = {value for name, value in vars(cli).items()
              if name.startswith('EXIT_')}
@@ -387,11 +384,12 @@ def test_the_readme_lists_every_exit_code():
         [n for n in vars(cli) if n.startswith('EXIT_')])
 
 
-def test_the_readme_says_how_to_remove_the_demo_account():
+def test_the_docs_say_how_to_remove_the_demo_account():
     import os
 
     from mgmt_localsite import sshd
-    text = _readme_section('Cleaning up after the demo')
+    text = docs.section('contributor/local-site',
+                        'Cleaning up after the demo')
     assert 'userdel -r %s && rm -rf %s' % (
         sshd.TEST_USER, os.path.dirname(sshd.PASSWORD_FILE)) in text
 
@@ -434,12 +432,11 @@ def test_tox_py3_with_a_file_collects_only_that_file():
                        for i in ids), proc.stdout[-2000:]
 
 
-def test_the_readme_names_every_module_that_needs_the_sol001_files():
+def test_the_docs_name_every_module_that_needs_the_sol001_files():
     """Counts went stale ("26 tests"); the modules are checked instead."""
     import re
-    text = (REPO / 'README.rst').read_text()
-    paragraph = ' '.join(text.split('need the two ETSI')[0].rsplit(
-        '\n\n', 1)[1].split())
+    text = docs.section('contributor/testing', 'The ETSI SOL001 type files')
+    paragraph = ' '.join(text.split('need the two ETSI')[0].split())
     named = set(re.findall(r'``(test_\w+\.py)``', paragraph))
     needing = {p.name for p in (REPO / 'tests' / 'unit').glob('test_*.py')
                if 'sol001_dir()' in p.read_text()}

@@ -6,7 +6,6 @@ mode) where keepalived is installed (``tools/host-packages`` installs it).
 
 import hashlib
 import os
-import pathlib
 import re
 import shutil
 import subprocess
@@ -18,6 +17,7 @@ from mgmt_driver.model import core
 from mgmt_driver.model import params
 from mgmt_driver.remote import keepalived
 from mgmt_driver.remote import loadbalancer as lb
+from tests import docs
 from tests.fakes import FakeConnection
 from tests.unit import params_data
 
@@ -479,9 +479,8 @@ def test_vip_cp_name_needs_vms_from_heat():
         'with nodes give vip' % P]
 
 
-def test_readme_documents_the_vip_keys():
-    text = (pathlib.Path(__file__).parents[2] / 'samples' /
-            'README.rst').read_text()
+def test_the_docs_document_the_vip_keys():
+    text = docs.page('user/parameters')
     for key in ('vip', 'vip_cp_name', 'vrrp_router_id', 'vrrp_password'):
         assert '``%s``' % key in text, key
 

@@ -3,12 +3,14 @@
 import pathlib
 import re
 
+from tests import docs
+
 REPO = pathlib.Path(__file__).parents[2]
 README = (REPO / 'README.rst').read_text()
 
 
 def _quick_start():
-    return README.split('Quick start\n', 1)[1].split('\nConfiguration\n')[0]
+    return README.split('Quick start\n', 1)[1].split('\nFeatures\n')[0]
 
 
 def test_quick_start_has_exactly_the_two_setup_commands():
@@ -24,7 +26,8 @@ def test_every_host_package_is_named():
 
 
 def test_the_sol001_files_and_their_variable_are_explained():
-    text = ' '.join(_quick_start().split())
+    text = ' '.join(docs.section('contributor/testing',
+                                 'The ETSI SOL001 type files').split())
     assert 'KMGMT_SOL001_DIR' in text
     assert 'https://forge.etsi.org/rep/nfv/SOL001' in text
 
@@ -33,3 +36,12 @@ def test_samples_readme_describes_every_sample():
     text = (REPO / 'samples' / 'README.rst').read_text()
     for sample in sorted((REPO / 'samples').glob('*.json')):
         assert '``%s``' % sample.name in text, sample.name
+
+
+def test_the_readme_links_only_to_pages_that_exist():
+    links = re.findall(r'<(doc/source/[^>]+)>`__', README)
+    assert links and all((REPO / link).is_file() for link in links), links
+
+
+def test_the_readme_is_a_front_page():
+    assert len(README.splitlines()) <= 300
