@@ -8,7 +8,8 @@ a green run.  So when ``CI`` is set (CI runs ``.ci/run`` with
 ``CI=true``) or ``KMGMT_STRICT_ENV=1``, every skip becomes a failure that
 names what was missing, unless its reason starts with
 :data:`OPTIONAL_PREFIX` (a test that does not apply to this machine by
-design, not for lack of a tool).
+design, not for lack of a tool) and names none of the real parts CI
+must have (:data:`REQUIRED_IN_CI`).
 """
 
 import os
@@ -17,6 +18,9 @@ import pytest
 
 #: Reasons that never fail a strict run start with this.
 OPTIONAL_PREFIX = 'optional: '
+#: Real parts CI must have: a skip whose reason names one fails a strict
+#: run even when marked optional (it would hide a missing real part).
+REQUIRED_IN_CI = ('kubespray', 'zsh')
 
 _TRUE = ('1', 'true', 'yes', 'on')
 
@@ -34,13 +38,18 @@ def _skip_reason(report):
     return str(longrepr)
 
 
+def _optional(reason):
+    return reason.startswith(OPTIONAL_PREFIX) and not any(
+        part in reason.lower() for part in REQUIRED_IN_CI)
+
+
 def _fail_skip(report, where):
     if not (report.skipped and strict_environment()):
         return
     if getattr(report, 'wasxfail', None) is not None:
         return
     reason = _skip_reason(report)
-    if reason.split('Skipped: ', 1)[-1].startswith(OPTIONAL_PREFIX):
+    if _optional(reason.split('Skipped: ', 1)[-1]):
         return
     report.outcome = 'failed'
     report.longrepr = ('%s skipped under CI (a missing environment piece '

@@ -58,8 +58,21 @@ AUTOMATIC_KEYS = frozenset(['vnfcInstanceId'])
 DEFAULT_UNHEALTHY_FOR = '5m'
 
 
+#: The guard rails of :func:`check_heal`, as ``AutoHealRefused.rule``.
+RULE_PARTITION = 'unhealthy budget'
+RULE_STALE = 'stale alert'
+RULE_ONE_MASTER = 'one control-plane node at a time'
+RULE_QUORUM = 'etcd quorum'
+
+
 class AutoHealRefused(exceptions.MgmtDriverOtherError):
-    """An automatic heal the guard rails refuse (nothing was changed)."""
+    """An automatic heal the guard rails refuse (nothing was changed).
+
+    Its ``rule`` is the guard rail that refused: one of the ``RULE_``
+    names below, for callers (and tests) that must not parse the text.
+    """
+
+    rule = None
 
     message = ('automatic heal refused, nothing was changed: %(reason)s. '
                'Look at the cluster; then heal by request (a heal request '
@@ -140,7 +153,8 @@ def check_heal(cluster, ready, healed, max_unhealthy_percent):
     unhealthy = [n for n in names if ready.get(n) != 'True']
     budget = unhealthy_budget(len(names), max_unhealthy_percent)
     if len(unhealthy) > budget:
-        _refuse('%d of %d Kubernetes nodes are not Ready (%s), more than '
+        _refuse(RULE_PARTITION,
+                '%d of %d Kubernetes nodes are not Ready (%s), more than '
                 '%d%% ([kubespray_mgmt] auto_heal_max_unhealthy_percent '
                 'allows %d): a partition or a cluster-wide fault is not '
                 'healed by replacing VMs' % (
@@ -148,25 +162,29 @@ def check_heal(cluster, ready, healed, max_unhealthy_percent):
                     max_unhealthy_percent, budget))
     healthy_named = [n for n in healed if ready.get(n) == 'True']
     if healthy_named:
-        _refuse('%s Ready again: the alert is stale' % ', '.join(
-            healthy_named))
+        _refuse(RULE_STALE, '%s Ready again: the alert is stale' %
+                ', '.join(healthy_named))
     masters = [n.name for n in cluster.masters]
     healed_masters = sorted(set(healed).intersection(masters))
     if len(healed_masters) > 1:
-        _refuse('it would re-create %d control-plane nodes at once (%s); '
+        _refuse(RULE_ONE_MASTER,
+                'it would re-create %d control-plane nodes at once (%s); '
                 'an automatic heal takes one at a time' % (
                     len(healed_masters), ', '.join(healed_masters)))
     quorum = len(masters) // 2 + 1
     left = [n for n in masters if ready.get(n) == 'True' and
             n not in healed_masters]
     if healed_masters and len(left) < quorum:
-        _refuse('etcd would be left with %d healthy member(s) of %d while '
+        _refuse(RULE_QUORUM,
+                'etcd would be left with %d healthy member(s) of %d while '
                 '%s is removed, below its quorum of %d' % (
                     len(left), len(masters), healed_masters[0], quorum))
 
 
-def _refuse(reason):
-    raise AutoHealRefused(reason=reason)
+def _refuse(rule, reason):
+    error = AutoHealRefused(reason=reason)
+    error.rule = rule
+    raise error
 
 
 # ------------------------------------------------------------ Prometheus

@@ -2,6 +2,7 @@
 their survival (inventory, relabel), Tacker's automatic heal request, the guard
 rails, and the shipped Prometheus rules (promtool)."""
 
+import functools
 import json
 import logging
 import pathlib
@@ -189,6 +190,33 @@ def test_the_guard_rails_refuse(down, missing, healed, percent, reason):
     assert str(caught.value).startswith(
         'automatic heal refused, nothing was changed: ')
     assert isinstance(caught.value, exceptions.MgmtDriverOtherError)
+
+
+@pytest.mark.parametrize('masters, down, healed, rule', [
+    # 4 etcd members need 3: with 2 down, none may be re-created.
+    (4, ['master-1', 'master-2'], ['master-1'], autoheal.RULE_QUORUM),
+    (4, ['master-1'], ['master-1'], None),
+    (2, ['master-1'], ['master-1'], autoheal.RULE_QUORUM),
+    (6, ['master-1', 'master-2', 'master-3'], ['master-1'],
+     autoheal.RULE_QUORUM),
+    (6, ['master-1', 'master-2'], ['master-1'], None),
+    # 5 members keep their quorum of 3 without two of them: only the
+    # rule of one control-plane node at a time refuses.
+    (5, ['master-1', 'master-2'], ['master-1', 'master-2'],
+     autoheal.RULE_ONE_MASTER),
+])
+def test_the_control_plane_rules_by_their_structure(masters, down, healed,
+                                                    rule):
+    names = ['master-%d' % i for i in range(1, masters + 1)]
+    ready = {n: 'Unknown' if n in down else 'True' for n in names + W5}
+    check = functools.partial(autoheal.check_heal, _cluster(names, W5),
+                              ready, healed, 100)
+    if rule is None:
+        check()
+        return
+    with pytest.raises(autoheal.AutoHealRefused) as caught:
+        check()
+    assert caught.value.rule == rule
 
 
 def test_a_lone_master_is_never_healed_automatically():

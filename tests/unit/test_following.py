@@ -9,6 +9,7 @@ import types
 import pytest
 
 from mgmt_driver.adapters import cli
+from mgmt_driver.adapters import listing
 from mgmt_driver.common import exceptions
 from mgmt_driver.model import core
 from mgmt_driver.model import nodes
@@ -290,3 +291,19 @@ def test_the_run_report_diffs_the_recorded_nodes_and_keeps_warnings(
     assert document['warnings'][0] == 'warning 0: \\x1b]0;title\\x07'
     assert document['warnings'][-1] == '... and 2 more warning(s)'
     assert document['result'] == 'succeeded' and document['error'] is None
+
+
+def test_list_cells_are_clipped_and_escaped():
+    # A record's fields were written from remote and request data.
+    entry = {'instance_id': 'i-1', 'error': None,
+             'vims': [{'kind': records.TACKER_VIM, 'id': 'v',
+                       'name': 'vim\x1b[31m' + 'x' * 500}],
+             'ansible_server': '10.0.0.1\nforged line', 'masters': 1,
+             'workers': 2, 'gateways': 0,
+             'last_operation': {'operation': 'heal\x07', 'result': 'ok'}}
+    lines = listing.format_text([entry]).splitlines()
+    assert len(lines) == 2
+    assert all(ch.isprintable() for ch in lines[1])
+    assert max(len(cell) for cell in lines[1].split()) <= 60 + len(
+        ' [...] ')
+    assert '10.0.0.1\\x0aforged' in lines[1]

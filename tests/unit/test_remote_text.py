@@ -56,6 +56,14 @@ def test_clip_bounds_an_escaped_line_and_keeps_both_ends():
     assert _obeyable(shown) == []
 
 
+def test_clip_bounds_a_short_line_that_grows_when_escaped():
+    # Shorter than the width before escaping, 4 times longer after.
+    line = 'a' + '\x1b' * 90 + 'z'
+    shown = safetext.clip(line, width=100)
+    assert len(shown) <= 100 + len(' [...] ')
+    assert shown.startswith('a\\x1b') and shown.endswith('\\x1bz')
+
+
 def test_clip_never_cuts_an_escape_in_two():
     shown = safetext.clip('\u202e' * 5000, width=100)
     head, tail = shown.split(' [...] ')

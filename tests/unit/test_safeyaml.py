@@ -1,8 +1,6 @@
 """mgmt_driver.common.safeyaml: the one loader for YAML the driver does not
 trust."""
 
-import time
-
 import pytest
 import yaml
 
@@ -51,9 +49,7 @@ def test_billion_laughs_is_refused_at_the_first_anchor():
 
 def test_deep_nesting_is_refused_not_recursion_error():
     text = '[' * 100000 + ']' * 100000
-    start = time.perf_counter()
     assert 'nested deeper' in _refusal(text)
-    assert time.perf_counter() - start < 5
 
 
 def test_too_long_text_is_refused_before_parsing():

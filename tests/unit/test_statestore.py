@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import threading
+import types
 
 import pytest
 
@@ -61,6 +62,16 @@ def test_another_store_refuses_naming_both_ids(conf, tmp_path):  # noqa: F811
     assert len(problems) == 3
     assert "belongs to the store 'store-1'" in problems[0]
     assert "[kubespray_mgmt] state_store_id 'store-2'" in problems[0]
+
+
+@pytest.mark.parametrize('found, wanted', [('prod-10', 'prod-1'),
+                                           ('prod-1', 'prod-10'),
+                                           ('prod-1 ', 'prod-1x')])
+def test_a_store_id_is_compared_whole(conf, tmp_path, found,  # noqa: F811
+                                      wanted):
+    _shared(conf, tmp_path / 'state', store_id=wanted)
+    (tmp_path / 'state' / statestore.MARKER).write_text(found + '\n')
+    assert len(statestore.identity_problems(conf)) == 3
 
 
 def test_a_location_outside_the_store_is_named_alone(conf,  # noqa: F811
@@ -231,6 +242,26 @@ def test_a_waiting_operation_gets_the_lock_once_released(tmp_path):
                                   sleep=sleep):
         pass
     assert slept == [statestore._POLL]
+
+
+def test_a_hook_waits_state_lock_wait_for_the_lock(conf, tmp_path,  # noqa: F811,E501
+                                                  monkeypatch):
+    conf.set_override('state_lock_wait', 7, group='kubespray_mgmt')
+    store = records.RecordStore(str(tmp_path))
+    now = [0.0]
+    monkeypatch.setattr(statestore, 'time', types.SimpleNamespace(
+        monotonic=lambda: now[0],
+        sleep=lambda seconds: now.__setitem__(0, now[0] + seconds)))
+    release, thread = _hold_in_thread(store, 'i1')
+    try:
+        with pytest.raises(exceptions.InstanceBusy):
+            with statestore.guard(conf, store, types.SimpleNamespace(
+                    id='i1'), 'scale_end', None):
+                pass
+    finally:
+        release.set()
+        thread.join()
+    assert now[0] == 7
 
 
 def test_the_lock_is_reentrant_in_one_thread(tmp_path):

@@ -63,6 +63,26 @@ def test_an_environment_skip_fails_under_ci(suite, monkeypatch, var):
     result.stdout.fnmatch_lines(['*skipped under CI*sshd not found*'])
 
 
+REAL_PARTS = '''
+import pytest
+
+def test_archive():
+    pytest.skip('optional: kubespray-2.31.0.tar.gz is not beside the clone')
+
+def test_zsh():
+    pytest.skip('optional: no zsh on this host')
+'''
+
+
+def test_an_optional_skip_of_a_real_part_fails_under_ci(suite, monkeypatch):
+    suite.makepyfile(test_parts=REAL_PARTS)
+    result = suite.runpytest('-p', 'no:cacheprovider', 'test_parts.py')
+    result.assert_outcomes(skipped=2)
+    monkeypatch.setenv('CI', 'true')
+    result = suite.runpytest('-p', 'no:cacheprovider', 'test_parts.py')
+    result.assert_outcomes(failed=2)
+
+
 def test_a_module_level_skip_fails_under_ci(suite, monkeypatch):
     suite.makepyfile(test_module=MODULE_SKIP)
     monkeypatch.setenv('CI', 'true')

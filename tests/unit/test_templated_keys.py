@@ -22,7 +22,7 @@ from mgmt_driver.model import params
 from mgmt_driver.model import validation
 from mgmt_driver.remote import inventory
 from tests.unit import params_data
-from tests.unit import test_complexity
+from tests.unit import work
 
 P = core.ROOT
 EV = P + '.kubespray.extra_vars'
@@ -95,8 +95,8 @@ def test_finding_templated_keys_is_linear():
     def check(value):
         assert validation.templated_keys(value, 'x') == ([], 0)
 
-    assert test_complexity._ratio(check, make, 2000) < \
-        test_complexity.MAX_RATIO
+    assert work.growth(check, make, 2000) < \
+        work.MAX_GROWTH
 
 
 # ---------------------------------------------------------- render guard
@@ -175,9 +175,9 @@ def test_check_inert_is_linear():
         return inventory.dump_yaml(inventory._inert(
             {'k%d' % i: {'v': ['{{ x }}', i, 'plain']} for i in range(size)}))
 
-    assert test_complexity._ratio(
+    assert work.growth(
         lambda text: inventory.check_inert('d', text), make, 300) < \
-        test_complexity.MAX_RATIO
+        work.MAX_GROWTH
 
 
 def test_remove_node_vars_pass_the_guard():
