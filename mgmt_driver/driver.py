@@ -1058,11 +1058,20 @@ class LcmHooks:
         client = self._heat_factory(context, vnf_instance, request)
         stack_id = vnf_instance.instantiated_vnf_info.instance_id
         records = heat.HeatNodeFinder(client).cluster_vms(stack_id, spec)
+        self._check_vouched(spec, records, client)
         cluster = nodes_mod.build_nodes(spec, [r.address for r in records],
                                         path='heat stack %s' % stack_id)
         by_name = {nodes_mod.node_name(r.address.role, r.address.nic_ip): r
                    for r in records}
         return cluster, by_name
+
+    def _check_vouched(self, spec, records, client):
+        """Refuse, before any connection, VMs from the Heat of a VIM the
+        operator does not list that the default key would log in to
+        (:func:`mgmt_driver.trust.check_heat_logins`)."""
+        trust.check_heat_logins(
+            spec, [r.address for r in records],
+            trust.Policy.from_conf(self.conf), heat.vim_urls(client))
 
     def _store(self):
         return self._records or records_mod.RecordStore.from_conf(self.conf)

@@ -127,6 +127,8 @@ class Harness:
         self.pool, self.ansible, self.master, self.lb = (
             base.pool, base.ansible, base.master, base.lb)
         self.store = v2.SpecStore.from_conf(conf)
+        #: ``(inst dict)`` -> the v2 Heat client the hooks use.
+        self.heat_factory = lambda inst: self.vnf.heat
 
     def run(self, operation, request=None, grant_request=None,
             carried=None):
@@ -136,7 +138,7 @@ class Harness:
                 'tmp_csar_dir': None,
                 'user_script_err_handling_data': carried or {}}
         return v2.run(data, self.conf, pool_factory=lambda: self.pool,
-                      heat_factory=lambda inst: self.vnf.heat)
+                      heat_factory=self.heat_factory)
 
     def instantiate(self):
         return self.run('instantiate_end', {'flavourId': 'simple',
