@@ -576,11 +576,10 @@ class Operation:
         return kept
 
     def _missing(self):
-        return exceptions.InstanceStateMissing(
-            instance=self.instance_id, operation=self.name,
-            missing='the instantiate parameters kept for Tacker v2 (%s)'
-                    % self.store.path(self.instance_id),
-            option=statestore.RECORDS_OPTION)
+        return statestore.missing_state(
+            self.instance_id, self.name,
+            'the instantiate parameters kept for Tacker v2',
+            self.store.path(self.instance_id))
 
     def _kept_or_released(self):
         """The kept parameters; None when terminate already released
