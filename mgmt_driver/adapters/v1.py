@@ -3,11 +3,11 @@ inputs of one operation of :mod:`mgmt_driver.operations.lcm`, run over a
 :class:`mgmt_driver.session.driver.ClusterDriver`.
 
 Tacker loads :mod:`mgmt_driver.kubespray_mgmt`, a byte-stable shim that
-forwards every hook here (it still imports this module by its old path,
-``mgmt_driver.driver``: see :mod:`mgmt_driver`).  Each hook first passes
-:func:`mgmt_driver.state.statestore.hook` (the state store is the shared
-one, the instance's record is there, no other operation of the instance
-runs).
+forwards every hook here (it imports this module by its old name,
+``driver``, from the package root: see :data:`mgmt_driver.MOVED`).  Each
+hook first passes :func:`mgmt_driver.state.statestore.hook` (the state
+store is the shared one, the instance's record is there, no other
+operation of the instance runs).
 """
 
 from oslo_log import log as logging
@@ -242,11 +242,20 @@ class LcmHooks:
         client = self._heat_factory(context, vnf_instance, request)
         stack_id = vnf_instance.instantiated_vnf_info.instance_id
         records = heat.HeatNodeFinder(client).cluster_vms(stack_id, spec)
+        self._check_vouched(spec, records, client)
         cluster = nodes_mod.build_nodes(spec, [r.address for r in records],
                                         path='heat stack %s' % stack_id)
         by_name = {nodes_mod.node_name(r.address.role, r.address.nic_ip): r
                    for r in records}
         return cluster, by_name
+
+    def _check_vouched(self, spec, records, client):
+        """Refuse, before any connection, VMs from the Heat of a VIM the
+        operator does not list that the default key would log in to
+        (:func:`mgmt_driver.remote.trust.check_heat_logins`)."""
+        trust.check_heat_logins(
+            spec, [r.address for r in records],
+            trust.Policy.from_conf(self.conf), heat.vim_urls(client))
 
     def _store(self):
         return self._records or records_mod.RecordStore.from_conf(self.conf)

@@ -384,6 +384,18 @@ def tacker_heat_client(inst):
     from tacker.sol_refactored import objects
     from tacker.sol_refactored.infra_drivers.openstack import heat_utils
     objects.register_all()
+    vim = openstack_vim(inst)
+    return heat.VimHeat(heat_utils.HeatClient(
+        objects.VimConnectionInfo.from_dict(vim)), vim_urls(vim))
+
+
+def openstack_vim(inst):
+    """The instance's OpenStack ``vimConnectionInfo`` entry (as Tacker
+    keeps it: from the request inline, from its VIM registry, or merged
+    from a PATCH).
+
+    :raises MgmtDriverNotFound: the instance has none.
+    """
     infos = (inst.get('vimConnectionInfo') or {}).values()
     vim = next((v for v in infos if str(v.get('vimType', '')).startswith(
         OPENSTACK_VIM_PREFIX)), None)
@@ -391,7 +403,26 @@ def tacker_heat_client(inst):
         raise exceptions.MgmtDriverNotFound(
             param='vimConnectionInfo (no OpenStack VIM in VNF instance %s)'
                   % inst.get('id'))
-    return heat_utils.HeatClient(objects.VimConnectionInfo.from_dict(vim))
+    return vim
+
+
+#: The ``interfaceInfo`` keys naming a URL Tacker v2's Heat client may
+#: use: Keystone's (``endpoint``), or with OAuth2 mTLS Heat's own and the
+#: token endpoint.
+_VIM_URL_KEYS = ('endpoint', 'heatEndpoint', 'tokenEndpoint')
+
+
+def vim_urls(vim):
+    """The URLs of one v2 ``vimConnectionInfo`` entry that Tacker's Heat
+    client may use: each of them must be the operator's for its Heat to
+    vouch (:func:`mgmt_driver.remote.trust.vim_vouches`).  Whether the entry
+    came from Tacker's VIM registry or inline from the tenant's request or
+    PATCH, the URL is what is reached."""
+    interface = vim.get('interfaceInfo') if isinstance(vim, dict) else None
+    if not isinstance(interface, dict):
+        return ()
+    return tuple(interface[key] for key in _VIM_URL_KEYS
+                 if interface.get(key) is not None)
 
 
 # ------------------------------------------------------------ registry
@@ -441,7 +472,9 @@ class V2Hooks(v1.LcmHooks):
         if spec.nodes is not None:
             return super()._vms(context, vnf_instance, request, spec)
         inst = vnf_instance.v2
-        records = V2NodeFinder(self._v2_heat(inst)).cluster_vms(inst, spec)
+        client = self._v2_heat(inst)
+        records = V2NodeFinder(client).cluster_vms(inst, spec)
+        self._check_vouched(spec, records, client)
         cluster = nodes_mod.build_nodes(
             spec, [r.address for r in records],
             path='VNF instance %s' % inst.get('id'))
@@ -580,11 +613,10 @@ class Operation:
         return kept
 
     def _missing(self):
-        return exceptions.InstanceStateMissing(
-            instance=self.instance_id, operation=self.name,
-            missing='the instantiate parameters kept for Tacker v2 (%s)'
-                    % self.store.path(self.instance_id),
-            option=statestore.RECORDS_OPTION)
+        return statestore.missing_state(
+            self.instance_id, self.name,
+            'the instantiate parameters kept for Tacker v2',
+            self.store.path(self.instance_id))
 
     def _kept_or_released(self):
         """The kept parameters; None when terminate already released

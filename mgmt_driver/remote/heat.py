@@ -240,8 +240,33 @@ def _openstack_vim(vnf_instance, request=None):
     return None, None  # Tacker's default VIM
 
 
+class VimHeat:
+    """A Heat client, and the auth URLs of the VIM it reaches Heat
+    through (:func:`mgmt_driver.remote.trust.check_heat_logins` asks whether
+    they are the operator's).  Every other attribute is the client's.
+
+    :param client: a Heat client (v1's ``HeatClient``, v2's).
+    :param urls: the URLs the client authenticates or connects to.
+    """
+
+    def __init__(self, client, urls):
+        self._client = client
+        self.vim_urls = tuple(urls)
+
+    def __getattr__(self, name):
+        return getattr(self._client, name)
+
+
+def vim_urls(client):
+    """The auth URLs *client* reaches Heat through; () when it does not
+    say (no VIM vouches then)."""
+    urls = getattr(client, 'vim_urls', None)
+    return tuple(urls) if isinstance(urls, (list, tuple)) else ()
+
+
 def tacker_heat_client(context, vnf_instance, request=None):
-    """Tacker's own Heat client for the VNF's OpenStack VIM.
+    """Tacker's own Heat client for the VNF's OpenStack VIM, as a
+    :class:`VimHeat` naming the VIM's ``auth_url``.
 
     Only usable inside tacker-conductor (needs its database).
     """
@@ -250,7 +275,10 @@ def tacker_heat_client(context, vnf_instance, request=None):
     vim_id, region = _openstack_vim(vnf_instance, request)
     vim = vim_client.VimClient().get_vim(context, vim_id,
                                          region_name=region)
-    return theat.HeatClient(vim['vim_auth'], region_name=region)
+    # The registry entry may be a VIM the tenant registered: the URL
+    # is what decides whether its Heat vouches for addresses.
+    return VimHeat(theat.HeatClient(vim['vim_auth'], region_name=region),
+                   [vim['vim_auth'].get('auth_url')])
 
 
 class HeatclientAdapter:

@@ -21,7 +21,10 @@ remote work, and decides three things:
   only when the operator lists that address in
   ``default_key_login_hosts`` (an Ansible server in
   ``default_key_ansible_servers`` too).  VMs found in Heat need no
-  entry: Tacker created them for the instance.
+  entry only when the VIM Heat was reached through is the operator's: its
+  auth URL is in ``trusted_vim_auth_urls`` (:func:`check_heat_logins`).
+  A tenant chooses its VIM (v2's inline ``vimConnectionInfo``, a v1 VIM
+  it registered), and a Heat of its own can name any address.
 * **extra vars**: names the operator denies (``extra_vars_denied``) or
   does not allow (``extra_vars_allowed``) are refused.
 
@@ -35,6 +38,7 @@ import fnmatch
 import ipaddress
 import os
 import stat
+import urllib.parse
 
 from mgmt_driver.common import conf as kconf
 from mgmt_driver.common import exceptions
@@ -64,6 +68,8 @@ class Policy:
         the driver may log in to with the default key.
     :param extra_vars_allowed: fnmatch patterns of allowed extra vars.
     :param extra_vars_denied: fnmatch patterns of refused extra vars.
+    :param trusted_vims: normalised auth URLs (:func:`normal_url`) of
+        the VIMs whose Heat vouches for the addresses it returns.
     """
 
     key_dirs: tuple = ()
@@ -73,6 +79,7 @@ class Policy:
     default_key_hosts: tuple = ()
     extra_vars_allowed: tuple = ('*',)
     extra_vars_denied: tuple = ()
+    trusted_vims: tuple = ()
 
     @classmethod
     def from_conf(cls, conf, package_dir=None, trusted_paths=False):
@@ -86,7 +93,8 @@ class Policy:
             default_key_hosts=tuple(_networks(
                 group.default_key_login_hosts, 'default_key_login_hosts')),
             extra_vars_allowed=tuple(group.extra_vars_allowed),
-            extra_vars_denied=tuple(group.extra_vars_denied))
+            extra_vars_denied=tuple(group.extra_vars_denied),
+            trusted_vims=tuple(_vim_urls(group.trusted_vim_auth_urls)))
 
 
 def _networks(entries, option):
@@ -96,6 +104,97 @@ def _networks(entries, option):
             error_message='[kubespray_mgmt] %s: %s'
                           % (option, '; '.join(problems)))
     return networks
+
+
+def _vim_urls(entries):
+    urls, problems = [], []
+    for entry in entries:
+        url = normal_url(entry)
+        if url is None:
+            problems.append('%r is not an http(s) URL with a host' % entry)
+        urls.append(url)
+    if problems:
+        raise exceptions.MgmtDriverOtherError(
+            error_message='[kubespray_mgmt] trusted_vim_auth_urls: %s'
+                          % '; '.join(problems))
+    return urls
+
+
+def normal_url(text):
+    """*text* as an auth URL compared with the operator's list, or None.
+
+    Scheme and host are lowercased, an absent port becomes the scheme's,
+    a final ``/`` goes and ``/v3`` is added when missing (as Tacker's VIM
+    registry stores a Keystone URL): two spellings of one Keystone match.
+    Query, fragment and user info make it no URL of a VIM.
+    """
+    if not isinstance(text, str):
+        return None
+    try:
+        parts = urllib.parse.urlsplit(text.strip())
+        port = parts.port
+    except ValueError:
+        return None
+    if parts.scheme.lower() not in ('http', 'https') or not parts.hostname \
+            or parts.query or parts.fragment or '@' in parts.netloc:
+        return None
+    port = port or (443 if parts.scheme.lower() == 'https' else 80)
+    path = parts.path.rstrip('/')
+    if not path.endswith('/v3'):
+        path += '/v3'
+    host = parts.hostname.lower()
+    if ':' in host:
+        host = '[%s]' % host
+    return '%s://%s:%d%s' % (parts.scheme.lower(), host, port, path)
+
+
+def vim_vouches(urls, policy):
+    """Whether Heat reached through *urls* is the operator's: there is
+    at least one, and every one is in ``trusted_vim_auth_urls``.
+
+    :param urls: the auth URLs the VIM's Heat client uses (v2's
+        ``interfaceInfo`` URLs, v1's ``vim_auth.auth_url``).
+    """
+    urls = list(urls or ())
+    return bool(urls) and all(normal_url(url) in policy.trusted_vims
+                              for url in urls)
+
+
+def check_heat_logins(spec, addresses, policy, vim_urls):
+    """Refuse VMs found in Heat that the default key would log in to,
+    unless the VIM vouches for them (:func:`vim_vouches`) or the
+    operator lists them in ``default_key_login_hosts``.
+
+    A tenant chooses the VIM the instance's Heat is reached through: v2
+    keeps ``vimConnectionInfo`` from its InstantiateVnfRequest or a
+    PATCH, a v1 tenant may register a VIM of its own.  Such a "Heat"
+    may name any address, another tenant's VMs too; only the operator's
+    VIM vouches for what it returns.  Called before any connection.
+
+    :param addresses: the :class:`~mgmt_driver.model.core.NodeAddress` of
+        each VM found.
+    :param vim_urls: the auth URLs the Heat client used.
+    :raises ParamsInvalid: naming each refused section, its addresses,
+        ``vimConnectionInfo`` and both options.
+    """
+    if policy.trusted_paths or vim_vouches(vim_urls, policy):
+        return
+    problems = validation.Problems()
+    for role, section in _ROLE_SECTIONS:
+        if not spec.login_for(role).default_key:
+            continue
+        refused = [a.ssh_ip for a in addresses if a.role == role and
+                   not _listed(a.ssh_ip, policy.default_key_hosts)]
+        if refused:
+            problems.invalid('%s.%s' % (core.ROOT, section), (
+                'gives no password and no ssh_key_file, and the '
+                'operator\'s default key may not log in to %s: Heat '
+                'returned them, but through vimConnectionInfo of a VIM '
+                'the operator does not list ([kubespray_mgmt] '
+                'trusted_vim_auth_urls), and they are not in '
+                '[kubespray_mgmt] default_key_login_hosts')
+                % _shown(refused))
+    problems.raise_if_any()
 
 
 _SECTIONS = (('ansible', lambda s: s.ansible),
@@ -200,14 +299,18 @@ def _check_default_key_logins(problems, spec, policy):
                            'default_key_login_hosts')
 
 
-def _login_refused(problems, section, addresses, option):
+def _shown(addresses):
     shown = ', '.join(addresses[:_SHOWN])
     if len(addresses) > _SHOWN:
         shown += ' and %d more' % (len(addresses) - _SHOWN)
+    return shown
+
+
+def _login_refused(problems, section, addresses, option):
     problems.invalid('%s.%s' % (core.ROOT, section), (
         'gives no password and no ssh_key_file, and the operator\'s '
         'default key may not log in to %s, which the request names (not '
-        'in [kubespray_mgmt] %s)') % (shown, option))
+        'in [kubespray_mgmt] %s)') % (_shown(addresses), option))
 
 
 def _default_key_refused(spec):

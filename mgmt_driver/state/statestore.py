@@ -45,6 +45,7 @@ import errno
 import fcntl
 import functools
 import os
+import re
 import socket
 import threading
 import time
@@ -53,6 +54,7 @@ from oslo_log import log as logging
 
 from mgmt_driver.common import conf as kconf
 from mgmt_driver.common import exceptions
+from mgmt_driver.common import safetext
 from mgmt_driver.model import core
 from mgmt_driver.state import records as records_mod
 
@@ -177,9 +179,23 @@ def require_record(store, instance_id, operation):
     """
     if store.state(instance_id) != records_mod.MISSING:
         return
-    raise exceptions.InstanceStateMissing(
+    raise missing_state(instance_id, operation, 'its record',
+                        store.path(instance_id))
+
+
+def missing_state(instance_id, operation, what, path):
+    """:class:`~exceptions.InstanceStateMissing` for *what* (at *path*).
+
+    The error reaches the tenant (Tacker shows it, v1 and v2): it names
+    the option, not the conductor's path, which goes to the conductor's
+    log for the operator (at INFO: under v2 a warning reaches the
+    script's stderr, which Tacker shows the tenant).
+    """
+    LOG.info('%s of VNF instance %s: %s not found at %s', operation,
+             instance_id, what, path)
+    return exceptions.InstanceStateMissing(
         instance=instance_id, operation=operation,
-        missing='its record %s' % store.path(instance_id),
+        missing='%s (see the conductor\'s log)' % what,
         option=RECORDS_OPTION)
 
 
@@ -213,6 +229,20 @@ def _read_holder(fd):
             'utf-8', 'replace').strip() or 'unknown holder'
     except OSError:
         return 'unknown holder'
+
+
+_HOLDER = re.compile(r'operation ([A-Za-z0-9_-]{1,64}) on host .*, '
+                     r'pid [0-9]+, since ([0-9T:+-]{1,40})')
+
+
+def _tenant_holder(holder):
+    """What the tenant is told of the lock's holder: the operation and
+    since when, not the conductor's host name or pid (the conductor's
+    log has them)."""
+    found = _HOLDER.fullmatch(holder)
+    if not found:
+        return 'another operation'
+    return 'operation %s since %s' % found.groups()
 
 
 @contextlib.contextmanager
@@ -260,9 +290,13 @@ def _acquire(fd, instance_id, operation, wait, sleep, clock):
                 raise
         left = deadline - clock()
         if left <= 0:
+            holder = _read_holder(fd)
+            # INFO: under v2 a warning reaches the tenant (stderr).
+            LOG.info('VNF instance %s: %s refused, the state lock is held '
+                     'by %s', instance_id, operation, safetext.clip(holder))
             raise exceptions.InstanceBusy(
                 instance=instance_id, operation=operation,
-                holder=_read_holder(fd), wait=wait)
+                holder=_tenant_holder(holder), wait=wait)
         sleep(min(_POLL, left))
 
 
