@@ -96,9 +96,11 @@ class TimingPool(ssh.ConnectionPool):
         super().__init__(*args, **kwargs)
         self.playbook_seconds = 0.0
 
-    def connection(self, host, credentials, port=22):
-        return _TimedConnection(super().connection(host, credentials, port),
-                                self)
+    def connection(self, host, credentials, port=22, **kwargs):
+        # **kwargs: whatever the pool's signature grows (on_new_key, ...)
+        # passes through, so the wrapper cannot fall behind it.
+        return _TimedConnection(
+            super().connection(host, credentials, port, **kwargs), self)
 
 
 class Bench:
