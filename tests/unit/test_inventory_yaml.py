@@ -143,8 +143,8 @@ def test_safeyaml_reads_with_libyaml_what_pure_python_reads(document):
     ('[' * 40 + ']' * 40, 'nested deeper'), ('a: %s\n' % ('1' * 101),
                                              'a number longer'),
 ])
-def test_safeyaml_refuses_with_libyaml_what_it_refuses_without(text,
-                                                                problem):
+def test_safeyaml_refuses_with_libyaml_what_it_refuses_without(
+        text, problem):
     for loader in (safeyaml.LOADER, safeyaml._Loader):
         with pytest.raises(safeyaml.Refused, match=problem):
             yaml.load(text, Loader=loader)
