@@ -27,6 +27,9 @@ from ssh_costs import _ms  # noqa: E402
 from mgmt_driver.remote import kubespray  # noqa: E402
 from mgmt_driver.remote import ssh  # noqa: E402
 
+#: Where CI runs ``--quick`` (tests/functional/test_benchmarks_quick.py).
+QUICK_LANE = 'functional'
+
 STAND_IN = '''#!/bin/sh
 echo "PLAY [stand-in] ***"
 echo "TASK [stand-in : step] ***"
@@ -40,7 +43,12 @@ LAYOUT = kubespray.Layout('playbooks/facts.yml', True, 'v2.31.0')
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--runs', type=int, default=30)
+    parser.add_argument('--quick', action='store_true',
+                        help='seconds, tiny sizes: what CI runs (no '
+                             'figure is checked)')
     args = parser.parse_args()
+    if args.quick:
+        args.runs = 2
     site = sshd_site.Sshd(addresses=('127.0.0.2',)).start()
     try:
         base = pathlib.Path(site.scratch) / 'bench-detached'

@@ -33,6 +33,9 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 from mgmt_localsite import gateways  # noqa: E402
 from mgmt_localsite import haproxy as site  # noqa: E402
 
+#: Where CI runs ``--quick`` (tests/functional/test_benchmarks_quick.py).
+QUICK_LANE = 'functional'
+
 GATEWAYS = {'gw-1': '192.0.2.11', 'gw-2': '192.0.2.12'}
 
 
@@ -68,7 +71,12 @@ def run_once(workdir, index):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--runs', type=int, default=5)
+    parser.add_argument('--quick', action='store_true',
+                        help='seconds, tiny sizes: what CI runs (no '
+                             'figure is checked)')
     args = parser.parse_args()
+    if args.quick:
+        args.runs = 1
     reason = gateways.available()
     if reason:
         sys.exit('cannot run: %s' % reason)

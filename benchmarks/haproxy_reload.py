@@ -31,6 +31,9 @@ from mgmt_localsite import haproxy as site  # noqa: E402
 
 from mgmt_driver.remote import loadbalancer as lb  # noqa: E402
 
+#: Where CI runs ``--quick`` (tests/functional/test_benchmarks_quick.py).
+QUICK_LANE = 'functional'
+
 LB = '127.0.0.2'
 CONTROL_PLANE = [('cp-1', '127.0.0.11')]
 WORKERS = [('worker-%d' % i, '127.0.0.%d' % (20 + i)) for i in (1, 2, 3)]
@@ -85,7 +88,12 @@ def run_once(style, ports, workdir):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--runs', type=int, default=10)
+    parser.add_argument('--quick', action='store_true',
+                        help='seconds, tiny sizes: what CI runs (no '
+                             'figure is checked)')
     args = parser.parse_args()
+    if args.quick:
+        args.runs = 1
     reason = site.available()
     if reason:
         sys.exit(reason)

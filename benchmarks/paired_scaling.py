@@ -34,6 +34,9 @@ from mgmt_driver.model import core
 from tests.functional.tacker_fakes import instantiate_request  # noqa: E402
 from tests.functional.tacker_fakes import scale_request  # noqa: E402
 
+#: Where CI runs ``--quick`` (tests/functional/test_benchmarks_quick.py).
+QUICK_LANE = 'functional'
+
 HOOKS = ('scale_end', 'scale_start')
 
 
@@ -97,7 +100,12 @@ def main(argv=None):
     parser.add_argument('--stale', type=int, default=10,
                         help='workers whose cache entry the last round '
                              'ages (0: no such round)')
+    parser.add_argument('--quick', action='store_true',
+                        help='seconds, tiny sizes: what CI runs (no '
+                             'figure is checked)')
     args = parser.parse_args(argv)
+    if args.quick:
+        args.sizes, args.rounds, args.stale = [1, 2], 1, 1
     lab_mod.stop_on_sigterm()
     small = Site(args.sizes[0], args.rounds, second=False)
     large = Site(args.sizes[1], args.rounds, second=True)

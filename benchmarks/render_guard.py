@@ -26,6 +26,9 @@ from mgmt_driver.model import params  # noqa: E402
 from mgmt_driver.remote import inventory  # noqa: E402
 from tests.unit import params_data  # noqa: E402
 
+#: Where CI runs ``--quick`` (tests/unit/test_benchmarks_quick.py).
+QUICK_LANE = 'unit'
+
 
 def _request(entries):
     request = params_data.minimal()
@@ -50,7 +53,12 @@ def main():
     parser.add_argument('--entries', type=int, nargs='+',
                         default=[2000, 16000])
     parser.add_argument('--runs', type=int, default=3)
+    parser.add_argument('--quick', action='store_true',
+                        help='seconds, tiny sizes: what CI runs (no '
+                             'figure is checked)')
     args = parser.parse_args()
+    if args.quick:
+        args.entries, args.runs = [50], 1
     for entries in args.entries:
         request = _request(entries)
         spec = params.parse_params(request, need_cp_names=False)

@@ -21,6 +21,9 @@ from mgmt_localsite import sshd as sshd_site  # noqa: E402
 
 from mgmt_driver.remote import ssh  # noqa: E402
 
+#: Where CI runs ``--quick`` (tests/functional/test_benchmarks_quick.py).
+QUICK_LANE = 'functional'
+
 
 def _ms(values):
     return 'median %.1f ms, p90 %.1f ms' % (
@@ -32,7 +35,12 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--connections', type=int, default=20)
     parser.add_argument('--commands', type=int, default=200)
+    parser.add_argument('--quick', action='store_true',
+                        help='seconds, tiny sizes: what CI runs (no '
+                             'figure is checked)')
     args = parser.parse_args()
+    if args.quick:
+        args.connections, args.commands = 2, 5
     site = sshd_site.Sshd(addresses=('127.0.0.2',)).start()
     try:
         with tempfile.TemporaryDirectory() as tmp:

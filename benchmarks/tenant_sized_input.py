@@ -25,6 +25,7 @@ import argparse
 import ipaddress
 import pathlib
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
@@ -42,6 +43,9 @@ from mgmt_driver.remote import inventory  # noqa: E402
 from mgmt_driver.remote import plan  # noqa: E402
 from mgmt_driver.session import driver  # noqa: E402
 from mgmt_driver.state import records  # noqa: E402
+
+#: Where CI runs ``--quick`` (tests/unit/test_benchmarks_quick.py).
+QUICK_LANE = 'unit'
 
 _EFFECTS = ('NoSchedule', 'PreferNoSchedule', 'NoExecute')
 
@@ -124,8 +128,21 @@ def main():
     parser.add_argument('--records-dir', default='/tmp/bench-records')
     parser.add_argument('--case', choices=('all', 'relabel', 'status'),
                         default='all')
+    parser.add_argument('--quick', action='store_true',
+                        help='seconds, tiny sizes: what CI runs (no '
+                             'figure is checked)')
     args = parser.parse_args()
+    if args.quick:
+        args.workers, args.size = 2, 1024
+        with tempfile.TemporaryDirectory() as records_dir:
+            args.records_dir = records_dir
+            return run(args)
     pathlib.Path(args.records_dir).mkdir(parents=True, exist_ok=True)
+    return run(args)
+
+
+def run(args):
+    """The cases *args* names (its records directory exists)."""
     if args.case in ('all', 'relabel'):
         for shape in ('set', 'set+remove'):
             seconds, count = relabel_patch(args.workers, args.size, shape,

@@ -42,6 +42,7 @@ spec and node set give the same bytes, however the set was reached.
 
 import dataclasses
 import ipaddress
+import re
 import urllib.parse
 
 import yaml
@@ -87,10 +88,66 @@ def _represent_unsafe(dumper, value):
 
 _Dumper.add_representer(Unsafe, _represent_unsafe)
 
+#: libyaml's emitter, when PyYAML has it: the pure-Python one takes
+#: seconds for the ``hosts.yaml`` of 5,000 nodes (issue 40).  It writes
+#: other bytes for a few inputs (see :func:`_libyaml_writes_the_same`),
+#: which keep the pure one, so a document never depends on the build.
+_CDumper = None
+if getattr(yaml, 'CSafeDumper', None) is not None:
+    class _CDumper(yaml.CSafeDumper):
+        ignore_aliases = _Dumper.ignore_aliases
+
+    _CDumper.add_representer(Unsafe, _represent_unsafe)
+
+#: Characters libyaml's emitter treats otherwise than PyYAML's: NEL and
+#: BOM (libyaml escapes them), surrogates, and characters beyond the
+#: BMP (libyaml escapes them, PyYAML writes them as they are).
+_LIBYAML_DIFFERS = re.compile('[\x85\ufeff\ud800-\udfff'
+                              '\U00010000-\U0010ffff]')
+#: A mapping key this long (in UTF-8 bytes) or longer may be written as
+#: a simple key by one emitter and as "? key" by the other (PyYAML
+#: counts characters up to 127, libyaml bytes up to 128).
+_LONG_KEY_BYTES = 128
+
+
+def _libyaml_writes_the_same(data):
+    """Whether libyaml's emitter writes *data* (a mapping) byte for byte
+    as PyYAML's does with :func:`dump_yaml`'s options.
+
+    They differ only for strings holding :data:`_LIBYAML_DIFFERS` and for
+    mapping keys that are empty, hold a character that is not printable
+    (``\\r`` is a line break to libyaml only) or are long (tested,
+    property-based, in ``tests/unit/test_inventory_yaml.py``).  One walk,
+    linear in the data.
+    """
+    todo = [data]
+    while todo:
+        item = todo.pop()
+        if isinstance(item, dict):
+            for key, value in item.items():
+                if isinstance(key, str) and not _plain_key(key):
+                    return False
+                todo.append(value)
+        elif isinstance(item, (list, tuple)):
+            todo.extend(item)
+        elif isinstance(item, str) and _LIBYAML_DIFFERS.search(item):
+            return False
+    return True
+
+
+def _plain_key(key):
+    return (key.isprintable() and not _LIBYAML_DIFFERS.search(key) and
+            0 < len(key.encode('utf-8')) < _LONG_KEY_BYTES)
+
 
 def dump_yaml(data):
-    """Deterministic YAML text of *data* (mapping order kept as built)."""
-    return yaml.dump(data, Dumper=_Dumper, default_flow_style=False,
+    """Deterministic YAML text of *data* (mapping order kept as built).
+
+    :param data: a mapping (a document of the inventory).
+    """
+    dumper = _CDumper if _CDumper is not None and isinstance(
+        data, dict) and _libyaml_writes_the_same(data) else _Dumper
+    return yaml.dump(data, Dumper=dumper, default_flow_style=False,
                      sort_keys=False, allow_unicode=True, width=1000)
 
 
@@ -549,6 +606,21 @@ def render_files(spec, nodes, key_paths=None, mtu=None, settings=None):
     for name in sorted(credentials):
         documents['%s/%s.yaml' % (HOST_VARS_DIR, name)] = (
             credentials[name], SECRET_MODE)
-    return {name: RenderedFile(check_inert(name, dump_yaml(_inert(data))),
-                               mode)
-            for name, (data, mode) in documents.items()}
+    texts = {}  # a document equal to one rendered before: its text
+    files = {}
+    for name, (data, mode) in documents.items():
+        key = _flat_key(data)
+        if key not in texts or key is None:
+            texts[key] = check_inert(name, dump_yaml(_inert(data)))
+        files[name] = RenderedFile(texts[key], mode)
+    return files
+
+
+def _flat_key(data):
+    """A key equal for equal flat documents of strings (the ``host_vars``
+    of each node of one role: 5,000 nodes, two documents), else None.
+    The type is part of it: :class:`Unsafe` is written otherwise."""
+    if not isinstance(data, dict) or not all(
+            type(v) in (str, Unsafe) for v in data.values()):
+        return None
+    return tuple((k, type(v), v) for k, v in data.items())

@@ -1,6 +1,8 @@
 """mgmt_driver.common.safeyaml: the one loader for YAML the driver does not
 trust."""
 
+import re
+
 import pytest
 import yaml
 
@@ -49,7 +51,9 @@ def test_billion_laughs_is_refused_at_the_first_anchor():
 
 def test_deep_nesting_is_refused_not_recursion_error():
     text = '[' * 100000 + ']' * 100000
-    assert 'nested deeper' in _refusal(text)
+    # libyaml's scanner, which reads ahead, may refuse it first (at 1,000
+    # levels), before the composer counts 33.
+    assert re.search('nested deeper|maximum nesting depth', _refusal(text))
 
 
 def test_too_long_text_is_refused_before_parsing():
