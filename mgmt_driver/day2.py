@@ -12,6 +12,7 @@ from mgmt_driver import absence
 from mgmt_driver import certificates
 from mgmt_driver import conf as kconf
 from mgmt_driver import etcdsnapshots
+from mgmt_driver import etcdwait
 from mgmt_driver import exceptions
 from mgmt_driver import gates
 from mgmt_driver import gateways
@@ -21,13 +22,10 @@ from mgmt_driver import labels as labels_mod
 from mgmt_driver import loadbalancer
 from mgmt_driver import registry
 from mgmt_driver import remote
-from mgmt_driver import status
 from mgmt_driver import upgrade as upgrade_mod
 
 # What reading etcd's state may raise (reported as a problem).
-_READ_ERRORS = (exceptions.MgmtDriverRemoteCommandError,
-                exceptions.MgmtDriverRemoteCommandTimeOut,
-                exceptions.MgmtDriverOtherError)
+_READ_ERRORS = etcdwait.READ_ERRORS
 
 
 def relabel(drv, cluster, names, labels=(), taints=()):
@@ -249,15 +247,9 @@ def _etcd_state(drv, client):
         drv.settings.kubectl_sudo, drv.spec.master.login.username) else []
     conn = client.conn
     try:
-        listed = conn.run(sudo + [group.etcdctl_command, 'member', 'list',
-                                  '-w', 'json'],
-                          timeout=group.kubectl_timeout)
-        members = [m['name'] for m in status.parse_etcd_members(
-            listed.stdout, conn.host)]
-        health = conn.run(sudo + [group.etcdctl_command, 'endpoint',
-                                  'health', '--cluster', '-w', 'json'],
-                          timeout=group.kubectl_timeout, check=False)
-        return members, gates.parse_etcd_health(health.stdout, conn.host)
+        members, health = etcdwait.read(conn, sudo + [group.etcdctl_command],
+                                        group.kubectl_timeout)
+        return [m['name'] for m in members], health
     except _READ_ERRORS as exc:
         drv.warn('etcd could not be asked on %s: %s', conn.host, exc)
         return None, None
