@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from mgmt_driver import controlplane
 from mgmt_driver import etcdwait
 from mgmt_driver import exceptions
 from mgmt_driver import kubectl
@@ -234,3 +235,29 @@ def test_a_master_heal_refuses_before_any_change(conf,  # noqa: F811
     assert removals == []
     assert not [c for c in everything if 'ansible-playbook' in c
                 or 'kubectl' in c]
+
+
+def test_healing_the_first_master_waits_again_after_cluster_yml(
+        conf):  # noqa: F811
+    """The new order's cluster.yml rewrites etcd's settings (members
+    restart): the removal waits again, and refuses naming that run."""
+    drv, cluster, pool, lines, time = _heal(conf, sick_times=None)
+    # The first master is healed: etcd is asked on the second.
+    _script_etcd(pool.connection(MASTERS[1]), sick_times=None)
+    done = []
+    drv.in_recorded_order = lambda c: c
+    drv.upload_inventory = lambda c: done.append('inventory')
+    drv.reachable = lambda node: True
+    drv.refresh_facts = lambda *args: None
+    drv.runner = lambda: type('Runner', (), {
+        'cluster': lambda self, *a, **k: done.append('cluster.yml')})()
+    drv.remove_from_kubernetes = lambda *a, **k: done.append('removed')
+    first = cluster.masters[0].name
+    # (HEALED, the second master, is the new first: healthy here.)
+    with pytest.raises(exceptions.EtcdNotReady,
+                       match='cluster.yml re-ran over the control plane '
+                             'with %s first; nothing was removed' % HEALED
+                       ) as raised:
+        controlplane.remove(drv, cluster, [first])
+    assert 'member(s) of %s' % first in str(raised.value)
+    assert done == ['inventory', 'cluster.yml']
