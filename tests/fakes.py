@@ -49,6 +49,12 @@ def fake_key(host):
     return 'ssh-ed25519 FAKE-' + host
 
 
+def _etcdctl(command, *args):
+    """Whether *command* (an argv) ends with the etcdctl *args*."""
+    return isinstance(command, (list, tuple)) and \
+        tuple(command[-len(args):]) == args
+
+
 class FakeConnection(connection.Connection):
     def __init__(self, host, port=22, username='user'):
         self.on_login = None
@@ -137,6 +143,12 @@ class FakeConnection(connection.Connection):
         a snapshot in :attr:`files` and prints its path."""
         answer = {'stdout': '', 'stderr': '', 'exit_code': 0,
                   'timeout': False}
+        # etcdctl answers (etcd_member_wait's wait before a master heal
+        # asks): a cluster that lists no member, so no removal waits.
+        if _etcdctl(command, 'member', 'list', '-w', 'json'):
+            answer['stdout'] = '{"members": []}'
+        if _etcdctl(command, 'endpoint', 'health', '--cluster', '-w', 'json'):
+            answer['stdout'] = '[]'
         if programs.name_of(command) == etcdsnapshots.SAVE_PROGRAM:
             self.files[self.SNAPSHOT_PATH] = 'etcd snapshot of ' + self.host
             answer['stdout'] = 'KS:SNAPSHOT:%s\n' % self.SNAPSHOT_PATH

@@ -243,6 +243,14 @@ kubectl_opts = [
                     'status" (etcd members); kubespray installs this '
                     'wrapper, which passes the endpoints and client '
                     'certificates. Runs under sudo as kubectl_sudo says.'),
+    cfg.IntOpt('etcd_member_wait', default=300, min=10, max=3600,
+               help='Seconds the driver waits, before an operation that '
+                    'removes an etcd member (the heal of a control-plane '
+                    'node), until every member that stays is started and '
+                    'healthy and has been so for 5 s (etcd refuses the '
+                    'removal otherwise: "unhealthy cluster"). Past it the '
+                    'operation stops before removing anything, naming the '
+                    'members not ready.'),
     cfg.StrOpt('admin_service_account', default='tacker-admin',
                help='ServiceAccount (in kube-system) whose token the '
                     'driver registers as the Kubernetes VIM\'s credential.'),

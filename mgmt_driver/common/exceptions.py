@@ -450,6 +450,24 @@ class UpgradeGateClosed(MgmtDriverOtherError):
     message = ('Upgrade stopped at %(stage)s: %(problems)s. %(advice)s')
 
 
+class EtcdNotReady(MgmtDriverOtherError):
+    """etcd would refuse removing a member (too few members that stay
+    are started and connected long enough), and did not get ready
+    within the wait (:mod:`mgmt_driver.operations.etcdwait`).
+
+    :param problems: the members not ready, as one clipped text.
+    :param changed: what the operation had changed before (a sentence).
+    """
+
+    message = ('The %(operation)s stopped before removing the etcd '
+               'member(s) of %(nodes)s: etcd was not ready after '
+               '%(waited)s s (%(option)s = %(limit)s): %(problems)s. '
+               '%(changed)s etcd refuses a member removal unless the members '
+               'that stay are started and have been connected for '
+               '%(interval)s s; make them healthy (or raise %(option)s) and '
+               'run the same %(operation)s again.')
+
+
 class UnsafeRemotePath(MgmtDriverParamInvalid):
     """A remote path the driver would create, write or delete is unsafe."""
 

@@ -9,9 +9,13 @@ kubespray's node-operations guide is the reference: its
 through ``cluster.yml``, never ``scale.yml``.
 """
 
+from mgmt_driver.common import conf as kconf
 from mgmt_driver.common import exceptions
+from mgmt_driver.operations import etcdwait
 from mgmt_driver.operations import gateways
 from mgmt_driver.operations import membership
+from mgmt_driver.remote import kubectl
+from mgmt_driver.remote import plan
 
 
 def check_masters_left(cluster, names):
@@ -26,6 +30,59 @@ def check_masters_left(cluster, names):
                           'once; heal the whole VNF instead (Tacker: '
                           'a heal request without vnfcInstanceId; '
                           'kubespray-mgmt: run heal without --nodes)')
+
+
+def wait_for_etcd(drv, cluster, names, changed='Nothing was changed.'):
+    """Wait until etcd would accept removing the members of the
+    control-plane nodes *names* (:func:`mgmt_driver.operations.etcdwait.wait`,
+    bounded by ``etcd_member_wait``), asking on the first other master
+    whose etcdctl answers.
+
+    :param changed: what the refusal says was changed so far.
+    :raises EtcdNotReady: etcd did not get ready in time.
+    """
+    chosen = set(names)
+    leaving = {n.name: n.cluster_address for n in cluster.masters
+               if n.name in chosen}
+    group = drv.conf.kubespray_mgmt
+    if not leaving:
+        return
+    if isinstance(drv.pool, plan.PlanPool):
+        drv.step('(dry run) a real run waits here, up to %d s (%s), until '
+                 'etcd would accept removing the member(s) of %s',
+                 group.etcd_member_wait, etcdwait.OPTION,
+                 ', '.join(sorted(leaving)))
+        return
+    staying = [n for n in cluster.masters if n.name not in chosen]
+    waited = etcdwait.wait(
+        lambda: _ask_etcd(drv, staying), leaving, group.etcd_member_wait,
+        kubectl.KubectlSettings.from_conf(drv.conf), 'heal',
+        progress=drv.step, changed=changed, sleep=drv.sleep,
+        clock=drv.clock)
+    drv.step('etcd is ready for removing the member(s) of %s (after %.0f s)',
+             ', '.join(sorted(leaving)), waited)
+
+
+def _ask_etcd(drv, masters):
+    """``(members, health)`` from the first of *masters* that answers.
+
+    :raises MgmtDriverOtherError: none did, naming each and why.
+    """
+    group = drv.conf.kubespray_mgmt
+    sudo = ['sudo', '-n'] if kconf.use_sudo(
+        group.kubectl_sudo, drv.spec.master.login.username) else []
+    failures = []
+    for node in masters:
+        try:
+            return etcdwait.read(drv.connection(node),
+                                 sudo + [group.etcdctl_command],
+                                 group.kubectl_timeout)
+        except etcdwait.READ_ERRORS as exc:
+            failures.append('%s: %s' % (node.name,
+                                        exceptions.plain_message(exc)))
+    raise exceptions.MgmtDriverOtherError(
+        error_message='etcd could not be asked (%s)' % (
+            '; '.join(failures) or 'no control-plane node stays'))
 
 
 def remove(drv, cluster, names):
@@ -66,6 +123,10 @@ def remove(drv, cluster, names):
                                      [n.name for n in cluster.masters])
             drv.runner().cluster(len(cluster.k8s_nodes),
                                  limit=['etcd', 'kube_control_plane'])
+            # The new order rewrites etcd's settings: members restart.
+            wait_for_etcd(drv, cluster, names, changed=(
+                'cluster.yml re-ran over the control plane with %s first; '
+                'nothing was removed.' % healthy[0].name))
     remaining = cluster.remove(*names)
     gateways.update(drv, remaining)
     membership.remove_from_kubernetes(drv, cluster, names, exclude=names)

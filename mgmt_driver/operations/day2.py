@@ -14,6 +14,7 @@ from mgmt_driver.model import absence
 from mgmt_driver.model import labels as labels_mod
 from mgmt_driver.operations import certificates
 from mgmt_driver.operations import etcdsnapshots
+from mgmt_driver.operations import etcdwait
 from mgmt_driver.operations import gates
 from mgmt_driver.operations import gateways
 from mgmt_driver.operations import membership
@@ -25,9 +26,7 @@ from mgmt_driver.remote import programs
 from mgmt_driver.state import registry
 
 # What reading etcd's state may raise (reported as a problem).
-_READ_ERRORS = (exceptions.MgmtDriverRemoteCommandError,
-                exceptions.MgmtDriverRemoteCommandTimeOut,
-                exceptions.MgmtDriverOtherError)
+_READ_ERRORS = etcdwait.READ_ERRORS
 
 
 def relabel(drv, cluster, names, labels=(), taints=()):
@@ -249,15 +248,9 @@ def etcd_state(drv, client):
         drv.settings.kubectl_sudo, drv.spec.master.login.username) else []
     conn = client.conn
     try:
-        listed = conn.run(sudo + [group.etcdctl_command, 'member', 'list',
-                                  '-w', 'json'],
-                          timeout=group.kubectl_timeout)
-        members = [m['name'] for m in kubectl.parse_etcd_members(
-            listed.stdout, conn.host)]
-        health = conn.run(sudo + [group.etcdctl_command, 'endpoint',
-                                  'health', '--cluster', '-w', 'json'],
-                          timeout=group.kubectl_timeout, check=False)
-        return members, gates.parse_etcd_health(health.stdout, conn.host)
+        members, health = etcdwait.read(conn, sudo + [group.etcdctl_command],
+                                        group.kubectl_timeout)
+        return [m['name'] for m in members], health
     except _READ_ERRORS as exc:
         drv.warn('etcd could not be asked on %s: %s', conn.host, exc)
         return None, None

@@ -273,6 +273,9 @@ def heal_begin(drv, cluster, names):
     _operated_on(drv, names)
     if masters:
         etcdsnapshots.before_risky(drv, cluster, 'heal', exclude=masters)
+        # Before any change: etcd refuses a member removal it cannot
+        # take (a member just joined or restarted), half-way otherwise.
+        controlplane.wait_for_etcd(drv, cluster, masters)
     membership.reconcile(drv, cluster, exclude=masters)
     if workers:
         cluster = membership.remove_workers(drv, cluster, workers, rejoin=True)

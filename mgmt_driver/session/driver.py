@@ -30,6 +30,7 @@ runs).
 
 import dataclasses
 import posixpath
+import time
 
 from oslo_log import log as logging
 
@@ -165,6 +166,11 @@ class ClusterDriver:
     :raises ParamsInvalid: the operator's rules refuse a key file, the
         default key or an extra var (before any remote work).
     """
+
+    #: What the operation's waits sleep and measure with (tests set
+    #: fakes): the etcd wait before a member removal.
+    sleep = staticmethod(time.sleep)
+    clock = staticmethod(time.monotonic)
 
     def __init__(self, spec, instance_id, pool, conf=None,
                  package_dir=None, progress=None, trusted_paths=False,
