@@ -89,6 +89,19 @@ class _Loader(yaml.SafeLoader):
         self._short_number(node)
         return super().construct_yaml_float(node)
 
+    def scalar(self, event):
+        """The value of one ``yaml.ScalarEvent``, resolved and converted
+        as :func:`load` does (for :mod:`untrusted`, which builds from
+        events)."""
+        tag = event.tag
+        if tag is None or tag == '!':
+            tag = self.resolve(yaml.ScalarNode, event.value, event.implicit)
+        node = yaml.ScalarNode(tag, event.value, event.start_mark,
+                               event.end_mark, event.style)
+        make = self.yaml_constructors.get(tag) or \
+            self.yaml_constructors[None]
+        return make(self, node)
+
     def construct_unsafe(self, node):
         """Ansible's ``!unsafe`` string, which our own dumper writes."""
         return self.construct_scalar(node)
@@ -98,6 +111,16 @@ _Loader.add_constructor('tag:yaml.org,2002:int', _Loader.construct_yaml_int)
 _Loader.add_constructor('tag:yaml.org,2002:float',
                         _Loader.construct_yaml_float)
 _Loader.add_constructor('!unsafe', _Loader.construct_unsafe)
+
+
+def scalar_loader():
+    """A loader whose ``scalar(event)`` converts one scalar event."""
+    return _Loader('')
+
+
+def short(value, limit=40):
+    """``repr(value)`` cut to *limit* characters (a key in a message)."""
+    return _short(value, limit)
 
 
 def load(text):
