@@ -48,6 +48,7 @@ import yaml
 
 from mgmt_driver import exceptions
 from mgmt_driver import safeyaml
+from mgmt_driver import untrusted
 
 HOSTS_FILE = 'hosts.yaml'
 CLUSTER_VARS_FILE = 'cluster-vars.yaml'
@@ -284,7 +285,7 @@ def parse_recorded(text, host, path):
             host=host, what='inventory %s' % path, problem=problem)
 
     try:
-        doc = safeyaml.load(text) if text else None
+        doc = untrusted.load_yaml(text) if text else None
     except yaml.YAMLError as exc:
         raise invalid('not valid YAML' + safeyaml.describe(exc))
     group = _mapping(_mapping(doc, '(document)', invalid).get('all'),

@@ -32,6 +32,7 @@ import yaml
 from mgmt_driver import exceptions
 from mgmt_driver import model
 from mgmt_driver import safeyaml
+from mgmt_driver import untrusted
 from mgmt_driver import validation
 
 RECORD_FILE = 'node-settings.yaml'
@@ -413,7 +414,7 @@ def parse_record(text):
     if not text:
         return {}
     try:
-        doc = safeyaml.load(text)
+        doc = untrusted.load_yaml(text)
     except yaml.YAMLError as exc:
         raise ValueError('not valid YAML' + safeyaml.describe(exc))
     nodes = doc.get('nodes') if isinstance(doc, dict) else None

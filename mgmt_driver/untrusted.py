@@ -42,7 +42,7 @@ from mgmt_driver import safeyaml
 #: protect (the conductor's memory and stack) is not a policy.
 MAX_DEPTH = 64
 #: Entries any document may hold, whatever its length.
-MIN_ENTRIES = 20000
+MIN_ENTRIES = 5000
 #: Characters of text per entry allowed beyond :data:`MIN_ENTRIES`.
 TEXT_PER_ENTRY = 16
 #: A JSON string (skipped) or one structural character (counted).  The
@@ -79,7 +79,7 @@ def load_json(text):
     except ValueError as exc:
         where = ' at line %d, column %d' % (exc.lineno, exc.colno) \
             if isinstance(exc, json.JSONDecodeError) else ''
-        raise Refused('not valid JSON%s' % where) from None
+        raise Refused('no valid JSON%s' % where) from None
 
 
 def _measure_json(text, budget):

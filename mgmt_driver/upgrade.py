@@ -29,6 +29,7 @@ from mgmt_driver import etcdsnapshots
 from mgmt_driver import exceptions
 from mgmt_driver import labels
 from mgmt_driver import model
+from mgmt_driver import untrusted
 from mgmt_driver import validation
 
 #: The workspace file holding the version of the last upgrade.
@@ -361,9 +362,9 @@ def parse_cordons(text):
     if text is None:
         return None
     try:
-        data = json.loads(text)
-    except (ValueError, RecursionError):  # nested past the stack, too
-        raise ValueError('not JSON') from None
+        data = untrusted.load_json(text)
+    except untrusted.Refused as exc:
+        raise ValueError('not JSON (%s)' % exc) from None
     if not isinstance(data, dict) or set(data) != {'target',
                                                    'cordoned_before'}:
         raise ValueError('not an object with target and cordoned_before')

@@ -76,6 +76,7 @@ from mgmt_driver import registry
 from mgmt_driver import safetext
 from mgmt_driver import sharedfiles
 from mgmt_driver import statestore
+from mgmt_driver import untrusted
 from mgmt_driver import upgrade as upgrade_mod
 
 LOG = logging.getLogger(__name__)
@@ -137,7 +138,7 @@ class SpecStore:
         path = self.path(instance_id)
         try:
             with open(path, encoding='utf-8') as f:
-                data = json.load(f)
+                data = untrusted.load_json(f.read())
         except FileNotFoundError:
             return None
         except (OSError, ValueError) as exc:
