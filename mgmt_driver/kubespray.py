@@ -38,6 +38,7 @@ from mgmt_driver import exceptions
 from mgmt_driver import inventory
 from mgmt_driver import isolation
 from mgmt_driver import remote
+from mgmt_driver import safetext
 from mgmt_driver import ssh
 
 LOG = logging.getLogger(__name__)
@@ -358,7 +359,7 @@ def _markers(stdout):
             # Cut: it goes into log records and messages, and the
             # checkout (or the server) may be hostile.
             found[kind.lower()] = found[kind.lower()] or \
-                value.strip()[:_MAX_VERSION_CHARS]
+                safetext.escape(value.strip()[:_MAX_VERSION_CHARS])
         elif kind in ('minimal_ansible_version', 'maximal_ansible_version'):
             found[kind] = _plain_version(value)
         else:
