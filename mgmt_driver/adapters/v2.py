@@ -66,6 +66,7 @@ from mgmt_driver.adapters import v1
 from mgmt_driver.common import conf as kconf
 from mgmt_driver.common import exceptions
 from mgmt_driver.common import safetext
+from mgmt_driver.common import untrusted
 from mgmt_driver.model import core
 from mgmt_driver.model import nodes as nodes_mod
 from mgmt_driver.operations import autoheal
@@ -151,7 +152,7 @@ class SpecStore:
         path = self.path(instance_id)
         try:
             with open(path, encoding='utf-8') as f:
-                data = json.load(f)
+                data = untrusted.load_json(f.read())
         except FileNotFoundError:
             return None
         except (OSError, ValueError) as exc:

@@ -88,6 +88,19 @@ class _Checks:
         self._short_number(node)
         return super().construct_yaml_float(node)
 
+    def scalar(self, event):
+        """The value of one ``yaml.ScalarEvent``, resolved and converted
+        as :func:`load` does (for :mod:`untrusted`, which builds from
+        events)."""
+        tag = event.tag
+        if tag is None or tag == '!':
+            tag = self.resolve(yaml.ScalarNode, event.value, event.implicit)
+        node = yaml.ScalarNode(tag, event.value, event.start_mark,
+                               event.end_mark, event.style)
+        make = self.yaml_constructors.get(tag) or \
+            self.yaml_constructors[None]
+        return make(self, node)
+
     def construct_unsafe(self, node):
         """Ansible's ``!unsafe`` string, which our own dumper writes."""
         return self.construct_scalar(node)
@@ -121,6 +134,16 @@ for _class in _LOADERS:
     _class.add_constructor('!unsafe', _Checks.construct_unsafe)
 #: The loader :func:`load` uses: libyaml's when PyYAML has it.
 LOADER = _LOADERS[0]
+
+
+def scalar_loader():
+    """A loader whose ``scalar(event)`` converts one scalar event."""
+    return _Loader('')
+
+
+def short(value, limit=40):
+    """``repr(value)`` cut to *limit* characters (a key in a message)."""
+    return _short(value, limit)
 
 
 def load(text):

@@ -31,6 +31,7 @@ import yaml
 
 from mgmt_driver.common import exceptions
 from mgmt_driver.common import safeyaml
+from mgmt_driver.common import untrusted
 from mgmt_driver.model import core
 from mgmt_driver.model import validation
 
@@ -413,7 +414,7 @@ def parse_record(text):
     if not text:
         return {}
     try:
-        doc = safeyaml.load(text)
+        doc = untrusted.load_yaml(text)
     except yaml.YAMLError as exc:
         raise ValueError('not valid YAML' + safeyaml.describe(exc))
     nodes = doc.get('nodes') if isinstance(doc, dict) else None

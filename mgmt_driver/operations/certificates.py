@@ -31,6 +31,7 @@ import json
 import re
 
 from mgmt_driver.common import exceptions
+from mgmt_driver.common import untrusted
 from mgmt_driver.remote import kubectl
 
 #: ``kubeadm certs check-expiration -o json`` (after the command).
@@ -157,9 +158,9 @@ def parse_record(text):
     if text is None:
         return None
     try:
-        data = json.loads(text)
-    except ValueError:
-        raise ValueError('not JSON') from None
+        data = untrusted.load_json(text)
+    except untrusted.Refused as exc:
+        raise ValueError('not JSON (%s)' % exc) from None
     request = data.get('request') if isinstance(data, dict) else None
     done = data.get('done') if isinstance(data, dict) else None
     if not (isinstance(request, str) and _REQUEST.fullmatch(request)) or \

@@ -50,6 +50,8 @@ _REASON = re.compile(r'[a-z0-9][a-z0-9-]{0,31}')
 _NAME = re.compile(r'etcd-([0-9]{8}T[0-9]{6}Z)-(' + _REASON.pattern +
                    r')\.db')
 _LINE = re.compile(r'([0-9]{1,15}) (\S{1,80})')
+#: A partial copy ``ssh.Connection.copy_to`` could not remove.
+_PARTIAL = re.compile(r'\.(etcd-[^/]{1,60}\.db)\.[0-9a-f]{8}\.tmp')
 #: Snapshots listed at most (the listing is remote data).
 MAX_LISTED = 10000
 
@@ -109,28 +111,39 @@ def parse_name(name):
 
 def parse_listing(text):
     """The snapshots of ``etcd-snapshots.sh``'s output, oldest first:
-    ``[{name, time, reason, bytes}]``; other lines are skipped."""
+    ``[{name, time, reason, bytes, partial}]``; other lines are skipped.
+
+    A partial copy (a transfer failed and its temporary file could not
+    be removed) is listed with ``partial`` true, so that it is seen and
+    pruned; it sorts by the snapshot it was to become.
+    """
     found = []
     for line in text.splitlines()[-MAX_LISTED:]:
         match = _LINE.fullmatch(line)
-        parsed = match and parse_name(match.group(2))
+        partial = match and _PARTIAL.fullmatch(match.group(2))
+        parsed = match and parse_name(partial.group(1) if partial
+                                      else match.group(2))
         if parsed:
             found.append({'name': match.group(2), 'time': parsed[0],
-                          'reason': parsed[1],
+                          'reason': parsed[1], 'partial': bool(partial),
                           'bytes': int(match.group(1))})
-    return sorted(found, key=lambda s: s['name'])
+    return sorted(found, key=lambda s: s['name'].lstrip('.'))
 
 
 def to_prune(snapshots, keep, max_bytes):
-    """Names of the snapshots to delete: all but the newest *keep*
-    whose sizes add up to *max_bytes* at most (the newest is kept even
-    alone past it: it was accepted when it was copied).
+    """Names of the snapshots to delete: every partial copy, and all
+    but the newest *keep* whose sizes add up to *max_bytes* at most (the
+    newest is kept even alone past it: it was accepted when it was
+    copied).
 
     :param snapshots: as :func:`parse_listing` returns them.
     """
     kept, total = 0, 0
     doomed = []
     for snapshot in reversed(snapshots):
+        if snapshot.get('partial'):
+            doomed.append(snapshot['name'])
+            continue
         total += snapshot['bytes']
         if kept and (kept >= keep or total > max_bytes):
             doomed.append(snapshot['name'])

@@ -38,10 +38,10 @@ What kubespray v2.31.0 does, read from its code, and why each rule:
 Each rule returns sentences, so a report lists every problem at once.
 """
 
-import json
 import math
 
 from mgmt_driver.common import exceptions
+from mgmt_driver.common import untrusted
 from mgmt_driver.operations import upgrade as upgrade_mod
 from mgmt_driver.remote import kubectl
 
@@ -328,9 +328,9 @@ def parse_etcd_health(text, host):
     what = 'etcdctl endpoint health output'
     with kubectl.parsing(host, what):
         try:
-            data = json.loads(text)
-        except (ValueError, RecursionError):
-            raise kubectl.BadShape('no valid JSON') from None
+            data = untrusted.load_json(text)
+        except untrusted.Refused as exc:
+            raise kubectl.BadShape(str(exc)) from None
         if not isinstance(data, list):
             raise kubectl.BadShape('the output must be a list')
         found = []

@@ -24,6 +24,7 @@ import json
 import re
 
 from mgmt_driver.common import exceptions
+from mgmt_driver.common import untrusted
 from mgmt_driver.model import absence
 from mgmt_driver.model import core
 from mgmt_driver.model import labels
@@ -333,9 +334,9 @@ def parse_cordons(text):
     if text is None:
         return None
     try:
-        data = json.loads(text)
-    except (ValueError, RecursionError):  # nested past the stack, too
-        raise ValueError('not JSON') from None
+        data = untrusted.load_json(text)
+    except untrusted.Refused as exc:
+        raise ValueError('not JSON (%s)' % exc) from None
     if not isinstance(data, dict) or set(data) != {'target',
                                                    'cordoned_before'}:
         raise ValueError('not an object with target and cordoned_before')

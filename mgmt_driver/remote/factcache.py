@@ -38,6 +38,7 @@ import re
 from oslo_log import log as logging
 
 from mgmt_driver.common import exceptions
+from mgmt_driver.common import safetext
 from mgmt_driver.remote import isolation
 from mgmt_driver.remote import programs
 
@@ -105,7 +106,8 @@ def parse_probe(stdout):
 
 def _take(found, kind, value):
     if kind == 'DOUBT':
-        found['doubts'].append(value[:40])
+        # Escaped and clipped here: doubts go to log lines and status.
+        found['doubts'].append(safetext.clip(value, 40))
     elif kind in ('TIMEOUT', 'NOW') and _INT.match(value):
         found[kind.lower()] = int(value)
     elif kind == 'ENTRY':
@@ -126,7 +128,8 @@ def probe(conn, kubespray_root, cache_dir, hosts):
     report = parse_probe(result.stdout)
     if report.doubts:
         LOG.info('Fact cache on %s not trusted (%s): refreshing every '
-                 'host', conn.host, '; '.join(report.doubts))
+                 'host', conn.host, safetext.clip_list(
+                     report.doubts, count=5, width=40, separator='; '))
     return report
 
 

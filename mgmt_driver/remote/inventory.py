@@ -49,6 +49,7 @@ import yaml
 
 from mgmt_driver.common import exceptions
 from mgmt_driver.common import safeyaml
+from mgmt_driver.common import untrusted
 
 HOSTS_FILE = 'hosts.yaml'
 CLUSTER_VARS_FILE = 'cluster-vars.yaml'
@@ -341,7 +342,7 @@ def parse_recorded(text, host, path):
             host=host, what='inventory %s' % path, problem=problem)
 
     try:
-        doc = safeyaml.load(text) if text else None
+        doc = untrusted.load_yaml(text) if text else None
     except yaml.YAMLError as exc:
         raise invalid('not valid YAML' + safeyaml.describe(exc))
     group = _mapping(_mapping(doc, '(document)', invalid).get('all'),

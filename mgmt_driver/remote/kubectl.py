@@ -30,6 +30,7 @@ from oslo_log import log as logging
 from mgmt_driver.common import conf as kconf
 from mgmt_driver.common import exceptions
 from mgmt_driver.common import safeyaml
+from mgmt_driver.common import untrusted
 from mgmt_driver.model import validation
 
 LOG = logging.getLogger(__name__)
@@ -48,7 +49,7 @@ DRAIN_MARGIN = 60
 # Fixed structural limits on what kubectl prints (its size is bounded by
 # the SSH layer's max_command_output): a Pod nests about 10 levels; a
 # service-account token is a JWT of about 1 KB; a CA bundle a few KB.
-MAX_JSON_DEPTH = 64
+MAX_JSON_DEPTH = untrusted.MAX_DEPTH
 MAX_TOKEN_CHARS = 16 * 1024
 MAX_CA_CHARS = 256 * 1024
 #: Longest kubeconfig accepted from the cluster-info ConfigMap.
@@ -99,35 +100,19 @@ def json_field(obj, key, kind, where, default=None):
 _KIND_NAMES = {dict: 'an object', list: 'a list', str: 'a string'}
 
 
-def _check_depth(data):
-    """Raise BadShape if *data* nests deeper than MAX_JSON_DEPTH."""
-    stack = [(data, 1)]
-    while stack:
-        value, depth = stack.pop()
-        if depth > MAX_JSON_DEPTH:
-            raise BadShape('JSON nested deeper than %d levels'
-                           % MAX_JSON_DEPTH)
-        children = value.values() if isinstance(value, dict) else \
-            value if isinstance(value, list) else ()
-        stack.extend((child, depth + 1) for child in children)
-
-
 def load_json(text):
-    """A JSON object parsed from untrusted *text*, bounded in depth.
+    """A JSON object parsed from untrusted *text* by
+    :func:`untrusted.load_json` (bounded in depth and entries).
 
-    :raises BadShape: not JSON, not an object, or too deep; the text
-        is never quoted (it may hold a token).
+    :raises BadShape: not JSON, not an object, too deep or too many
+        entries; the text is never quoted (it may hold a token).
     """
     try:
-        data = json.loads(text)
-    except RecursionError:
-        raise BadShape('JSON nested deeper than %d levels'
-                       % MAX_JSON_DEPTH) from None
-    except ValueError:
-        raise BadShape('no valid JSON') from None
+        data = untrusted.load_json(text)
+    except untrusted.Refused as exc:
+        raise BadShape(str(exc)) from None
     if not isinstance(data, dict):
         raise BadShape('the output is not a JSON object')
-    _check_depth(data)
     return data
 
 
@@ -899,7 +884,7 @@ def _cluster_info(stdout):
         raise BadShape('data.kubeconfig is longer than %d characters'
                        % MAX_CLUSTER_INFO_CHARS)
     try:
-        config = safeyaml.load(text)
+        config = untrusted.load_yaml(text)
     except yaml.YAMLError as exc:
         raise BadShape('data.kubeconfig is not YAML' +
                        safeyaml.describe(exc)) from None

@@ -34,6 +34,7 @@ from oslo_log import log as logging
 
 from mgmt_driver.common import conf as kconf
 from mgmt_driver.common import exceptions
+from mgmt_driver.common import safetext
 from mgmt_driver.remote import detached
 from mgmt_driver.remote import inventory
 from mgmt_driver.remote import isolation
@@ -358,7 +359,7 @@ def _markers(stdout):
             # Cut: it goes into log records and messages, and the
             # checkout (or the server) may be hostile.
             found[kind.lower()] = found[kind.lower()] or \
-                value.strip()[:_MAX_VERSION_CHARS]
+                safetext.escape(value.strip()[:_MAX_VERSION_CHARS])
         elif kind in ('minimal_ansible_version', 'maximal_ansible_version'):
             found[kind] = _plain_version(value)
         else:

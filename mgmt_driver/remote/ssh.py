@@ -518,6 +518,10 @@ class _Output:
 
 #: Chunks read from one stream before the deadline is checked again.
 _DRAIN_CHUNKS = 16
+#: What an SFTP operation raises on a failure of the host or the link
+#: (paramiko.SFTPError is no SSHException: a malformed packet).
+_SFTP_ERRORS = (OSError, EOFError, paramiko.SSHException,
+                paramiko.SFTPError)
 
 
 def _drain(chan, out, err):
@@ -902,8 +906,8 @@ class Connection(connection.Connection):
     def _remove_quietly(sftp, path):
         try:
             sftp.remove(path)
-        except (OSError, EOFError, paramiko.SSHException):
-            pass
+        except _SFTP_ERRORS:
+            pass  # the listing shows what is left (etcdsnapshots)
 
     def read_file(self, path, missing_ok=False):
         """Return the content of *path* as text (invalid UTF-8 replaced).
@@ -991,13 +995,18 @@ class Connection(connection.Connection):
                             path=path, host=self.host, limit=limit)
                     writer.write(data)
             sink.posix_rename(tmp, target_path)
-        except exceptions.RemoteFileTooLarge:
+        except BaseException as exc:
+            # Whatever ended the copy (a malformed SFTP packet raises
+            # paramiko.SFTPError, a broken one struct.error), the
+            # temporary file goes; the driver's own refusal and what is
+            # no error (an interrupt, eventlet's Timeout) go on as they
+            # are.
             self._remove_quietly(sink, tmp)
-            raise
-        except (OSError, EOFError, paramiko.SSHException) as exc:
-            self._remove_quietly(sink, tmp)
+            if isinstance(exc, exceptions.RemoteFileTooLarge) or \
+                    not isinstance(exc, Exception):
+                raise
             raise self._file_error('Copying', '%s (to %s:%s)' % (
-                path, target.host, target_path), exc)
+                path, target.host, target_path), exc) from None
         return copied
 
 

@@ -18,6 +18,7 @@ import yaml
 
 from mgmt_driver.common import exceptions
 from mgmt_driver.common import safeyaml
+from mgmt_driver.common import untrusted
 
 #: Words of ``-o/--output`` that name a format (README.rst, "Output"):
 #: a command that writes files refuses them as its path.
@@ -52,7 +53,7 @@ def load_document(path, what):
     """
     text = _read_text(path, what)
     try:
-        return safeyaml.load(text)
+        return untrusted.load_yaml(text)
     except yaml.YAMLError as exc:
         raise exceptions.ParamsInvalid(['%s file %s: not valid YAML or JSON'
                                         '%s' % (what, path,

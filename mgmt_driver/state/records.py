@@ -62,6 +62,7 @@ from oslo_log import log as logging
 
 from mgmt_driver.common import conf as kconf
 from mgmt_driver.common import exceptions
+from mgmt_driver.common import untrusted
 from mgmt_driver.state import sharedfiles
 
 LOG = logging.getLogger(__name__)
@@ -127,7 +128,7 @@ class InstanceRecord:
     @classmethod
     def from_json(cls, instance_id, text):
         """Parse a record file; :raises ValueError: it is not one."""
-        doc = json.loads(text)
+        doc = untrusted.load_json(text)
         if not isinstance(doc, dict) or doc.get('format') != FORMAT:
             raise ValueError('not a record of format %d' % FORMAT)
         hosts = [Host(str(h['address']), int(h['port']), str(h['role']))

@@ -91,9 +91,23 @@ def test_a_listing_keeps_only_snapshot_lines_oldest_first():
         '7 etcd-2026-heal.db', '\x1b[31m1 etcd-20261126T120009Z-a.db'])
     assert snaps.parse_listing(text) == [
         {'name': 'etcd-20261126T120001Z-upgrade.db', 'bytes': 10,
-         'time': '20261126T120001Z', 'reason': 'upgrade'},
+         'time': '20261126T120001Z', 'reason': 'upgrade', 'partial': False},
         {'name': 'etcd-20261126T120002Z-heal.db', 'bytes': 30,
-         'time': '20261126T120002Z', 'reason': 'heal'}]
+         'time': '20261126T120002Z', 'reason': 'heal', 'partial': False}]
+
+
+def test_partial_copies_are_listed_and_always_pruned():
+    # A copy whose temporary file could not be removed (issue 39): seen
+    # by status, pruned whatever keep says, not counted in the size.
+    text = '\n'.join(['10 etcd-20261126T120001Z-upgrade.db',
+                      '900 .etcd-20261126T120002Z-heal.db.0a1b2c3d.tmp',
+                      '5 .etcd-20261126T120003Z-heal.db.x.tmp'])
+    listed = snaps.parse_listing(text)
+    assert [(s['name'], s['partial']) for s in listed] == [
+        ('etcd-20261126T120001Z-upgrade.db', False),
+        ('.etcd-20261126T120002Z-heal.db.0a1b2c3d.tmp', True)]
+    assert snaps.to_prune(listed, 3, 100) == [
+        '.etcd-20261126T120002Z-heal.db.0a1b2c3d.tmp']
 
 
 @pytest.mark.parametrize('sizes, keep, cap, doomed', [

@@ -278,3 +278,34 @@ if __name__ == '__main__':
     import logging
     logging.disable(logging.WARNING)
     _figures()
+
+
+# ----------------------------------------------- remote text in logs --
+# Issue 39 item 5: the checkout's version and the fact-cache probe's
+# doubts reached oslo.log raw (one INFO line of 4.2 MB with escapes).
+
+class _Answering:
+    host = '10.0.0.7'
+
+    def __init__(self, stdout):
+        self.stdout = stdout
+
+    def run(self, argv, **kwargs):
+        return ssh.CommandResult(host=self.host, command=' '.join(argv),
+                                 stdout=self.stdout, stderr='', exit_code=0)
+
+
+def test_the_checkouts_version_is_escaped_where_it_is_read():
+    from mgmt_driver.remote import kubespray
+    found = kubespray._markers('KS:GIT:v2.31.0' + HOSTILE + 'x' * 10 ** 6)
+    assert _obeyable(found['git']) == [] and len(found['git']) < 80
+
+
+def test_fact_cache_doubts_reach_the_log_bounded_and_escaped(caplog):
+    from mgmt_driver.remote import factcache
+    stdout = ('FC:DOUBT:' + HOSTILE + '\n') * 100000
+    with caplog.at_level('INFO'):
+        factcache.probe(_Answering(stdout), '/k', '/c', ['h'])
+    lines = [r.getMessage() for r in caplog.records]
+    assert lines and all(_obeyable(line) == [] and len(line) < 1000
+                         for line in lines)

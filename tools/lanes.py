@@ -1,0 +1,124 @@
+#!/usr/bin/env python3
+"""The two test lanes of tools/run-tests, balanced from measured durations.
+
+tools/run-tests runs the functional tests in two lanes side by side: lane
+A is ``tox -e functional`` over the files not given to lane B; lane B is
+``tox -e tacker``, ``tox -e conformance``, then ``tox -e functional-b``
+over its files.  Which file goes where is decided here, from the seconds
+each took in a measured run (``tests/durations.json``), longest first,
+each to the lane that would end sooner (a file never measured counts
+``DEFAULT`` seconds).  Nobody keeps a list by hand.
+
+    tools/lanes.py split                 lane B's functional files
+    tools/lanes.py report DIR [--write]  the 20 slowest tests and each
+                                         lane's time, from the JUnit files
+                                         of DIR; --write stores the
+                                         measured durations
+
+Standard library only: it runs before any virtualenv exists.
+"""
+
+import argparse
+import collections
+import json
+import pathlib
+import sys
+import xml.etree.ElementTree as ET
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+DURATIONS = ROOT / 'tests' / 'durations.json'
+FUNCTIONAL = ROOT / 'tests' / 'functional'
+#: Run by lane B before its functional files, whole tox environments.
+LANE_B_ENVS = ('tox:tacker', 'tox:conformance')
+#: Seconds assumed for a test file no run has measured yet.
+DEFAULT = 60.0
+#: What ``report`` lists.
+SLOWEST = 20
+
+
+def _measured():
+    try:
+        return json.loads(DURATIONS.read_text())
+    except FileNotFoundError:
+        return {}
+
+
+def functional_files():
+    """Every functional test file but the conformance layer (its own tox
+    environment, in lane B)."""
+    return sorted(str(p.relative_to(ROOT)) for p in
+                  FUNCTIONAL.glob('test_*.py')
+                  if p.name != 'test_conformance.py')
+
+
+def split(files, measured):
+    """``(lane_a, lane_b, seconds_a, seconds_b)``: *files* shared out,
+    longest first, each to the lane that would end sooner."""
+    lanes = {'a': [], 'b': []}
+    seconds = {'a': 0.0,
+               'b': sum(measured.get(env, DEFAULT) for env in LANE_B_ENVS)}
+    for name in sorted(files, key=lambda f: (-measured.get(f, DEFAULT), f)):
+        lane = min(seconds, key=lambda key: (seconds[key], key))
+        lanes[lane].append(name)
+        seconds[lane] += measured.get(name, DEFAULT)
+    return sorted(lanes['a']), sorted(lanes['b']), seconds['a'], seconds['b']
+
+
+def _cases(directory):
+    """``(file, test, seconds, suite)`` of every test case of the JUnit
+    files in *directory* (one file per tox environment)."""
+    for path in sorted(pathlib.Path(directory).glob('*.xml')):
+        for case in ET.parse(path).getroot().iter('testcase'):
+            module = case.get('classname', '').split('.')
+            name = '/'.join(module[:3]) if module[0] == 'tests' else ''
+            yield (name + '.py' if name else path.stem,
+                   '%s::%s' % (case.get('classname'), case.get('name')),
+                   float(case.get('time') or 0), path.stem)
+
+
+def report(directory, write=False, out=sys.stdout):
+    cases = list(_cases(directory))
+    per_file = collections.Counter()
+    per_suite = collections.Counter()
+    for name, _, seconds, suite in cases:
+        per_file[name] += seconds
+        per_suite[suite] += seconds
+    print('%d slowest tests:' % SLOWEST, file=out)
+    for _, test, seconds, _ in sorted(cases, key=lambda c: -c[2])[:SLOWEST]:
+        print('  %7.1f s  %s' % (seconds, test), file=out)
+    print('time in tests, per tox environment: %s' % ', '.join(
+        '%s %.0f s' % (suite, s) for suite, s in sorted(per_suite.items())),
+        file=out)
+    if write:
+        measured = {name: round(s, 1) for name, s in per_file.items()
+                    if name.startswith('tests/functional/')}
+        for env in LANE_B_ENVS:
+            if env.split(':')[1] in per_suite:
+                measured[env] = round(per_suite[env.split(':')[1]], 1)
+        DURATIONS.write_text(json.dumps(measured, indent=1, sort_keys=True)
+                             + '\n')
+        print('wrote %s' % DURATIONS.relative_to(ROOT), file=out)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    sub = parser.add_subparsers(dest='command', required=True)
+    sub.add_parser('split', help="print lane B's functional files")
+    rep = sub.add_parser('report', help='the slowest tests of a run')
+    rep.add_argument('directory')
+    rep.add_argument('--write', action='store_true',
+                     help='store the measured durations')
+    args = parser.parse_args(argv)
+    if args.command == 'split':
+        lane_a, lane_b, a, b = split(functional_files(), _measured())
+        print('lanes: A %d files, about %.0f s; B tacker, conformance and '
+              '%d files, about %.0f s' % (len(lane_a), a, len(lane_b), b),
+              file=sys.stderr)
+        print('\n'.join(lane_b))
+    else:
+        report(args.directory, args.write)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
