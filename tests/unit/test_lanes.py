@@ -1,0 +1,67 @@
+"""tools/lanes.py: the two test lanes of tools/run-tests, balanced from
+measured durations, and the report of a run's slowest tests."""
+
+import importlib.util
+import io
+import pathlib
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+_spec = importlib.util.spec_from_file_location('lanes',
+                                               ROOT / 'tools' / 'lanes.py')
+lanes = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(lanes)
+
+
+def test_the_longest_files_go_first_each_to_the_lane_that_ends_sooner():
+    measured = {'tox:tacker': 100, 'tox:conformance': 50,
+                'a.py': 300, 'b.py': 200, 'c.py': 120, 'd.py': 10}
+    lane_a, lane_b, a, b = lanes.split(['a.py', 'b.py', 'c.py', 'd.py'],
+                                       measured)
+    # B starts with tacker and conformance (150 s): a.py goes to A, b.py
+    # to B (150 < 300), c.py to A (300 < 350), d.py to B (350 < 420).
+    assert lane_a == ['a.py', 'c.py'] and lane_b == ['b.py', 'd.py']
+    assert (a, b) == (420, 360)
+    assert sorted(lane_a + lane_b) == ['a.py', 'b.py', 'c.py', 'd.py']
+
+
+def test_a_file_never_measured_counts_the_default():
+    _, lane_b, a, b = lanes.split(['new.py'], {})
+    assert b == 2 * lanes.DEFAULT + (lanes.DEFAULT if lane_b else 0)
+    assert a == (0 if lane_b else lanes.DEFAULT)
+
+
+def test_every_functional_file_is_in_one_lane_but_conformance():
+    files = lanes.functional_files()
+    lane_a, lane_b, _, _ = lanes.split(files, lanes._measured())
+    assert sorted(lane_a + lane_b) == files
+    assert 'tests/functional/test_conformance.py' not in files
+    assert 'tests/functional/test_real_etcd.py' in files
+
+
+JUNIT = '''<?xml version="1.0"?>
+<testsuites><testsuite name="pytest">
+<testcase classname="tests.functional.test_x" name="test_slow" time="42.5"/>
+<testcase classname="tests.functional.test_x" name="test_fast" time="0.5"/>
+<testcase classname="tests.functional.test_y" name="test_mid" time="7"/>
+</testsuite></testsuites>
+'''
+
+
+def test_the_report_lists_the_slowest_and_writes_durations(tmp_path,
+                                                           monkeypatch):
+    (tmp_path / 'functional.xml').write_text(JUNIT)
+    (tmp_path / 'tacker.xml').write_text(JUNIT.replace(
+        'tests.functional.test_x', 'tests.integration.test_z'))
+    store = tmp_path / 'durations.json'
+    monkeypatch.setattr(lanes, 'DURATIONS', store)
+    monkeypatch.setattr(lanes, 'ROOT', tmp_path)
+    out = io.StringIO()
+    lanes.report(tmp_path, write=True, out=out)
+    text = out.getvalue()
+    assert text.index('test_x::test_slow') < text.index('test_y::test_mid')
+    assert '42.5 s' in text
+    assert 'tacker 50 s' in text
+    written = __import__('json').loads(store.read_text())
+    assert written == {'tests/functional/test_x.py': 43.0,
+                       'tests/functional/test_y.py': 14.0,
+                       'tox:tacker': 50.0}
