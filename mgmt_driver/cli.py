@@ -1,16 +1,16 @@
 """The ``kubespray-mgmt`` command: the driver's work without Tacker.
 
 Each subcommand is a function ``(args) -> int`` registered in
-:func:`build_parser`.  Errors go to stderr.  Exit codes (README.rst,
-"Exit codes"): 0 done; 1 bad input (Tacker's ParamInvalid/NotFound),
+:func:`build_parser`. Errors go to stderr. Exit codes (README.rst, "Exit
+codes"; by error: :data:`CODES_BY_ERROR`): 0 done; 1 bad input (Tacker's
+ParamInvalid/NotFound, a usage error, a refusal that changed nothing),
 nothing done; 2 a remote failure or any other driver error (a playbook
 that failed, SSH); 3 ``status`` read everything and the cluster differs
 from its inventory; 5 ``status`` read everything and a control-plane
 certificate expires within ``cert_warn_days`` (before 3); 4 another
 playbook run holds the cluster's lock (nothing done: run the command
-again later); 130 interrupted (Ctrl-C);
-141 standard output closed early (``| head``), as a shell reports a
-command a closed pipe stopped.
+again later); 130 interrupted (Ctrl-C); 141 standard output closed early
+(``| head``), as a shell reports a command a closed pipe stopped.
 """
 
 import argparse
@@ -69,6 +69,39 @@ EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports Ctrl-C
 #: Standard output was closed before the command ended (``| head``):
 #: 128 + SIGPIPE, as a shell reports a command a closed pipe stopped.
 EXIT_BROKEN_PIPE = 141
+
+
+#: The one table of exit codes by error (README.rst, "Exit codes"): the
+#: first class *exc* is an instance of gives its code.  A refusal that
+#: changed nothing is bad input (1), whatever Tacker calls it.
+CODES_BY_ERROR = (
+    (exceptions.ClusterBusy, EXIT_BUSY),
+    (exceptions.InstanceBusy, EXIT_BUSY),
+    (exceptions.Refusal, EXIT_BAD_INPUT),
+    (exceptions.MgmtDriverParamInvalid, EXIT_BAD_INPUT),
+    (exceptions.MgmtDriverNotFound, EXIT_BAD_INPUT),
+    (exceptions.MgmtDriverOtherError, EXIT_REMOTE_FAILURE),
+    (exceptions.MgmtDriverRemoteCommandError, EXIT_REMOTE_FAILURE),
+    (exceptions.MgmtDriverRemoteCommandTimeOut, EXIT_REMOTE_FAILURE))
+
+
+def exit_code(exc):
+    """The exit code of the driver error *exc* (:data:`CODES_BY_ERROR`), or
+    None for any other exception."""
+    for kind, code in CODES_BY_ERROR:
+        if isinstance(exc, kind):
+            return code
+    return None
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with its usage errors (an unknown option or command, a
+    bad value) exiting 1, bad input, instead of its own 2, which the
+    command reserves for remote failures."""
+
+    def error(self, message):
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_BAD_INPUT, '%s: error: %s\n' % (self.prog, message))
 
 
 def terminal_safe(text):
@@ -547,6 +580,67 @@ def _installs_lb(args, cluster):
         cluster.gateway(n) is not None for n in names)
 
 
+def _check_instance(args, cluster, store):
+    """Refuse a run on another instance's nodes, or one that needs a
+    record *store* lacks (a forgotten ``--instance-id`` would otherwise
+    "add 0 workers" to a second record claiming the same VMs, or reset
+    them at terminate); a dry run says so and plans on.
+
+    :raises ParamsInvalid, ParamsNotFound: the real run is refused.
+    """
+    try:
+        _check_owners(args, cluster, store)
+        _check_record(args, store)
+    except (exceptions.ParamsInvalid, exceptions.ParamsNotFound) as exc:
+        if not args.dry_run:
+            raise
+        for problem in _problems_of(exc):
+            _say('kubespray-mgmt: warning: without --dry-run this run is '
+                 'refused: %s' % problem, file=sys.stderr)
+
+
+def _check_owners(args, cluster, store):
+    """:raises ParamsInvalid: another instance's record lists nodes of
+    *cluster*."""
+    owners = store.owners({(n.ssh_address, int(n.ssh_port))
+                           for n in cluster.k8s_nodes}, args.instance_id)
+    if owners:
+        raise exceptions.ParamsInvalid([
+            '--instance-id %s: %s of the topology belong to instance %r '
+            '(its record in %s); nothing was done. Give --instance-id %s '
+            'to %s that cluster' % (
+                args.instance_id, _endpoints_text(endpoints), other,
+                store.directory, other, args.operation)
+            for other, endpoints in sorted(owners.items())])
+
+
+def _endpoints_text(endpoints, shown=5):
+    text = ', '.join('%s:%d' % e for e in endpoints[:shown])
+    more = len(endpoints) - shown
+    return 'node(s) %s%s' % (text, ' and %d more' % more if more > 0
+                             else '')
+
+
+def _check_record(args, store):
+    """:raises ParamsNotFound: the operation needs what an instantiate
+    of ``--instance-id`` recorded, and *store* has no such record (a
+    terminated instance may be terminated again: that finishes it)."""
+    if args.operation == 'instantiate':
+        return
+    state = store.state(args.instance_id)
+    if state == records.PRESENT or (state == records.RELEASED and
+                                    args.operation == 'terminate'):
+        return
+    raise exceptions.ParamsNotFound([
+        '--instance-id %s: %s in %s, so there is nothing to %s; nothing '
+        'was done. Give the --instance-id the cluster was instantiated '
+        'with ("kubespray-mgmt list" shows those with a record here), or '
+        'run instantiate first' % (
+            args.instance_id, 'was terminated (its record is released)'
+            if state == records.RELEASED else 'has no record',
+            store.directory, args.operation)])
+
+
 def _cluster_driver(args, spec, lb_script, progress):
     """The context of the operation (a dry run's records nothing)."""
     pool = plan.PlanPool(spec.kubespray.version, plan.secrets_of(spec)) \
@@ -573,6 +667,7 @@ def _run(args):
         if args.no_etcd_snapshot:
             cfg.CONF.set_override('etcd_snapshot_before_risky', False,
                                   group=kconf.GROUP)
+        _check_instance(args, cluster, records.RecordStore.from_conf())
         drv = _cluster_driver(args, spec, _lb_script(spec, cluster, args),
                               progress)
     except (exceptions.ParamsInvalid, exceptions.ParamsNotFound) as exc:
@@ -1125,7 +1220,7 @@ _COMMAND_GROUPS += [_add_params_commands, _add_render_commands,
 
 def build_parser():
     """Return the argument parser with every subcommand registered."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog='kubespray-mgmt',
         description='Build and run Kubernetes clusters with kubespray, '
                     'as the Tacker MgmtDriver does, without Tacker.')
@@ -1280,21 +1375,10 @@ def _call(args):
             if isinstance(exc, detached.Interrupted) else ''),
             file=sys.stderr)
         return EXIT_INTERRUPTED
-    except (exceptions.ClusterBusy, exceptions.InstanceBusy) as exc:
+    except tuple(kind for kind, _ in CODES_BY_ERROR) as exc:
         _say('kubespray-mgmt: %s' % exceptions.plain_message(exc),
              file=sys.stderr)
-        return EXIT_BUSY
-    except (exceptions.MgmtDriverParamInvalid,
-            exceptions.MgmtDriverNotFound) as exc:
-        _say('kubespray-mgmt: %s' % exceptions.plain_message(exc),
-             file=sys.stderr)
-        return EXIT_BAD_INPUT
-    except (exceptions.MgmtDriverOtherError,
-            exceptions.MgmtDriverRemoteCommandError,
-            exceptions.MgmtDriverRemoteCommandTimeOut) as exc:
-        _say('kubespray-mgmt: %s' % exceptions.plain_message(exc),
-             file=sys.stderr)
-        return EXIT_REMOTE_FAILURE
+        return exit_code(exc)
 
 
 if __name__ == '__main__':  # pragma: no cover

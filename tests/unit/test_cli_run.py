@@ -21,6 +21,19 @@ def _secrets():
     return [v for v in values if v]
 
 
+def _instantiated(instance_id='kubespray-mgmt', hosts=()):
+    """A record of *instance_id* in the test's HOME, listing *hosts*."""
+    from oslo_config import cfg
+
+    from mgmt_driver import conf as kconf
+    from mgmt_driver import records
+    kconf.register_opts(cfg.CONF)
+    cfg.CONF([], project='kubespray-mgmt', default_config_files=[])
+    store = records.RecordStore.from_conf()
+    store.save(records.InstanceRecord(instance_id, list(hosts)))
+    return store
+
+
 def _run(capsys, *args):
     code = cli.main(['run', *args, '--params', PARAMS, '--topology',
                      TOPOLOGY])
@@ -150,8 +163,78 @@ def test_heal_without_nodes_heals_the_whole_vnf(tmp_path, capsys,
 
 
 def test_healing_every_master_points_to_the_whole_vnf_heal(capsys):
+    _instantiated()
     code, _, err = _run(capsys, 'heal', '--dry-run', '--nodes',
                         'master-10-10-0-11')
-    assert code == cli.EXIT_REMOTE_FAILURE
+    assert code == cli.EXIT_BAD_INPUT
     assert 'run heal without --nodes' in err
     assert len(err.splitlines()) == 1
+
+
+# ------------------------------------ a forgotten --instance-id (issue 41) --
+
+@pytest.mark.parametrize('operation, extra', [
+    ('scale-out', []), ('terminate', []), ('upgrade',
+                                           ['--kube-version', '1.30.4']),
+    ('heal', ['--nodes', 'worker-10-10-0-21'])])
+def test_a_run_on_nodes_another_instance_owns_is_refused(
+        capsys, monkeypatch, operation, extra):
+    """The default --instance-id on the nodes of instance 'prod': refused
+    before anything is written, naming 'prod' and --instance-id (before:
+    scale-out "added 0", terminate reset prod's nodes)."""
+    from mgmt_driver import records
+    store = _instantiated('prod', [records.Host('10.10.0.21', 22, 'worker')])
+    _instantiated()  # the default instance has a record too
+    monkeypatch.setattr(cli, '_run_for_real', lambda *a: pytest.fail(
+        'the run went on'))
+    code, out, err = _run(capsys, operation, *extra)
+    assert code == cli.EXIT_BAD_INPUT, err
+    assert "belong to instance 'prod'" in err
+    assert '--instance-id prod' in err and '10.10.0.21:22' in err
+    assert store.instance_ids() == ['kubespray-mgmt', 'prod']
+
+
+@pytest.mark.parametrize('operation, extra', [
+    ('scale-out', []), ('scale-in', ['--nodes', 'worker-10-10-0-22']),
+    ('heal', []), ('upgrade', ['--kube-version', '1.30.4']),
+    ('terminate', []), ('snapshot', [])])
+def test_a_run_of_an_instance_without_a_record_is_refused(
+        capsys, monkeypatch, operation, extra):
+    monkeypatch.setattr(cli, '_run_for_real', lambda *a: pytest.fail(
+        'the run went on'))
+    code, out, err = _run(capsys, operation, *extra)
+    assert code == cli.EXIT_BAD_INPUT, err
+    assert '--instance-id kubespray-mgmt: has no record in' in err
+    assert 'nothing to %s' % operation in err and '"kubespray-mgmt list"' \
+        in err
+
+
+def test_terminate_of_a_terminated_instance_finishes(capsys, monkeypatch):
+    """A released record: terminate again goes on (it finishes what
+    was left); a scale-out is refused, saying it was terminated."""
+    store = _instantiated()
+    store.remove('kubespray-mgmt')
+    ran = []
+    monkeypatch.setattr(cli, '_run_for_real', lambda *a: ran.append(1) or 0)
+    assert _run(capsys, 'terminate')[0] == cli.EXIT_OK and ran
+    code, _, err = _run(capsys, 'scale-out')
+    assert code == cli.EXIT_BAD_INPUT and 'was terminated' in err
+
+
+def test_a_dry_run_says_the_real_run_is_refused(capsys):
+    code, out, err = _run(capsys, 'scale-out', '--dry-run')
+    assert code == cli.EXIT_OK, err
+    assert err.startswith('kubespray-mgmt: warning: without --dry-run this '
+                          'run is refused: --instance-id kubespray-mgmt: '
+                          'has no record')
+    assert out.splitlines()[-1].startswith('dry run, nothing done')
+
+
+def test_instantiate_on_another_instance_s_nodes_is_refused(capsys):
+    from mgmt_driver import records
+    _instantiated('prod', [records.Host('10.10.0.11', 22, 'master'),
+                           records.Host('10.10.0.1', 22, 'ansible')])
+    code, _, err = _run(capsys, 'instantiate')
+    assert code == cli.EXIT_BAD_INPUT
+    assert "node(s) 10.10.0.11:22 of the topology belong to instance " \
+        "'prod'" in err
