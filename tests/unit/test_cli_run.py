@@ -97,26 +97,48 @@ def test_bad_node_arguments(capsys, operation, extra, text):
     assert code == cli.EXIT_BAD_INPUT and text in err
 
 
-@pytest.mark.parametrize('reset_on_terminate, expected', [
-    (True, ['reset', 'terminate']), (False, ['terminate'])])
-def test_terminate_resets_first_when_asked(monkeypatch, tmp_path, capsys,
-                                           reset_on_terminate, expected):
-    from mgmt_driver import driver
+def _terminate_params(tmp_path, reset_on_terminate):
     doc = json.loads(pathlib.Path(PARAMS).read_text())
     doc['additionalParams']['k8s_cluster_installation_param']['kubespray'] \
         = {'reset_on_terminate': reset_on_terminate}
     params_file = tmp_path / 'params.json'
     params_file.write_text(json.dumps(doc))
-    calls = []
-    monkeypatch.setattr(driver.ClusterDriver, 'reset',
-                        lambda self: calls.append('reset'))
-    monkeypatch.setattr(driver.ClusterDriver, 'terminate',
-                        lambda self, kind, unregister: calls.append(
-                            'terminate'))
+    return str(params_file)
+
+
+@pytest.mark.parametrize('reset_on_terminate, expected', [
+    (True, ['reset.yml', 'rm workspace']), (False, ['rm workspace'])])
+def test_terminate_resets_first_when_asked(tmp_path, capsys,
+                                           reset_on_terminate, expected):
     code = cli.main(['run', 'terminate', '--dry-run', '--params',
-                     str(params_file), '--topology', TOPOLOGY])
-    assert code == cli.EXIT_OK, capsys.readouterr().err
-    assert calls == expected
+                     _terminate_params(tmp_path, reset_on_terminate),
+                     '--topology', TOPOLOGY])
+    out, err = capsys.readouterr()
+    assert code == cli.EXIT_OK, err
+    assert _playbooks_and_removals(out) == expected
+
+
+def test_a_terminate_plan_shows_every_destructive_step(tmp_path, capsys):
+    """reset.yml on every node of the topology and the kubeconfig's
+    deletion, as the real run does, and no warning the real run does
+    not print (before: "no inventory recorded: nothing to reset", no
+    kubeconfig, and "keeping its record ..." on stderr)."""
+    from mgmt_driver import records
+    store = _instantiated(hosts=[records.Host('10.10.0.11', 22, 'master')])
+    kubeconfig = str(tmp_path / 'kubernetes_vim_simple.yaml')
+    store.set_vim('kubespray-mgmt', records.KUBECONFIG, kubeconfig,
+                  'kubernetes_vim_simple')
+    code = cli.main(['run', 'terminate', '--dry-run', '--params',
+                     _terminate_params(tmp_path, True),
+                     '--topology', TOPOLOGY])
+    out, err = capsys.readouterr()
+    assert (code, err) == (cli.EXIT_OK, '')
+    changes = out.split('What would change:')[1]
+    assert '- run reset.yml' in changes
+    assert '- delete the kubeconfig %s' % kubeconfig in changes
+    assert "inventory lists the 3 node(s) of the topology" in out
+    assert store.load('kubespray-mgmt').vim_id(records.KUBECONFIG) == \
+        kubeconfig  # nothing written
 
 
 def _playbooks_and_removals(out):
