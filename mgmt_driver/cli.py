@@ -1287,10 +1287,16 @@ class _StderrLog(safetext.EscapingHandler):
     """The command's own stderr handler (see :func:`_terminal_log`)."""
 
 
+def _the_drivers(record):
+    return record.name.split('.', 1)[0] == 'mgmt_driver'
+
+
 @contextlib.contextmanager
 def _terminal_log(debug):
-    """While a command runs: warnings and errors logged by the driver
-    or a library it uses on standard error, escaped.
+    """While a command runs: warnings and errors logged by the driver on
+    standard error, escaped; a library's (paramiko's tracebacks of a
+    host that never answers SSH, one ``ERROR:`` line each) only with
+    ``--debug``: the driver's own error names the host and the cause.
 
     Without a handler Python's last-resort one would print them raw,
     and a master's kubectl stderr quoted in a warning could retitle the
@@ -1304,6 +1310,7 @@ def _terminal_log(debug):
     handler = _StderrLog(
         _to_stderr, logging.WARNING,
         'kubespray-mgmt: %(levelname)s: %(message)s')
+    handler.addFilter(_the_drivers)
     root.addHandler(handler)
     try:
         yield

@@ -91,7 +91,11 @@ def read_only_settings(conf=None):
 
     :param conf: an oslo.config object (default: the global one).
     """
-    settings = ssh.SSHSettings.from_conf(conf)
+    group = (conf or kconf.CONF).kubespray_mgmt
+    settings = dataclasses.replace(
+        ssh.SSHSettings.from_conf(conf), connect_once=True,
+        connect_timeout=group.read_only_connect_timeout,
+        connect_retries=group.read_only_connect_retries)
     if settings.host_key_policy == 'accept-new':
         settings = dataclasses.replace(settings,
                                        host_key_policy='read-only')
@@ -333,8 +337,17 @@ def _section(**fields):
 
 
 def _failed(section, exc):
-    section.update(ok=False, error=str(exc))
+    section.update(ok=False, error=read_error(exc))
     return section
+
+
+def read_error(exc):
+    """What a section says of *exc*: ``unreachable: ...`` for a host
+    (or every master) that could not be connected to."""
+    if isinstance(exc, (exceptions.SSHConnectError,
+                        exceptions.NoReachableHost)):
+        return 'unreachable: %s' % exc
+    return str(exc)
 
 
 class StatusReader:
@@ -489,7 +502,7 @@ class StatusReader:
                         result.stdout, conn.host)))
             except _READ_ERRORS as exc:
                 masters.append(certificates.master_entry(
-                    node.name, node.ssh_address, error=str(exc)))
+                    node.name, node.ssh_address, error=read_error(exc)))
         return certificates.section(masters, self.group.cert_warn_days)
 
     def _ansible(self):

@@ -400,8 +400,8 @@ def test_unreachable_lb_is_reported_and_the_rest_still_shown(conf):
     assert [d['kind'] for d in report['differences']['items']] == [
         'missing_from_kubernetes']
     text = status.format_text(report)
-    assert '/etc/haproxy/haproxy.cfg)\n  UNAVAILABLE: SSH connection to %s:' \
-        % LB in text
+    assert '/etc/haproxy/haproxy.cfg)\n  UNAVAILABLE: unreachable: SSH ' \
+        'connection to %s:' % LB in text
     assert MASTER in text.split('Load balancer')[0]
     assert 'missing_from_kubernetes %s' % GONE in text
 
