@@ -8,6 +8,8 @@ What :mod:`mgmt_driver.labels` and :mod:`mgmt_driver.upgrade` decide
 after claiming the workspace.
 """
 
+import time
+
 from mgmt_driver import absence
 from mgmt_driver import certificates
 from mgmt_driver import conf as kconf
@@ -377,7 +379,9 @@ def _renew_master(drv, cluster, node, probe):
         drv.warn('%s is the only control-plane node: the API is down '
                  'while it restarts', node.name)
     group = drv.conf.kubespray_mgmt
-    drv.step('renewing the certificates of %s', node.name)
+    drv.step('renewing the certificates of %s (kubeadm certs renew all, '
+             'then its control-plane pods restarted; up to %d s: '
+             'cert_renew_timeout)', node.name, group.cert_renew_timeout)
     conn = drv.connection(node)
     conn.run(_master_argv(drv, 'sh', '-c', remote.program(
         certificates.RENEW_PROGRAM), 'sh', group.kubeadm_command,
@@ -415,8 +419,16 @@ class _ReadyProbe:
         if self.planned:
             probe()
             return
+        report = _WaitReport(self.drv, 'the API server of %s (%s) to '
+                             'answer /readyz' % (where, server),
+                             self.timeout)
+
+        def reported():
+            ready, result = probe()
+            report(ready)
+            return ready, result
         ready, result = kubectl.poll(
-            probe, self.timeout,
+            reported, self.timeout,
             kubectl.KubectlSettings.from_conf(self.drv.conf))
         if not ready:
             raise exceptions.MgmtDriverOtherError(
@@ -425,6 +437,41 @@ class _ReadyProbe:
                               'were renewed: %s' % (
                                   where, server, self.timeout,
                                   result.tail(3) or 'no answer'))
+
+
+#: Seconds between two "still waiting" progress lines of a wait.
+WAIT_REPORT_EVERY = 60
+#: The clock of the progress lines (tests give their own).
+_clock = time.monotonic
+
+
+class _WaitReport:
+    """Progress lines of a wait, as a slot wait has them: when it
+    starts (the first probe was not the answer), once every
+    :data:`WAIT_REPORT_EVERY` seconds, and when it ends.
+
+    :param what: what is waited for, as ``waiting up to N s for WHAT``.
+    :param timeout: the bound of the wait, in seconds.
+    """
+
+    def __init__(self, drv, what, timeout):
+        self.drv, self.what, self.timeout = drv, what, timeout
+        self.start = self.last = None
+
+    def __call__(self, done):
+        now = _clock()
+        if self.start is None:
+            if not done:
+                self.start = self.last = now
+                self.drv.step('waiting up to %d s for %s', self.timeout,
+                              self.what)
+        elif done:
+            self.drv.step('%s: answered after %d s', self.what,
+                          now - self.start)
+        elif now - self.last >= WAIT_REPORT_EVERY:
+            self.last = now
+            self.drv.step('still waiting for %s: %d s of %d s', self.what,
+                          now - self.start, self.timeout)
 
 
 def _check_api(drv, cluster, probe):
