@@ -32,6 +32,7 @@ from mgmt_driver import conf as kconf
 from mgmt_driver import detached
 from mgmt_driver import etcdsnapshots
 from mgmt_driver import exceptions
+from mgmt_driver import gates
 from mgmt_driver import inventory
 from mgmt_driver import kubectl
 from mgmt_driver import kubespray
@@ -228,13 +229,19 @@ def _member(member, where):
 # ------------------------------------------------------ differences --
 
 def differences(recorded, nodes=None, members=None, backends=None,
-                settings=None):
-    """How the cluster differs from the recorded inventory.
+                settings=None, health=None):
+    """How the cluster differs from the recorded inventory, or from a
+    cluster at rest: a node cordoned or on an older kubelet than the
+    others (an upgrade stopped half-way), an unhealthy etcd member (what
+    the upgrade's preflight refuses).
 
     :param recorded: the ``inventory.RecordedInventory`` last uploaded.
     :param nodes: Kubernetes node dicts (``name``, ``ready``, ``labels``,
-        ``taints``), or None when they could not be read (not compared).
+        ``taints``, ``schedulable``, ``kubelet_version``), or None when
+        they could not be read (not compared).
     :param members: etcd member dicts (``name``), or None.
+    :param health: ``[{endpoint, healthy, error}]`` of etcd's endpoints,
+        or None.
     :param backends: LB backend dicts (``backend``, ``server``,
         ``status``), or None.
     :param settings: the recorded labels and taints (``{node name:
@@ -251,6 +258,10 @@ def differences(recorded, nodes=None, members=None, backends=None,
         found += _set_differences(
             masters, {m['name'] for m in members if m['name']},
             'master_not_an_etcd_member', 'etcd_member_not_a_master')
+    found += [_difference('etcd_member_unhealthy', h['endpoint'],
+                          'not healthy%s' % (': %s' % h['error']
+                                             if h['error'] else ''))
+              for h in health or () if not h['healthy']]
     if backends is not None:
         found += _backend_differences(masters, workers, backends)
     return sorted(found, key=lambda d: (d['kind'], d['name']))
@@ -263,6 +274,9 @@ def _difference(kind, name, detail):
 _DETAILS = {
     'missing_from_kubernetes': 'in the inventory, not a Kubernetes node',
     'not_in_inventory': 'a Kubernetes node the inventory does not list',
+    'node_cordoned': 'cordoned (unschedulable): an operation that '
+                     'stopped half-way may have left it so; run it again, '
+                     'or uncordon the node (kubectl uncordon)',
     'master_not_an_etcd_member': 'a master of the inventory that is not '
                                  'an etcd member',
     'etcd_member_not_a_master': 'an etcd member that is not a master of '
@@ -286,9 +300,36 @@ def _set_differences(expected, actual, missing_kind, extra_kind):
 def _node_differences(listed, nodes):
     found = _set_differences(listed, {n['name'] for n in nodes},
                              'missing_from_kubernetes', 'not_in_inventory')
-    return found + [_difference('node_not_ready', n['name'],
-                                'Ready is %s' % n['ready'])
-                    for n in nodes if n['ready'] != 'True']
+    found += [_difference('node_cordoned', n['name'], _DETAILS[
+        'node_cordoned']) for n in nodes if not n.get('schedulable', True)]
+    return found + _version_differences(nodes) + [
+        _difference('node_not_ready', n['name'], 'Ready is %s' % n['ready'])
+        for n in nodes if n['ready'] != 'True']
+
+
+_KUBELET_VERSION = re.compile(r'v?(\d{1,6})\.(\d{1,6})\.(\d{1,6})')
+
+
+def _version_differences(nodes):
+    """Nodes whose kubelet is older than the newest one's (an unreadable
+    version is not compared)."""
+    versions = {}
+    for node in nodes:
+        found = _KUBELET_VERSION.match(node.get('kubelet_version') or '')
+        if found:
+            versions[node['name']] = tuple(int(g) for g in found.groups())
+    if not versions:
+        return []
+    newest = max(versions.values())
+    behind = sorted(name for name, v in versions.items() if v < newest)
+    text = 'v%d.%d.%d' % newest
+    return [_difference('kubelet_version_behind', name, 'kubelet %s; '
+                        '%d node(s) at %s: an upgrade stopped half-way? '
+                        'run the same upgrade again' % (
+                            next(n['kubelet_version'] for n in nodes
+                                 if n['name'] == name),
+                            len(versions) - len(behind), text))
+            for name in behind]
 
 
 def _settings_differences(settings, nodes):
@@ -441,7 +482,24 @@ class StatusReader:
             section['members'] = parse_etcd_members(result.stdout, conn.host)
         except _READ_ERRORS as exc:
             return _failed(section, exc)
+        section['health'] = self._etcd_health(conn, argv[:-4])
         return section
+
+    def _etcd_health(self, conn, etcdctl):
+        """``[{endpoint, healthy, error}]`` of ``etcdctl endpoint health
+        --cluster`` (as the upgrade's preflight asks), or None when it
+        gave no answer that parses (the members are still shown)."""
+        try:
+            result = conn.run(etcdctl + ['endpoint', 'health', '--cluster',
+                                         '-w', 'json'],
+                              timeout=self.group.kubectl_timeout,
+                              check=False)
+            found = gates.parse_etcd_health(result.stdout, conn.host)
+        except _READ_ERRORS as exc:
+            LOG.info('etcd health not read on %s: %s', conn.host, exc)
+            return None
+        return [{'endpoint': e, 'healthy': ok, 'error': error}
+                for e, ok, error in found]
 
     def _load_balancer(self, cluster):
         lb = cluster.external_lb
@@ -571,7 +629,8 @@ class StatusReader:
             return report[name][key] if report[name]['ok'] else None
         section['items'] = differences(
             recorded, read('nodes', 'items'), read('etcd', 'members'),
-            read('load_balancer', 'backends'), settings)
+            read('load_balancer', 'backends'), settings,
+            read('etcd', 'health'))
         section['ok'] = not section['items']
         return section
 

@@ -478,3 +478,43 @@ def test_text_format_is_a_table_per_section(conf):
                          '  missing_from_kubernetes %s: in the inventory, '
                          'not a Kubernetes node\n' % GONE)
     assert json.loads(status.to_json(report)) == report
+
+
+# ------------------------------------- a cluster not at rest (issue 41) --
+
+def test_an_upgrade_stopped_half_way_is_a_difference():
+    """Mixed kubelet versions and a node left cordoned: before, status
+    said "Differences: none" and exited 0."""
+    nodes = [{'name': MASTER, 'ready': 'True', 'schedulable': True,
+              'kubelet_version': 'v1.33.5'},
+             {'name': WORKER, 'ready': 'True', 'schedulable': False,
+              'kubelet_version': 'v1.32.9'},
+             {'name': GONE, 'ready': 'True', 'schedulable': True,
+              'kubelet_version': ''}]
+    found = status.differences(RECORDED, nodes=nodes)
+    assert [(d['kind'], d['name']) for d in found] == [
+        ('kubelet_version_behind', WORKER), ('node_cordoned', WORKER)]
+    assert found[0]['detail'].startswith(
+        'kubelet v1.32.9; 1 node(s) at v1.33.5: an upgrade stopped')
+    assert 'kubectl uncordon' in found[1]['detail']
+
+
+def test_an_unhealthy_etcd_member_is_a_difference(conf):
+    spec, cluster = _cluster()
+    site = Site(spec)
+    site.pool.connection('192.168.10.11').script(
+        'endpoint health', first=True, exit_code=1, stdout=json.dumps([
+            {'endpoint': 'https://10.10.0.11:2379', 'health': True},
+            {'endpoint': 'https://10.10.0.12:2379', 'health': False,
+             'error': 'context deadline exceeded'}]))
+    report = status.collect(spec, cluster, 'kubespray-mgmt', site.pool,
+                            conf)
+    assert report['etcd']['health'][1] == {
+        'endpoint': 'https://10.10.0.12:2379', 'healthy': False,
+        'error': 'context deadline exceeded'}
+    found = [d for d in report['differences']['items']
+             if d['kind'] == 'etcd_member_unhealthy']
+    assert found == [{'kind': 'etcd_member_unhealthy',
+                      'name': 'https://10.10.0.12:2379',
+                      'detail': 'not healthy: context deadline exceeded'}]
+    assert report['ok'] is False
