@@ -21,6 +21,7 @@ from mgmt_driver import kubectl
 from mgmt_driver import kubespray
 from mgmt_driver import labels as labels_mod
 from mgmt_driver import loadbalancer
+from mgmt_driver import plan
 from mgmt_driver import registry
 from mgmt_driver import remote
 from mgmt_driver import status
@@ -139,6 +140,12 @@ def upgrade(drv, cluster, target, serial=None, field='kube_version',
     if nodes is not None and not todo.done:
         preflight(drv, cluster, client, nodes, todo, set(excused).union(
             recorded or (), left), uncordoned=left)
+    elif every_node:
+        _planned_check(drv, cluster, 'the preflight, before any change: '
+                       'every node Ready and schedulable (but those '
+                       'excused), etcd healthy with all its members, no '
+                       'PodDisruptionBudget that would stop a drain; a '
+                       'problem refuses the upgrade')
     if not todo.done:
         etcdsnapshots.before_risky(drv, cluster, 'upgrade')
     drv.step('upgrade to %s: control plane %s; workers %s',
@@ -225,6 +232,11 @@ def gate(drv, cluster, names, wanted, excused):
     :raises UpgradeGateClosed: naming the run and every problem.
     """
     if excused is None:
+        _planned_check(drv, cluster, 'the check after upgrading %s: '
+                       'Ready at %s, the API ready through the load '
+                       'balancer, etcd healthy; a problem stops the '
+                       'upgrade there' % (', '.join(names),
+                                          upgrade_mod.version_text(wanted)))
         return
     client = drv.kubectl_client(cluster)
     problems = gates.node_problems(client.nodes(), names, excused,
@@ -240,6 +252,15 @@ def gate(drv, cluster, names, wanted, excused):
                      problems, 'The nodes upgraded so far stay upgraded; '
                      'fix the problems and run the same upgrade again '
                      '(it continues with the nodes not done).')
+
+
+def _planned_check(drv, cluster, what):
+    """A dry run's line for a check it cannot make (it reads nodes,
+    etcd and budgets: there is no cluster to ask)."""
+    if isinstance(drv.pool, plan.PlanPool):
+        plan.note(drv.pool, cluster.masters[0].ssh_address,
+                  'not read: %s (a real run reads the nodes, etcd and '
+                  'the budgets here)' % what)
 
 
 def _etcd_state(drv, client):

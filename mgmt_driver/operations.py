@@ -431,8 +431,14 @@ def _run_scale_out(drv, cluster, names, name, vims):
     gateways = [n for n in names if cluster.gateway(n) is not None]
     new = scale_out(drv, cluster, workers if names else None, gateways,
                     name)
+    # A dry run cannot ask Kubernetes which workers it lacks: it plans
+    # every one, and says so.
+    which = '' if names or not planning(drv) else (
+        ' Kubernetes lacks among %s (a dry run cannot ask it: the plan '
+        'joins every one)' % ', '.join(new))
     return outcomes.Outcome(
-        '{add} {count} worker(s){gateways}', new + gateways, count=len(new),
+        '{add} {count} worker(s){which}{gateways}', new + gateways,
+        count=len(new), which=which,
         gateways=', %d gateway(s)' % len(gateways) if gateways else '')
 
 
