@@ -27,6 +27,7 @@ import re
 
 from oslo_log import log as logging
 
+from mgmt_driver import absence
 from mgmt_driver import certificates
 from mgmt_driver import conf as kconf
 from mgmt_driver import detached
@@ -229,7 +230,7 @@ def _member(member, where):
 # ------------------------------------------------------ differences --
 
 def differences(recorded, nodes=None, members=None, backends=None,
-                settings=None, health=None):
+                settings=None, health=None, absent=frozenset()):
     """How the cluster differs from the recorded inventory, or from a
     cluster at rest: a node cordoned or on an older kubelet than the
     others (an upgrade stopped half-way), an unhealthy etcd member (what
@@ -242,6 +243,9 @@ def differences(recorded, nodes=None, members=None, backends=None,
     :param members: etcd member dicts (``name``), or None.
     :param health: ``[{endpoint, healthy, error}]`` of etcd's endpoints,
         or None.
+    :param absent: the workers the last operation declared absent (left
+        out of *recorded*): each is one ``declared_absent`` difference
+        instead of ``not_in_inventory`` and ``backend_not_a_worker``.
     :param backends: LB backend dicts (``backend``, ``server``,
         ``status``), or None.
     :param settings: the recorded labels and taints (``{node name:
@@ -264,7 +268,20 @@ def differences(recorded, nodes=None, members=None, backends=None,
               for h in health or () if not h['healthy']]
     if backends is not None:
         found += _backend_differences(masters, workers, backends)
-    return sorted(found, key=lambda d: (d['kind'], d['name']))
+    return sorted(_explained_absent(found, absent - masters - workers),
+                  key=lambda d: (d['kind'], d['name']))
+
+
+def _explained_absent(found, absent):
+    """*found* with the differences of each declared-absent worker (the
+    inventory left it out on purpose) said once, as a declaration."""
+    if not absent:
+        return found
+    kept = [d for d in found if not (d['name'] in absent and d['kind'] in (
+        'not_in_inventory', 'backend_not_a_worker'))]
+    return kept + [_difference('declared_absent', name,
+                               _DETAILS['declared_absent'])
+                   for name in sorted(absent)]
 
 
 def _difference(kind, name, detail):
@@ -274,6 +291,10 @@ def _difference(kind, name, detail):
 _DETAILS = {
     'missing_from_kubernetes': 'in the inventory, not a Kubernetes node',
     'not_in_inventory': 'a Kubernetes node the inventory does not list',
+    'declared_absent': 'declared absent (--absent, absent_nodes) by the '
+                       'last operation: left out of its inventory, still '
+                       'an HAProxy backend; the next operation that does '
+                       'not declare it absent puts it back',
     'node_cordoned': 'cordoned (unschedulable): an operation that '
                      'stopped half-way may have left it so; run it again, '
                      'or uncordon the node (kubectl uncordon)',
@@ -621,16 +642,19 @@ class StatusReader:
 
         try:
             settings = self._recorded_settings()
+            absent = self._workspace().read_record(absence.RECORD_FILE,
+                                                   absence.parse_record)
         except _READ_ERRORS as exc:
-            return _failed(section, 'the recorded labels and taints '
-                                    'cannot be read: %s' % exc)
+            return _failed(section, 'the recorded labels, taints and '
+                                    'absent workers cannot be read: %s'
+                           % exc)
 
         def read(name, key):
             return report[name][key] if report[name]['ok'] else None
         section['items'] = differences(
             recorded, read('nodes', 'items'), read('etcd', 'members'),
             read('load_balancer', 'backends'), settings,
-            read('etcd', 'health'))
+            read('etcd', 'health'), absent)
         section['ok'] = not section['items']
         return section
 

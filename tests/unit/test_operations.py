@@ -372,3 +372,20 @@ def test_the_cycle_finder_finds_one():
     assert _cycle({'a': {'b'}, 'b': {'c'}, 'c': {'a'}}) == \
         ['a', 'b', 'c', 'a']
     assert _cycle({'a': {'b'}, 'b': set()}) is None
+
+
+def test_every_inventory_upload_records_the_workers_left_out():
+    """Status tells a worker declared absent from one the inventory
+    lost (issue 41, item 10)."""
+    from mgmt_driver import absence
+    from mgmt_driver import plan
+    doc = localfiles.load_document(PARAMS, 'PARAMS')['additionalParams']
+    spec = params.parse_params(doc, need_cp_names=False)
+    cluster = _cluster()
+    pool = plan.PlanPool()
+    drv = driver.ClusterDriver(spec, INSTANCE, pool)
+    drv.declare_absent(cluster, [ALL[2]], '--absent')
+    drv.upload_inventory(cluster)
+    written = {s.text.rsplit('/', 1)[-1]: s.content for s in pool.steps
+               if s.kind == 'write'}
+    assert absence.parse_record(written[absence.RECORD_FILE]) == {ALL[2]}

@@ -518,3 +518,53 @@ def test_an_unhealthy_etcd_member_is_a_difference(conf):
                       'name': 'https://10.10.0.12:2379',
                       'detail': 'not healthy: context deadline exceeded'}]
     assert report['ok'] is False
+
+
+def test_a_worker_declared_absent_is_one_difference_that_says_so():
+    """Issue 41, item 10: after --absent W, status showed W as
+    not_in_inventory and backend_not_a_worker, with no word about the
+    declaration."""
+    nodes = [{'name': n, 'ready': 'True'} for n in (MASTER, WORKER, GONE)] \
+        + [{'name': 'worker-dead', 'ready': 'Unknown'}]
+    backends = [{'backend': 'kube_apiserver', 'server': MASTER,
+                 'status': 'UP'}] + [
+        {'backend': 'kube_nodeports', 'server': n, 'status': None}
+        for n in (WORKER, GONE, 'worker-dead')]
+    before = status.differences(RECORDED, nodes=nodes, backends=backends)
+    assert [d['kind'] for d in before] == [
+        'backend_not_a_worker', 'node_not_ready', 'not_in_inventory']
+    found = status.differences(RECORDED, nodes=nodes, backends=backends,
+                               absent=frozenset(['worker-dead']))
+    assert [(d['kind'], d['name']) for d in found] == [
+        ('declared_absent', 'worker-dead'), ('node_not_ready', 'worker-dead')]
+    assert found[0]['detail'].startswith('declared absent (--absent, '
+                                         'absent_nodes) by the last operation')
+
+
+def test_the_reader_reads_the_workers_declared_absent(conf):
+    from mgmt_driver import absence
+    spec, cluster = _cluster()
+    site = Site(spec)
+    site.ansible.files[spec.ansible.transferring_inventory_path +
+                       '/kubespray-mgmt/' + absence.RECORD_FILE] = \
+        absence.render_record([GONE])
+    report = status.collect(spec, cluster, 'kubespray-mgmt', site.pool,
+                            conf)
+    # GONE is in the recorded inventory here: nothing to explain.
+    assert [(d['kind'], d['name']) for d in report['differences']['items']] \
+        == [('missing_from_kubernetes', GONE)]
+    site.ansible.files[spec.ansible.transferring_inventory_path +
+                       '/kubespray-mgmt/' + absence.RECORD_FILE] = \
+        'absent: [../x]\n'
+    report = status.collect(spec, cluster, 'kubespray-mgmt', site.pool,
+                            conf)
+    assert 'absent: an item is not a node name' in \
+        report['differences']['error']
+
+
+@pytest.mark.parametrize('text', ['[]', 'absent: x', 'absent: [1]',
+                                  'absent: []\nmore: 1', ': ['])
+def test_the_absent_record_refuses_what_it_does_not_write(text):
+    from mgmt_driver import absence
+    with pytest.raises(ValueError):
+        absence.parse_record(text)
