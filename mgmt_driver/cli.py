@@ -651,7 +651,7 @@ def _cluster_driver(args, spec, lb_script, progress):
         spec, args.instance_id, pool, package_dir=args.package_dir,
         progress=progress, trusted_paths=True, lb_script=lb_script,
         records=plan.PlanRecords(store) if args.dry_run else store,
-        operation=args.operation.replace('-', '_'))
+        operation=operations.log_name(args.operation))
 
 
 def _run(args):

@@ -510,6 +510,13 @@ def _run_snapshot(drv, cluster, names, name, vims):
         taken['path'], taken['directory']))
 
 
+def log_name(command):
+    """The operation name a run of *command* (``scale-out``) gives its
+    playbook logs (``...-scale_out-scale.log``), as ``status`` lists
+    them; one spelling for ``run``, the demo and the kept site."""
+    return command.replace('-', '_')
+
+
 def _by_name(command, function):
     def run(drv, cluster, names, name, vims=None, absent=(), **options):
         """Run the operation; :returns: its one-line summary, a
