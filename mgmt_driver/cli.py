@@ -554,7 +554,14 @@ def _upgrade_args(args):
 
 
 def _lb_script(spec, cluster, args):
-    """The local LB install script, or None; see ``--package-dir``."""
+    """The local LB install script, or None; see ``--package-dir``.
+
+    :raises ParamsNotFound: ``--package-dir`` is not a directory.
+    """
+    if args.package_dir is not None and not os.path.isdir(
+            args.package_dir):
+        raise exceptions.ParamsNotFound([
+            '--package-dir %s: no such directory' % args.package_dir])
     script = spec.external_lb.script_path
     if not script or not _installs_lb(args, cluster):
         return None
@@ -1258,7 +1265,9 @@ def _load_config(files):
     kconf.register_opts(cfg.CONF)
     missing = [path for path in files if not os.path.isfile(path)]
     if missing:
-        return ['--config-file %s: no such file' % path for path in missing]
+        return ['--config-file %s: %s' % (
+            path, 'a directory, not a file' if os.path.isdir(path)
+            else 'no such file') for path in missing]
     try:
         cfg.CONF([], project='kubespray-mgmt', default_config_files=files)
     except cfg.ConfigFileParseError as exc:

@@ -1,0 +1,36 @@
+"""Small rough edges of the command line (issue 41, low items): each
+message names what is wrong."""
+
+import io
+import pathlib
+
+from mgmt_driver import cli
+
+SAMPLES = pathlib.Path(__file__).parents[2] / 'samples'
+PARAMS = str(SAMPLES / 'instantiate_simple.json')
+TOPOLOGY = str(SAMPLES / 'topology_simple.yaml')
+
+
+def test_a_config_file_that_is_a_directory_is_said_so(tmp_path, capsys):
+    assert cli.main(['--config-file', str(tmp_path), 'list']) == \
+        cli.EXIT_BAD_INPUT
+    assert capsys.readouterr().err == (
+        'kubespray-mgmt: --config-file %s: a directory, not a file\n'
+        % tmp_path)
+
+
+def test_a_package_dir_that_does_not_exist_is_refused(tmp_path, capsys):
+    missing = tmp_path / 'nonexistent'
+    code = cli.main(['run', 'instantiate', '--dry-run', '--params', PARAMS,
+                     '--topology', TOPOLOGY, '--package-dir', str(missing)])
+    assert code == cli.EXIT_BAD_INPUT
+    assert 'kubespray-mgmt: --package-dir %s: no such directory' % missing \
+        in capsys.readouterr().err
+
+
+def test_empty_params_on_standard_input_say_so(monkeypatch, capsys):
+    monkeypatch.setattr('sys.stdin', io.TextIOWrapper(io.BytesIO(b'\n')))
+    assert cli.main(['params', 'check', '-']) == cli.EXIT_BAD_INPUT
+    assert capsys.readouterr().err == (
+        'kubespray-mgmt: PARAMS standard input: empty (nothing was piped '
+        'in?)\n')
