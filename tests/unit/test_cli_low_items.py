@@ -34,3 +34,21 @@ def test_empty_params_on_standard_input_say_so(monkeypatch, capsys):
     assert capsys.readouterr().err == (
         'kubespray-mgmt: PARAMS standard input: empty (nothing was piped '
         'in?)\n')
+
+
+def test_status_of_a_terminated_instance_says_it_was_terminated(capsys):
+    from oslo_config import cfg
+
+    from mgmt_driver import conf as kconf
+    from mgmt_driver import records
+    kconf.register_opts(cfg.CONF)
+    cfg.CONF([], project='kubespray-mgmt', default_config_files=[])
+    store = records.RecordStore.from_conf()
+    store.save(records.InstanceRecord('gone'))
+    store.remove('gone')
+    assert cli.main(['status', '--instance-id', 'gone']) == \
+        cli.EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert err.startswith('kubespray-mgmt: --instance-id gone: it was '
+                          'terminated: its record in ')
+    assert 'no record of it' not in err
