@@ -883,12 +883,14 @@ def _add_status_command(subparsers):
 # --- logs --------------------------------------------------------------------
 
 def _logs(args):
+    if args.run is not None and args.run.endswith('.log'):
+        args.run = args.run[:-len('.log')]  # the file name status shows
     try:
         if args.run is not None and detached.parse_stem(args.run) is None:
             raise exceptions.ParamsInvalid([
-                '--run: %s is not the name of a run (a log name without '
-                '.log, such as 20261123T230501Z-scale_end-scale; status '
-                'lists them)' % safetext.clip(repr(args.run), 80)])
+                '--run: %s is not the name of a run (a log name, such as '
+                '20261123T230501Z-scale_end-scale.log; status lists '
+                'them)' % safetext.clip(repr(args.run), 80)])
         spec = _read_spec(args.params, need_cp_names=False) \
             if args.params is not None else \
             _recorded_inputs(args.instance_id)[0]
@@ -920,8 +922,9 @@ def _add_logs_command(subparsers):
                               '--config-file)')
     _add_instance_id(command)
     command.add_argument('--run', metavar='NAME',
-                         help='a run listed by "status" (its log name '
-                              'without .log); default: the last run')
+                         help='a run listed by "status" (its log name, '
+                              'with or without .log); default: the last '
+                              'run')
     command.add_argument('-f', '--follow', action='store_true',
                          help='go on printing until the run ends')
     command.set_defaults(func=_logs)

@@ -52,3 +52,21 @@ def test_status_of_a_terminated_instance_says_it_was_terminated(capsys):
     assert err.startswith('kubespray-mgmt: --instance-id gone: it was '
                           'terminated: its record in ')
     assert 'no record of it' not in err
+
+
+def test_logs_takes_a_run_as_status_names_it(monkeypatch, capsys):
+    """status lists log file names (NAME.log); logs --run refused them."""
+    from mgmt_driver import detached
+    asked = []
+
+    def show_log(conn, workspace, on_line, stem=None, follow=False):
+        asked.append(stem)
+        return workspace + '/logs/' + stem + '.log'
+    monkeypatch.setattr(detached, 'show_log', show_log)
+    monkeypatch.setattr(cli.ssh.ConnectionPool, 'connection',
+                        lambda self, *args, **kwargs: None)
+    name = '20261123T230501Z-scale_end-scale'
+    assert cli.main(['logs', '--params', PARAMS, '--run',
+                     name + '.log']) == cli.EXIT_OK
+    assert asked == [name]
+    assert capsys.readouterr().err.count('.log') == 1
