@@ -1240,7 +1240,8 @@ def build_parser():
                         metavar='FILE',
                         help='oslo.config file with a [kubespray_mgmt] '
                              'section (may be repeated); default: the '
-                             'comma-separated files of $%s' % CONFIG_ENV)
+                             'comma-separated files of $%s; may also '
+                             'follow the subcommand' % CONFIG_ENV)
     parser.add_argument('--debug', action='store_true',
                         help='log at DEBUG level to standard error (may '
                              'also follow the subcommand)')
@@ -1339,6 +1340,23 @@ def _take_debug(argv):
     return kept, len(kept) != len(argv)
 
 
+def _config_first(argv):
+    """*argv* with each ``--config-file FILE`` (or ``=FILE``) given after
+    the subcommand moved to the front, where argparse takes a top-level
+    option (the other global option, ``--debug``: :func:`_take_debug`)."""
+    end = argv.index('--') if '--' in argv else len(argv)
+    moved, kept, i = [], [], 0
+    while i < end:
+        word = argv[i]
+        if word == '--config-file' and i + 1 < end:
+            moved += argv[i:i + 2]
+            i += 2
+            continue
+        (moved if word.startswith('--config-file=') else kept).append(word)
+        i += 1
+    return moved + kept + list(argv[end:])
+
+
 def main(argv=None):
     """Entry point of the ``kubespray-mgmt`` console script."""
     try:
@@ -1365,6 +1383,7 @@ def _stdout_closed():
 def _main(argv):
     parser = build_parser()
     argv, debug = _take_debug(sys.argv[1:] if argv is None else argv)
+    argv = _config_first(argv)
     args = parser.parse_args(argv)
     args.debug = args.debug or debug
     if args.debug:

@@ -70,3 +70,15 @@ def test_logs_takes_a_run_as_status_names_it(monkeypatch, capsys):
                      name + '.log']) == cli.EXIT_OK
     assert asked == [name]
     assert capsys.readouterr().err.count('.log') == 1
+
+
+def test_config_file_may_follow_the_subcommand(tmp_path, capsys):
+    """As --debug may: "list --config-file F" was a usage error."""
+    config = tmp_path / 'k.conf'
+    config.write_text('[kubespray_mgmt]\nrecords_dir = %s\n'
+                      % (tmp_path / 'records'))
+    for argv in (['list', '-o', 'json', '--config-file', str(config)],
+                 ['list', '--config-file=%s' % config, '-o', 'json']):
+        assert cli.main(argv) == cli.EXIT_OK
+        assert '"records_dir": "%s"' % (tmp_path / 'records') in \
+            capsys.readouterr().out
