@@ -85,6 +85,12 @@ CODES_BY_ERROR = (
     (exceptions.MgmtDriverRemoteCommandTimeOut, EXIT_REMOTE_FAILURE))
 
 
+#: What :func:`_call` turns into a message and :func:`exit_code` (the
+#: mixins of the table are not exception classes of their own).
+_DRIVER_ERRORS = tuple(kind for kind, _ in CODES_BY_ERROR
+                       if issubclass(kind, BaseException))
+
+
 def exit_code(exc):
     """The exit code of the driver error *exc* (:data:`CODES_BY_ERROR`), or
     None for any other exception."""
@@ -1413,7 +1419,7 @@ def _call(args):
             if isinstance(exc, detached.Interrupted) else ''),
             file=sys.stderr)
         return EXIT_INTERRUPTED
-    except tuple(kind for kind, _ in CODES_BY_ERROR) as exc:
+    except _DRIVER_ERRORS as exc:
         _say('kubespray-mgmt: %s' % exceptions.plain_message(exc),
              file=sys.stderr)
         return exit_code(exc)

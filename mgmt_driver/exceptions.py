@@ -467,7 +467,7 @@ class InstanceRecordInvalid(MgmtDriverOtherError):
                'this instance owns nothing')
 
 
-class Refusal(Exception):
+class Refusal:
     """Mixin: refused before anything changed, for a reason the operator
     fixes here (an option, a state directory, a name): to Tacker the
     error its base class says; ``kubespray-mgmt`` exits 1, as for bad
