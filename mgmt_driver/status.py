@@ -634,7 +634,7 @@ class StatusReader:
             recorded = self._recorded_inventory()
         except _READ_ERRORS as exc:
             return _failed(section, 'the recorded inventory cannot be '
-                                    'read: %s' % exc)
+                                    'read: %s' % read_error(exc))
         if not recorded.hosts:
             return _failed(section, 'no inventory in the workspace %s '
                                     '(not instantiated?)'

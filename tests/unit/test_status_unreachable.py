@@ -48,6 +48,7 @@ def test_status_tries_each_host_once_and_says_unreachable(capsys,
     for title in ('Nodes', 'etcd', 'Load balancer'):
         block = next(b for b in out.split('\n\n') if b.startswith(title))
         assert 'UNAVAILABLE: unreachable: ' in block, block
+    assert 'the recorded inventory cannot be read: unreachable: ' in out
     assert 'Exception (client)' not in err and 'ERROR' not in err, err
 
 
