@@ -266,7 +266,8 @@ class Demo:
         spec = lab.spec()
         cluster = lab.cluster(spec, step.masters, step.workers)
         runs_before = len(lab.site.runs())
-        drv, stats = lab.driver(spec, INSTANCE_ID, self._progress)
+        drv, stats = lab.driver(spec, INSTANCE_ID, self._progress,
+                                step.operation)
         started = time.monotonic()
         try:
             with drv.pool:

@@ -133,7 +133,7 @@ def _instantiate(lab, masters, workers, out):
         out.write('[%7.1fs] %s\n' % (time.monotonic() - started, line))
         out.flush()
     spec = lab.spec()
-    drv, _ = lab.driver(spec, INSTANCE_ID, progress)
+    drv, _ = lab.driver(spec, INSTANCE_ID, progress, 'instantiate')
     progress('the local site is up; instantiating a cluster on it')
     with drv.pool:
         progress(lcm.COMMANDS['instantiate'](

@@ -20,6 +20,7 @@ import uuid
 from mgmt_driver.model import core
 from mgmt_driver.model import nodes
 from mgmt_driver.model import params
+from mgmt_driver.operations import lcm
 from mgmt_driver.remote import ssh
 from mgmt_driver.session import driver
 from mgmt_localsite import haproxy as haproxy_site
@@ -147,17 +148,21 @@ class Lab:
         return nodes.build_nodes(spec, nodes.load_topology(
             self.topology(masters, workers)))
 
-    def driver(self, spec, instance_id, progress=None):
+    def driver(self, spec, instance_id, progress=None, operation=None):
         """A :class:`~mgmt_driver.session.driver.ClusterDriver` with a fresh
         pool counting into a fresh :class:`~mgmt_driver.remote.ssh.Stats`.
 
+        :param operation: the ``run`` command it does (``scale-out``):
+            its playbook logs are named after it, as ``run`` names them.
         :returns: ``(driver, stats)``; close ``driver.pool`` after use.
         """
         stats = ssh.Stats()
         pool = ssh.ConnectionPool(ssh.SSHSettings.from_conf(self.conf),
                                   stats=stats)
+        named = {} if operation is None else {
+            'operation': lcm.log_name(operation)}
         return driver.ClusterDriver(spec, instance_id, pool, conf=self.conf,
-                                    progress=progress), stats
+                                    progress=progress, **named), stats
 
     def workspace(self, instance_id):
         return self.site.root / 'inventories' / instance_id

@@ -1,16 +1,16 @@
 """The ``kubespray-mgmt`` command: the driver's work without Tacker.
 
 Each subcommand is a function ``(args) -> int`` registered in
-:func:`build_parser`.  Errors go to stderr.  Exit codes (README.rst,
-"Exit codes"): 0 done; 1 bad input (Tacker's ParamInvalid/NotFound),
+:func:`build_parser`. Errors go to stderr. Exit codes (README.rst, "Exit
+codes"; by error: :data:`CODES_BY_ERROR`): 0 done; 1 bad input (Tacker's
+ParamInvalid/NotFound, a usage error, a refusal that changed nothing),
 nothing done; 2 a remote failure or any other driver error (a playbook
 that failed, SSH); 3 ``status`` read everything and the cluster differs
 from its inventory; 5 ``status`` read everything and a control-plane
 certificate expires within ``cert_warn_days`` (before 3); 4 another
 playbook run holds the cluster's lock (nothing done: run the command
-again later); 130 interrupted (Ctrl-C);
-141 standard output closed early (``| head``), as a shell reports a
-command a closed pipe stopped.
+again later); 130 interrupted (Ctrl-C); 141 standard output closed early
+(``| head``), as a shell reports a command a closed pipe stopped.
 """
 
 import argparse
@@ -69,6 +69,45 @@ EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports Ctrl-C
 #: Standard output was closed before the command ended (``| head``):
 #: 128 + SIGPIPE, as a shell reports a command a closed pipe stopped.
 EXIT_BROKEN_PIPE = 141
+
+
+#: The one table of exit codes by error (README.rst, "Exit codes"): the
+#: first class *exc* is an instance of gives its code.  A refusal that
+#: changed nothing is bad input (1), whatever Tacker calls it.
+CODES_BY_ERROR = (
+    (exceptions.ClusterBusy, EXIT_BUSY),
+    (exceptions.InstanceBusy, EXIT_BUSY),
+    (exceptions.Refusal, EXIT_BAD_INPUT),
+    (exceptions.MgmtDriverParamInvalid, EXIT_BAD_INPUT),
+    (exceptions.MgmtDriverNotFound, EXIT_BAD_INPUT),
+    (exceptions.MgmtDriverOtherError, EXIT_REMOTE_FAILURE),
+    (exceptions.MgmtDriverRemoteCommandError, EXIT_REMOTE_FAILURE),
+    (exceptions.MgmtDriverRemoteCommandTimeOut, EXIT_REMOTE_FAILURE))
+
+
+#: What :func:`_call` turns into a message and :func:`exit_code` (the
+#: mixins of the table are not exception classes of their own).
+_DRIVER_ERRORS = tuple(kind for kind, _ in CODES_BY_ERROR
+                       if issubclass(kind, BaseException))
+
+
+def exit_code(exc):
+    """The exit code of the driver error *exc* (:data:`CODES_BY_ERROR`), or
+    None for any other exception."""
+    for kind, code in CODES_BY_ERROR:
+        if isinstance(exc, kind):
+            return code
+    return None
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with its usage errors (an unknown option or command, a
+    bad value) exiting 1, bad input, instead of its own 2, which the
+    command reserves for remote failures."""
+
+    def error(self, message):
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_BAD_INPUT, '%s: error: %s\n' % (self.prog, message))
 
 
 def terminal_safe(text):
@@ -521,7 +560,14 @@ def _upgrade_args(args):
 
 
 def _lb_script(spec, cluster, args):
-    """The local LB install script, or None; see ``--package-dir``."""
+    """The local LB install script, or None; see ``--package-dir``.
+
+    :raises ParamsNotFound: ``--package-dir`` is not a directory.
+    """
+    if args.package_dir is not None and not os.path.isdir(
+            args.package_dir):
+        raise exceptions.ParamsNotFound([
+            '--package-dir %s: no such directory' % args.package_dir])
     script = spec.external_lb.script_path
     if not script or not _installs_lb(args, cluster):
         return None
@@ -547,6 +593,67 @@ def _installs_lb(args, cluster):
         cluster.gateway(n) is not None for n in names)
 
 
+def _check_instance(args, cluster, store):
+    """Refuse a run on another instance's nodes, or one that needs a
+    record *store* lacks (a forgotten ``--instance-id`` would otherwise
+    "add 0 workers" to a second record claiming the same VMs, or reset
+    them at terminate); a dry run says so and plans on.
+
+    :raises ParamsInvalid, ParamsNotFound: the real run is refused.
+    """
+    try:
+        _check_owners(args, cluster, store)
+        _check_record(args, store)
+    except (exceptions.ParamsInvalid, exceptions.ParamsNotFound) as exc:
+        if not args.dry_run:
+            raise
+        for problem in _problems_of(exc):
+            _say('kubespray-mgmt: warning: without --dry-run this run is '
+                 'refused: %s' % problem, file=sys.stderr)
+
+
+def _check_owners(args, cluster, store):
+    """:raises ParamsInvalid: another instance's record lists nodes of
+    *cluster*."""
+    owners = store.owners({(n.ssh_address, int(n.ssh_port))
+                           for n in cluster.k8s_nodes}, args.instance_id)
+    if owners:
+        raise exceptions.ParamsInvalid([
+            '--instance-id %s: %s of the topology belong to instance %r '
+            '(its record in %s); nothing was done. Give --instance-id %s '
+            'to %s that cluster' % (
+                args.instance_id, _endpoints_text(endpoints), other,
+                store.directory, other, args.operation)
+            for other, endpoints in sorted(owners.items())])
+
+
+def _endpoints_text(endpoints, shown=5):
+    text = ', '.join('%s:%d' % e for e in endpoints[:shown])
+    more = len(endpoints) - shown
+    return 'node(s) %s%s' % (text, ' and %d more' % more if more > 0
+                             else '')
+
+
+def _check_record(args, store):
+    """:raises ParamsNotFound: the operation needs what an instantiate
+    of ``--instance-id`` recorded, and *store* has no such record (a
+    terminated instance may be terminated again: that finishes it)."""
+    if args.operation == 'instantiate':
+        return
+    state = store.state(args.instance_id)
+    if state == records.PRESENT or (state == records.RELEASED and
+                                    args.operation == 'terminate'):
+        return
+    raise exceptions.ParamsNotFound([
+        '--instance-id %s: %s in %s, so there is nothing to %s; nothing '
+        'was done. Give the --instance-id the cluster was instantiated '
+        'with ("kubespray-mgmt list" shows those with a record here), or '
+        'run instantiate first' % (
+            args.instance_id, 'was terminated (its record is released)'
+            if state == records.RELEASED else 'has no record',
+            store.directory, args.operation)])
+
+
 def _cluster_driver(args, spec, lb_script, progress):
     """The context of the operation (a dry run's records nothing)."""
     pool = plan.PlanPool(spec.kubespray.version, plan.secrets_of(spec)) \
@@ -557,7 +664,7 @@ def _cluster_driver(args, spec, lb_script, progress):
         spec, args.instance_id, pool, package_dir=args.package_dir,
         progress=progress, trusted_paths=True, lb_script=lb_script,
         records=plan.PlanRecords(store) if args.dry_run else store,
-        operation=args.operation.replace('-', '_'))
+        operation=lcm.log_name(args.operation))
 
 
 def _run(args):
@@ -573,6 +680,7 @@ def _run(args):
         if args.no_etcd_snapshot:
             cfg.CONF.set_override('etcd_snapshot_before_risky', False,
                                   group=kconf.GROUP)
+        _check_instance(args, cluster, records.RecordStore.from_conf())
         drv = _cluster_driver(args, spec, _lb_script(spec, cluster, args),
                               progress)
     except (exceptions.ParamsInvalid, exceptions.ParamsNotFound) as exc:
@@ -781,12 +889,14 @@ def _add_status_command(subparsers):
 # --- logs --------------------------------------------------------------------
 
 def _logs(args):
+    if args.run is not None and args.run.endswith('.log'):
+        args.run = args.run[:-len('.log')]  # the file name status shows
     try:
         if args.run is not None and detached.parse_stem(args.run) is None:
             raise exceptions.ParamsInvalid([
-                '--run: %s is not the name of a run (a log name without '
-                '.log, such as 20261123T230501Z-scale_end-scale; status '
-                'lists them)' % safetext.clip(repr(args.run), 80)])
+                '--run: %s is not the name of a run (a log name, such as '
+                '20261123T230501Z-scale_end-scale.log; status lists '
+                'them)' % safetext.clip(repr(args.run), 80)])
         spec = _read_spec(args.params, need_cp_names=False) \
             if args.params is not None else \
             _recorded_inputs(args.instance_id)[0]
@@ -818,8 +928,9 @@ def _add_logs_command(subparsers):
                               '--config-file)')
     _add_instance_id(command)
     command.add_argument('--run', metavar='NAME',
-                         help='a run listed by "status" (its log name '
-                              'without .log); default: the last run')
+                         help='a run listed by "status" (its log name, '
+                              'with or without .log); default: the last '
+                              'run')
     command.add_argument('-f', '--follow', action='store_true',
                          help='go on printing until the run ends')
     command.set_defaults(func=_logs)
@@ -1127,7 +1238,7 @@ _COMMAND_GROUPS += [_add_params_commands, _add_render_commands,
 
 def build_parser():
     """Return the argument parser with every subcommand registered."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog='kubespray-mgmt',
         description='Build and run Kubernetes clusters with kubespray, '
                     'as the Tacker MgmtDriver does, without Tacker.')
@@ -1137,7 +1248,8 @@ def build_parser():
                         metavar='FILE',
                         help='oslo.config file with a [kubespray_mgmt] '
                              'section (may be repeated); default: the '
-                             'comma-separated files of $%s' % CONFIG_ENV)
+                             'comma-separated files of $%s; may also '
+                             'follow the subcommand' % CONFIG_ENV)
     parser.add_argument('--debug', action='store_true',
                         help='log at DEBUG level to standard error (may '
                              'also follow the subcommand)')
@@ -1165,7 +1277,9 @@ def _load_config(files):
     kconf.register_opts(cfg.CONF)
     missing = [path for path in files if not os.path.isfile(path)]
     if missing:
-        return ['--config-file %s: no such file' % path for path in missing]
+        return ['--config-file %s: %s' % (
+            path, 'a directory, not a file' if os.path.isdir(path)
+            else 'no such file') for path in missing]
     try:
         cfg.CONF([], project='kubespray-mgmt', default_config_files=files)
     except cfg.ConfigFileParseError as exc:
@@ -1194,10 +1308,16 @@ class _StderrLog(safetext.EscapingHandler):
     """The command's own stderr handler (see :func:`_terminal_log`)."""
 
 
+def _the_drivers(record):
+    return record.name.split('.', 1)[0] == 'mgmt_driver'
+
+
 @contextlib.contextmanager
 def _terminal_log(debug):
-    """While a command runs: warnings and errors logged by the driver
-    or a library it uses on standard error, escaped.
+    """While a command runs: warnings and errors logged by the driver on
+    standard error, escaped; a library's (paramiko's tracebacks of a
+    host that never answers SSH, one ``ERROR:`` line each) only with
+    ``--debug``: the driver's own error names the host and the cause.
 
     Without a handler Python's last-resort one would print them raw,
     and a master's kubectl stderr quoted in a warning could retitle the
@@ -1211,6 +1331,7 @@ def _terminal_log(debug):
     handler = _StderrLog(
         _to_stderr, logging.WARNING,
         'kubespray-mgmt: %(levelname)s: %(message)s')
+    handler.addFilter(_the_drivers)
     root.addHandler(handler)
     try:
         yield
@@ -1225,6 +1346,23 @@ def _take_debug(argv):
     end = argv.index('--') if '--' in argv else len(argv)
     kept = [a for a in argv[:end] if a != '--debug'] + list(argv[end:])
     return kept, len(kept) != len(argv)
+
+
+def _config_first(argv):
+    """*argv* with each ``--config-file FILE`` (or ``=FILE``) given after
+    the subcommand moved to the front, where argparse takes a top-level
+    option (the other global option, ``--debug``: :func:`_take_debug`)."""
+    end = argv.index('--') if '--' in argv else len(argv)
+    moved, kept, i = [], [], 0
+    while i < end:
+        word = argv[i]
+        if word == '--config-file' and i + 1 < end:
+            moved += argv[i:i + 2]
+            i += 2
+            continue
+        (moved if word.startswith('--config-file=') else kept).append(word)
+        i += 1
+    return moved + kept + list(argv[end:])
 
 
 def main(argv=None):
@@ -1253,6 +1391,7 @@ def _stdout_closed():
 def _main(argv):
     parser = build_parser()
     argv, debug = _take_debug(sys.argv[1:] if argv is None else argv)
+    argv = _config_first(argv)
     args = parser.parse_args(argv)
     args.debug = args.debug or debug
     if args.debug:
@@ -1282,21 +1421,10 @@ def _call(args):
             if isinstance(exc, detached.Interrupted) else ''),
             file=sys.stderr)
         return EXIT_INTERRUPTED
-    except (exceptions.ClusterBusy, exceptions.InstanceBusy) as exc:
+    except _DRIVER_ERRORS as exc:
         _say('kubespray-mgmt: %s' % exceptions.plain_message(exc),
              file=sys.stderr)
-        return EXIT_BUSY
-    except (exceptions.MgmtDriverParamInvalid,
-            exceptions.MgmtDriverNotFound) as exc:
-        _say('kubespray-mgmt: %s' % exceptions.plain_message(exc),
-             file=sys.stderr)
-        return EXIT_BAD_INPUT
-    except (exceptions.MgmtDriverOtherError,
-            exceptions.MgmtDriverRemoteCommandError,
-            exceptions.MgmtDriverRemoteCommandTimeOut) as exc:
-        _say('kubespray-mgmt: %s' % exceptions.plain_message(exc),
-             file=sys.stderr)
-        return EXIT_REMOTE_FAILURE
+        return exit_code(exc)
 
 
 if __name__ == '__main__':  # pragma: no cover

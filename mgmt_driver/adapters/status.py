@@ -29,9 +29,11 @@ from oslo_log import log as logging
 
 from mgmt_driver.common import conf as kconf
 from mgmt_driver.common import exceptions
+from mgmt_driver.model import absence
 from mgmt_driver.model import labels
 from mgmt_driver.operations import certificates
 from mgmt_driver.operations import etcdsnapshots
+from mgmt_driver.operations import gates
 from mgmt_driver.remote import detached
 from mgmt_driver.remote import inventory
 from mgmt_driver.remote import kubectl
@@ -91,7 +93,11 @@ def read_only_settings(conf=None):
 
     :param conf: an oslo.config object (default: the global one).
     """
-    settings = ssh.SSHSettings.from_conf(conf)
+    group = (conf or kconf.CONF).kubespray_mgmt
+    settings = dataclasses.replace(
+        ssh.SSHSettings.from_conf(conf), connect_once=True,
+        connect_timeout=group.read_only_connect_timeout,
+        connect_retries=group.read_only_connect_retries)
     if settings.host_key_policy == 'accept-new':
         settings = dataclasses.replace(settings,
                                        host_key_policy='read-only')
@@ -197,13 +203,22 @@ def parse_show_stat(text):
 # ------------------------------------------------------ differences --
 
 def differences(recorded, nodes=None, members=None, backends=None,
-                settings=None):
-    """How the cluster differs from the recorded inventory.
+                settings=None, health=None, absent=frozenset()):
+    """How the cluster differs from the recorded inventory, or from a
+    cluster at rest: a node cordoned or on an older kubelet than the
+    others (an upgrade stopped half-way), an unhealthy etcd member (what
+    the upgrade's preflight refuses).
 
     :param recorded: the ``inventory.RecordedInventory`` last uploaded.
     :param nodes: Kubernetes node dicts (``name``, ``ready``, ``labels``,
-        ``taints``), or None when they could not be read (not compared).
+        ``taints``, ``schedulable``, ``kubelet_version``), or None when
+        they could not be read (not compared).
     :param members: etcd member dicts (``name``), or None.
+    :param health: ``[{endpoint, healthy, error}]`` of etcd's endpoints,
+        or None.
+    :param absent: the workers the last operation declared absent (left
+        out of *recorded*): each is one ``declared_absent`` difference
+        instead of ``not_in_inventory`` and ``backend_not_a_worker``.
     :param backends: LB backend dicts (``backend``, ``server``,
         ``status``), or None.
     :param settings: the recorded labels and taints (``{node name:
@@ -220,9 +235,26 @@ def differences(recorded, nodes=None, members=None, backends=None,
         found += _set_differences(
             masters, {m['name'] for m in members if m['name']},
             'master_not_an_etcd_member', 'etcd_member_not_a_master')
+    found += [_difference('etcd_member_unhealthy', h['endpoint'],
+                          'not healthy%s' % (': %s' % h['error']
+                                             if h['error'] else ''))
+              for h in health or () if not h['healthy']]
     if backends is not None:
         found += _backend_differences(masters, workers, backends)
-    return sorted(found, key=lambda d: (d['kind'], d['name']))
+    return sorted(_explained_absent(found, absent - masters - workers),
+                  key=lambda d: (d['kind'], d['name']))
+
+
+def _explained_absent(found, absent):
+    """*found* with the differences of each declared-absent worker (the
+    inventory left it out on purpose) said once, as a declaration."""
+    if not absent:
+        return found
+    kept = [d for d in found if not (d['name'] in absent and d['kind'] in (
+        'not_in_inventory', 'backend_not_a_worker'))]
+    return kept + [_difference('declared_absent', name,
+                               _DETAILS['declared_absent'])
+                   for name in sorted(absent)]
 
 
 def _difference(kind, name, detail):
@@ -232,6 +264,13 @@ def _difference(kind, name, detail):
 _DETAILS = {
     'missing_from_kubernetes': 'in the inventory, not a Kubernetes node',
     'not_in_inventory': 'a Kubernetes node the inventory does not list',
+    'declared_absent': 'declared absent (--absent, absent_nodes) by the '
+                       'last operation: left out of its inventory, still '
+                       'an HAProxy backend; the next operation that does '
+                       'not declare it absent puts it back',
+    'node_cordoned': 'cordoned (unschedulable): an operation that '
+                     'stopped half-way may have left it so; run it again, '
+                     'or uncordon the node (kubectl uncordon)',
     'master_not_an_etcd_member': 'a master of the inventory that is not '
                                  'an etcd member',
     'etcd_member_not_a_master': 'an etcd member that is not a master of '
@@ -255,9 +294,36 @@ def _set_differences(expected, actual, missing_kind, extra_kind):
 def _node_differences(listed, nodes):
     found = _set_differences(listed, {n['name'] for n in nodes},
                              'missing_from_kubernetes', 'not_in_inventory')
-    return found + [_difference('node_not_ready', n['name'],
-                                'Ready is %s' % n['ready'])
-                    for n in nodes if n['ready'] != 'True']
+    found += [_difference('node_cordoned', n['name'], _DETAILS[
+        'node_cordoned']) for n in nodes if not n.get('schedulable', True)]
+    return found + _version_differences(nodes) + [
+        _difference('node_not_ready', n['name'], 'Ready is %s' % n['ready'])
+        for n in nodes if n['ready'] != 'True']
+
+
+_KUBELET_VERSION = re.compile(r'v?(\d{1,6})\.(\d{1,6})\.(\d{1,6})')
+
+
+def _version_differences(nodes):
+    """Nodes whose kubelet is older than the newest one's (an unreadable
+    version is not compared)."""
+    versions = {}
+    for node in nodes:
+        found = _KUBELET_VERSION.match(node.get('kubelet_version') or '')
+        if found:
+            versions[node['name']] = tuple(int(g) for g in found.groups())
+    if not versions:
+        return []
+    newest = max(versions.values())
+    behind = sorted(name for name, v in versions.items() if v < newest)
+    text = 'v%d.%d.%d' % newest
+    return [_difference('kubelet_version_behind', name, 'kubelet %s; '
+                        '%d node(s) at %s: an upgrade stopped half-way? '
+                        'run the same upgrade again' % (
+                            next(n['kubelet_version'] for n in nodes
+                                 if n['name'] == name),
+                            len(versions) - len(behind), text))
+            for name in behind]
 
 
 def _settings_differences(settings, nodes):
@@ -306,8 +372,17 @@ def _section(**fields):
 
 
 def _failed(section, exc):
-    section.update(ok=False, error=str(exc))
+    section.update(ok=False, error=read_error(exc))
     return section
+
+
+def read_error(exc):
+    """What a section says of *exc*: ``unreachable: ...`` for a host
+    (or every master) that could not be connected to."""
+    if isinstance(exc, (exceptions.SSHConnectError,
+                        exceptions.NoReachableHost)):
+        return 'unreachable: %s' % exc
+    return str(exc)
 
 
 class StatusReader:
@@ -402,7 +477,24 @@ class StatusReader:
                                                             conn.host)
         except _READ_ERRORS as exc:
             return _failed(section, exc)
+        section['health'] = self._etcd_health(conn, argv[:-4])
         return section
+
+    def _etcd_health(self, conn, etcdctl):
+        """``[{endpoint, healthy, error}]`` of ``etcdctl endpoint health
+        --cluster`` (as the upgrade's preflight asks), or None when it
+        gave no answer that parses (the members are still shown)."""
+        try:
+            result = conn.run(etcdctl + ['endpoint', 'health', '--cluster',
+                                         '-w', 'json'],
+                              timeout=self.group.kubectl_timeout,
+                              check=False)
+            found = gates.parse_etcd_health(result.stdout, conn.host)
+        except _READ_ERRORS as exc:
+            LOG.info('etcd health not read on %s: %s', conn.host, exc)
+            return None
+        return [{'endpoint': e, 'healthy': ok, 'error': error}
+                for e, ok, error in found]
 
     def _load_balancer(self, cluster):
         lb = cluster.external_lb
@@ -463,7 +555,7 @@ class StatusReader:
                         result.stdout, conn.host)))
             except _READ_ERRORS as exc:
                 masters.append(certificates.master_entry(
-                    node.name, node.ssh_address, error=str(exc)))
+                    node.name, node.ssh_address, error=read_error(exc)))
         return certificates.section(masters, self.group.cert_warn_days)
 
     def _ansible(self):
@@ -517,7 +609,7 @@ class StatusReader:
             recorded = self._recorded_inventory()
         except _READ_ERRORS as exc:
             return _failed(section, 'the recorded inventory cannot be '
-                                    'read: %s' % exc)
+                                    'read: %s' % read_error(exc))
         if not recorded.hosts:
             return _failed(section, 'no inventory in the workspace %s '
                                     '(not instantiated?)'
@@ -525,15 +617,19 @@ class StatusReader:
 
         try:
             settings = self._recorded_settings()
+            absent = self._workspace().read_record(absence.RECORD_FILE,
+                                                   absence.parse_record)
         except _READ_ERRORS as exc:
-            return _failed(section, 'the recorded labels and taints '
-                                    'cannot be read: %s' % exc)
+            return _failed(section, 'the recorded labels, taints and '
+                                    'absent workers cannot be read: %s'
+                           % exc)
 
         def read(name, key):
             return report[name][key] if report[name]['ok'] else None
         section['items'] = differences(
             recorded, read('nodes', 'items'), read('etcd', 'members'),
-            read('load_balancer', 'backends'), settings)
+            read('load_balancer', 'backends'), settings,
+            read('etcd', 'health'), absent)
         section['ok'] = not section['items']
         return section
 

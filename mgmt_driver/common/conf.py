@@ -37,6 +37,17 @@ ssh_opts = [
                     '(VMs that are still booting refuse connections). '
                     'Authentication and host key failures are never '
                     'retried.'),
+    cfg.IntOpt('read_only_connect_timeout', default=5, min=1, max=300,
+               help='What ssh_connect_timeout is for the read-only '
+                    'commands (kubespray-mgmt status, logs): seconds to '
+                    'wait for one TCP connect, SSH banner or '
+                    'authentication attempt.'),
+    cfg.IntOpt('read_only_connect_retries', default=0, min=0, max=1000,
+               help='What ssh_connect_retries is for the read-only '
+                    'commands (kubespray-mgmt status, logs). They connect '
+                    'to each host once per command (1 + this many '
+                    'attempts): a host that could not be reached is not '
+                    'tried again by the next part of the report.'),
     cfg.FloatOpt('ssh_retry_initial_delay', default=1.0, min=0.0, max=60.0,
                  help='Seconds before the first SSH connection retry; the '
                       'delay doubles after each attempt.'),

@@ -503,7 +503,14 @@ class InstanceRecordInvalid(MgmtDriverOtherError):
                'this instance owns nothing')
 
 
-class StateStoreUnusable(MgmtDriverOtherError):
+class Refusal:
+    """Mixin: refused before anything changed, for a reason the operator
+    fixes here (an option, a state directory, a name): to Tacker the
+    error its base class says; ``kubespray-mgmt`` exits 1, as for bad
+    input (``cli.CODES_BY_ERROR``)."""
+
+
+class StateStoreUnusable(Refusal, MgmtDriverOtherError):
     """This conductor's state store is not the shared one
     (:mod:`mgmt_driver.state.statestore`)."""
 
@@ -514,7 +521,7 @@ class StateStoreUnusable(MgmtDriverOtherError):
                'run the operation again')
 
 
-class InstanceStateMissing(MgmtDriverOtherError):
+class InstanceStateMissing(Refusal, MgmtDriverOtherError):
     """An operation needs state of the instance this store does not
     have (:mod:`mgmt_driver.state.statestore`)."""
 
@@ -534,6 +541,19 @@ class InstanceBusy(MgmtDriverOtherError):
                'state lock (%(holder)s), so %(operation)s changed nothing '
                'after waiting %(wait)s s ([kubespray_mgmt] '
                'state_lock_wait). Run it again once that one has ended')
+
+
+class EveryMasterHealed(Refusal, MgmtDriverOtherError):
+    """A heal named every control-plane node (refused before any step)."""
+
+    message = ('cannot heal every control-plane node at once; heal the '
+               'whole VNF instead (Tacker: a heal request without '
+               'vnfcInstanceId; kubespray-mgmt: run heal without --nodes)')
+
+
+class RunLogNotFound(Refusal, RemoteFileError):
+    """The playbook log asked for does not exist (no workspace, no run,
+    or no run of that name): nothing to show."""
 
 
 class RemoteOutputTooLarge(MgmtDriverRemoteCommandError):

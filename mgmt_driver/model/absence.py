@@ -15,7 +15,11 @@ runs' inventory without that worker (:meth:`mgmt_driver.session.driver.
 ClusterDriver.declare_absent`): kubespray sees a cluster without it.
 """
 
+import yaml
+
 from mgmt_driver.common import exceptions
+from mgmt_driver.common import safeyaml
+from mgmt_driver.common import untrusted
 from mgmt_driver.model import validation
 
 #: ``additionalParams`` key (scale, heal; Tacker v1 and v2) and PATCH
@@ -26,6 +30,9 @@ ABSENT_KEY = 'absent_nodes'
 EXCUSED_KEY = 'kube_upgrade_excused'
 #: Most names one of these fields may hold.
 MAX_NAMES = 1000
+#: The workspace's record of the workers the last inventory upload left
+#: out (declared absent), for ``status``: written with every inventory.
+RECORD_FILE = 'absent-nodes.yaml'
 
 
 def parse_names(value, field):
@@ -73,4 +80,35 @@ def check_absent(cluster, names, field):
                             % (field, name))
     if problems:
         raise exceptions.ParamsInvalid(problems)
+    return frozenset(names)
+
+
+def render_record(names):
+    """The text of :data:`RECORD_FILE` for the workers *names*."""
+    return yaml.safe_dump({'absent': sorted(names)},
+                          default_flow_style=False)
+
+
+def parse_record(text):
+    """Read :data:`RECORD_FILE` back (remote text).
+
+    :param text: its text, or None when there is none.
+    :returns: a frozenset of node names (empty for no file).
+    :raises ValueError: not the document :func:`render_record` writes;
+        the message names no value.
+    """
+    if not text:
+        return frozenset()
+    try:
+        doc = untrusted.load_yaml(text)
+    except yaml.YAMLError as exc:
+        raise ValueError('not valid YAML' + safeyaml.describe(exc))
+    names = doc.get('absent') if isinstance(doc, dict) else None
+    if not isinstance(names, list) or len(doc) != 1 or \
+            len(names) > MAX_NAMES:
+        raise ValueError('must be a mapping with the one key "absent", '
+                         'a list of at most %d node names' % MAX_NAMES)
+    if not all(isinstance(n, str) and validation.NODE_NAME.match(n)
+               for n in names):
+        raise ValueError('absent: an item is not a node name')
     return frozenset(names)

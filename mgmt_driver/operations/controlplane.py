@@ -22,14 +22,10 @@ def check_masters_left(cluster, names):
     """Refuse to take out every control-plane node of *cluster*.
 
     :param names: the control-plane nodes to remove (a heal).
-    :raises MgmtDriverOtherError: *names* are all of them.
+    :raises EveryMasterHealed: *names* are all of them.
     """
     if names and len(set(names)) >= len(cluster.masters):
-        raise exceptions.MgmtDriverOtherError(
-            error_message='cannot heal every control-plane node at '
-                          'once; heal the whole VNF instead (Tacker: '
-                          'a heal request without vnfcInstanceId; '
-                          'kubespray-mgmt: run heal without --nodes)')
+        raise exceptions.EveryMasterHealed()
 
 
 def wait_for_etcd(drv, cluster, names, changed='Nothing was changed.'):

@@ -8,6 +8,8 @@ operations (:mod:`mgmt_driver.operations.lcm`: modify, relabel, upgrade) call
 them after claiming the workspace.
 """
 
+import time
+
 from mgmt_driver.common import conf as kconf
 from mgmt_driver.common import exceptions
 from mgmt_driver.model import absence
@@ -22,6 +24,7 @@ from mgmt_driver.operations import upgrade as upgrade_mod
 from mgmt_driver.remote import kubectl
 from mgmt_driver.remote import kubespray
 from mgmt_driver.remote import loadbalancer
+from mgmt_driver.remote import plan
 from mgmt_driver.remote import programs
 from mgmt_driver.state import registry
 
@@ -136,6 +139,12 @@ def upgrade(drv, cluster, target, serial=None, field='kube_version',
     if nodes is not None and not todo.done:
         preflight(drv, cluster, client, nodes, todo, set(excused).union(
             recorded or (), left), uncordoned=left)
+    elif every_node:
+        _planned_check(drv, cluster, 'the preflight, before any change: '
+                       'every node Ready and schedulable (but those '
+                       'excused), etcd healthy with all its members, no '
+                       'PodDisruptionBudget that would stop a drain; a '
+                       'problem refuses the upgrade')
     if not todo.done:
         etcdsnapshots.before_risky(drv, cluster, 'upgrade')
     drv.step('upgrade to %s: control plane %s; workers %s',
@@ -222,6 +231,11 @@ def gate(drv, cluster, names, wanted, excused):
     :raises UpgradeGateClosed: naming the run and every problem.
     """
     if excused is None:
+        _planned_check(drv, cluster, 'the check after upgrading %s: '
+                       'Ready at %s, the API ready through the load '
+                       'balancer, etcd healthy; a problem stops the '
+                       'upgrade there' % (', '.join(names),
+                                          upgrade_mod.version_text(wanted)))
         return
     client = drv.kubectl_client(cluster)
     problems = gates.node_problems(client.nodes(), names, excused,
@@ -237,6 +251,15 @@ def gate(drv, cluster, names, wanted, excused):
                      problems, 'The nodes upgraded so far stay upgraded; '
                      'fix the problems and run the same upgrade again '
                      '(it continues with the nodes not done).')
+
+
+def _planned_check(drv, cluster, what):
+    """A dry run's line for a check it cannot make (it reads nodes,
+    etcd and budgets: there is no cluster to ask)."""
+    if isinstance(drv.pool, plan.PlanPool):
+        plan.note(drv.pool, cluster.masters[0].ssh_address,
+                  'not read: %s (a real run reads the nodes, etcd and '
+                  'the budgets here)' % what)
 
 
 def etcd_state(drv, client):
@@ -372,7 +395,9 @@ def _renew_master(drv, cluster, node, probe):
         drv.warn('%s is the only control-plane node: the API is down '
                  'while it restarts', node.name)
     group = drv.conf.kubespray_mgmt
-    drv.step('renewing the certificates of %s', node.name)
+    drv.step('renewing the certificates of %s (kubeadm certs renew all, '
+             'then its control-plane pods restarted; up to %d s: '
+             'cert_renew_timeout)', node.name, group.cert_renew_timeout)
     conn = drv.connection(node)
     conn.run(_master_argv(drv, 'sh', '-c', programs.program(
         certificates.RENEW_PROGRAM), 'sh', group.kubeadm_command,
@@ -410,8 +435,16 @@ class _ReadyProbe:
         if self.planned:
             probe()
             return
+        report = _WaitReport(self.drv, 'the API server of %s (%s) to '
+                             'answer /readyz' % (where, server),
+                             self.timeout)
+
+        def reported():
+            ready, result = probe()
+            report(ready)
+            return ready, result
         ready, result = kubectl.poll(
-            probe, self.timeout,
+            reported, self.timeout,
             kubectl.KubectlSettings.from_conf(self.drv.conf))
         if not ready:
             raise exceptions.MgmtDriverOtherError(
@@ -420,6 +453,41 @@ class _ReadyProbe:
                               'were renewed: %s' % (
                                   where, server, self.timeout,
                                   result.tail(3) or 'no answer'))
+
+
+#: Seconds between two "still waiting" progress lines of a wait.
+WAIT_REPORT_EVERY = 60
+#: The clock of the progress lines (tests give their own).
+_clock = time.monotonic
+
+
+class _WaitReport:
+    """Progress lines of a wait, as a slot wait has them: when it
+    starts (the first probe was not the answer), once every
+    :data:`WAIT_REPORT_EVERY` seconds, and when it ends.
+
+    :param what: what is waited for, as ``waiting up to N s for WHAT``.
+    :param timeout: the bound of the wait, in seconds.
+    """
+
+    def __init__(self, drv, what, timeout):
+        self.drv, self.what, self.timeout = drv, what, timeout
+        self.start = self.last = None
+
+    def __call__(self, done):
+        now = _clock()
+        if self.start is None:
+            if not done:
+                self.start = self.last = now
+                self.drv.step('waiting up to %d s for %s', self.timeout,
+                              self.what)
+        elif done:
+            self.drv.step('%s: answered after %d s', self.what,
+                          now - self.start)
+        elif now - self.last >= WAIT_REPORT_EVERY:
+            self.last = now
+            self.drv.step('still waiting for %s: %d s of %d s', self.what,
+                          now - self.start, self.timeout)
 
 
 def _check_api(drv, cluster, probe):

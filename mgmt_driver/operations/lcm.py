@@ -71,7 +71,9 @@ class KubeconfigVims:
 
     :param directory: the kubeconfig directory.
     :param dry_run: register and unregister nothing (names are still
-        checked against the files).
+        checked against the files); a
+        :class:`~mgmt_driver.remote.plan.PlanPool` (or True) whose plan shows
+        the kubeconfig deleted.
     """
 
     kind = records_mod.KUBECONFIG
@@ -85,7 +87,8 @@ class KubeconfigVims:
         """The kubeconfig directory of *drv*'s configuration; a dry run
         when *drv* plans."""
         return cls(os.path.expanduser(
-            drv.conf.kubespray_mgmt.kubeconfig_dir), planning(drv))
+            drv.conf.kubespray_mgmt.kubeconfig_dir),
+            planning(drv) and drv.pool)
 
     def check_free(self, name, owned_id=None):
         """:raises VimNameInUse: another cluster has *name*."""
@@ -99,6 +102,9 @@ class KubeconfigVims:
     def unregister(self, vim_id):
         if not self._dry_run:
             self._files.unregister(vim_id)
+        elif isinstance(self._dry_run, plan.PlanPool):
+            plan.note(self._dry_run, plan.THIS_HOST, 'delete the kubeconfig '
+                      '%s' % vim_id, changes=True)
 
 
 def planning(drv):
@@ -151,15 +157,24 @@ def instantiate(drv, cluster, vim_name, vims):
     return access, register(drv, vims, access)
 
 
-def terminate_begin(drv):
+def terminate_begin(drv, cluster=None):
     """While the VMs still exist: ``reset.yml`` when the request asks
     for it (``kubespray.reset_on_terminate``).
 
+    :param cluster: the nodes a dry run plans to reset (it cannot read
+        the inventory the real run resets).
     :returns: True if it reset the nodes.
     """
     if not drv.spec.kubespray.reset_on_terminate:
         return False
     drv.claim()
+    if planning(drv) and cluster is not None:
+        plan.note(drv.pool, drv.spec.ansible.ip_address, 'assumed: the '
+                  'workspace\'s inventory lists the %d node(s) of the '
+                  'topology; a real run reads it and resets every node it '
+                  'lists' % len(cluster.k8s_nodes))
+        drv.runner().reset(len(cluster.k8s_nodes))
+        return True
     drv.reset()
     return True
 
@@ -422,8 +437,14 @@ def _run_scale_out(drv, cluster, names, name, vims):
     gateways = [n for n in names if cluster.gateway(n) is not None]
     new = scale_out(drv, cluster, workers if names else None, gateways,
                     name)
+    # A dry run cannot ask Kubernetes which workers it lacks: it plans
+    # every one, and says so.
+    which = '' if names or not planning(drv) else (
+        ' Kubernetes lacks among %s (a dry run cannot ask it: the plan '
+        'joins every one)' % ', '.join(new))
     return outcomes.Outcome(
-        '{add} {count} worker(s){gateways}', new + gateways, count=len(new),
+        '{add} {count} worker(s){which}{gateways}', new + gateways,
+        count=len(new), which=which,
         gateways=', %d gateway(s)' % len(gateways) if gateways else '')
 
 
@@ -446,7 +467,7 @@ def _run_heal(drv, cluster, names, name, vims):
 
 
 def _run_terminate(drv, cluster, names, name, vims):
-    terminate_begin(drv)
+    terminate_begin(drv, cluster)
     terminate_finish(drv, vims)
     return outcomes.Outcome('{terminate} {name}',
                             removed=_every_node(cluster), name=name)
@@ -493,6 +514,13 @@ def _run_snapshot(drv, cluster, names, name, vims):
         'etcd snapshot %s kept' % taken['name'],
         'would take a new etcd snapshot and keep it'), where=outcomes.Tense(
         taken['path'], taken['directory']))
+
+
+def log_name(command):
+    """The operation name a run of *command* (``scale-out``) gives its
+    playbook logs (``...-scale_out-scale.log``), as ``status`` lists
+    them; one spelling for ``run``, the demo and the kept site."""
+    return command.replace('-', '_')
 
 
 def _by_name(command, function):

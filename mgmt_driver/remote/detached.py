@@ -200,7 +200,7 @@ def show_log(conn, workspace_path, on_line, stem=None, follow=False,
 
     :param follow: go on until the run ends, as ``tail -f``.
     :returns: the log's path.
-    :raises RemoteFileError: no workspace, no run, or no such run.
+    :raises RunLogNotFound: no workspace, no run, or no such run.
     """
     if stem is not None and not _STEM.fullmatch(stem):
         raise exceptions.MgmtDriverParamInvalid(
@@ -211,7 +211,7 @@ def show_log(conn, workspace_path, on_line, stem=None, follow=False,
     info = RunInfo.parse(v for k, v in found if k == 'INFO')
     stem = stem or info.stem
     if stem is None:
-        raise exceptions.RemoteFileError(
+        raise exceptions.RunLogNotFound(
             action='show the playbook log in', path=workspace_path,
             host=conn.host, reason='no workspace there' if ('NOWS', '')
             in found else 'no playbook run recorded yet')
@@ -220,7 +220,7 @@ def show_log(conn, workspace_path, on_line, stem=None, follow=False,
                                        str(pid)), timeout=timeout, check=False,
                       on_line=on_line, keep_tail=True)
     if result.exit_code == 93:
-        raise exceptions.RemoteFileError(
+        raise exceptions.RunLogNotFound(
             action='show the playbook log', path=log_path(
                 workspace_path, stem), host=conn.host, reason='no such run')
     return log_path(workspace_path, stem)

@@ -77,19 +77,21 @@ SUPPORTED = 'supported-kube-versions'
 
 def _tar(documents):
     """A tar stream of ``{relative path: (text or bytes, mode)}``, with
-    an entry (mode 0700) for every directory."""
+    an entry (mode 0700) for every directory, each dated now (tar keeps
+    the date: TarInfo's default made every workspace file 1970's)."""
     buffer = io.BytesIO()
+    now = int(time.time())
     with tarfile.open(fileobj=buffer, mode='w') as archive:
         directories = sorted({parent for name in documents
                               for parent in _parents(name)})
         for directory in directories:
             info = tarfile.TarInfo(directory)
-            info.type, info.mode = tarfile.DIRTYPE, 0o700
+            info.type, info.mode, info.mtime = tarfile.DIRTYPE, 0o700, now
             archive.addfile(info)
         for name, (body, mode) in documents.items():
             data = body.encode('utf-8') if isinstance(body, str) else body
             info = tarfile.TarInfo(name)
-            info.size, info.mode = len(data), mode
+            info.size, info.mode, info.mtime = len(data), mode, now
             archive.addfile(info, io.BytesIO(data))
     return buffer.getvalue()
 

@@ -130,6 +130,19 @@ class Step:
     content: str | None = None
     argv: list | None = None
     secret: bool = False
+    #: A ``local`` step that changes something here (a file deleted, a
+    #: host key forgotten): listed under "What would change".
+    changes: bool = False
+
+
+#: The host of the steps done on the host the command runs on.
+THIS_HOST = 'this host'
+
+
+def note(pool, host, text, changes=False):
+    """Add a ``local`` step to the plan *pool* records: an assumption a
+    real run checks, or (*changes*) a change made on this host."""
+    pool.steps.append(Step(host, 'local', text, changes=changes))
 
 
 class PlanConnection(connection.Connection):
@@ -218,9 +231,8 @@ class PlanPool(connection.Pool):
         return True
 
     def forget_host(self, host, port=22, key=None):
-        self.steps.append(Step(host, 'local',
-                               'forget the SSH host key of %s:%s'
-                               % (host, port)))
+        note(self, THIS_HOST, 'forget the SSH host key of %s:%s in '
+             'known_hosts_file' % (host, port), changes=True)
 
     def close_all(self):
         pass
@@ -234,22 +246,32 @@ class PlanPool(connection.Pool):
 
 class PlanRecords(records.RecordStore):
     """Stands in for ``records.RecordStore`` during a dry run: reads the
-    real records, writes nothing, and unregisters nothing.
+    real records, writes nothing, and unregisters nothing.  What the
+    operation saves is kept in memory and read back, so the plan goes
+    on as the real run would (a VIM it unregistered is no longer named).
 
     :param store: the real ``records.RecordStore``.
     """
 
     def __init__(self, store):
         super().__init__(store.directory)
+        self._saved = {}
 
     def locked(self):
         return contextlib.nullcontext()
 
+    def load(self, instance_id):
+        if instance_id in self._saved:
+            return records.InstanceRecord.from_json(
+                instance_id, self._saved[instance_id])
+        return super().load(instance_id)
+
     def save(self, record):
-        pass
+        self._saved[record.instance_id] = record.to_json()
 
     def remove(self, instance_id):
-        pass
+        self._saved[instance_id] = records.InstanceRecord(
+            instance_id).to_json()
 
     def unregister(self, vim_id):
         pass
@@ -303,6 +325,8 @@ def _change_of(step):
     if step.kind == 'write':
         return 'write %s (mode %s%s)' % (step.text, _mode(step.mode),
                                          ', secret' if step.secret else '')
+    if step.kind == 'local':
+        return step.text if step.changes else None
     if step.kind != 'run':
         return None
     if step.text.startswith('(detached'):

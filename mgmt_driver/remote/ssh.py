@@ -161,6 +161,10 @@ class SSHSettings:
     max_tail_output: int = 2 * 1024 * 1024
     max_line: int = 64 * 1024
     max_file_size: int = 4 * 1024 * 1024
+    #: A connection whose connect failed (retries spent) fails again at
+    #: once instead of trying anew: a read-only command's parts do not
+    #: each pay the retries of a host that is down.
+    connect_once: bool = False
 
     @classmethod
     def from_conf(cls, conf=None):
@@ -606,6 +610,7 @@ class Connection(connection.Connection):
         self._sftp_obj = None
         self._on_new_key = on_new_key
         self._new_key = None
+        self._connect_failure = None
 
     def __repr__(self):
         return '<Connection %s@%s:%s>' % (self.credentials.username,
@@ -628,9 +633,21 @@ class Connection(connection.Connection):
             if self._transport_obj is None or \
                     not self._transport_obj.is_active():
                 self._sftp_obj = None
-                self._transport_obj = self._connect_with_retries()
+                self._transport_obj = self._connect_remembered()
                 self._report_new_key()
             return self._transport_obj
+
+    def _connect_remembered(self):
+        """:meth:`_connect_with_retries`; with ``connect_once``, its
+        failure is the answer of every later attempt."""
+        if self._connect_failure is not None:
+            raise self._connect_failure
+        try:
+            return self._connect_with_retries()
+        except exceptions.SSHConnectError as exc:
+            if self.settings.connect_once:
+                self._connect_failure = exc
+            raise
 
     def _report_new_key(self):
         # Outside the retries: a failure to note it is no reason to

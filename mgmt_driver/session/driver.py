@@ -467,6 +467,9 @@ class ClusterDriver:
                      for name, rendered in files.items()}
         documents[labels_mod.RECORD_FILE] = (
             labels_mod.render_record(settings), inventory.PUBLIC_MODE)
+        # For status: why a worker is not in this inventory.
+        documents[absence.RECORD_FILE] = (
+            absence.render_record(self.absent), inventory.PUBLIC_MODE)
         _check_read_back(documents)
         key_texts = {login.key_file: login.key_text for login in (
             self.spec.master.login, self.spec.worker.login)}

@@ -110,7 +110,13 @@ def recorded_inputs(store, instance_id, default_key_file=None):
         option and how to run on a conductor host), or see
         :func:`inputs`.
     """
-    if store.state(instance_id) != records_mod.PRESENT:
+    state = store.state(instance_id)
+    if state == records_mod.RELEASED:
+        raise exceptions.ParamsNotFound([
+            '--instance-id %s: it was terminated: its record in %s was '
+            'released, so there is no cluster to read (give --params to '
+            'read the hosts anyway)' % (instance_id, store.directory)])
+    if state != records_mod.PRESENT:
         raise exceptions.ParamsNotFound([
             '--instance-id %s: no record of it in %s (%s of the config '
             'files given: to follow an operation of Tacker, run this on a '

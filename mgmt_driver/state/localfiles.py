@@ -52,6 +52,12 @@ def load_document(path, what):
         gives the line and column, never the text (it may be a secret).
     """
     text = _read_text(path, what)
+    if not text.strip():
+        # Not "must be a mapping, not null": the file (or a pipe that
+        # gave nothing) is what is wrong.
+        raise exceptions.ParamsNotFound(['%s %s: empty%s' % (
+            what, 'standard input' if path == '-' else 'file %s' % path,
+            ' (nothing was piped in?)' if path == '-' else '')])
     try:
         return untrusted.load_yaml(text)
     except yaml.YAMLError as exc:

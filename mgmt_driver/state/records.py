@@ -69,6 +69,8 @@ LOG = logging.getLogger(__name__)
 
 FORMAT = 1
 ROLE_ANSIBLE = 'ansible'
+#: Roles of the hosts that belong to one cluster only (model.ROLES).
+NODE_ROLES = frozenset(('master', 'worker'))
 #: Kinds of registration (keys of ``vims``).
 TACKER_VIM = 'tacker_vim'
 KUBECONFIG = 'kubeconfig'
@@ -310,18 +312,41 @@ class RecordStore:
         """``(endpoints any record lists as an Ansible server,
         (endpoint, key) pairs other instances own)``."""
         ansible, others = set(), set()
-        for name in self._record_names():
-            try:
-                record = self.load(name)
-            except exceptions.InstanceRecordInvalid as exc:
-                # Another instance's problem must not stop this one.
-                LOG.warning('Ignoring a damaged record: %s', exc)
-                continue
+        for record in self._readable_records():
             ansible.update(h.endpoint for h in record.hosts
                            if h.role == ROLE_ANSIBLE)
-            if name != instance_id:
+            if record.instance_id != instance_id:
                 others.update(record.keys.items())
         return ansible, others
+
+    def _readable_records(self):
+        """Every record here that can be read (a damaged one is
+        logged and skipped: another instance's problem must not stop
+        this one)."""
+        for name in self._record_names():
+            try:
+                yield self.load(name)
+            except exceptions.InstanceRecordInvalid as exc:
+                LOG.warning('Ignoring a damaged record: %s', exc)
+
+    def owners(self, endpoints, instance_id):
+        """The other instances whose records list a Kubernetes node
+        (master or worker) at one of *endpoints*.
+
+        Ansible servers and load balancers may serve several clusters;
+        a node belongs to one.
+
+        :param endpoints: ``(address, port)`` pairs.
+        :returns: ``{instance id: [endpoints it lists, sorted]}``.
+        """
+        endpoints = set(endpoints)
+        found = {}
+        for record in self._readable_records():
+            mine = sorted({h.endpoint for h in record.hosts
+                           if h.role in NODE_ROLES} & endpoints)
+            if mine and record.instance_id != instance_id:
+                found[record.instance_id] = mine
+        return found
 
     def set_vim(self, instance_id, kind, vim_id, name):
         """Record that this instance registered *vim_id* as *kind*."""

@@ -448,6 +448,12 @@ def _directory_lines(option, directory):
                   if os.stat(f).st_mode & 0o077]
     lines += [('problem', '%s: %s is readable or writable by other '
                'accounts (want 0600)' % (name, f)) for f in open_files]
+    if not lines and info.st_mode & 0o077:
+        # Not private, though no file in it is readable by others.
+        lines.append(('note', '%s: %s is writable by this account only, '
+                      'but other accounts can list it (mode %04o: they see '
+                      'which instances it holds); chmod 700 it' % (
+                          name, directory, info.st_mode & 0o7777)))
     if not lines:
         lines.append(('ok', '%s: %s is private and writable' % (name,
                                                                 directory)))

@@ -598,8 +598,8 @@ def check_status(world, site, workspace, config, params_file, tmp_path,
     # The LB does not answer: said in its section, the rest still shown.
     code, text = status(lb=LB_DOWN)
     assert code == cli.EXIT_REMOTE_FAILURE, text
-    assert 'haproxy.cfg)\n  UNAVAILABLE: SSH connection to %s:' % (
-        LB_DOWN) in text
+    assert 'haproxy.cfg)\n  UNAVAILABLE: unreachable: SSH connection to ' \
+        '%s:' % LB_DOWN in text
     assert '\n  %s  ' % master_names[0] in text
     assert 'missing_from_kubernetes %s' % lost in text
     code, out = status('--output', 'json', lb=LB_DOWN)

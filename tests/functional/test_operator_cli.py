@@ -133,6 +133,7 @@ def test_an_operator_session(site, capsys):
     assert code == cli.EXIT_OK, (out + err)[-3000:]
     _the_lb_script_got_the_proxy_on_its_input(inputs['seen'].read_text())
 
+    _a_forgotten_instance_id_is_refused(lab, capsys, inputs)
     _status_shows_taints_and_cordoned_nodes(lab, capsys, inputs)
     _a_closed_standard_output_ends_quietly(inputs)
     _a_busy_lock_exits_4(lab, capsys, inputs)
@@ -152,6 +153,22 @@ def _the_lb_script_got_the_proxy_on_its_input(seen):
     argv = [line for line in lines if line.startswith('argv:')]
     assert any('.kubespray-mgmt-install-lb.sh' in line for line in argv)
     assert not any('s3cret' in line for line in argv), argv
+
+
+def _a_forgotten_instance_id_is_refused(lab, capsys, inputs):
+    """The default --instance-id on this cluster's nodes: scale-out and
+    terminate change nothing and name the owner (issue 41: they "added
+    0 worker(s)" and reset every node)."""
+    runs = len(lab.site.runs())
+    for operation in ('scale-out', 'terminate'):
+        code, out, err = _main(capsys, inputs, 'run', operation,
+                               '--params', inputs['params'], '--topology',
+                               inputs['topology'])
+        assert code == cli.EXIT_BAD_INPUT, (out + err)[-3000:]
+        assert "belong to instance '%s'" % INSTANCE in err
+        assert '--instance-id %s' % INSTANCE in err
+    assert len(lab.site.runs()) == runs
+    assert not os.path.exists(lab.workspace('kubespray-mgmt'))
 
 
 def _status_shows_taints_and_cordoned_nodes(lab, capsys, inputs):

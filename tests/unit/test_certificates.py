@@ -333,3 +333,26 @@ def test_a_dry_run_plans_each_master_and_waits_for_nothing(capsys):
     assert out.count('<program renew-certs, ') == 3
     assert out.count('get --raw /readyz') == 4  # 3 masters, then the LB
     assert out.count('version --client') == 1
+
+
+def test_a_renewal_shows_its_waits_as_it_goes(conf, monkeypatch):  # noqa: F811
+    """Issue 41, item 6: renew-certs printed nothing while it waited up
+    to cert_renew_timeout per step."""
+    clock = iter(range(0, 10000, 30))
+    monkeypatch.setattr(day2, '_clock', lambda: next(clock), raising=False)
+    monkeypatch.setattr(day2.kubectl, 'poll', _fake_poll(iter(range(
+        0, 10000, 5))))
+    drv, cluster, events, pool = _renewal(conf, monkeypatch)
+    pool.connection(M1).script(r'get --raw /readyz', stdout='not ok\n',
+                               times=3, first=True)
+    lines = []
+    drv._progress = lines.append
+    day2.renew_certificates(drv, cluster)
+    about = 'the API server of %s (https://%s:6443) to answer /readyz' % (
+        N1, M1)
+    waits = [line for line in lines if about in line]
+    assert waits == ['waiting up to 300 s for ' + about,
+                     'still waiting for %s: 60 s of 300 s' % about,
+                     about + ': answered after 90 s']
+    assert any(line.startswith('renewing the certificates of %s (' % N1)
+               and 'up to 300 s' in line for line in lines)

@@ -80,9 +80,10 @@ def test_a_real_run_takes_the_state_lock_and_says_so_in_json(tmp_path,
     config = tmp_path / 'kubespray-mgmt.conf'
     config.write_text('[kubespray_mgmt]\nrecords_dir = %s\n'
                       % (tmp_path / 'records'))
-    lock = statestore.lock_path(records.RecordStore(
-        str(tmp_path / 'records')), 'busy-one')
+    store = records.RecordStore(str(tmp_path / 'records'))
+    lock = statestore.lock_path(store, 'busy-one')
     os.makedirs(os.path.dirname(lock))
+    store.save(records.InstanceRecord('busy-one'))  # it was instantiated
     with open(lock, 'a') as held:
         fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
         code, out, err = _main(capsys, '--config-file', str(config), 'run',

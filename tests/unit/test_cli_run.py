@@ -23,6 +23,19 @@ def _secrets():
     return [v for v in values if v]
 
 
+def _instantiated(instance_id='kubespray-mgmt', hosts=()):
+    """A record of *instance_id* in the test's HOME, listing *hosts*."""
+    from oslo_config import cfg
+
+    from mgmt_driver.common import conf as kconf
+    from mgmt_driver.state import records
+    kconf.register_opts(cfg.CONF)
+    cfg.CONF([], project='kubespray-mgmt', default_config_files=[])
+    store = records.RecordStore.from_conf()
+    store.save(records.InstanceRecord(instance_id, list(hosts)))
+    return store
+
+
 def _run(capsys, *args):
     code = cli.main(['run', *args, '--params', PARAMS, '--topology',
                      TOPOLOGY])
@@ -85,26 +98,48 @@ def test_bad_node_arguments(capsys, operation, extra, text):
     assert code == cli.EXIT_BAD_INPUT and text in err
 
 
-@pytest.mark.parametrize('reset_on_terminate, expected', [
-    (True, ['reset', 'terminate']), (False, ['terminate'])])
-def test_terminate_resets_first_when_asked(monkeypatch, tmp_path, capsys,
-                                           reset_on_terminate, expected):
-    from mgmt_driver.session import driver
+def _terminate_params(tmp_path, reset_on_terminate):
     doc = json.loads(pathlib.Path(PARAMS).read_text())
     doc['additionalParams']['k8s_cluster_installation_param']['kubespray'] \
         = {'reset_on_terminate': reset_on_terminate}
     params_file = tmp_path / 'params.json'
     params_file.write_text(json.dumps(doc))
-    calls = []
-    monkeypatch.setattr(driver.ClusterDriver, 'reset',
-                        lambda self: calls.append('reset'))
-    monkeypatch.setattr(driver.ClusterDriver, 'terminate',
-                        lambda self, kind, unregister: calls.append(
-                            'terminate'))
+    return str(params_file)
+
+
+@pytest.mark.parametrize('reset_on_terminate, expected', [
+    (True, ['reset.yml', 'rm workspace']), (False, ['rm workspace'])])
+def test_terminate_resets_first_when_asked(tmp_path, capsys,
+                                           reset_on_terminate, expected):
     code = cli.main(['run', 'terminate', '--dry-run', '--params',
-                     str(params_file), '--topology', TOPOLOGY])
-    assert code == cli.EXIT_OK, capsys.readouterr().err
-    assert calls == expected
+                     _terminate_params(tmp_path, reset_on_terminate),
+                     '--topology', TOPOLOGY])
+    out, err = capsys.readouterr()
+    assert code == cli.EXIT_OK, err
+    assert _playbooks_and_removals(out) == expected
+
+
+def test_a_terminate_plan_shows_every_destructive_step(tmp_path, capsys):
+    """reset.yml on every node of the topology and the kubeconfig's
+    deletion, as the real run does, and no warning the real run does
+    not print (before: "no inventory recorded: nothing to reset", no
+    kubeconfig, and "keeping its record ..." on stderr)."""
+    from mgmt_driver.state import records
+    store = _instantiated(hosts=[records.Host('10.10.0.11', 22, 'master')])
+    kubeconfig = str(tmp_path / 'kubernetes_vim_simple.yaml')
+    store.set_vim('kubespray-mgmt', records.KUBECONFIG, kubeconfig,
+                  'kubernetes_vim_simple')
+    code = cli.main(['run', 'terminate', '--dry-run', '--params',
+                     _terminate_params(tmp_path, True),
+                     '--topology', TOPOLOGY])
+    out, err = capsys.readouterr()
+    assert (code, err) == (cli.EXIT_OK, '')
+    changes = out.split('What would change:')[1]
+    assert '- run reset.yml' in changes
+    assert '- delete the kubeconfig %s' % kubeconfig in changes
+    assert "inventory lists the 3 node(s) of the topology" in out
+    assert store.load('kubespray-mgmt').vim_id(records.KUBECONFIG) == \
+        kubeconfig  # nothing written
 
 
 def _playbooks_and_removals(out):
@@ -151,8 +186,78 @@ def test_heal_without_nodes_heals_the_whole_vnf(tmp_path, capsys,
 
 
 def test_healing_every_master_points_to_the_whole_vnf_heal(capsys):
+    _instantiated()
     code, _, err = _run(capsys, 'heal', '--dry-run', '--nodes',
                         'master-10-10-0-11')
-    assert code == cli.EXIT_REMOTE_FAILURE
+    assert code == cli.EXIT_BAD_INPUT
     assert 'run heal without --nodes' in err
     assert len(err.splitlines()) == 1
+
+
+# ------------------------------------ a forgotten --instance-id (issue 41) --
+
+@pytest.mark.parametrize('operation, extra', [
+    ('scale-out', []), ('terminate', []), ('upgrade',
+                                           ['--kube-version', '1.30.4']),
+    ('heal', ['--nodes', 'worker-10-10-0-21'])])
+def test_a_run_on_nodes_another_instance_owns_is_refused(
+        capsys, monkeypatch, operation, extra):
+    """The default --instance-id on the nodes of instance 'prod': refused
+    before anything is written, naming 'prod' and --instance-id (before:
+    scale-out "added 0", terminate reset prod's nodes)."""
+    from mgmt_driver.state import records
+    store = _instantiated('prod', [records.Host('10.10.0.21', 22, 'worker')])
+    _instantiated()  # the default instance has a record too
+    monkeypatch.setattr(cli, '_run_for_real', lambda *a: pytest.fail(
+        'the run went on'))
+    code, out, err = _run(capsys, operation, *extra)
+    assert code == cli.EXIT_BAD_INPUT, err
+    assert "belong to instance 'prod'" in err
+    assert '--instance-id prod' in err and '10.10.0.21:22' in err
+    assert store.instance_ids() == ['kubespray-mgmt', 'prod']
+
+
+@pytest.mark.parametrize('operation, extra', [
+    ('scale-out', []), ('scale-in', ['--nodes', 'worker-10-10-0-22']),
+    ('heal', []), ('upgrade', ['--kube-version', '1.30.4']),
+    ('terminate', []), ('snapshot', [])])
+def test_a_run_of_an_instance_without_a_record_is_refused(
+        capsys, monkeypatch, operation, extra):
+    monkeypatch.setattr(cli, '_run_for_real', lambda *a: pytest.fail(
+        'the run went on'))
+    code, out, err = _run(capsys, operation, *extra)
+    assert code == cli.EXIT_BAD_INPUT, err
+    assert '--instance-id kubespray-mgmt: has no record in' in err
+    assert 'nothing to %s' % operation in err and '"kubespray-mgmt list"' \
+        in err
+
+
+def test_terminate_of_a_terminated_instance_finishes(capsys, monkeypatch):
+    """A released record: terminate again goes on (it finishes what
+    was left); a scale-out is refused, saying it was terminated."""
+    store = _instantiated()
+    store.remove('kubespray-mgmt')
+    ran = []
+    monkeypatch.setattr(cli, '_run_for_real', lambda *a: ran.append(1) or 0)
+    assert _run(capsys, 'terminate')[0] == cli.EXIT_OK and ran
+    code, _, err = _run(capsys, 'scale-out')
+    assert code == cli.EXIT_BAD_INPUT and 'was terminated' in err
+
+
+def test_a_dry_run_says_the_real_run_is_refused(capsys):
+    code, out, err = _run(capsys, 'scale-out', '--dry-run')
+    assert code == cli.EXIT_OK, err
+    assert err.startswith('kubespray-mgmt: warning: without --dry-run this '
+                          'run is refused: --instance-id kubespray-mgmt: '
+                          'has no record')
+    assert out.splitlines()[-1].startswith('dry run, nothing done')
+
+
+def test_instantiate_on_another_instance_s_nodes_is_refused(capsys):
+    from mgmt_driver.state import records
+    _instantiated('prod', [records.Host('10.10.0.11', 22, 'master'),
+                           records.Host('10.10.0.1', 22, 'ansible')])
+    code, _, err = _run(capsys, 'instantiate')
+    assert code == cli.EXIT_BAD_INPUT
+    assert "node(s) 10.10.0.11:22 of the topology belong to instance " \
+        "'prod'" in err

@@ -1,6 +1,7 @@
 """The demo's lifecycle plan and summary (no site needed)."""
 
 import io
+import pathlib
 import re
 import types
 
@@ -10,6 +11,8 @@ import yaml
 from mgmt_localsite import demo
 
 from mgmt_driver.operations import upgrade
+
+SAMPLES = pathlib.Path(__file__).parents[2] / 'samples'
 
 
 @pytest.mark.parametrize('masters', [1, 3])
@@ -170,3 +173,69 @@ def test_the_command_passes_upgrade_on(monkeypatch):
                         lambda self: 7 if self.upgrade else 8)
     assert cli.main(['demo', '--upgrade']) == 7
     assert cli.main(['demo']) == 8
+
+
+class _Stop(Exception):
+    """Raised by :class:`_NamingLab` once the driver is asked for."""
+
+
+class _NamingLab:
+    """What the demo and the kept site ask of a lab, up to the driver,
+    whose operation name it notes (issue 41, item 16: every playbook
+    log was named ``operation-*``)."""
+
+    site = types.SimpleNamespace(runs=lambda: [])
+
+    def __init__(self):
+        self.operations = []
+
+    def spec(self):
+        return None
+
+    def cluster(self, spec, masters, workers):
+        return None
+
+    def driver(self, spec, instance_id, progress=None, operation=None):
+        self.operations.append(operation)
+        raise _Stop
+
+
+@pytest.mark.parametrize('operation', ['instantiate', 'scale-out', 'heal'])
+def test_a_demo_step_names_its_logs_after_its_operation(operation):
+    lab = _NamingLab()
+    step = next(s for s in demo.plan_steps(demo.MASTERS[:3],
+                                           demo.WORKERS[:4])
+                if s.operation == operation)
+    runner = demo.Demo(out=io.StringIO())
+    runner._started = 0.0  # as run() sets it
+    with pytest.raises(_Stop):
+        runner._run_step(lab, step)
+    assert lab.operations == [operation]
+
+
+def test_the_kept_site_names_its_logs_instantiate():
+    from mgmt_localsite import kept
+    lab = _NamingLab()
+    with pytest.raises(_Stop):
+        kept._instantiate(lab, demo.MASTERS[:1], demo.WORKERS[:2],
+                          io.StringIO())
+    assert lab.operations == ['instantiate']
+
+
+def test_the_lab_s_driver_logs_under_the_run_name():
+    from mgmt_localsite import lab as lab_mod
+    from oslo_config import cfg
+
+    from mgmt_driver.common import conf as kconf
+    from mgmt_driver.model import params
+    from mgmt_driver.state import localfiles
+    conf = cfg.ConfigOpts()
+    kconf.register_opts(conf)
+    conf([])
+    lab = object.__new__(lab_mod.Lab)
+    lab.conf = conf
+    spec = params.parse_params(localfiles.load_document(
+        str(SAMPLES / 'instantiate_simple.json'), 'PARAMS')[
+            'additionalParams'], need_cp_names=False)
+    drv, _ = lab.driver(spec, 'demo', operation='scale-out')
+    assert drv.operation == 'scale_out'

@@ -28,6 +28,9 @@ CASES = [
     ('instantiate', [], 'would build cluster ' + CLUSTER,
      sorted(MASTERS + [W1, W2, LB]), []),
     ('scale-out', ['--nodes', W2], 'would add 1 worker(s)', [W2], []),
+    ('scale-out', [], 'would add 2 worker(s) Kubernetes lacks among %s, %s '
+     '(a dry run cannot ask it: the plan joins every one)' % (W1, W2),
+     [W1, W2], []),
     ('scale-in', ['--nodes', W2], 'would remove ' + W2, [], [W2]),
     ('heal', ['--nodes', '%s,%s' % (MASTERS[0], W1)],
      'would heal %s, %s' % (MASTERS[0], W1), [], []),
@@ -108,3 +111,20 @@ def test_every_verb_has_a_conditional():
     for verb, tense in outcomes.VERBS.items():
         assert tense.planned.startswith('would '), verb
         assert not tense.done.startswith('would '), verb
+
+
+def test_an_upgrade_plan_shows_its_preflight_and_every_gate(capsys):
+    """Issue 41, item 9: the real run reads nodes, etcd and budgets
+    before it changes anything, and checks after every run; the plan
+    showed neither."""
+    out = _dry_run(capsys, 'upgrade', ['--kube-version', '1.31.4',
+                                       '--serial', '1'])
+    notes = [line for line in out.splitlines()
+             if line.startswith('# not read: ') and 'budgets here' in line]
+    assert notes[0].startswith('# not read: the preflight, before any '
+                               'change: every node Ready')
+    checked = [line.split('the check after upgrading ')[1].split(':')[0]
+               for line in notes[1:]]
+    assert checked == MASTERS + [W1, W2]
+    first_run = out.index('upgrade-cluster.yml')
+    assert out.index(notes[0]) < first_run < out.index(notes[1])

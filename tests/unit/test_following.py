@@ -248,7 +248,7 @@ def test_ctrl_c_while_following_says_where_the_run_goes_on(capsys):
 def test_a_format_word_is_not_a_path_to_write(capsys, argv):
     with pytest.raises(SystemExit) as info:
         cli.main(argv)
-    assert info.value.code == 2
+    assert info.value.code == cli.EXIT_BAD_INPUT
     assert 'is an output format, and this command writes files: give ' \
         'the path to write (./' in capsys.readouterr().err
 

@@ -769,3 +769,14 @@ def test_the_servers_version_line_is_untrusted(line, version):
     layout = kubespray._layout_from(kubespray._markers(stdout),
                                     kubespray._refuser('a', ROOT))
     assert layout.ansible == version
+
+
+def test_replaced_files_carry_the_date_they_were_written(tmp_path):
+    """Issue 41 (low): every workspace file was dated 1970."""
+    import time
+    ws = tmp_path / 'ws'
+    ws.mkdir()
+    subprocess.run(programs.command(kubespray.REPLACE, str(ws)),
+                   input=kubespray._tar(_replace_set(1)), check=True)
+    for name in ('hosts.yaml', 'host_vars'):
+        assert time.gmtime((ws / name).stat().st_mtime).tm_year > 2000

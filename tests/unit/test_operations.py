@@ -92,12 +92,23 @@ def _home(monkeypatch, tmp_path, name):
 
 def _cli(monkeypatch, tmp_path, package, pool, argv, params_path=PARAMS):
     _home(monkeypatch, tmp_path, 'cli-home')
+    if argv[0] != 'instantiate':  # run refuses an instance with no record
+        _instantiated()
     monkeypatch.setattr(ssh, 'ConnectionPool', lambda *a, **k: pool)
     code = cli.main(['run', *argv, '--params', params_path, '--topology',
                      TOPOLOGY, '--instance-id', INSTANCE,
                      '--package-dir', package])
     assert code == cli.EXIT_OK, capsys_err(pool)
     return _steps(pool)
+
+
+def _instantiated():
+    """The instance was instantiated: its record exists (the state
+    store and run refuse scale, heal and terminate without one)."""
+    kconf.register_opts(cfg.CONF)
+    store = records_mod.RecordStore.from_conf(cfg.CONF)
+    if store.state(INSTANCE) == records_mod.MISSING:
+        store.save(records_mod.InstanceRecord(INSTANCE))
 
 
 def capsys_err(pool):
@@ -118,11 +129,7 @@ class Tacker:
     def __init__(self, monkeypatch, tmp_path, package, pool,
                  params_path=PARAMS):
         _home(monkeypatch, tmp_path, 'tacker-home')
-        # The instance was instantiated: its record exists (the state
-        # store refuses scale, heal and terminate without one).
-        store = records_mod.RecordStore.from_conf(cfg.CONF)
-        if store.state(INSTANCE) == records_mod.MISSING:
-            store.save(records_mod.InstanceRecord(INSTANCE))
+        _instantiated()
         self.pool = pool
         self.hooks = v1.LcmHooks(
             cfg.CONF, pool_factory=lambda: pool, vim_registry=FakeRegistry(),

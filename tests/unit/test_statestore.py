@@ -408,3 +408,23 @@ def test_state_check_without_an_id_only_notes_it(tmp_path, capsys):
     assert code == 0
     assert out[0].startswith('note: [kubespray_mgmt] state_store_id is '
                              'unset')
+
+
+def test_a_directory_other_accounts_can_list_is_not_called_private(
+        tmp_path, capsys):
+    """Issue 41, item 15: a 0755 directory was "private and writable"."""
+    state = tmp_path / 'state'
+    (state / 'records').mkdir(parents=True)
+    (state / statestore.MARKER).write_text('prod-1\n')
+    (state / 'records').chmod(0o755)
+    code, out = _state_check(tmp_path, capsys)
+    records = [line for line in out if '] records_dir: %s ' % (
+        state / 'records') in line]
+    assert records == [
+        'note: [kubespray_mgmt] records_dir: %s is writable by this account '
+        'only, but other accounts can list it (mode 0755: they see which '
+        'instances it holds); chmod 700 it' % (state / 'records')]
+    (state / 'records').chmod(0o700)
+    code, out = _state_check(tmp_path, capsys)
+    assert 'ok: [kubespray_mgmt] records_dir: %s is private and writable' % (
+        state / 'records') in out

@@ -400,8 +400,8 @@ def test_unreachable_lb_is_reported_and_the_rest_still_shown(conf):
     assert [d['kind'] for d in report['differences']['items']] == [
         'missing_from_kubernetes']
     text = status.format_text(report)
-    assert '/etc/haproxy/haproxy.cfg)\n  UNAVAILABLE: SSH connection to %s:' \
-        % LB in text
+    assert '/etc/haproxy/haproxy.cfg)\n  UNAVAILABLE: unreachable: SSH ' \
+        'connection to %s:' % LB in text
     assert MASTER in text.split('Load balancer')[0]
     assert 'missing_from_kubernetes %s' % GONE in text
 
@@ -478,3 +478,93 @@ def test_text_format_is_a_table_per_section(conf):
                          '  missing_from_kubernetes %s: in the inventory, '
                          'not a Kubernetes node\n' % GONE)
     assert json.loads(status.to_json(report)) == report
+
+
+# ------------------------------------- a cluster not at rest (issue 41) --
+
+def test_an_upgrade_stopped_half_way_is_a_difference():
+    """Mixed kubelet versions and a node left cordoned: before, status
+    said "Differences: none" and exited 0."""
+    nodes = [{'name': MASTER, 'ready': 'True', 'schedulable': True,
+              'kubelet_version': 'v1.33.5'},
+             {'name': WORKER, 'ready': 'True', 'schedulable': False,
+              'kubelet_version': 'v1.32.9'},
+             {'name': GONE, 'ready': 'True', 'schedulable': True,
+              'kubelet_version': ''}]
+    found = status.differences(RECORDED, nodes=nodes)
+    assert [(d['kind'], d['name']) for d in found] == [
+        ('kubelet_version_behind', WORKER), ('node_cordoned', WORKER)]
+    assert found[0]['detail'].startswith(
+        'kubelet v1.32.9; 1 node(s) at v1.33.5: an upgrade stopped')
+    assert 'kubectl uncordon' in found[1]['detail']
+
+
+def test_an_unhealthy_etcd_member_is_a_difference(conf):
+    spec, cluster = _cluster()
+    site = Site(spec)
+    site.pool.connection('192.168.10.11').script(
+        'endpoint health', first=True, exit_code=1, stdout=json.dumps([
+            {'endpoint': 'https://10.10.0.11:2379', 'health': True},
+            {'endpoint': 'https://10.10.0.12:2379', 'health': False,
+             'error': 'context deadline exceeded'}]))
+    report = status.collect(spec, cluster, 'kubespray-mgmt', site.pool,
+                            conf)
+    assert report['etcd']['health'][1] == {
+        'endpoint': 'https://10.10.0.12:2379', 'healthy': False,
+        'error': 'context deadline exceeded'}
+    found = [d for d in report['differences']['items']
+             if d['kind'] == 'etcd_member_unhealthy']
+    assert found == [{'kind': 'etcd_member_unhealthy',
+                      'name': 'https://10.10.0.12:2379',
+                      'detail': 'not healthy: context deadline exceeded'}]
+    assert report['ok'] is False
+
+
+def test_a_worker_declared_absent_is_one_difference_that_says_so():
+    """Issue 41, item 10: after --absent W, status showed W as
+    not_in_inventory and backend_not_a_worker, with no word about the
+    declaration."""
+    nodes = [{'name': n, 'ready': 'True'} for n in (MASTER, WORKER, GONE)] \
+        + [{'name': 'worker-dead', 'ready': 'Unknown'}]
+    backends = [{'backend': 'kube_apiserver', 'server': MASTER,
+                 'status': 'UP'}] + [
+        {'backend': 'kube_nodeports', 'server': n, 'status': None}
+        for n in (WORKER, GONE, 'worker-dead')]
+    before = status.differences(RECORDED, nodes=nodes, backends=backends)
+    assert [d['kind'] for d in before] == [
+        'backend_not_a_worker', 'node_not_ready', 'not_in_inventory']
+    found = status.differences(RECORDED, nodes=nodes, backends=backends,
+                               absent=frozenset(['worker-dead']))
+    assert [(d['kind'], d['name']) for d in found] == [
+        ('declared_absent', 'worker-dead'), ('node_not_ready', 'worker-dead')]
+    assert found[0]['detail'].startswith('declared absent (--absent, '
+                                         'absent_nodes) by the last operation')
+
+
+def test_the_reader_reads_the_workers_declared_absent(conf):
+    from mgmt_driver.model import absence
+    spec, cluster = _cluster()
+    site = Site(spec)
+    site.ansible.files[spec.ansible.transferring_inventory_path +
+                       '/kubespray-mgmt/' + absence.RECORD_FILE] = \
+        absence.render_record([GONE])
+    report = status.collect(spec, cluster, 'kubespray-mgmt', site.pool,
+                            conf)
+    # GONE is in the recorded inventory here: nothing to explain.
+    assert [(d['kind'], d['name']) for d in report['differences']['items']] \
+        == [('missing_from_kubernetes', GONE)]
+    site.ansible.files[spec.ansible.transferring_inventory_path +
+                       '/kubespray-mgmt/' + absence.RECORD_FILE] = \
+        'absent: [../x]\n'
+    report = status.collect(spec, cluster, 'kubespray-mgmt', site.pool,
+                            conf)
+    assert 'absent: an item is not a node name' in \
+        report['differences']['error']
+
+
+@pytest.mark.parametrize('text', ['[]', 'absent: x', 'absent: [1]',
+                                  'absent: []\nmore: 1', ': ['])
+def test_the_absent_record_refuses_what_it_does_not_write(text):
+    from mgmt_driver.model import absence
+    with pytest.raises(ValueError):
+        absence.parse_record(text)
