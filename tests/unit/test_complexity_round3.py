@@ -1,0 +1,173 @@
+"""Issue 39 item 4: linear time in the code added since round 2.
+
+The same kind of test as :mod:`tests.unit.test_complexity` and
+:mod:`tests.unit.test_complexity_round2`: the input grows 8-fold and the
+work, counted by :mod:`tests.unit.work` (never timed), must grow
+linearly.  First the PodDisruptionBudget matching of the upgrade
+preflight (:func:`mgmt_driver.operations.gates.drain_blockers`) and of a
+refused eviction (:func:`mgmt_driver.remote.kubectl.blocking_budgets`),
+which scanned a budget's ``In`` list once per pod and every budget of a
+namespace once per pod (30,000 pods against one budget of 1,000,000
+values: past 20 s of CPU); their results are checked against the old
+definitions, kept here.  Then one test per module added since round 2
+that reads remote or tenant data in a loop.
+"""
+
+import hypothesis
+from hypothesis import strategies as st
+
+from mgmt_driver.operations import gates
+from mgmt_driver.remote import kubectl
+from tests.unit import work
+from tests.unit.test_complexity import SETTINGS
+
+# ------------------------------------------------- budget selectors --
+
+OPERATORS = ('In', 'NotIn', 'Exists', 'DoesNotExist')
+
+
+def _pod(i, labels, node='w1', namespace='ns'):
+    return kubectl.PodInfo(namespace, 'p%d' % i, node, labels, False)
+
+
+def _one_long_in_list(n, operator='In'):
+    """n pods against one budget whose ``In`` list holds n values, none
+    of them the pods' (the issue's case, scaled down)."""
+    values = [work.Key('v%d' % i) for i in range(n)]
+    selector = {'matchExpressions': [{'key': work.Key('app'),
+                                      'operator': operator,
+                                      'values': values}]}
+    pods = [_pod(i, {work.Key('app'): work.Key('x%d' % i)})
+            for i in range(n)]
+    return pods, [kubectl.Budget('ns', 'b', selector, 0, 1, 1)]
+
+
+def _many_budgets(n):
+    """n pods and n budgets of one namespace, each budget selecting
+    one pod by a label."""
+    pods = [_pod(i, {work.Key('app'): work.Key('a%d' % i)})
+            for i in range(n)]
+    budgets = [kubectl.Budget('ns', 'b%d' % i, {'matchLabels': {
+        work.Key('app'): work.Key('a%d' % i)}}, 0, 1, 1) for i in range(n)]
+    return pods, budgets
+
+
+def _blockers(made):
+    pods, budgets = made
+    return gates.drain_blockers(pods, budgets, ['w1'])
+
+
+def _refused(made):
+    pods, budgets = made
+    return kubectl.blocking_budgets(
+        [(p.namespace, p.labels, p.evacuated) for p in pods], budgets)
+
+
+@SETTINGS
+@hypothesis.given(operator=st.sampled_from(['In', 'NotIn']))
+def test_a_long_in_list_is_matched_linearly_in_the_preflight(operator):
+    assert work.growth(_blockers, lambda n: _one_long_in_list(n, operator),
+                       100) < work.MAX_GROWTH
+
+
+@SETTINGS
+@hypothesis.given(operator=st.sampled_from(['In', 'NotIn']))
+def test_a_long_in_list_is_matched_linearly_after_a_refusal(operator):
+    assert work.growth(_refused, lambda n: _one_long_in_list(n, operator),
+                       100) < work.MAX_GROWTH
+
+
+def test_many_budgets_of_a_namespace_are_matched_linearly():
+    assert work.growth(_blockers, _many_budgets, 50) < work.MAX_GROWTH
+    assert work.growth(_refused, _many_budgets, 50) < work.MAX_GROWTH
+
+
+def _old_selects(selector, labels):
+    """The definition before the fix: lists scanned."""
+    if selector is None:
+        return False
+    wanted = selector.get('matchLabels') or {}
+    if any(labels.get(k) != v for k, v in wanted.items()):
+        return False
+    for expr in selector.get('matchExpressions') or []:
+        key, op, values = expr['key'], expr['operator'], expr.get(
+            'values') or []
+        present = key in labels
+        if not {'In': present and labels[key] in values,
+                'NotIn': not present or labels[key] not in values,
+                'Exists': present, 'DoesNotExist': not present}.get(op):
+            return False
+    return True
+
+
+def _old_drain_blockers(pods, budgets, names):
+    found = {}
+    for pod in pods:
+        if pod.node not in names or pod.evacuated or not pod.labels:
+            continue
+        chosen = [b for b in budgets if b.namespace == pod.namespace
+                  and _old_selects(b.selector, pod.labels)]
+        if len(chosen) > 1:
+            what = 'several PodDisruptionBudgets (%s): evictions refused' % (
+                ', '.join(sorted('%s/%s' % (b.namespace, b.name)
+                                 for b in chosen)))
+        elif chosen and chosen[0].allowed <= 0:
+            what = '%s, allows no disruption' % chosen[0]
+        else:
+            continue
+        found.setdefault(pod.node, {}).setdefault(what, []).append(
+            '%s/%s' % (pod.namespace, pod.name))
+    return {node: [(what, sorted(refs)) for what, refs in sorted(
+        entries.items())] for node, entries in found.items()}
+
+
+def _old_blocking(pods, budgets):
+    found = {}
+    for namespace, labels, evacuated in pods:
+        for budget in budgets:
+            if (budget.allowed <= 0 and budget.namespace == namespace
+                    and labels and not evacuated
+                    and _old_selects(budget.selector, labels)):
+                found[(budget.namespace, budget.name)] = budget
+    return [found[key] for key in sorted(found)]
+
+
+# Few keys, values, namespaces and nodes, so that they collide often.
+_LABELS = st.dictionaries(st.sampled_from('abc'), st.sampled_from('xyz'),
+                          max_size=3)
+_EXPR = st.fixed_dictionaries({
+    'key': st.sampled_from('abc'), 'operator': st.sampled_from(
+        OPERATORS + ('Bogus',)),
+    'values': st.lists(st.sampled_from(['x', 'y', 'z', 7]), max_size=3)})
+_SELECTOR = st.none() | st.fixed_dictionaries({}, optional={
+    'matchLabels': _LABELS, 'matchExpressions': st.lists(_EXPR,
+                                                         max_size=3)})
+_PODS = st.lists(st.builds(
+    kubectl.PodInfo, st.sampled_from(['n1', 'n2']), st.sampled_from('pq'),
+    st.sampled_from(['w1', 'w2', 'm1']), _LABELS, st.booleans()),
+    max_size=8)
+_BUDGETS = st.lists(st.builds(
+    kubectl.Budget, st.sampled_from(['n1', 'n2']), st.sampled_from('bcd'),
+    _SELECTOR, st.integers(0, 1), st.just(1), st.just(1)), max_size=5)
+_SAME = hypothesis.settings(max_examples=300, deadline=None,
+                            derandomize=True)
+
+
+@_SAME
+@hypothesis.given(pods=_PODS, budgets=_BUDGETS)
+def test_blockers_are_those_of_the_old_definition(pods, budgets):
+    names = ['w1', 'm1']
+    assert gates.drain_blockers(pods, budgets, names) == \
+        _old_drain_blockers(pods, budgets, names)
+    listed = [(p.namespace, p.labels, p.evacuated) for p in pods]
+    assert kubectl.blocking_budgets(listed, budgets) == _old_blocking(
+        listed, budgets)
+
+
+def test_the_work_count_tells_the_old_matching_from_the_new():
+    # The measure can fail: the old definition is over the bound.
+    def old(made):
+        pods, budgets = made
+        return _old_drain_blockers(pods, budgets, ['w1'])
+    assert work.growth(old, _one_long_in_list, 100) > work.MAX_GROWTH
+    assert work.growth(old, _many_budgets, 50) > work.MAX_GROWTH
