@@ -13,13 +13,27 @@ definitions, kept here.  Then one test per module added since round 2
 that reads remote or tenant data in a loop.
 """
 
+import json
+
 import hypothesis
 from hypothesis import strategies as st
 
+from mgmt_driver.adapters import listing
+from mgmt_driver.common import safetext
+from mgmt_driver.model import absence
+from mgmt_driver.model import core
+from mgmt_driver.model import nodes
+from mgmt_driver.model import params
+from mgmt_driver.operations import autoheal
+from mgmt_driver.operations import certificates
+from mgmt_driver.operations import etcdsnapshots
 from mgmt_driver.operations import gates
+from mgmt_driver.operations import rolling
 from mgmt_driver.remote import kubectl
+from tests.unit import params_data
 from tests.unit import work
 from tests.unit.test_complexity import SETTINGS
+from tests.unit.test_complexity_round2 import _addresses
 
 # ------------------------------------------------- budget selectors --
 
@@ -171,3 +185,142 @@ def test_the_work_count_tells_the_old_matching_from_the_new():
         return _old_drain_blockers(pods, budgets, ['w1'])
     assert work.growth(old, _one_long_in_list, 100) > work.MAX_GROWTH
     assert work.growth(old, _many_budgets, 50) > work.MAX_GROWTH
+
+
+# ------------------------------------------ modules added since round 2 --
+
+_LB = core.NodeAddress('external_lb', '10.40.0.1', '10.40.0.1')
+
+
+def _names(n, prefix='worker-'):
+    return [work.Key('%s%d' % (prefix, i)) for i in range(n)]
+
+
+def test_a_rolling_plan_is_checked_linearly():
+    # Tacker's order of the VNFCs to replace: the tenant's request.
+    def make(n):
+        return ['m0', 'm1', 'm2'], [rolling.Step('v%d' % i, name, 'worker')
+                                    for i, name in enumerate(_names(n))]
+    assert work.growth(lambda a: rolling.check_plan(*a), make,
+                       100) < work.MAX_GROWTH
+
+
+def test_an_automatic_heal_is_checked_linearly():
+    def make(n):
+        spec = params.parse_params(params_data.minimal(),
+                                   need_cp_names=False)
+        cluster = nodes.build_nodes(spec, [
+            core.NodeAddress('master', ip, ip)
+            for ip in _addresses(3, '10.30.0.0')] + [
+            core.NodeAddress('worker', ip, ip) for ip in _addresses(n)] + [
+            _LB])
+        ready = {name: 'True' for name in cluster.names}
+        workers = [w.name for w in cluster.workers]
+        for name in workers[::4]:
+            ready[name] = 'False'
+        return cluster, ready, workers[::4]
+    assert work.growth(lambda a: autoheal.check_heal(*a, 100), make,
+                       40) < work.MAX_GROWTH
+
+
+def test_the_upgrade_gates_are_linear_in_the_node_count():
+    def make(n):
+        names = _names(n)
+        infos = [kubectl.NodeInfo(name, (), 'True' if i % 3 else 'False',
+                                  'v1.30.1', '', {}, bool(i % 2))
+                 for i, name in enumerate(names)]
+        return infos, names
+
+    def check(made):
+        infos, names = made
+        gates.node_problems(infos, names, excused=names[::2],
+                            version=(1, 30, 1))
+        gates.upgrade_drains(infos, names, uncordoned=names[::3])
+        gates.undrained(names, gates.readiness(infos), names[::5])
+        gates.worker_batches(names, '20%')
+    assert work.growth(check, make, 200) < work.MAX_GROWTH
+
+
+def test_etcd_answers_are_read_linearly():
+    def make(n):
+        return json.dumps([{'endpoint': 'https://10.0.0.%d:2379' % i,
+                            'health': bool(i % 2), 'error': 'e' * 40}
+                           for i in range(n)]), ['m%d' % i for i in range(n)]
+
+    def read(made):
+        text, members = made
+        health = gates.parse_etcd_health(text, 'master')
+        return gates.etcd_problems(members, members, health)
+    assert work.growth(read, make, 100) < work.MAX_GROWTH
+
+
+def test_snapshot_listings_are_read_and_pruned_linearly():
+    def make(n):
+        return ''.join('%d etcd-2026%04dT000000Z-manual.db\n' % (
+            1000 + i, 101 + i) for i in range(n))
+
+    def read(text):
+        return etcdsnapshots.to_prune(etcdsnapshots.parse_listing(text),
+                                      3, 10 ** 9)
+    assert work.growth(read, make, 300) < work.MAX_GROWTH
+
+
+def test_certificate_answers_and_records_are_read_linearly():
+    # Bounded (MAX_CERTIFICATES, MAX_RECORDED): the shape up to the
+    # bound.
+    def make(n):
+        item = {'name': 'apiserver', 'expirationDate':
+                '2027-01-01T00:00:00Z', 'residualTime': 86400 * 30,
+                'missing': False, 'externallyManaged': False}
+        return json.dumps({'certificates': [item] * n,
+                           'certificateAuthorities': [item] * n}), \
+            json.dumps({'request': 'r1', 'done': _names(5 * n)})
+
+    def read(made):
+        answer, record = made
+        found = certificates.parse_expiration(answer, 'master')
+        sec = certificates.section([certificates.master_entry(
+            'm%d' % i, 'h', found) for i in range(3)], 60)
+        certificates.format_section(sec)
+        return certificates.parse_record(record)
+    assert work.growth(read, make, 12) < work.MAX_GROWTH
+
+
+def test_absent_worker_names_are_checked_linearly():
+    def make(n):
+        spec = params.parse_params(params_data.minimal(),
+                                   need_cp_names=False)
+        cluster = nodes.build_nodes(spec, [
+            core.NodeAddress('master', '10.30.0.1', '10.30.0.1')] + [
+            core.NodeAddress('worker', ip, ip) for ip in _addresses(n)] + [
+            _LB])
+        return cluster, ','.join(w.name for w in cluster.workers)
+
+    def check(made):
+        cluster, text = made
+        return absence.check_absent(cluster, absence.parse_names(
+            text, 'absent_workers'), 'absent_workers')
+    assert work.growth(check, make, 60) < work.MAX_GROWTH
+
+
+@SETTINGS
+@hypothesis.given(char=st.sampled_from(['a', '\x1b', '\u202e', 'é']))
+def test_remote_text_is_clipped_and_escaped_linearly(char):
+    def make(n):
+        return [char * 50] * n + [char * (50 * n)]
+
+    def clip_all(items):
+        safetext.clip_list(items, count=len(items), width=10 ** 6)
+        return [safetext.escape(item) for item in items]
+    assert work.growth(clip_all, make, 10) < work.MAX_GROWTH
+
+
+def test_the_instance_list_is_formatted_linearly():
+    def make(n):
+        return [{'instance_id': 'i%d' % i, 'error': None, 'vims': [
+            {'kind': 'tacker', 'id': 'v', 'name': 'vim'}],
+            'ansible_server': '10.0.0.1:22', 'masters': 3, 'workers': i,
+            'gateways': 1, 'last_operation': {'operation': 'heal',
+                                              'result': 'ok'}}
+            for i in range(n)]
+    assert work.growth(listing.format_text, make, 100) < work.MAX_GROWTH
