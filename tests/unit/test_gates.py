@@ -13,9 +13,11 @@ from mgmt_driver.model import absence
 from mgmt_driver.model import nodes as nodes_mod
 from mgmt_driver.model import params
 from mgmt_driver.operations import gates
+from mgmt_driver.operations import lcm
 from mgmt_driver.operations import upgrade
 from mgmt_driver.remote import heat
 from mgmt_driver.remote import kubectl
+from mgmt_driver.session import driver
 from tests.unit import test_cli_run
 from tests.unit.test_driver import Harness
 from tests.unit.test_driver import _heat_like
@@ -535,3 +537,27 @@ def test_heat_marks_a_server_gone_by_its_resource_status():
                          ('DELETE_COMPLETE', True)):
         assert heat.HeatNodeFinder(FakeHeat(status))._server('s') == (
             'srv', gone)
+
+
+def test_a_heal_of_another_worker_leaves_an_absent_unknown_one_out(conf):  # noqa
+    # Kubernetes knows neither worker: W1's VM was re-created, W2 is
+    # dead and declared absent.  Only W1 joins.
+    h = Harness(conf, k8s_nodes=[M1])
+    spec = params.parse_params(_instantiate_params(2))
+    cluster = nodes_mod.nodes_from_spec(spec)
+    drv = driver.ClusterDriver(spec, 'inst-1', h.pool, conf)
+    drv.declare_absent(cluster, (W2,), 'absent_nodes')
+    lcm.heal_finish(drv, cluster, [W1], None, None)
+    assert _playbook_limits(h)[-1] == ('scale.yml', W1)
+    assert all(W2 not in c for c in h.ansible.commands
+               if 'ansible-playbook' in c or 'FC:TIMEOUT' in c)
+
+
+def test_absent_names_are_bounded():
+    names = ['worker-%d' % i for i in range(absence.MAX_NAMES + 1)]
+    for value in (names, ','.join(names)):
+        with pytest.raises(exceptions.ParamsInvalid,
+                           match='f: must be a list of node names '
+                                 r'\(at most %d\)' % absence.MAX_NAMES):
+            absence.parse_names(value, 'f')
+    assert len(absence.parse_names(names[1:], 'f')) == absence.MAX_NAMES
