@@ -333,15 +333,6 @@ def _labels_of(meta, where):
     return labels
 
 
-def selects(selector, labels, where='spec.selector'):
-    """Whether a LabelSelector selects *labels* (an empty one selects
-    every pod, none selects nothing).
-
-    :raises BadShape: the selector is not one (naming *where*).
-    """
-    return Selector(selector, where).selects(labels)
-
-
 class Selector:
     """A LabelSelector, checked once and matched in time linear in the
     labels it names (its ``In``/``NotIn`` values are sets: a budget's
@@ -381,13 +372,27 @@ class Selector:
                    for key, op, values in self.terms)
 
     def narrowest(self, index):
-        """The pods of a :class:`_PodIndex` this selector may select:
-        those with its rarest wanted label or ``In`` key, else all."""
-        lists = [index.by_label.get((k, v), ()) for k, v in
-                 self.wanted.items() if isinstance(v, str)]
-        lists += [index.by_key.get(key, ()) for key, op, _ in self.terms
-                  if op in ('In', 'Exists')]
-        return min(lists, key=len) if lists else index.pods
+        """The pods of a :class:`_PodIndex` this selector may select,
+        found the cheapest way: by its rarest wanted label, the pods
+        with an ``In`` or ``Exists`` key, or an ``In`` list's values
+        looked up one by one when they are fewer; else all."""
+        ways = [(len(index.pods), index.pods)]
+        for key, value in self.wanted.items():
+            if isinstance(value, str):
+                found = index.by_label.get((key, value), ())
+                ways.append((len(found), found))
+        for key, op, values in self.terms:
+            if op in ('In', 'Exists'):
+                found = index.by_key.get(key, ())
+                ways.append((len(found), found))
+            if op == 'In':
+                ways.append((len(values), _by_values(index, key, values)))
+        return min(ways, key=lambda way: way[0])[1]
+
+
+def _by_values(index, key, values):
+    for value in values:
+        yield from index.by_label.get((key, value), ())
 
 
 def _term(expr, where):
@@ -427,7 +432,7 @@ def selections(budgets, pods, first=False):
     :param pods: ``(namespace, labels, pod)``; *pod* is what is returned.
     :param first: stop at a budget's first selected pod.
     :returns: ``[(budget, [pod, ...]), ...]`` for budgets that select
-        one, in *budgets*' order, pods in *pods*' order.
+        one, in *budgets*' order (a budget's pods in no set order).
     :raises BadShape: a selector is not one.
     """
     index = {}
@@ -438,6 +443,8 @@ def selections(budgets, pods, first=False):
         if budget.namespace not in index:
             continue
         selector = Selector.of(budget.selector)
+        if selector.never:
+            continue
         chosen = []
         for labels, pod in selector.narrowest(index[budget.namespace]):
             if selector.selects(labels):

@@ -56,14 +56,20 @@ def _one_long_in_list(n, operator='In'):
     return pods, [kubectl.Budget('ns', 'b', selector, 0, 1, 1)]
 
 
-def _many_budgets(n):
+def _many_budgets(n, how='matchLabels'):
     """n pods and n budgets of one namespace, each budget selecting
-    one pod by a label."""
+    one pod by a label (or an ``In`` list of one value)."""
     pods = [_pod(i, {work.Key('app'): work.Key('a%d' % i)})
             for i in range(n)]
-    budgets = [kubectl.Budget('ns', 'b%d' % i, {'matchLabels': {
-        work.Key('app'): work.Key('a%d' % i)}}, 0, 1, 1) for i in range(n)]
-    return pods, budgets
+
+    def selector(i):
+        if how == 'matchLabels':
+            return {'matchLabels': {work.Key('app'): work.Key('a%d' % i)}}
+        return {'matchExpressions': [{'key': work.Key('app'),
+                                      'operator': 'In',
+                                      'values': [work.Key('a%d' % i)]}]}
+    return pods, [kubectl.Budget('ns', 'b%d' % i, selector(i), 0, 1, 1)
+                  for i in range(n)]
 
 
 def _blockers(made):
@@ -91,9 +97,13 @@ def test_a_long_in_list_is_matched_linearly_after_a_refusal(operator):
                        100) < work.MAX_GROWTH
 
 
-def test_many_budgets_of_a_namespace_are_matched_linearly():
-    assert work.growth(_blockers, _many_budgets, 50) < work.MAX_GROWTH
-    assert work.growth(_refused, _many_budgets, 50) < work.MAX_GROWTH
+@SETTINGS
+@hypothesis.given(how=st.sampled_from(['matchLabels', 'In']))
+def test_many_budgets_of_a_namespace_are_matched_linearly(how):
+    def make(n):
+        return _many_budgets(n, how)
+    assert work.growth(_blockers, make, 50) < work.MAX_GROWTH
+    assert work.growth(_refused, make, 50) < work.MAX_GROWTH
 
 
 def _old_selects(selector, labels):
