@@ -11,7 +11,8 @@ Python allocated, the text itself excluded) and CPU time of:
   ``safeyaml.load`` (PyYAML's node tree);
 * after: ``untrusted.load_json`` and ``untrusted.load_yaml``.
 
-``--quick`` uses 256 KiB and 32 KiB (CI runs it: seconds).  No network; asserts nothing.
+``--quick`` uses 256 KiB and 32 KiB (CI runs it: seconds).  No network;
+asserts nothing.
 
     python benchmarks/hostile_readers.py [--quick]
 """

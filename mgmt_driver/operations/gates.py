@@ -186,27 +186,34 @@ def drain_blockers(pods, budgets, names):
         budgets and pods sorted.
     """
     wanted = set(names)
-    by_namespace = {}
-    for budget in budgets:
-        by_namespace.setdefault(budget.namespace, []).append(budget)
+    eligible = [pod for pod in pods
+                if pod.node in wanted and not pod.evacuated and pod.labels]
+    chosen = {}  # position in eligible: the budgets that select it
+    for budget, selected in kubectl.selections(budgets, [
+            (pod.namespace, pod.labels, at)
+            for at, pod in enumerate(eligible)]):
+        for at in selected:
+            chosen.setdefault(at, []).append(budget)
     found = {}
-    for pod in pods:
-        if pod.node not in wanted or pod.evacuated or not pod.labels:
-            continue
-        chosen = [b for b in by_namespace.get(pod.namespace, ())
-                  if kubectl.selects(b.selector, pod.labels)]
-        if len(chosen) > 1:
-            what = 'several PodDisruptionBudgets (%s): evictions refused' % (
-                ', '.join(sorted('%s/%s' % (b.namespace, b.name)
-                                 for b in chosen)))
-        elif chosen and chosen[0].allowed <= 0:
-            what = '%s, allows no disruption' % chosen[0]
-        else:
-            continue
-        found.setdefault(pod.node, {}).setdefault(what, []).append(
-            '%s/%s' % (pod.namespace, pod.name))
+    for at, pod in enumerate(eligible):
+        what = _blocking(chosen.get(at, ()))
+        if what:
+            found.setdefault(pod.node, {}).setdefault(what, []).append(
+                '%s/%s' % (pod.namespace, pod.name))
     return {node: [(what, sorted(refs)) for what, refs in sorted(
         entries.items())] for node, entries in found.items()}
+
+
+def _blocking(chosen):
+    """Why the budgets *chosen* for one pod block its eviction, or
+    None."""
+    if len(chosen) > 1:
+        return 'several PodDisruptionBudgets (%s): evictions refused' % (
+            ', '.join(sorted('%s/%s' % (b.namespace, b.name)
+                             for b in chosen)))
+    if chosen and chosen[0].allowed <= 0:
+        return '%s, allows no disruption' % chosen[0]
+    return None
 
 
 def blocker_lines(blockers, order):

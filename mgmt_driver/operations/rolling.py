@@ -32,6 +32,7 @@ and :func:`bring_back`.  Not in the design's layout: an operations-layer
 module.
 """
 
+import collections
 import typing
 
 from mgmt_driver.common import exceptions
@@ -74,7 +75,9 @@ def check_plan(masters, order):
     """
     problems = []
     names = [s.node for s in order]
-    twice = sorted({n for n in names if names.count(n) > 1})
+    # Counted once, not once per name: Tacker's order is request-sized.
+    twice = sorted(n for n, seen in collections.Counter(names).items()
+                   if seen > 1)
     if twice:
         problems.append('nodes named twice: %s' % ', '.join(twice))
     chosen = [s.node for s in order if s.role == core.ROLE_MASTER]

@@ -318,35 +318,134 @@ def _labels_of(meta, where):
     return labels
 
 
-def selects(selector, labels, where='spec.selector'):
-    """Whether a LabelSelector selects *labels* (an empty one selects
-    every pod, none selects nothing).
+class Selector:
+    """A LabelSelector, checked once and matched in time linear in the
+    labels it names (its ``In``/``NotIn`` values are sets: a budget's
+    list of a million values costs one pass, not one per pod).
 
-    :raises BadShape: the selector is not one (naming *where*).
+    :param selector: ``spec.selector`` as kubectl printed it; None
+        selects nothing, ``{}`` every pod.
+    :param where: the field path, for errors.
+    :raises BadShape: *selector* is not a LabelSelector (naming *where*).
     """
-    if selector is None:
-        return False
-    if not isinstance(selector, dict):
-        raise BadShape('%s must be an object' % where)
-    wanted = json_field(selector, 'matchLabels', dict, where, {})
-    if any(labels.get(k) != v for k, v in wanted.items()):
-        return False
-    for expr in json_field(selector, 'matchExpressions', list, where, []):
-        at = where + '.matchExpressions[]'
-        key = json_field(expr, 'key', str, at)
-        op = json_field(expr, 'operator', str, at)
-        values = json_field(expr, 'values', list, at, [])
-        present = key in labels
-        if not {'In': present and labels[key] in values,
-                'NotIn': not present or labels[key] not in values,
-                'Exists': present, 'DoesNotExist': not present}.get(op):
+
+    def __init__(self, selector, where='spec.selector'):
+        self.never = selector is None
+        self.wanted, self.terms = {}, ()
+        if self.never:
+            return
+        if not isinstance(selector, dict):
+            raise BadShape('%s must be an object' % where)
+        self.wanted = json_field(selector, 'matchLabels', dict, where, {})
+        self.terms = tuple(_term(expr, where + '.matchExpressions[]')
+                           for expr in json_field(
+                               selector, 'matchExpressions', list, where, []))
+        # An unknown operator selects nothing, as the API would refuse it.
+        self.never = any(op not in _OPERATORS for _, op, _ in self.terms)
+
+    @classmethod
+    def of(cls, selector):
+        """*selector* compiled, unless it already is."""
+        return selector if isinstance(selector, cls) else cls(selector)
+
+    def selects(self, labels):
+        """Whether these ``{key: value}`` labels are selected."""
+        if self.never or any(labels.get(k) != v
+                             for k, v in self.wanted.items()):
             return False
-    return True
+        return all(_OPERATORS[op](labels, key, values)
+                   for key, op, values in self.terms)
+
+    def narrowest(self, index):
+        """The pods of a :class:`_PodIndex` this selector may select,
+        found the cheapest way: by its rarest wanted label, the pods
+        with an ``In`` or ``Exists`` key, or an ``In`` list's values
+        looked up one by one when they are fewer; else all."""
+        ways = [(len(index.pods), index.pods)]
+        for key, value in self.wanted.items():
+            if isinstance(value, str):
+                found = index.by_label.get((key, value), ())
+                ways.append((len(found), found))
+        for key, op, values in self.terms:
+            if op in ('In', 'Exists'):
+                found = index.by_key.get(key, ())
+                ways.append((len(found), found))
+            if op == 'In':
+                ways.append((len(values), _by_values(index, key, values)))
+        return min(ways, key=lambda way: way[0])[1]
+
+
+def _by_values(index, key, values):
+    for value in values:
+        yield from index.by_label.get((key, value), ())
+
+
+def _term(expr, where):
+    values = json_field(expr, 'values', list, where, [])
+    # Label values are strings: another value equals none of them.
+    return (json_field(expr, 'key', str, where),
+            json_field(expr, 'operator', str, where),
+            frozenset(v for v in values if isinstance(v, str)))
+
+
+_OPERATORS = {
+    'In': lambda labels, key, values: labels.get(key) in values,
+    'NotIn': lambda labels, key, values: labels.get(key) not in values,
+    'Exists': lambda labels, key, values: key in labels,
+    'DoesNotExist': lambda labels, key, values: key not in labels}
+
+
+class _PodIndex:
+    """The pods of one namespace, by label and by label key."""
+
+    def __init__(self):
+        self.pods, self.by_label, self.by_key = [], {}, {}
+
+    def add(self, labels, pod):
+        self.pods.append((labels, pod))
+        for key, value in labels.items():
+            self.by_label.setdefault((key, value), []).append((labels, pod))
+            self.by_key.setdefault(key, []).append((labels, pod))
+
+
+def selections(budgets, pods, first=False):
+    """Each budget with the pods its selector selects, in linear time
+    for selectors that name a label to look up (the pods are indexed by
+    namespace, label and label key), not budgets times pods.
+
+    :param budgets: :class:`Budget`.
+    :param pods: ``(namespace, labels, pod)``; *pod* is what is returned.
+    :param first: stop at a budget's first selected pod.
+    :returns: ``[(budget, [pod, ...]), ...]`` for budgets that select
+        one, in *budgets*' order (a budget's pods in no set order).
+    :raises BadShape: a selector is not one.
+    """
+    index = {}
+    for namespace, labels, pod in pods:
+        index.setdefault(namespace, _PodIndex()).add(labels, pod)
+    found = []
+    for budget in budgets:
+        if budget.namespace not in index:
+            continue
+        selector = Selector.of(budget.selector)
+        if selector.never:
+            continue
+        chosen = []
+        for labels, pod in selector.narrowest(index[budget.namespace]):
+            if selector.selects(labels):
+                chosen.append(pod)
+                if first:
+                    break
+        if chosen:
+            found.append((budget, chosen))
+    return found
 
 
 @dataclasses.dataclass(frozen=True)
 class Budget:
-    """A PodDisruptionBudget as ``kubectl get pdb -A`` shows it."""
+    """A PodDisruptionBudget as ``kubectl get pdb -A`` shows it; its
+    *selector* a :class:`Selector` once read (a raw LabelSelector is
+    compiled where it is matched)."""
 
     namespace: str
     name: str
@@ -371,7 +470,8 @@ def _budget(item, where):
             raise BadShape('%s.status.%s must be a number' % (where, key))
         return value
     return Budget(json_field(meta, 'namespace', str, where + '.metadata', ''),
-                  _name_of(item, where), spec.get('selector'),
+                  _name_of(item, where),
+                  Selector(spec.get('selector'), where + '.spec.selector'),
                   count('disruptionsAllowed'), count('desiredHealthy'),
                   count('currentHealthy'))
 
@@ -417,18 +517,12 @@ def blocking_budgets(pods, budgets):
     :param pods: ``(namespace, labels, evacuated)`` of a node's pods.
     :param budgets: :class:`Budget` of the cluster.
     :returns: those budgets, sorted, each once.
+    :raises BadShape: a selector is not one.
     """
-    by_namespace = {}
-    for budget in budgets:
-        if budget.allowed <= 0:
-            by_namespace.setdefault(budget.namespace, []).append(budget)
-    found = {}
-    for namespace, labels, evacuated in pods:
-        if evacuated or not labels:
-            continue
-        for budget in by_namespace.get(namespace, ()):
-            if selects(budget.selector, labels):
-                found[(budget.namespace, budget.name)] = budget
+    found = {(b.namespace, b.name): b for b, _ in selections(
+        [b for b in budgets if b.allowed <= 0],
+        [(namespace, labels, None) for namespace, labels, evacuated in pods
+         if labels and not evacuated], first=True)}
     return [found[key] for key in sorted(found)]
 
 

@@ -234,6 +234,18 @@ def test_masters_are_renewed_one_at_a_time_out_of_haproxy(
         "sh /usr/local/bin/kubeadm /usr/local/bin/crictl")
 
 
+def test_a_lone_master_is_never_taken_out_of_haproxy(
+        conf, monkeypatch):  # noqa: F811
+    # HAProxy without a backend is a dead API for the whole renewal;
+    # with the master kept, only its own restart.
+    drv, _, events, _ = _renewal(conf, monkeypatch)
+    cluster = _cluster(drv.spec, masters=(M1,))
+    assert day2.renew_certificates(drv, cluster) == [N1]
+    assert [e for e in events.seen if e[0] == 'lb'] == [('lb', (N1,))]
+    assert events.seen.index(('renew-certs', M1)) < events.seen.index(
+        ('lb', (N1,)))
+
+
 def test_a_request_id_is_done_once_and_resumed_after_a_failure(
         conf, monkeypatch):  # noqa: F811
     drv, cluster, events, pool = _renewal(conf, monkeypatch)

@@ -190,12 +190,16 @@ def test_a_snapshot_past_the_size_cap_is_not_kept(conf):
     path = '/tmp/kubespray-mgmt-etcd.BIG00001/snapshot.db'
     master.script(SAVE, stdout='KS:SNAPSHOT:%s\n' % path, times=1)
     master.files[path] = 'x' * (1024 * 1024 + 1)
-    snaps.take(drv, cluster, 'manual')  # the next master's is kept
+    taken = snaps.take(drv, cluster, 'manual')  # the next master's
     assert [c for c in master.commands if c.startswith('rm -rf')] == [
         'rm -rf -- /tmp/kubespray-mgmt-etcd.BIG00001']
+    # The cap refused the first master's: the one kept is the next's.
+    assert taken['host'] == MASTERS[1]
     kept = [p for p in pool.connection(ANSIBLE).files
             if p.startswith(SNAPSHOTS)]
-    assert len(kept) == 1
+    assert kept == [taken['path']]
+    assert pool.connection(ANSIBLE).files[kept[0]] == \
+        'etcd snapshot of ' + MASTERS[1]
 
 
 def test_a_master_heal_without_a_snapshot_changes_nothing(conf):
@@ -278,6 +282,23 @@ def test_a_patch_tag_takes_one_snapshot_once(conf):
     with pytest.raises(exceptions.RemoteDataInvalid,
                        match='not a snapshot tag'):
         lcm.modify(drv, cluster, snapshot='third')
+
+
+def test_a_failed_tagged_snapshot_is_taken_by_the_same_patch_again(conf):
+    # The tag is recorded once its snapshot is kept, not before: the
+    # same PATCH, sent again, tries again.
+    drv, cluster, pool = _context(conf)
+    record = WORKSPACE + '/' + snaps.REQUEST_RECORD
+    for address in MASTERS:
+        pool.connection(address).script(SAVE, exit_code=1, times=1,
+                                        first=True)
+    with pytest.raises(exceptions.MgmtDriverOtherError):
+        lcm.modify(drv, cluster, snapshot='before-maintenance')
+    assert record not in pool.connection(ANSIBLE).files
+    lcm.modify(drv, cluster, snapshot='before-maintenance')
+    assert pool.connection(ANSIBLE).files[record] == 'before-maintenance\n'
+    assert any(p.endswith('-before-maintenance.db')
+               for p in pool.connection(ANSIBLE).files)
 
 
 def test_the_metadata_key_is_checked_and_described():

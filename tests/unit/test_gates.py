@@ -13,16 +13,20 @@ from mgmt_driver.model import absence
 from mgmt_driver.model import nodes as nodes_mod
 from mgmt_driver.model import params
 from mgmt_driver.operations import gates
+from mgmt_driver.operations import lcm
 from mgmt_driver.operations import upgrade
 from mgmt_driver.remote import heat
 from mgmt_driver.remote import kubectl
+from mgmt_driver.session import driver
 from tests.unit import test_cli_run
 from tests.unit.test_driver import Harness
 from tests.unit.test_driver import _heat_like
 from tests.unit.test_driver import _instantiate_params
 from tests.unit.test_driver import _request
 from tests.unit.test_driver import conf  # noqa: F401 (a fixture)
+from tests.unit.test_upgrade import WORKSPACE
 from tests.unit.test_upgrade import _k8s_nodes
+from tests.unit.test_upgrade import _k8s_nodes_cordoned
 from tests.unit.test_upgrade import _patch
 from tests.unit.test_upgrade import _playbook_limits
 from tests.unit.test_upgrade import _upgrade_harness
@@ -235,11 +239,11 @@ def test_check_metadata_reads_excused_and_absent_nodes():
 
 # ------------------------------------------- the driver's preflight --
 
-def _blocking_pdb(h):
+def _blocking_pdb(h, on=W2):
     h.master.script(r'get pods -A -o json', first=True, stdout=json.dumps(
         {'items': [{'metadata': {'name': 'db-0', 'namespace': 'apps',
                                  'labels': {'app': 'db'}},
-                    'spec': {'nodeName': W2},
+                    'spec': {'nodeName': on},
                     'status': {'phase': 'Running'}}]}))
     h.master.script(r'get poddisruptionbudgets', first=True,
                     stdout=json.dumps({'items': [{
@@ -277,7 +281,19 @@ def test_an_excused_node_that_kubespray_drains_is_checked_too(conf):  # noqa
     assert h.playbooks() == []
 
 
-def test_a_blocking_pdb_is_a_warning_when_kubespray_gets_past_it(conf):  # noqa
+def test_a_budget_over_a_pod_on_a_master_refuses_the_upgrade(conf):  # noqa
+    # kubespray drains the control-plane nodes too: their pods' budgets
+    # count as much as the workers'.
+    h = _upgrade_harness(conf)
+    _blocking_pdb(h, on=M1)
+    with pytest.raises(exceptions.UpgradeGateClosed,
+                       match='draining %s would be blocked by apps/db' % M1):
+        _patch(h, {'kube_version': '1.34.3'})
+    assert h.playbooks() == []
+
+
+def test_a_blocking_pdb_is_a_warning_when_kubespray_gets_past_it(  # noqa
+        conf, caplog):  # noqa: F811
     h = _upgrade_harness(conf)
     _blocking_pdb(h)
     extra = _instantiate_params()
@@ -287,6 +303,14 @@ def test_a_blocking_pdb_is_a_warning_when_kubespray_gets_past_it(conf):  # noqa
     instance.vnf_metadata = {'kube_version': '1.34.3'}
     h.hooks.modify_information_end(None, instance, None, None, None)
     assert 'upgrade-cluster.yml' in h.playbooks()
+    warned = [r.getMessage() for r in caplog.records
+              if r.levelname == 'WARNING' and 'would be blocked' in
+              r.getMessage()]
+    assert len(warned) == 1
+    assert 'draining %s would be blocked by apps/db (needs 1 healthy ' \
+        'pods, has 1), allows no disruption: pod apps/db-0; ' % W2 in \
+        warned[0]
+    assert 'drain_fallback_enabled' in warned[0]
 
 
 def test_unready_nodes_and_an_unhealthy_etcd_are_all_named(conf):  # noqa
@@ -326,6 +350,54 @@ def test_a_gate_stops_the_upgrade_after_the_step_that_broke(conf):  # noqa
         'server: EOF' % M1)
     # The master was upgraded; no worker was touched.
     assert [limit for _, limit in _playbook_limits(h)][1:] == [M1]
+
+
+def test_a_gate_follows_each_worker_batch(conf):  # noqa
+    # The master's gate passes, the first worker batch's does not: the
+    # second batch is never run.
+    h = _upgrade_harness(conf)
+    h.master.script(r'get --raw=/readyz', first=True, exit_code=1,
+                    stderr='Unable to connect to the server: EOF\n')
+    h.master.script(r'get --raw=/readyz', first=True, times=1,
+                    stdout='ok\n')
+    with pytest.raises(exceptions.UpgradeGateClosed) as caught:
+        _patch(h, {'kube_version': '1.34.3'})
+    assert str(caught.value).startswith(
+        'Upgrade stopped at the check after upgrading %s: the API is not '
+        'ready' % W1)
+    assert [limit for _, limit in _playbook_limits(h)][1:] == [M1, W1]
+
+
+def test_a_gate_checks_etcd(conf):  # noqa
+    # The preflight finds etcd healthy, the gate after the master not.
+    h = _upgrade_harness(conf)
+    h.master.script(r'endpoint health', first=True, exit_code=1, stdout=(
+        json.dumps([{'endpoint': 'https://10.10.0.11:2379',
+                     'health': False, 'error': 'timeout'}])))
+    h.master.script(r'endpoint health', first=True, times=1, stdout=(
+        json.dumps([{'endpoint': 'https://10.10.0.11:2379',
+                     'health': True}])))
+    with pytest.raises(exceptions.UpgradeGateClosed) as caught:
+        _patch(h, {'kube_version': '1.34.3'})
+    assert str(caught.value).startswith(
+        'Upgrade stopped at the check after upgrading %s: etcd member at '
+        'https://10.10.0.11:2379 is not healthy: timeout' % M1)
+    assert [limit for _, limit in _playbook_limits(h)][1:] == [M1]
+
+
+def test_a_rerun_remembers_the_nodes_cordoned_before_the_first_run(conf):  # noqa
+    # The first run found W2 cordoned (excused then) and failed, leaving
+    # W1 cordoned too.  kubespray upgrades a cordoned node where it
+    # stands and leaves it cordoned: the re-run (without the excuse, as
+    # a CLI re-run is) reads W2 from the first run's record and its
+    # gates accept W2 cordoned.
+    h = _upgrade_harness(conf, listed=_k8s_nodes_cordoned('v1.33.5',
+                                                          {W1, W2}),
+                         gated=_k8s_nodes_cordoned('v1.34.3', {W2}))
+    h.ansible.files[WORKSPACE + upgrade.CORDONS_FILE] = \
+        upgrade.render_cordons((1, 34, 3), {W2})
+    _patch(h, {'kube_version': '1.34.3'})
+    assert [limit for _, limit in _playbook_limits(h)][1:] == [M1, W1, W2]
 
 
 # ------------------------------------------------- absent workers --
@@ -465,3 +537,27 @@ def test_heat_marks_a_server_gone_by_its_resource_status():
                          ('DELETE_COMPLETE', True)):
         assert heat.HeatNodeFinder(FakeHeat(status))._server('s') == (
             'srv', gone)
+
+
+def test_a_heal_of_another_worker_leaves_an_absent_unknown_one_out(conf):  # noqa
+    # Kubernetes knows neither worker: W1's VM was re-created, W2 is
+    # dead and declared absent.  Only W1 joins.
+    h = Harness(conf, k8s_nodes=[M1])
+    spec = params.parse_params(_instantiate_params(2))
+    cluster = nodes_mod.nodes_from_spec(spec)
+    drv = driver.ClusterDriver(spec, 'inst-1', h.pool, conf)
+    drv.declare_absent(cluster, (W2,), 'absent_nodes')
+    lcm.heal_finish(drv, cluster, [W1], None, None)
+    assert _playbook_limits(h)[-1] == ('scale.yml', W1)
+    assert all(W2 not in c for c in h.ansible.commands
+               if 'ansible-playbook' in c or 'FC:TIMEOUT' in c)
+
+
+def test_absent_names_are_bounded():
+    names = ['worker-%d' % i for i in range(absence.MAX_NAMES + 1)]
+    for value in (names, ','.join(names)):
+        with pytest.raises(exceptions.ParamsInvalid,
+                           match='f: must be a list of node names '
+                                 r'\(at most %d\)' % absence.MAX_NAMES):
+            absence.parse_names(value, 'f')
+    assert len(absence.parse_names(names[1:], 'f')) == absence.MAX_NAMES

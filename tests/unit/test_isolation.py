@@ -59,8 +59,8 @@ def test_control_path_fits_a_unix_socket(length):
 GUARD_LIB = programs.SCRIPT_DIR / 'lib' / 'ws_guard.sh'
 
 
-def run_guarded(path, create=False):
-    script = GUARD_LIB.read_text() + (
+def run_guarded(path, create=False, prelude=''):
+    script = prelude + GUARD_LIB.read_text() + (
         'ws_guard %s "$1" || exit 97\ncd -- "$1" && pwd -P\n'
         % ('create' if create else 'check'))
     proc = subprocess.run(['sh', '-c', script, 'sh', str(path)],
@@ -101,6 +101,42 @@ def test_guard_refuses_a_parent_others_can_write(base, mode):
     text = str(refused)
     assert str(shared) in text and 'writable by other accounts' in text
     assert 'transferring_inventory_path' in text
+
+
+# Another account's mkdir wins the race: between the guard's walk (the
+# directory is missing) and its own mkdir (which then fails, silently),
+# a directory others can write appears where it creates one.
+PLANT = '''
+mkdir() {
+  case $4 in */planted) command mkdir -- "$4" && chmod 0777 -- "$4" ;; esac
+  command mkdir "$@"
+}
+'''
+
+
+def test_guard_checks_again_the_directories_it_has_just_made(base):
+    result = run_guarded(base / 'planted' / 'ws', create=True,
+                         prelude=PLANT)
+    assert result.exit_code == isolation.UNSAFE_EXIT, result
+    assert 'WS:UNSAFE:%s:is writable by other accounts (mode 777)' % (
+        base / 'planted') in result.stdout
+    # The same guard without the race creates both, private.
+    assert run_guarded(base / 'a' / 'ws', create=True, prelude=PLANT).ok
+
+
+@pytest.mark.parametrize('name', [detached.ENSURE, detached.START])
+def test_programs_that_create_a_workspace_stop_at_a_planted_directory(
+        base, name):
+    # The callers of "ws_guard create", as they are sent: refused before
+    # their first own step.
+    text = programs.program(name)
+    assert text.count('ws_guard create') >= 1
+    proc = subprocess.run(['sh', '-c', PLANT + text, 'sh',
+                           str(base / 'planted' / 'ws')] + ['0'] * 8,
+                          capture_output=True, text=True, timeout=30)
+    assert proc.returncode == isolation.UNSAFE_EXIT, proc
+    assert 'is writable by other accounts (mode 777)' in proc.stdout
+    assert os.listdir(base / 'planted' / 'ws') == []
 
 
 def test_guard_accepts_a_sticky_parent(base):

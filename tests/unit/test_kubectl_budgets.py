@@ -125,3 +125,17 @@ def test_blocking_budgets_match_namespace_and_labels():
             ('other', {'app': 'a8'}, False), ('ns', {}, False)]
     assert [b.name for b in kubectl.blocking_budgets(pods, budgets)] == [
         'b7']
+
+
+@pytest.mark.parametrize('selector', [
+    'not-a-selector', {'matchExpressions': 'x'},
+    {'matchExpressions': [{'key': 'a'}]}])
+def test_a_malformed_selector_is_refused_when_the_budgets_are_read(selector):
+    # The upgrade preflight matched selectors outside the parsing
+    # context: a raw BadShape escaped; now the listing refuses it.
+    client = make_client()
+    client.conn.script(r'get poddisruptionbudgets', stdout=json.dumps(
+        {'items': [pdb('a', 'shop', selector, 0)]}))
+    with pytest.raises(exceptions.RemoteDataInvalid) as caught:
+        client.budgets()
+    assert 'items[0].spec.selector' in str(caught.value)

@@ -212,7 +212,7 @@ def _k8s_nodes(version, ready='True'):
                   'worker-10-10-0-22')]})
 
 
-def healthy(h, before='v1.33.5', after='v1.34.3', listed=None):
+def healthy(h, before='v1.33.5', after='v1.34.3', listed=None, gated=None):
     """Script a healthy cluster on *h*'s master: its nodes at *before*
     for the preflight's listing, at *after* for the gates' (each gate
     lists them once), no pod, no budget, one healthy etcd member, the
@@ -220,8 +220,10 @@ def healthy(h, before='v1.33.5', after='v1.34.3', listed=None):
 
     :param listed: the preflight's node list (JSON), if not all Ready at
         *before*.
+    :param gated: the gates' node list (JSON), if not all Ready and
+        schedulable at *after*.
     """
-    h.master.script(r'get nodes -o json', stdout=_k8s_nodes(after),
+    h.master.script(r'get nodes -o json', stdout=gated or _k8s_nodes(after),
                     first=True)
     h.master.script(r'get nodes -o json', stdout=listed or _k8s_nodes(
         before), first=True, times=1)
@@ -266,9 +268,10 @@ def test_check_metadata_refuses_a_non_object():
         'metadata: must be an object of key-value pairs, not list']
 
 
-def _upgrade_harness(conf, version='v1.33.5', listed=None):  # noqa: F811
+def _upgrade_harness(conf, version='v1.33.5', listed=None,  # noqa: F811
+                     gated=None):
     h = Harness(conf)
-    healthy(h, version, listed=listed)
+    healthy(h, version, listed=listed, gated=gated)
     h.ansible.script(r'^program:supported-kube-versions ',
                      stdout='KS:KUBE:1.34.3\nKS:KUBE:1.33.5\n')
     return h
