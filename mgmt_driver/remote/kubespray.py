@@ -637,6 +637,8 @@ class PlaybookSettings:
     :param lock_wait: seconds to wait for another run of the cluster.
     :param max_parallel: playbook runs at once on the Ansible server
         account (0: no limit).
+    :param slots: a ``detached.SlotPolicy``: how runs wait for and hold
+        those slots.
     """
 
     timeout_base: int = 1800
@@ -646,6 +648,7 @@ class PlaybookSettings:
     keep_logs: int = 30
     lock_wait: int = 0
     max_parallel: int = 0
+    slots: detached.SlotPolicy = detached.SlotPolicy()
 
     @classmethod
     def from_conf(cls, conf=None, forks=None, ansible_playbook=None):
@@ -663,7 +666,11 @@ class PlaybookSettings:
                    group.ansible_playbook_command,
                    keep_logs=group.playbook_logs_keep,
                    lock_wait=group.playbook_lock_wait,
-                   max_parallel=group.max_parallel_playbooks_per_server)
+                   max_parallel=group.max_parallel_playbooks_per_server,
+                   slots=detached.SlotPolicy(
+                       wait=group.playbook_slot_wait,
+                       hold_max=group.playbook_slot_hold_max,
+                       lead=group.playbook_slot_priority_lead))
 
     def timeout_for(self, node_count):
         """``timeout_base + timeout_per_node * node_count`` seconds."""
@@ -815,7 +822,8 @@ class Runner:
         runs = detached.DetachedRuns(
             self.conn, self.workspace.path, self.settings.keep_logs,
             self.settings.lock_wait,
-            max_parallel=self.settings.max_parallel)
+            max_parallel=self.settings.max_parallel,
+            slots=self.settings.slots)
         started = time.monotonic()
         outcome = None
         try:

@@ -34,6 +34,7 @@ import posixpath
 from oslo_log import log as logging
 
 from mgmt_driver.common import conf as kconf
+from mgmt_driver.common import deadline as deadlines
 from mgmt_driver.common import exceptions
 from mgmt_driver.common import safeyaml
 from mgmt_driver.model import absence
@@ -183,6 +184,10 @@ class ClusterDriver:
         self._past_runs = []
         #: The hook or command running (names the playbook logs).
         self.operation = operation
+        #: Its wall-clock bound: every wait of the session consults it
+        #: (the pool hands it to each connection).
+        self.deadline = _deadline_of(self.conf, operation)
+        pool.deadline = self.deadline
         self.records = records or records_mod.RecordStore.from_conf(
             self.conf)
         self.records.path(instance_id)  # refuses an unsafe id early
@@ -674,6 +679,19 @@ class ClusterDriver:
             return False
         self.step('workspace %s removed', path)
         return True
+
+
+def _deadline_of(conf, operation):
+    """The :class:`~mgmt_driver.common.deadline.Deadline` of *operation*,
+    starting now.
+
+    :raises MgmtDriverParamInvalid: its hook_deadlines value is invalid.
+    """
+    try:
+        seconds, setting = kconf.hook_deadline(conf, operation)
+    except ValueError as exc:
+        raise exceptions.MgmtDriverParamInvalid(param=str(exc)) from None
+    return deadlines.Deadline(operation, seconds, setting)
 
 
 def _host_of(node):
