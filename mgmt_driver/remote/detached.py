@@ -61,6 +61,7 @@ import time
 
 from oslo_log import log as logging
 
+from mgmt_driver.common import deadline as deadlines
 from mgmt_driver.common import exceptions
 from mgmt_driver.remote import programs
 from mgmt_driver.remote import ssh
@@ -447,6 +448,9 @@ class DetachedRuns:
         self.lock_wait = lock_wait
         self.max_parallel = int(max_parallel)
         self.slots = slots or SlotPolicy()
+        #: The hook's deadline (the connection carries it).
+        self.deadline = getattr(conn, 'deadline', None) or \
+            deadlines.unbounded()
         self._sleep = sleep
         self._clock = clock
 
@@ -494,7 +498,7 @@ class DetachedRuns:
         """The :class:`_Bounds` of one run: its own, cut by the slot
         policy and by what is left of the hook."""
         where = ' on %s' % self.conn.host
-        deadline = self.conn.deadline
+        deadline = self.deadline
         wait = 0
         if self.max_parallel:
             timeout = min(timeout, self.slots.hold_max)
@@ -533,7 +537,7 @@ class DetachedRuns:
                 self._stop(stem, pid)
                 if self._clock() - began >= bounds.left - 1:
                     # Stopped for the hook's deadline rather than its own.
-                    raise self.conn.deadline.error('%s on %s' % (
+                    raise self.deadline.error('%s on %s' % (
                         playbook, self.conn.host))
                 raise exceptions.PlaybookTimedOut(
                     playbook=playbook, host=self.conn.host,
