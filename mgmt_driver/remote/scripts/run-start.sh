@@ -73,7 +73,8 @@ printf 'started=%s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" >> run.info.tmp
 # a playbook slot, runs the playbook under timeout(1) and writes its exit
 # status after giving the slot back.
 # The queue for the slots: a waiter puts a ticket in $slots/queue, named
-# by its place (arrival time in seconds plus RANK, then its pid) and
+# by its place (arrival time in seconds plus RANK, then nanoseconds and
+# its pid) and
 # flock(1)ed for as long as it waits; only the first live ticket may take
 # a free slot.  A ticket nobody holds belongs to a waiter that is gone:
 # the next waiter behind it deletes it, so it blocks nobody.
@@ -84,7 +85,9 @@ shift 9
 took= waited=0 queue=$slots/queue ticket= mine=
 if [ "$max" -gt 0 ]; then
   mkdir -p -- "$queue" || exit 90
-  mine=$(printf "%012d.%s" $(( $(date +%s) + rank )) $$)
+  now=$(date +%s.%N) sec=${now%.*} ns=${now#*.}
+  case $ns in ????????? ) ;; *) ns=000000000 ;; esac
+  mine=$(printf "%012d.%s.%s" $((sec + rank)) "$ns" $$)
   printf "arrived=%s\noperation=%s\nplaybook=%s\nworkspace=%s\n" \
     "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$op" "$book" "${rc%/logs/*}" \
     > "$queue/.new.$$"
