@@ -911,7 +911,7 @@ class Connection(connection.Connection):
                 reason=self._timeout_reason(exc, bound))
 
     def _timeout_reason(self, exc, bound):
-        if isinstance(exc, (socket.timeout, TimeoutError)):
+        if isinstance(exc, TimeoutError):
             return 'no answer within %d s (sftp_timeout)' % math.ceil(bound)
         return _describe(exc)
 
@@ -1062,7 +1062,7 @@ def _answered(chan, request, timeout, what):
     without a bound; a watchdog closes the channel when none came, which
     ends that wait with an error.
 
-    :raises socket.timeout: no answer within *timeout*.
+    :raises TimeoutError: no answer within *timeout*.
     """
     fired = threading.Event()
 
@@ -1077,8 +1077,8 @@ def _answered(chan, request, timeout, what):
         request()
     except (OSError, EOFError, paramiko.SSHException):
         if fired.is_set():
-            raise socket.timeout('no answer to the request to %s within '
-                                 '%d s' % (what, math.ceil(timeout))) from None
+            raise TimeoutError('no answer to the request to %s within '
+                               '%d s' % (what, math.ceil(timeout))) from None
         raise
     finally:
         watchdog.cancel()
