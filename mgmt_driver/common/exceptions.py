@@ -418,6 +418,15 @@ class HookDeadlineExceeded(MgmtDriverRemoteCommandTimeOut):
                'again')
 
 
+class SharedFileBusy(MgmtDriverOtherError):
+    """Another process held the lock of a shared local file (records,
+    known hosts) past ``shared_file_lock_wait``."""
+
+    message = ('%(path)s stayed locked by another process for %(wait)s s '
+               '(shared_file_lock_wait); nothing was changed, run the '
+               'operation again')
+
+
 class ClusterBusy(MgmtDriverOtherError):
     """Another playbook run holds the cluster's lock on the Ansible
     server."""

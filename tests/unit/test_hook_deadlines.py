@@ -259,3 +259,23 @@ def test_runs_that_restore_capacity_queue_ahead(operation, place):
     assert detached.priority_class(operation) == place
     runs = _runs(FakeConnection('ansible'), lead=3600)
     assert runs._bounds(operation, 'x.yml', 60).rank == 3600 * place
+
+
+# Local locks: a shared record file's flock is waited for at most
+# shared_file_lock_wait.
+
+def test_a_shared_file_held_by_another_process_fails_the_change(tmp_path):
+    import fcntl
+
+    from mgmt_driver.state import sharedfiles
+    path = str(tmp_path / 'records' / 'vnf-1.json')
+    sharedfiles.ensure_directory(path)
+    with open(path + '.lock', 'a') as other:
+        fcntl.flock(other, fcntl.LOCK_EX)  # as another process holds it
+        with pytest.raises(exceptions.SharedFileBusy) as info:
+            with sharedfiles.locked(path, wait=0.05):
+                pytest.fail('took a lock another holder has')
+    assert path in str(info.value)
+    assert 'shared_file_lock_wait' in str(info.value)
+    with sharedfiles.locked(path, wait=0.05):
+        pass  # free again: the failed wait left nothing held
