@@ -8,6 +8,7 @@ answers a request to run a command.  A hook's deadline is a
 moves.
 """
 
+import fcntl
 import socket
 import threading
 
@@ -20,6 +21,7 @@ from mgmt_driver.common import deadline
 from mgmt_driver.common import exceptions
 from mgmt_driver.remote import detached
 from mgmt_driver.remote import ssh
+from mgmt_driver.state import sharedfiles
 from tests.fakes import FakeConnection
 
 #: How long a test waits for a call that must end by itself (a guard
@@ -265,9 +267,6 @@ def test_runs_that_restore_capacity_queue_ahead(operation, place):
 # shared_file_lock_wait.
 
 def test_a_shared_file_held_by_another_process_fails_the_change(tmp_path):
-    import fcntl
-
-    from mgmt_driver.state import sharedfiles
     path = str(tmp_path / 'records' / 'vnf-1.json')
     sharedfiles.ensure_directory(path)
     with open(path + '.lock', 'a') as other:

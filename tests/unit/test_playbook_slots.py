@@ -16,6 +16,7 @@ import time
 
 import pytest
 
+from mgmt_driver.adapters import status
 from mgmt_driver.common import conf as kconf
 from mgmt_driver.common import exceptions
 from mgmt_driver.remote import detached
@@ -276,3 +277,31 @@ def test_two_waiters_are_served_in_order_of_arrival(tmp_path):
     for _, rc in (first, second):
         server.wait_for(rc.exists, 'the exit status')
     assert order.read_text() == 'a\nb\n'
+
+
+def test_status_shows_the_slots_taken_and_who_waits_in_order(tmp_path):
+    server = Server(tmp_path)
+    queue = server.slots / 'queue'
+    stale = queue / ('%012d.000000000.99999' % 1)
+    with holding(server.slots / 'slot-1'), \
+            waiting_ahead(server, int(time.time()) - 10):
+        stale.write_text('operation=gone\n')  # no flock: not listed
+        log, rc = server.log(server.start(1, ['echo', 'ran'], wait=60,
+                                          op='heal_end'))
+        server.wait_for(lambda: len(list(queue.iterdir())) == 3,
+                        'the run to queue')
+        out = subprocess.run(
+            programs.command(status._QUEUE, '2'), capture_output=True,
+            text=True, check=True, timeout=60,
+            env=dict(os.environ, HOME=str(server.home))).stdout
+        found = status.parse_queue(out, str(server.ws))
+        assert found['slots_taken'] == 1
+        assert [(w['position'], w['operation'], w['priority'],
+                 w['this_instance']) for w in found['waiting']] == [
+            (1, 'upgrade', 'other', False), (2, 'heal_end', 'heal', True)]
+        assert found['waiting'][1]['instance'] == 'ws'
+        text = status._format_queue(dict(found, slots=2, error=None))
+        assert text[0] == ('  Playbook slots: 1 of 2 taken, 2 run(s) '
+                           'waiting (max_parallel_playbooks_per_server)')
+        assert 'ws (this one)' in text[3] and 'heal_end' in text[3]
+    server.wait_for(rc.exists, 'the exit status')
