@@ -323,11 +323,16 @@ class SlotReporter:
 
     :param host: the Ansible server.
     :param on_line: the caller's line callback, or None.
+    :param on_wait: called with what the run waits for (a sentence)
+        when it starts waiting for a slot, and with None once it has
+        one; or None.
     """
 
-    def __init__(self, host, on_line):
+    def __init__(self, host, on_line, on_wait=None):
         self.host = host
         self.on_line = on_line
+        self.on_wait = on_wait
+        self._waiting = False
 
     def __call__(self, line):
         kind, value = (_markers(line) or [(None, '')])[0]
@@ -336,14 +341,29 @@ class SlotReporter:
                     '(max_parallel_playbooks_per_server)'
                     % (self.host, exceptions.clip(value, 12)))
             LOG.info('%s', line)
+            self._note_wait(line)
         elif kind == 'SLOT':
             slot, _, waited = value.partition(':')
             line = ('got playbook slot %s on %s after %s s' % (
                 exceptions.clip(slot, 12), self.host,
                 exceptions.clip(waited, 12)))
             LOG.info('%s', line)
+            self._note_wait(None)
         if self.on_line is not None:
             self.on_line(line)
+
+    def _note_wait(self, line):
+        if self.on_wait is None or self._waiting == (line is not None):
+            return
+        self._waiting = line is not None
+        self.on_wait(None if line is None else
+                     'a playbook slot on %s since %s' % (self.host,
+                                                         _utc_now()))
+
+
+def _utc_now():
+    return datetime.datetime.now(datetime.timezone.utc).strftime(
+        '%Y-%m-%dT%H:%M:%SZ')
 
 
 def _token(value, what):
@@ -430,6 +450,7 @@ class DetachedRuns:
     :param max_parallel: playbook runs the Ansible server account runs at
         once, for every workspace (0: no limit); see :data:`SLOT_DIR`.
     :param slots: a :class:`SlotPolicy` (default: its defaults).
+    :param on_wait: see :class:`SlotReporter`.
     """
 
     #: Seconds past a run's timeout before the driver stops it itself.
@@ -441,8 +462,9 @@ class DetachedRuns:
 
     def __init__(self, conn, workspace_path, keep_logs=30, lock_wait=0,
                  sleep=time.sleep, clock=time.monotonic, max_parallel=0,
-                 slots=None):
+                 slots=None, on_wait=None):
         self.conn = conn
+        self.on_wait = on_wait
         self.workspace = workspace_path
         self.keep_logs = int(keep_logs)
         self.lock_wait = lock_wait
@@ -517,7 +539,7 @@ class DetachedRuns:
         if on_line is not None:  # where to follow it from elsewhere
             on_line('log: %s on %s' % (log_path(self.workspace, stem),
                                        self.conn.host))
-        on_line = SlotReporter(self.conn.host, on_line)
+        on_line = SlotReporter(self.conn.host, on_line, self.on_wait)
         while True:
             lines, timed_out = self._follow(stem, pid, deadline, on_line,
                                             lines + 1)

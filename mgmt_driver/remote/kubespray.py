@@ -758,6 +758,9 @@ class Runner:
         self.settings = settings or PlaybookSettings.from_conf()
         self.on_progress = on_progress
         self.operation = operation
+        #: Called with what a run waits for, or None when it waits no
+        #: more (``detached.SlotReporter``); or None.
+        self.on_wait = None
         #: Every finished run, failed ones included (``(playbook,
         #: seconds)``), so callers can tell playbook time from their own.
         self.timings = []
@@ -823,7 +826,7 @@ class Runner:
             self.conn, self.workspace.path, self.settings.keep_logs,
             self.settings.lock_wait,
             max_parallel=self.settings.max_parallel,
-            slots=self.settings.slots)
+            slots=self.settings.slots, on_wait=self.on_wait)
         started = time.monotonic()
         outcome = None
         try:

@@ -327,7 +327,19 @@ class ClusterDriver:
                                   inventory.SECRET_VARS_FILE),
                 settings=settings, on_progress=self._playbook_line,
                 operation=self.operation)
+            self._reads.runner.on_wait = self._note_waiting
         return self._reads.runner
+
+    def _note_waiting(self, what):
+        """Note what the operation waits for in the instance's record
+        (``kubespray-mgmt list``); a note that cannot be written is only
+        logged."""
+        try:
+            self.records.set_waiting(self.instance_id, what)
+        except (OSError, exceptions.InstanceRecordInvalid,
+                exceptions.SharedFileBusy) as exc:
+            LOG.warning('[%s] cannot note what it waits for: %s',
+                        self.instance_id, exc)
 
     def read_record(self, name, parse):
         """The workspace's record file *name*, parsed by *parse*

@@ -16,11 +16,13 @@ import paramiko
 import pytest
 from oslo_config import cfg
 
+from mgmt_driver.adapters import listing
 from mgmt_driver.common import conf as kconf
 from mgmt_driver.common import deadline
 from mgmt_driver.common import exceptions
 from mgmt_driver.remote import detached
 from mgmt_driver.remote import ssh
+from mgmt_driver.state import records
 from mgmt_driver.state import sharedfiles
 from tests.fakes import FakeConnection
 
@@ -278,3 +280,31 @@ def test_a_shared_file_held_by_another_process_fails_the_change(tmp_path):
     assert 'shared_file_lock_wait' in str(info.value)
     with sharedfiles.locked(path, wait=0.05):
         pass  # free again: the failed wait left nothing held
+
+
+# What waits, and why: kubespray-mgmt list (records) and the progress.
+
+def test_a_run_waiting_for_a_slot_is_noted_for_list_until_it_has_one(
+        tmp_path):
+    store = records.RecordStore(str(tmp_path / 'records'))
+    store.set_last_operation('vnf-1', {'operation': 'upgrade',
+                                       'result': 'running',
+                                       'started': '2026-11-28T18:00:00Z'},
+                             create=True)
+    shown = []
+
+    def note(what):
+        store.set_waiting('vnf-1', what)
+        shown.append(listing.format_text(listing.entries(store)))
+    conn = FakeConnection('10.0.0.50')
+    conn.script('upgrade.yml', stdout='KR:SLOTWAIT:4\nKR:SLOTWAIT:4\n'
+                'KR:SLOT:2:75\nPLAY [x]\n')
+    detached.DetachedRuns(conn, '/srv/ws/x', max_parallel=4,
+                          clock=_Clock(), on_wait=note).run(
+        '/ks', ['ansible-playbook', 'upgrade.yml'], 'upgrade',
+        'upgrade.yml', 60)
+    assert len(shown) == 2  # once waiting, once served
+    assert 'running 2026-11-28T18:00:00Z, waiting for a playbook slot on ' \
+        '10.0.0.50 since 20' in shown[0]
+    assert 'waiting' not in shown[1]
+    assert store.load('vnf-1').last_operation['waiting'] is None
