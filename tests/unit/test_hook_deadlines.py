@@ -137,12 +137,18 @@ class _Clock:
         return self.now
 
 
+class _NeverConnects(ssh.Connection):
+    def _connect_once(self):
+        raise AssertionError('it connected')
+
+
 def test_a_hook_with_no_time_left_waits_on_nothing_and_says_so():
     clock = _Clock()
     limit = deadline.Deadline('heal_end', 300, 'hook_deadlines[heal_end]',
                               clock=clock)
-    conn = ssh.Connection('10.0.0.5', ssh.Credentials('u', 'p'),
-                          settings=ssh.SSHSettings(known_hosts_file='/n'))
+    conn = _NeverConnects('10.0.0.5', ssh.Credentials('u', 'p'),
+                          settings=ssh.SSHSettings(known_hosts_file='/n',
+                                                   connect_retries=0))
     conn.deadline = limit
     clock.now += 301
     # Nothing is opened: the refusal comes before any connection.
