@@ -10,9 +10,16 @@ bounded, so the hook unwinds through its own ``finally`` blocks and
 every lock and slot it held is released the ordinary way.
 """
 
+import contextlib
+import threading
 import time
 
 from mgmt_driver.common import exceptions
+
+#: Seconds a cleanup (:meth:`Deadline.cleanup`) may go on past the
+#: deadline: stopping a playbook run so that its slot is released must
+#: not be refused for want of time.
+CLEANUP_GRACE = 60.0
 
 
 class Deadline:
@@ -31,12 +38,26 @@ class Deadline:
         self.setting = setting
         self._clock = clock
         self._end = None if seconds is None else clock() + seconds
+        self._local = threading.local()
 
     def remaining(self):
-        """Seconds left (``float('inf')`` without a bound)."""
+        """Seconds left (``float('inf')`` without a bound); inside
+        :meth:`cleanup`, :data:`CLEANUP_GRACE` more."""
         if self._end is None:
             return float('inf')
-        return max(0.0, self._end - self._clock())
+        extra = CLEANUP_GRACE if getattr(self._local, 'depth', 0) else 0
+        return max(0.0, self._end + extra - self._clock())
+
+    @contextlib.contextmanager
+    def cleanup(self):
+        """Waits of this thread inside get :data:`CLEANUP_GRACE` more
+        seconds: what releases a lock or a slot runs even when the
+        deadline came."""
+        self._local.depth = getattr(self._local, 'depth', 0) + 1
+        try:
+            yield
+        finally:
+            self._local.depth -= 1
 
     def bound(self, own, what):
         """How long a wait on *what* may last: the lesser of *own* and

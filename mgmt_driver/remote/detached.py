@@ -510,6 +510,11 @@ class DetachedRuns:
         try:
             return self._follow_to_end(stem, pid, began, deadline, playbook,
                                        bounds, on_line)
+        except exceptions.HookDeadlineExceeded:
+            # A wait of the following found no time left: the run must
+            # not go on holding its slot and the cluster's lock.
+            self._stop(stem, pid)
+            raise
         except KeyboardInterrupt:
             # Only the following stops: the run is detached, so say
             # where it goes on.
@@ -735,9 +740,9 @@ class DetachedRuns:
         LOG.warning('Stopping the playbook run %s on %s (pid %s): past its '
                     'deadline', stem, self.conn.host, pid)
         try:
-            result = self.conn.run(programs.command(STOP, self.workspace,
-                                                    stem, str(pid)),
-                                   check=False)
+            with self.deadline.cleanup():
+                result = self.conn.run(programs.command(
+                    STOP, self.workspace, stem, str(pid)), check=False)
             if 'KR:NOTOURS:' in result.stdout:
                 LOG.warning('Did not stop pid %s on %s: it is not the run '
                             '%s any more', pid, self.conn.host, stem)

@@ -314,3 +314,34 @@ def test_a_run_waiting_for_a_slot_is_noted_for_list_until_it_has_one(
         '10.0.0.50 since 20' in shown[0]
     assert 'waiting' not in shown[1]
     assert store.load('vnf-1').last_operation['waiting'] is None
+
+
+def test_a_run_is_stopped_even_when_the_deadline_came_while_following():
+    clock = _Clock()
+    conn = FakeConnection('ansible')
+    conn.deadline = deadline.Deadline('upgrade', 500, clock=clock)
+    real_run = conn.run
+
+    def run(command, *args, **kwargs):
+        if 'run-follow' in str(command):
+            clock.now += 501  # the hook's time ends while following
+            conn.deadline.expired('following the run')
+        conn.deadline.expired('a command')  # as ssh.Connection.run does
+        return real_run(command, *args, **kwargs)
+    conn.run = run
+    runs = _runs(conn, clock)
+    with pytest.raises(exceptions.HookDeadlineExceeded):
+        runs.run('/ks', ['ansible-playbook', 'upgrade.yml'], 'upgrade',
+                 'upgrade.yml', 1800)
+    assert [c for c in conn.calls if c[0] == 'stop'], conn.calls
+
+
+def test_a_cleanup_gets_a_grace_past_the_deadline():
+    clock = _Clock()
+    limit = deadline.Deadline('heal_end', 10, clock=clock)
+    clock.now += 11
+    with pytest.raises(exceptions.HookDeadlineExceeded):
+        limit.bound(30, 'x')
+    with limit.cleanup():
+        assert limit.bound(30, 'x') == 30
+    assert limit.remaining() == 0
