@@ -75,9 +75,10 @@ LOG_DIR = 'logs'
 #: and every conductor that logs in as that account.
 SLOT_DIR = '.kubespray-mgmt/playbook-slots'
 #: The queue of runs waiting for a slot: one ticket per waiter, named
-#: ``<place, 12 digits>.<pid>`` and flock(1)ed by its waiter while it
-#: waits (a ticket nobody holds is a gone waiter's, deleted by the next
-#: waiter that meets it); it holds ``key=value`` lines: arrived,
+#: ``<place: arrival second + rank, 12 digits>.<nanoseconds>.<pid>``
+#: (sorted by name, first served first) and flock(1)ed by its waiter
+#: while it waits (a ticket nobody holds is a gone waiter's, deleted by
+#: the next waiter that meets it); it holds ``key=value`` lines: arrived,
 #: operation, playbook, workspace.
 QUEUE_DIR = SLOT_DIR + '/queue'
 #: The priority classes of the queue, first served first.

@@ -10,7 +10,8 @@
 # one, RANK the seconds its priority class adds to its place in the
 # queue (0 for the first class).  Answers with KR:<KIND>[:<value>]
 # lines: STARTED:<stem>:<pid>, or ATTACH/BUSY (with INFO), DONE, MISSING,
-# NOHOME, SLOTUNSAFE; PREV, PREVRC and STALE describe the previous run.
+# NOHOME, SLOTUNSAFE, BADARGS; PREV, PREVRC and STALE describe the
+# previous run.
 . lib/ws_guard.sh
 ws_guard create "$1" || exit 97
 ws=$1 root=$2 op=$3 book=$4 key=$5 limit=$6 owner=$7 keep=$8 max=$9
