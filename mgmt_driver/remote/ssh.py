@@ -916,12 +916,14 @@ class Connection(connection.Connection):
         return _describe(exc)
 
     def _file_error(self, action, path, exc):
-        # A client whose exchange failed half-way (a timeout above all)
-        # may take the next answer for this one's: start a new one.
-        with self._lock:
-            sftp, self._sftp_obj = self._sftp_obj, None
-        if sftp is not None:
-            sftp.get_channel().close()
+        if isinstance(exc, (TimeoutError, EOFError, paramiko.SSHException)):
+            # A client whose exchange failed half-way (a timeout above
+            # all) may take the next answer for this one's: start a new
+            # one.  The server's refusals (no such file) leave it sound.
+            with self._lock:
+                sftp, self._sftp_obj = self._sftp_obj, None
+            if sftp is not None:
+                sftp.get_channel().close()
         return exceptions.RemoteFileError(
             action=action, path=path, host=self.host,
             reason=self._timeout_reason(exc, self.settings.sftp_timeout))
