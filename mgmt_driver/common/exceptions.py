@@ -404,9 +404,6 @@ class PlaybookSlotTimedOut(MgmtDriverRemoteCommandTimeOut):
                'promised to runs queued before it; nothing was changed, '
                'run the operation again later or raise the limit')
 
-    def __init__(self, setting='playbook_slot_wait', **kwargs):
-        super().__init__(setting=setting, **kwargs)
-
 
 class HookDeadlineExceeded(MgmtDriverRemoteCommandTimeOut):
     """The hook used up its wall-clock bound (``hook_deadline``) while
