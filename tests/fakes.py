@@ -194,7 +194,7 @@ class FakeConnection(connection.Connection):
                     self.host, 'end', '%s\nKR:TAIL\n%s' % (
                         head, run['stdout']), '', 0)
             return ssh.CommandResult(self.host, 'stop', '', '', 0)
-        root, operation, book, argv = args[1], args[2], args[3], args[9:]
+        root, operation, book, argv = args[1], args[2], args[3], args[11:]
         text = 'detached in %s: %s' % (root, ssh.display_command(argv))
         self.calls.append(('run', text))
         rule = self._match(text) or {'stdout': '', 'stderr': '',

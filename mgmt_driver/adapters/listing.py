@@ -30,7 +30,8 @@ def entries(store):
     ``ansible_server`` (``address:port`` or None), ``masters``,
     ``workers``, ``gateways`` (counts), ``workspace``,
     ``last_operation`` (``{operation, result, started, ended, error,
-    host}`` or None) and ``error`` (why the record cannot be read, or
+    host}``, with ``waiting`` while a running operation waits for a
+    playbook slot, or None) and ``error`` (why the record cannot be read, or
     None).
     """
     return [_entry(store, instance_id)
@@ -96,8 +97,8 @@ def _row(entry):
     return tuple(_clip(value) for value in (
         entry['instance_id'], vims, entry['ansible_server'] or '-',
         str(entry['masters']), str(entry['workers']),
-        str(entry['gateways']), last.get('operation') or '-',
-        _result(last)))
+        str(entry['gateways']), last.get('operation') or '-')) + (
+        exceptions.clip(_result(last), 2 * _WIDTH + 40),)
 
 
 def _vim_text(vim):
@@ -112,7 +113,10 @@ def _result(last):
         return '-'
     result = str(last.get('result') or '?')
     when = last.get('ended') or last.get('started')
-    return '%s %s' % (result, when) if when else result
+    text = '%s %s' % (result, when) if when else result
+    if last.get('waiting') and result == 'running':
+        text += ', waiting for %s' % last['waiting']
+    return text
 
 
 def _clip(value):

@@ -69,6 +69,13 @@ _RUN_LINE = re.compile(r'(-?\d{1,3}|-|\?)/(\S{1,200})')
 # Prints "<rc or - or ?>/<name>" for the newest N run logs (the program
 # scripts/list-runs.sh, given LOGS_DIR N).
 _RUNS = 'list-runs'
+# The playbook slots taken and the runs queued for them (the program
+# scripts/slot-queue.sh, given max_parallel_playbooks_per_server).
+_QUEUE = 'slot-queue'
+#: Queued runs shown at most (the program lists 200 at most).
+QUEUE_SHOWN = 200
+_TICKET = re.compile(r'([0-9]{12})\.[0-9.]{1,40}')
+_QUEUE_FIELD = re.compile(r'[A-Za-z0-9_.:-]{0,60}')
 
 # Sends "show stat" to the runtime socket argv[1]; prints the answer.
 _SHOW_STAT = '''\
@@ -142,6 +149,44 @@ def parse_runs(output, logs_dir):
         runs.append(_run_entry(parsed, match.group(1),
                                posixpath.join(logs_dir, match.group(2))))
     return runs[::-1][:RUNS_SHOWN]
+
+
+def parse_queue(output, workspace_path):
+    """The queue section's fields from ``scripts/slot-queue.sh``.
+
+    :param workspace_path: this instance's workspace (its runs are
+        marked ``this_instance``).
+    :returns: ``{'slots_taken': int or None, 'waiting': [{position,
+        instance, operation, playbook, priority, arrived,
+        this_instance}]}``, first served first; malformed lines skipped.
+    """
+    taken, waiting = None, []
+    for line in output.splitlines()[:QUEUE_SHOWN + 2]:
+        if line.startswith('KR:TAKEN:') and line[9:].isdigit():
+            taken = int(line[9:])
+        elif line.startswith('KR:WAIT:'):
+            entry = _queue_entry(line[8:], workspace_path)
+            if entry is not None:
+                waiting.append(dict(entry, position=len(waiting) + 1))
+    return {'slots_taken': taken, 'waiting': waiting}
+
+
+def _queue_entry(text, workspace_path):
+    ticket, operation, playbook, arrived, rest = (text.split(':', 4) +
+                                                  [''] * 5)[:5]
+    # arrived is HH:MM:SS: its colons split it.
+    parts = (arrived + ':' + rest).split(':', 3)
+    arrived, workspace = ':'.join(parts[:3]), ''.join(parts[3:])
+    if not (_TICKET.fullmatch(ticket) and
+            all(_QUEUE_FIELD.fullmatch(v) for v in
+                (operation, playbook, arrived))):
+        return None
+    return {'instance': posixpath.basename(workspace)[:80] or '?',
+            'operation': operation or '?', 'playbook': playbook or '?',
+            'priority': detached.PRIORITY_CLASSES[
+                detached.priority_class(operation)],
+            'arrived': arrived or '?',
+            'this_instance': workspace == workspace_path}
 
 
 def _run_entry(parsed, rc, path):
@@ -573,7 +618,24 @@ class StatusReader:
         except _READ_ERRORS as exc:
             return _failed(section, exc)
         section['runs'] = parse_runs(result.stdout, logs)
+        section['queue'] = self._queue()
         return section
+
+    def _queue(self):
+        """The playbook slots of the Ansible server account and the runs
+        waiting for one (none without slots)."""
+        limit = self.group.max_parallel_playbooks_per_server
+        queue = {'slots': limit, 'slots_taken': None, 'waiting': [],
+                 'error': None}
+        if not limit:
+            return queue
+        try:
+            result = self._ansible().run(programs.command(_QUEUE,
+                                                          str(limit)))
+        except _READ_ERRORS as exc:
+            return dict(queue, error=str(exc))
+        return dict(queue, **parse_queue(result.stdout,
+                                         self.workspace_path))
 
     def _workspace(self):
         return kubespray.Workspace(self._ansible(), self.workspace_path)
@@ -717,7 +779,28 @@ def _format_runs(section):
         ' (%d)' % r['exit_code'] if r['exit_code'] else ''), r['log'])
         for r in section['runs']]
     return '\n'.join([head] + _table(
-        rows, ('TIME', 'OPERATION', 'PLAYBOOK', 'STATUS', 'LOG')))
+        rows, ('TIME', 'OPERATION', 'PLAYBOOK', 'STATUS', 'LOG')) +
+        _format_queue(section.get('queue')))
+
+
+def _format_queue(queue):
+    """The lines of the playbook slots' queue, or [] without slots."""
+    if not queue or not queue['slots']:
+        return []
+    if queue['error']:
+        return ['  Playbook slots: UNAVAILABLE: %s' % queue['error']]
+    taken = '?' if queue['slots_taken'] is None else queue['slots_taken']
+    head = ['  Playbook slots: %s of %s taken, %d run(s) waiting '
+            '(max_parallel_playbooks_per_server)' % (
+                taken, queue['slots'], len(queue['waiting']))]
+    if not queue['waiting']:
+        return head
+    rows = [(w['position'], w['instance'] + (
+        ' (this one)' if w['this_instance'] else ''), w['operation'],
+        w['playbook'], w['priority'], w['arrived'])
+        for w in queue['waiting']]
+    return head + _table(rows, ('WAITING', 'INSTANCE', 'OPERATION',
+                                'PLAYBOOK', 'PRIORITY', 'SINCE'))
 
 
 def _format_etcd_snapshots(section):

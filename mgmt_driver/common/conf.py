@@ -58,6 +58,16 @@ ssh_opts = [
                help='Default timeout in seconds of one remote command. '
                     'Playbook runs use the playbook_timeout_* options '
                     'instead.'),
+    cfg.IntOpt('sftp_timeout', default=120, min=1, max=3600,
+               help='Seconds one SFTP exchange (starting the SFTP '
+                    'subsystem, opening, reading, writing or renaming a '
+                    'file) waits for the server\'s answer before the '
+                    'transfer fails, naming the host. A server that '
+                    'accepts the subsystem and never answers cannot hold '
+                    'a hook longer than this (nor past its hook_deadline). '
+                    'The request to start a command or the SFTP subsystem '
+                    'on an open connection waits at most '
+                    'ssh_connect_timeout.'),
     cfg.StrOpt('host_key_policy', default='accept-new',
                choices=[('reject', 'refuse any host key that is not '
                                    'already in known_hosts_file'),
@@ -115,6 +125,35 @@ kubespray_opts = [
                     'having run. Every conductor sharing an account should '
                     'set the same value: a run takes one of the first N '
                     'slots of its own setting.'),
+    cfg.IntOpt('playbook_slot_wait', default=3600, min=0, max=86400,
+               help='Seconds a playbook run waits at most for a playbook '
+                    'slot of its Ansible server '
+                    '(max_parallel_playbooks_per_server), and never past '
+                    'its hook_deadline. A run that gets none in time is '
+                    'refused before ansible-playbook starts, naming this '
+                    'option. Waiting runs are served in order of arrival, '
+                    'a run that restores capacity ahead (see '
+                    'playbook_slot_priority_lead).'),
+    cfg.IntOpt('playbook_slot_hold_max', default=21600, min=600,
+               max=172800,
+               help='Seconds one playbook run may hold a playbook slot, '
+                    'whatever the size of the request: with slots '
+                    '(max_parallel_playbooks_per_server above 0), a run\'s '
+                    'timeout (playbook_timeout_base plus '
+                    'playbook_timeout_per_node per node) is cut to this, '
+                    'so no instance holds a slot the other instances wait '
+                    'for for longer.'),
+    cfg.IntOpt('playbook_slot_priority_lead', default=3600, min=0,
+               max=86400,
+               help='Head start, in seconds, that each priority class has '
+                    'over the next one in the queue for playbook slots: '
+                    'heal runs first, then scale-out and instantiate, then '
+                    'every other operation (upgrade, relabel, certificate '
+                    'renewal, scale-in, ...). A waiting run is served as if '
+                    'it had arrived this many seconds earlier per class '
+                    'ahead, so a heal goes before upgrades queued less than '
+                    'twice this long, and nothing waits forever. 0: plain '
+                    'order of arrival.'),
     cfg.IntOpt('fact_cache_margin', default=3600, min=0, max=86400,
                help='Before a kubespray run limited to some nodes, the '
                     'facts of the hosts it leaves out are gathered again '
@@ -396,6 +435,28 @@ state_opts = [
                     'a retry arriving while the first still runs) to '
                     'release the instance\'s state lock before it is '
                     'refused, changing nothing.'),
+    cfg.IntOpt('hook_deadline', default=43200, min=60, max=604800,
+               help='Seconds one hook or kubespray-mgmt operation may take '
+                    'in all (hook_deadlines may set it per operation). '
+                    'Every wait of the operation (a remote command, a file '
+                    'transfer, a playbook slot or run, a lock) ends by '
+                    'then; the operation then fails, naming what it waited '
+                    'on and this option, with every lock and playbook slot '
+                    'it held released. Keep it below Tacker\'s own limits '
+                    'on an LCM operation.'),
+    cfg.DictOpt('hook_deadlines', default={},
+                help='Per-operation overrides of hook_deadline, in seconds, '
+                     'as operation:seconds pairs, e.g. '
+                     '"heal_end:7200,instantiate_end:86400" (operations: '
+                     'the hook names, such as scale_end, and the commands '
+                     'of kubespray-mgmt run, such as renew_certs). Each '
+                     'value is a whole number of seconds from 60 to '
+                     '604800.'),
+    cfg.IntOpt('shared_file_lock_wait', default=60, min=1, max=3600,
+               help='Seconds a change to a shared record file (the '
+                    'instance records, known hosts) waits for another '
+                    'process that holds its lock before it fails, naming '
+                    'the file. The lock is held only for the change.'),
 ]
 
 # Automatic heals (Tacker's auto-heal request:
@@ -474,6 +535,30 @@ ALL_OPTS = (ssh_opts + kubespray_opts + lb_opts + kubectl_opts + trust_opts +
             etcd_snapshot_opts)
 
 
+#: Bounds of one hook_deadlines value (those of hook_deadline).
+HOOK_DEADLINE_RANGE = (60, 604800)
+
+
+def hook_deadline(conf, operation):
+    """``(seconds, setting)``: the wall-clock bound of *operation*.
+
+    :param conf: an oslo.config object with ``[kubespray_mgmt]``.
+    :param operation: the hook or command (``heal_end``).
+    :raises ValueError: its hook_deadlines value is not a whole number
+        within :data:`HOOK_DEADLINE_RANGE`.
+    """
+    group = conf[GROUP]
+    value = group.hook_deadlines.get(operation)
+    if value is None:
+        return group.hook_deadline, 'hook_deadline'
+    low, high = HOOK_DEADLINE_RANGE
+    if not value.strip().isdigit() or not low <= int(value) <= high:
+        raise ValueError('[%s] hook_deadlines: %s:%r is not a whole number '
+                         'of seconds from %d to %d' % (
+                             GROUP, operation, value[:20], low, high))
+    return int(value), 'hook_deadlines[%s]' % operation
+
+
 def use_sudo(setting, username):
     """Resolve a ``*_sudo`` option (``auto``, ``always``, ``never``).
 
@@ -503,6 +588,18 @@ def check(conf):
         if opt.dest in NETWORK_OPTS:
             problems += ['[%s] %s: %s' % (GROUP, opt.dest, problem)
                          for problem in parse_networks(value)[1]]
+        if opt.dest == 'hook_deadlines':
+            problems += _deadline_problems(conf, value)
+    return problems
+
+
+def _deadline_problems(conf, value):
+    problems = []
+    for operation in sorted(value):
+        try:
+            hook_deadline(conf, operation)
+        except ValueError as exc:
+            problems.append(str(exc))
     return problems
 
 

@@ -395,13 +395,33 @@ class PlaybookTimedOut(MgmtDriverRemoteCommandTimeOut):
 
 class PlaybookSlotTimedOut(MgmtDriverRemoteCommandTimeOut):
     """A detached run waited for a playbook slot of the Ansible server
-    for as long as its own timeout, and never ran."""
+    for as long as its bound, and never ran."""
 
     message = ('ansible-playbook %(playbook)s did not start on %(host)s: '
-               'all %(limit)s playbook slots of the server '
-               '(max_parallel_playbooks_per_server) stayed taken by other '
-               'runs for %(timeout)s s; nothing was changed, run the '
-               'operation again later or raise the limit')
+               'it waited %(timeout)s s (%(setting)s) for one of the '
+               '%(limit)s playbook slots of the server '
+               '(max_parallel_playbooks_per_server), taken by other runs or '
+               'promised to runs queued before it; nothing was changed, '
+               'run the operation again later or raise the limit')
+
+
+class HookDeadlineExceeded(MgmtDriverRemoteCommandTimeOut):
+    """The hook used up its wall-clock bound (``hook_deadline``) while
+    it waited; it stopped there, its locks and slots released."""
+
+    message = ('%(operation)s stopped after its bound of %(seconds)s s '
+               '(option %(setting)s) while waiting on %(what)s; every lock '
+               'and playbook slot it held is released; run the operation '
+               'again')
+
+
+class SharedFileBusy(MgmtDriverOtherError):
+    """Another process held the lock of a shared local file (records,
+    known hosts) past ``shared_file_lock_wait``."""
+
+    message = ('%(path)s stayed locked by another process for %(wait)s s '
+               '(shared_file_lock_wait); nothing was changed, run the '
+               'operation again')
 
 
 class ClusterBusy(MgmtDriverOtherError):

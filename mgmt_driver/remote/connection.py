@@ -24,14 +24,20 @@ method a class forgot fails loudly, and the test finds it first.
 
 import typing
 
+from mgmt_driver.common import deadline as deadlines
+
 
 class Connection(typing.Protocol):
     """One host: commands and files.
 
     :ivar host: the address the connection reaches (for messages).
+    :ivar deadline: the :class:`~mgmt_driver.common.deadline.Deadline` of
+        the hook using it; every wait of the connection ends by then
+        (the pool sets it; none by default).
     """
 
     host: str
+    deadline: deadlines.Deadline = deadlines.unbounded()
 
     def run(self, command, timeout=None, check=True, env=None, stdin=None,
             on_line=None, keep_tail=False):

@@ -35,8 +35,14 @@ logs are pruned (``playbook_logs_keep``).
 Several workspaces and conductors share one Ansible server account: a
 run takes one of ``max_parallel_playbooks_per_server`` slots
 (:data:`SLOT_DIR`) before ``ansible-playbook`` starts, and waits in its
-log while all are taken, for at most its own timeout
-(:class:`SlotReporter` turns that into progress).
+log while all are taken, for at most ``playbook_slot_wait`` (and never
+past the hook's deadline; :class:`SlotReporter` turns the wait into
+progress).  Waiting runs queue: each holds a ticket in
+:data:`QUEUE_DIR` named by its place, the order of arrival moved back by
+``playbook_slot_priority_lead`` per priority class behind the first
+(:func:`priority_class`: heal, then scale-out, then the rest), and only
+the first live ticket takes a free slot.  A run holds its slot for at
+most ``playbook_slot_hold_max``, whatever the size of the request.
 
 Every byte read back (markers, ``run.info``) is untrusted: lines are
 parsed strictly and cut, fields are checked before they are used in a
@@ -55,6 +61,7 @@ import time
 
 from oslo_log import log as logging
 
+from mgmt_driver.common import deadline as deadlines
 from mgmt_driver.common import exceptions
 from mgmt_driver.remote import programs
 from mgmt_driver.remote import ssh
@@ -67,6 +74,17 @@ LOG_DIR = 'logs'
 #: each flock(1)ed by the run that holds it, shared by every workspace
 #: and every conductor that logs in as that account.
 SLOT_DIR = '.kubespray-mgmt/playbook-slots'
+#: The queue of runs waiting for a slot: one ticket per waiter, named
+#: ``<place: arrival second + rank, 12 digits>.<nanoseconds>.<pid>``
+#: (sorted by name, first served first) and flock(1)ed by its waiter
+#: while it waits (a ticket nobody holds is a gone waiter's, deleted by
+#: the next waiter that meets it); it holds ``key=value`` lines: arrived,
+#: operation, playbook, workspace.
+QUEUE_DIR = SLOT_DIR + '/queue'
+#: The priority classes of the queue, first served first.
+PRIORITY_CLASSES = ('heal', 'scale-out', 'other')
+_CAPACITY_OPERATIONS = ('scale_end', 'scale_out', 'instantiate_end',
+                        'instantiate')
 RUN_INFO = 'run.info'
 RUN_LOCK = 'run.lock'
 
@@ -138,6 +156,15 @@ class RunInfo:
         return '%s of %s, started %s by %s (pid %s)' % (
             self.playbook, self.operation, self.started, self.owner,
             self.pid if self.pid is not None else 'unknown')
+
+
+def priority_class(operation):
+    """The index in :data:`PRIORITY_CLASSES` of *operation*'s runs:
+    work that restores capacity (a heal, then a scale-out or an
+    instantiation) before work that can wait."""
+    if operation.startswith('heal'):
+        return 0
+    return 1 if operation in _CAPACITY_OPERATIONS else 2
 
 
 def log_path(workspace_path, stem):
@@ -234,7 +261,7 @@ def plan_text(command):
     ending a run as None (not shown); other commands as False."""
     name = programs.name_of(command)
     if name == START:
-        ws, root, argv = command[4], command[5], command[13:]
+        ws, root, argv = command[4], command[5], command[15:]
         return '(detached, log in %s/%s/) cd %s && %s' % (
             ws, LOG_DIR, ssh.quote(root), ssh.display_command(argv))
     if name == REMOVE:
@@ -297,11 +324,16 @@ class SlotReporter:
 
     :param host: the Ansible server.
     :param on_line: the caller's line callback, or None.
+    :param on_wait: called with what the run waits for (a sentence)
+        when it starts waiting for a slot, and with None once it has
+        one; or None.
     """
 
-    def __init__(self, host, on_line):
+    def __init__(self, host, on_line, on_wait=None):
         self.host = host
         self.on_line = on_line
+        self.on_wait = on_wait
+        self._waiting = False
 
     def __call__(self, line):
         kind, value = (_markers(line) or [(None, '')])[0]
@@ -310,14 +342,29 @@ class SlotReporter:
                     '(max_parallel_playbooks_per_server)'
                     % (self.host, exceptions.clip(value, 12)))
             LOG.info('%s', line)
+            self._note_wait(line)
         elif kind == 'SLOT':
             slot, _, waited = value.partition(':')
             line = ('got playbook slot %s on %s after %s s' % (
                 exceptions.clip(slot, 12), self.host,
                 exceptions.clip(waited, 12)))
             LOG.info('%s', line)
+            self._note_wait(None)
         if self.on_line is not None:
             self.on_line(line)
+
+    def _note_wait(self, line):
+        if self.on_wait is None or self._waiting == (line is not None):
+            return
+        self._waiting = line is not None
+        self.on_wait(None if line is None else
+                     'a playbook slot on %s since %s' % (self.host,
+                                                         _utc_now()))
+
+
+def _utc_now():
+    return datetime.datetime.now(datetime.timezone.utc).strftime(
+        '%Y-%m-%dT%H:%M:%SZ')
 
 
 def _token(value, what):
@@ -363,6 +410,35 @@ class Outcome:
     reused: bool = False
 
 
+@dataclasses.dataclass(frozen=True)
+class SlotPolicy:
+    """How runs wait for and hold playbook slots (``[kubespray_mgmt]``).
+
+    :param wait: seconds a run waits for a slot (``playbook_slot_wait``).
+    :param hold_max: seconds a run may hold one
+        (``playbook_slot_hold_max``): its timeout is cut to it.
+    :param lead: seconds of head start per priority class
+        (``playbook_slot_priority_lead``).
+    """
+
+    wait: int = 3600
+    hold_max: int = 21600
+    lead: int = 3600
+
+
+@dataclasses.dataclass(frozen=True)
+class _Bounds:
+    """One run's bounds in seconds: its own *timeout*, its *wait* for
+    a slot, what is *left* of the hook, its *rank* in the queue, and the
+    setting that bounded the wait."""
+
+    timeout: int
+    wait: int
+    left: float
+    rank: int
+    wait_setting: str
+
+
 class DetachedRuns:
     """Starts and follows playbook runs in one workspace.
 
@@ -374,6 +450,8 @@ class DetachedRuns:
     :param clock: a monotonic clock (tests).
     :param max_parallel: playbook runs the Ansible server account runs at
         once, for every workspace (0: no limit); see :data:`SLOT_DIR`.
+    :param slots: a :class:`SlotPolicy` (default: its defaults).
+    :param on_wait: see :class:`SlotReporter`.
     """
 
     #: Seconds past a run's timeout before the driver stops it itself.
@@ -384,12 +462,18 @@ class DetachedRuns:
     poll_interval = 5.0
 
     def __init__(self, conn, workspace_path, keep_logs=30, lock_wait=0,
-                 sleep=time.sleep, clock=time.monotonic, max_parallel=0):
+                 sleep=time.sleep, clock=time.monotonic, max_parallel=0,
+                 slots=None, on_wait=None):
         self.conn = conn
+        self.on_wait = on_wait
         self.workspace = workspace_path
         self.keep_logs = int(keep_logs)
         self.lock_wait = lock_wait
         self.max_parallel = int(max_parallel)
+        self.slots = slots or SlotPolicy()
+        #: The hook's deadline (the connection carries it).
+        self.deadline = getattr(conn, 'deadline', None) or \
+            deadlines.unbounded()
         self._sleep = sleep
         self._clock = clock
 
@@ -412,33 +496,56 @@ class DetachedRuns:
         :raises Interrupted: Ctrl-C while following the run (it goes on).
         """
         began = self._clock()
+        bounds = self._bounds(operation, playbook, timeout)
         # The run's own timeout(1) normally stops it first, and its exit
         # status says so; the grace covers a run that outlives even that.
-        # A wait for a slot (max_parallel) has a bound of its own, as
-        # long as the run's.
-        deadline = began + timeout + self.grace + (
-            timeout if self.max_parallel else 0)
+        # A wait for a slot (max_parallel) has a bound of its own.  The
+        # hook's deadline caps the whole.
+        deadline = began + min(bounds.timeout + self.grace + bounds.wait,
+                               bounds.left)
         started = self._start(root, argv, _token(operation, 'operation'),
-                              playbook, timeout, deadline)
+                              playbook, bounds, deadline)
         if isinstance(started, Outcome):
             return started
         stem, pid = started
         try:
             return self._follow_to_end(stem, pid, began, deadline, playbook,
-                                       timeout, on_line)
+                                       bounds, on_line)
+        except exceptions.HookDeadlineExceeded:
+            # A wait of the following found no time left: the run must
+            # not go on holding its slot and the cluster's lock.
+            self._stop(stem, pid)
+            raise
         except KeyboardInterrupt:
             # Only the following stops: the run is detached, so say
             # where it goes on.
             raise Interrupted(self.conn.host, playbook,
                               log_path(self.workspace, stem)) from None
 
-    def _follow_to_end(self, stem, pid, began, deadline, playbook, timeout,
+    def _bounds(self, operation, playbook, timeout):
+        """The :class:`_Bounds` of one run: its own, cut by the slot
+        policy and by what is left of the hook."""
+        where = ' on %s' % self.conn.host
+        deadline = self.deadline
+        wait = 0
+        if self.max_parallel:
+            timeout = min(timeout, self.slots.hold_max)
+            wait = deadline.bound(self.slots.wait,
+                                  'a playbook slot' + where)
+        return _Bounds(
+            timeout=math.ceil(deadline.bound(timeout, playbook + where)),
+            wait=math.ceil(wait), left=deadline.remaining(),
+            rank=self.slots.lead * priority_class(operation),
+            wait_setting='playbook_slot_wait' if wait >= self.slots.wait
+            else deadline.setting)
+
+    def _follow_to_end(self, stem, pid, began, deadline, playbook, bounds,
                        on_line):
         lines = 0
         if on_line is not None:  # where to follow it from elsewhere
             on_line('log: %s on %s' % (log_path(self.workspace, stem),
                                        self.conn.host))
-        on_line = SlotReporter(self.conn.host, on_line)
+        on_line = SlotReporter(self.conn.host, on_line, self.on_wait)
         while True:
             lines, timed_out = self._follow(stem, pid, deadline, on_line,
                                             lines + 1)
@@ -446,22 +553,28 @@ class DetachedRuns:
             if outcome is not None and outcome.exit_code == 124 and \
                     slot_timed_out(outcome.tail):
                 raise exceptions.PlaybookSlotTimedOut(
-                    playbook=playbook, host=self.conn.host, timeout=timeout,
-                    limit=self.max_parallel)
+                    playbook=playbook, host=self.conn.host,
+                    timeout=bounds.wait, limit=self.max_parallel,
+                    setting=bounds.wait_setting)
             if outcome is not None and not (
                     outcome.exit_code in _TIMEOUT_CODES and
-                    self._clock() - began >= timeout - 1):
+                    self._clock() - began >= bounds.timeout - 1):
                 return outcome
             if outcome is not None or timed_out or \
                     self._clock() >= deadline:
                 self._stop(stem, pid)
+                if self._clock() - began >= bounds.left - 1:
+                    # Stopped for the hook's deadline rather than its own.
+                    raise self.deadline.error('%s on %s' % (
+                        playbook, self.conn.host))
                 raise exceptions.PlaybookTimedOut(
-                    playbook=playbook, host=self.conn.host, timeout=timeout,
+                    playbook=playbook, host=self.conn.host,
+                    timeout=bounds.timeout,
                     log=log_path(self.workspace, stem))
 
     # Starting.
 
-    def _start(self, root, argv, operation, playbook, timeout, deadline):
+    def _start(self, root, argv, operation, playbook, bounds, deadline):
         book = re.sub(r'[^A-Za-z0-9_.-]', '_',
                       playbook.rsplit('/', 1)[-1])
         book = book[:-4] if book.endswith('.yml') else book
@@ -471,9 +584,10 @@ class DetachedRuns:
         LOG.info('Starting %s on %s as %s (this is %s, pid %d)', playbook,
                  self.conn.host, who, socket.gethostname(), os.getpid())
         command = programs.command(START, self.workspace, root, operation,
-                                   book[:60], key, str(math.ceil(timeout)),
+                                   book[:60], key, str(bounds.timeout),
                                    who, str(self.keep_logs),
-                                   str(self.max_parallel))
+                                   str(self.max_parallel), str(bounds.wait),
+                                   str(bounds.rank))
         answers = []
 
         def attempt():
@@ -627,9 +741,9 @@ class DetachedRuns:
         LOG.warning('Stopping the playbook run %s on %s (pid %s): past its '
                     'deadline', stem, self.conn.host, pid)
         try:
-            result = self.conn.run(programs.command(STOP, self.workspace,
-                                                    stem, str(pid)),
-                                   check=False)
+            with self.deadline.cleanup():
+                result = self.conn.run(programs.command(
+                    STOP, self.workspace, stem, str(pid)), check=False)
             if 'KR:NOTOURS:' in result.stdout:
                 LOG.warning('Did not stop pid %s on %s: it is not the run '
                             '%s any more', pid, self.conn.host, stem)

@@ -640,6 +640,8 @@ class PlaybookSettings:
     :param lock_wait: seconds to wait for another run of the cluster.
     :param max_parallel: playbook runs at once on the Ansible server
         account (0: no limit).
+    :param slots: a ``detached.SlotPolicy``: how runs wait for and hold
+        those slots.
     """
 
     timeout_base: int = 1800
@@ -649,6 +651,7 @@ class PlaybookSettings:
     keep_logs: int = 30
     lock_wait: int = 0
     max_parallel: int = 0
+    slots: detached.SlotPolicy = detached.SlotPolicy()
 
     @classmethod
     def from_conf(cls, conf=None, forks=None, ansible_playbook=None):
@@ -666,7 +669,11 @@ class PlaybookSettings:
                    group.ansible_playbook_command,
                    keep_logs=group.playbook_logs_keep,
                    lock_wait=group.playbook_lock_wait,
-                   max_parallel=group.max_parallel_playbooks_per_server)
+                   max_parallel=group.max_parallel_playbooks_per_server,
+                   slots=detached.SlotPolicy(
+                       wait=group.playbook_slot_wait,
+                       hold_max=group.playbook_slot_hold_max,
+                       lead=group.playbook_slot_priority_lead))
 
     def timeout_for(self, node_count):
         """``timeout_base + timeout_per_node * node_count`` seconds."""
@@ -754,6 +761,9 @@ class Runner:
         self.settings = settings or PlaybookSettings.from_conf()
         self.on_progress = on_progress
         self.operation = operation
+        #: Called with what a run waits for, or None when it waits no
+        #: more (``detached.SlotReporter``); or None.
+        self.on_wait = None
         #: Every finished run, failed ones included (``(playbook,
         #: seconds)``), so callers can tell playbook time from their own.
         self.timings = []
@@ -818,7 +828,8 @@ class Runner:
         runs = detached.DetachedRuns(
             self.conn, self.workspace.path, self.settings.keep_logs,
             self.settings.lock_wait,
-            max_parallel=self.settings.max_parallel)
+            max_parallel=self.settings.max_parallel,
+            slots=self.settings.slots, on_wait=self.on_wait)
         started = time.monotonic()
         outcome = None
         try:

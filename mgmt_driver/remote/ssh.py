@@ -27,6 +27,7 @@ import tenacity
 from oslo_log import log as logging
 
 from mgmt_driver.common import conf as kconf
+from mgmt_driver.common import deadline as deadlines
 from mgmt_driver.common import exceptions
 from mgmt_driver.common import runtime
 from mgmt_driver.common import safetext
@@ -165,6 +166,8 @@ class SSHSettings:
     #: once instead of trying anew: a read-only command's parts do not
     #: each pay the retries of a host that is down.
     connect_once: bool = False
+    #: Seconds one SFTP exchange waits for the server's answer.
+    sftp_timeout: float = 120
 
     @classmethod
     def from_conf(cls, conf=None):
@@ -183,7 +186,8 @@ class SSHSettings:
                    max_output=group.max_command_output,
                    max_tail_output=group.max_playbook_output,
                    max_line=group.max_output_line,
-                   max_file_size=group.max_remote_file_size)
+                   max_file_size=group.max_remote_file_size,
+                   sftp_timeout=group.sftp_timeout)
 
 
 class Stats:
@@ -611,6 +615,9 @@ class Connection(connection.Connection):
         self._on_new_key = on_new_key
         self._new_key = None
         self._connect_failure = None
+        #: The hook's :class:`~mgmt_driver.common.deadline.Deadline`:
+        #: every command and transfer waits at most until then.
+        self.deadline = deadlines.unbounded()
 
     def __repr__(self):
         return '<Connection %s@%s:%s>' % (self.credentials.username,
@@ -790,10 +797,12 @@ class Connection(connection.Connection):
         :raises RemoteOutputTooLarge: it printed more than ``max_output``
             bytes on one stream (never with *keep_tail*).
         """
-        timeout = timeout or self.settings.command_timeout
+        own = timeout or self.settings.command_timeout
         command, stdin = escalation.wrap(command, stdin,
                                          self.credentials.sudo_password)
         text = display_command(command, env)
+        what = 'command "%s" on %s' % (_shorten(text, 60), self.host)
+        timeout = self.deadline.bound(own, what)
         wrapped = 'timeout -k 5 %d sh -c %s' % (math.ceil(timeout),
                                                 quote(text))
         LOG.debug('Running on %s: %s', self.host, text)
@@ -805,6 +814,8 @@ class Connection(connection.Connection):
         elapsed = time.monotonic() - start
         if exit_code == -1 or (exit_code in (REMOTE_TIMEOUT_EXIT, 137)
                                and elapsed >= timeout):
+            if timeout < own:
+                self.deadline.expired(what)
             raise exceptions.RemoteCommandTimedOut(result, timeout)
         if check and result.failed:
             raise exceptions.RemoteCommandFailed(result)
@@ -838,7 +849,10 @@ class Connection(connection.Connection):
                 host=self.host, port=self.port, attempts=1,
                 reason='cannot open a session: %s' % _describe(exc))
         try:
-            chan.exec_command(command)
+            _answered(chan, lambda: chan.exec_command(command),
+                      self.deadline.bound(self.settings.connect_timeout,
+                                          'a session on ' + self.host),
+                      'start a command')
             if stdin is not None:
                 chan.sendall(stdin.encode('utf-8')
                              if isinstance(stdin, str) else stdin)
@@ -880,18 +894,60 @@ class Connection(connection.Connection):
 
     # Files.
 
-    def _sftp(self):
+    def _sftp(self, path='a file'):
+        """The SFTP client, its waits bounded for one more exchange.
+
+        Each call sets the channel's timeout to ``sftp_timeout`` (or
+        what is left of the hook): paramiko's SFTP client reads its
+        answers from the channel, so a server that never answers fails
+        the call with a timeout instead of holding the hook.
+
+        :raises RemoteFileError: the SFTP subsystem did not start.
+        :raises HookDeadlineExceeded: the hook has no time left.
+        """
+        bound = self.deadline.bound(
+            self.settings.sftp_timeout,
+            'an SFTP transfer of %s on %s' % (path, self.host))
         transport = self._transport()
         with self._lock:
             if self._sftp_obj is None:
-                self._sftp_obj = paramiko.SFTPClient.from_transport(
-                    transport)
+                self._sftp_obj = self._open_sftp(transport, bound, path)
+            self._sftp_obj.get_channel().settimeout(bound)
             return self._sftp_obj
 
+    def _open_sftp(self, transport, bound, path):
+        # SFTPClient.from_transport waits without a bound for the
+        # subsystem's answer and the server's version: open it by hand.
+        try:
+            chan = transport.open_session(
+                timeout=min(bound, self.settings.connect_timeout))
+            chan.settimeout(bound)
+            _answered(chan, lambda: chan.invoke_subsystem('sftp'),
+                      min(bound, self.settings.connect_timeout),
+                      'start SFTP')
+            return paramiko.SFTPClient(chan)
+        except (OSError, EOFError, paramiko.SSHException) as exc:
+            raise exceptions.RemoteFileError(
+                action='Starting SFTP for', path=path, host=self.host,
+                reason=self._timeout_reason(exc, bound))
+
+    def _timeout_reason(self, exc, bound):
+        if isinstance(exc, TimeoutError):
+            return 'no answer within %d s (sftp_timeout)' % math.ceil(bound)
+        return _describe(exc)
+
     def _file_error(self, action, path, exc):
-        return exceptions.RemoteFileError(action=action, path=path,
-                                          host=self.host,
-                                          reason=_describe(exc))
+        if isinstance(exc, (TimeoutError, EOFError, paramiko.SSHException)):
+            # A client whose exchange failed half-way (a timeout above
+            # all) may take the next answer for this one's: start a new
+            # one.  The server's refusals (no such file) leave it sound.
+            with self._lock:
+                sftp, self._sftp_obj = self._sftp_obj, None
+            if sftp is not None:
+                sftp.get_channel().close()
+        return exceptions.RemoteFileError(
+            action=action, path=path, host=self.host,
+            reason=self._timeout_reason(exc, self.settings.sftp_timeout))
 
     def write_file(self, path, content, mode=0o600):
         """Write *content* to *path* atomically (temp file, then rename).
@@ -908,7 +964,7 @@ class Connection(connection.Connection):
         directory, name = posixpath.split(path)
         tmp = posixpath.join(directory, '.%s.%s.tmp'
                              % (name, uuid.uuid4().hex[:8]))
-        sftp = self._sftp()
+        sftp = self._sftp(path)
         self._count('transfers')
         try:
             with sftp.open(tmp, 'wb') as remote:
@@ -933,7 +989,7 @@ class Connection(connection.Connection):
         :raises RemoteFileError: the file cannot be read.
         :raises RemoteFileTooLarge: it is larger than ``max_file_size``.
         """
-        sftp = self._sftp()
+        sftp = self._sftp(path)
         self._count('transfers')
         limit = self.settings.max_file_size
         try:
@@ -965,7 +1021,7 @@ class Connection(connection.Connection):
 
     def get(self, remote_path, local_path):
         """Copy a file from the host; the local file appears whole or not."""
-        sftp = self._sftp()
+        sftp = self._sftp(remote_path)
         self._count('transfers')
         tmp = '%s.%s.tmp' % (local_path, uuid.uuid4().hex[:8])
         try:
@@ -990,7 +1046,7 @@ class Connection(connection.Connection):
         :raises RemoteFileTooLarge: the file is larger than *limit*.
         :raises RemoteFileError: a read, a write or the rename failed.
         """
-        source, sink = self._sftp(), target._sftp()
+        source, sink = self._sftp(path), target._sftp(target_path)
         directory, name = posixpath.split(target_path)
         tmp = posixpath.join(directory, '.%s.%s.tmp'
                              % (name, uuid.uuid4().hex[:8]))
@@ -1027,6 +1083,35 @@ class Connection(connection.Connection):
         return copied
 
 
+def _answered(chan, request, timeout, what):
+    """Make *request* on *chan*, waiting at most *timeout* seconds.
+
+    paramiko waits for the answer to a channel request (exec, subsystem)
+    without a bound; a watchdog closes the channel when none came, which
+    ends that wait with an error.
+
+    :raises TimeoutError: no answer within *timeout*.
+    """
+    fired = threading.Event()
+
+    def expire():
+        fired.set()
+        chan.close()
+
+    watchdog = threading.Timer(timeout, expire)
+    watchdog.daemon = True
+    watchdog.start()
+    try:
+        request()
+    except (OSError, EOFError, paramiko.SSHException):
+        if fired.is_set():
+            raise TimeoutError('no answer to the request to %s within '
+                               '%d s' % (what, math.ceil(timeout))) from None
+        raise
+    finally:
+        watchdog.cancel()
+
+
 def _shorten(text, limit=120):
     return text if len(text) <= limit else text[:limit - 3] + '...'
 
@@ -1060,6 +1145,9 @@ class ConnectionPool(connection.Pool):
         self._sleep = sleep
         self._connections = {}
         self._lock = threading.Lock()
+        #: The deadline of the hook that uses the pool, given to every
+        #: connection it hands out (see :class:`Connection`).
+        self.deadline = deadlines.unbounded()
 
     def connection(self, host, credentials, port=22, on_new_key=None):
         """The pool's connection to *host* (created, not yet opened).
@@ -1073,6 +1161,7 @@ class ConnectionPool(connection.Pool):
                 self._connections[key] = Connection(
                     host, credentials, port, self.settings,
                     self.known_hosts, self.stats, self._sleep, on_new_key)
+            self._connections[key].deadline = self.deadline
             return self._connections[key]
 
     def reachable(self, host, credentials, port=22, timeout=30,
@@ -1087,6 +1176,7 @@ class ConnectionPool(connection.Pool):
                                                connect_retries=0),
                            self.known_hosts, self.stats, self._sleep,
                            on_new_key)
+        probe.deadline = self.deadline
         try:
             with probe:
                 probe.run(['true'], timeout=timeout)

@@ -35,6 +35,7 @@ import time
 from oslo_log import log as logging
 
 from mgmt_driver.common import conf as kconf
+from mgmt_driver.common import deadline as deadlines
 from mgmt_driver.common import exceptions
 from mgmt_driver.common import safeyaml
 from mgmt_driver.model import absence
@@ -189,6 +190,10 @@ class ClusterDriver:
         self._past_runs = []
         #: The hook or command running (names the playbook logs).
         self.operation = operation
+        #: Its wall-clock bound: every wait of the session consults it
+        #: (the pool hands it to each connection).
+        self.deadline = _deadline_of(self.conf, operation)
+        pool.deadline = self.deadline
         self.records = records or records_mod.RecordStore.from_conf(
             self.conf)
         self.records.path(instance_id)  # refuses an unsafe id early
@@ -328,7 +333,19 @@ class ClusterDriver:
                                   inventory.SECRET_VARS_FILE),
                 settings=settings, on_progress=self._playbook_line,
                 operation=self.operation)
+            self._reads.runner.on_wait = self._note_waiting
         return self._reads.runner
+
+    def _note_waiting(self, what):
+        """Note what the operation waits for in the instance's record
+        (``kubespray-mgmt list``); a note that cannot be written is only
+        logged."""
+        try:
+            self.records.set_waiting(self.instance_id, what)
+        except (OSError, exceptions.InstanceRecordInvalid,
+                exceptions.SharedFileBusy) as exc:
+            LOG.warning('[%s] cannot note what it waits for: %s',
+                        self.instance_id, exc)
 
     def read_record(self, name, parse):
         """The workspace's record file *name*, parsed by *parse*
@@ -683,6 +700,19 @@ class ClusterDriver:
             return False
         self.step('workspace %s removed', path)
         return True
+
+
+def _deadline_of(conf, operation):
+    """The :class:`~mgmt_driver.common.deadline.Deadline` of *operation*,
+    starting now.
+
+    :raises MgmtDriverParamInvalid: its hook_deadlines value is invalid.
+    """
+    try:
+        seconds, setting = kconf.hook_deadline(conf, operation)
+    except ValueError as exc:
+        raise exceptions.MgmtDriverParamInvalid(param=str(exc)) from None
+    return deadlines.Deadline(operation, seconds, setting)
 
 
 def _host_of(node):

@@ -382,6 +382,22 @@ class RecordStore:
             self.save(record)
             return record
 
+    def set_waiting(self, instance_id, what):
+        """Note in the instance's running last operation what it waits
+        for (*what*, a sentence), or that it waits no more (None):
+        ``kubespray-mgmt list`` shows it.  Nothing for an instance
+        without a record or with no operation running."""
+        def change(record):
+            last = record.last_operation
+            if not last or last.get('result') != 'running' or \
+                    last.get('waiting') == what:
+                return False
+            last['waiting'] = what
+        with self.locked():
+            if self.state(instance_id) != PRESENT:
+                return None
+        return self._update(instance_id, change)
+
     def instance_ids(self):
         """The ids of every instance with a record here, sorted."""
         return sorted(self._record_names())

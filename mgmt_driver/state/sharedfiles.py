@@ -14,6 +14,9 @@ sleep while another process holds it: a blocking ``flock`` waits inside
 C, where an eventlet-patched conductor (Tacker <= 15) cannot switch to
 another green thread, so every operation of the process would stop
 until the other process let go (:mod:`mgmt_driver.common.runtime`).
+The wait has a bound (``shared_file_lock_wait``): a process that hangs
+while it holds a lock (a stuck file system) fails the others' changes
+with an error naming the file, rather than holding them forever.
 """
 
 import contextlib
@@ -22,6 +25,9 @@ import os
 import threading
 import time
 import uuid
+
+from mgmt_driver.common import conf as kconf
+from mgmt_driver.common import exceptions
 
 #: Longest pause between two tries of a held ``flock`` (seconds).
 MAX_LOCK_PAUSE = 0.1
@@ -43,34 +49,50 @@ def ensure_directory(path):
 
 
 @contextlib.contextmanager
-def locked(path):
+def locked(path, wait=None):
     """Hold the lock of *path* (threads and processes) for a change.
 
     The lock file ``<path>.lock`` (mode 0600) is never removed: removing
     it would let two processes lock two different files.
 
+    :param wait: seconds to wait for another holder (default:
+        ``shared_file_lock_wait``).
     :raises OSError: the lock file cannot be created.
+    :raises SharedFileBusy: another holder kept it past *wait*.
     """
+    if wait is None:
+        wait = kconf.CONF.kubespray_mgmt.shared_file_lock_wait
     ensure_directory(path)
-    with _thread_lock(path):
+    end = time.monotonic() + wait
+    thread_lock = _thread_lock(path)
+    if not thread_lock.acquire(timeout=wait):
+        raise exceptions.SharedFileBusy(path=path, wait=wait)
+    try:
         fd = os.open(path + '.lock', os.O_RDWR | os.O_CREAT, 0o600)
         try:
-            _flock(fd)
+            _flock(fd, path, end, wait)
             yield
         finally:
             os.close(fd)  # releases the flock
+    finally:
+        thread_lock.release()
 
 
-def _flock(fd):
-    """Take the exclusive ``flock`` of *fd*, pausing while it is held."""
+def _flock(fd, path, end, wait):
+    """Take the exclusive ``flock`` of *fd*, pausing while it is held,
+    until the monotonic time *end*."""
     pause = 0.005
     while True:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             return
         except BlockingIOError:
+            left = end - time.monotonic()
+            if left <= 0:
+                raise exceptions.SharedFileBusy(path=path, wait=wait) \
+                    from None
             # time.sleep looked up now: eventlet's, once it patched time.
-            time.sleep(pause)
+            time.sleep(min(pause, left))
             pause = min(pause * 2, MAX_LOCK_PAUSE)
 
 

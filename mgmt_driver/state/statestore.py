@@ -377,7 +377,8 @@ def recorded(store, instance_id, operation):
 def _note(store, instance_id, entry, create=False):
     try:
         store.set_last_operation(instance_id, entry, create)
-    except (OSError, exceptions.InstanceRecordInvalid) as exc:
+    except (OSError, exceptions.InstanceRecordInvalid,
+            exceptions.SharedFileBusy) as exc:
         LOG.warning('VNF instance %s: cannot note its last operation (%s) '
                     'in its record: %s', instance_id, entry['operation'],
                     exc)

@@ -249,7 +249,9 @@ def test_a_finished_run_nobody_collected_is_not_run_again(server, caplog):
     argv = server.runner().argv('scale.yml', server.workspace + '/h.yaml',
                                 limit=['node-1'])
     stem, pid = runs._start(str(server.root), argv, 'scale_end',
-                            'scale.yml', 60, time.monotonic() + 60)
+                            'scale.yml',
+                            runs._bounds('scale_end', 'scale.yml', 60),
+                            time.monotonic() + 60)
     assert _gone(pid)  # it ended while nobody followed it
     outcome = runs.run(str(server.root), argv, 'scale_end', 'scale.yml', 60)
     assert outcome.reused and outcome.exit_code == 0
@@ -274,7 +276,9 @@ def test_a_finished_run_is_not_taken_for_a_run_of_other_inputs(server):
     runs = detached.DetachedRuns(server.connection(), server.workspace)
     argv = server.runner().argv('scale.yml', hosts, limit=['node-1'])
     stem, pid = runs._start(str(server.root), argv, 'scale_end',
-                            'scale.yml', 60, time.monotonic() + 60)
+                            'scale.yml',
+                            runs._bounds('scale_end', 'scale.yml', 60),
+                            time.monotonic() + 60)
     assert _gone(pid)  # it ended while nobody followed it
     workspace.upload({'h.yaml': 'all: {hosts: {node-2: {}}}\n'})
     outcome = runs.run(str(server.root), argv, 'scale_end', 'scale.yml', 60)

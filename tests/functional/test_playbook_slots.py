@@ -10,6 +10,7 @@ Addresses: 127.0.41.200 only.
 """
 
 import pathlib
+import re
 import threading
 import time
 import uuid
@@ -51,7 +52,7 @@ class Server:
         self.known_hosts = str(tmp_path / 'known_hosts')
         self.connections = []
 
-    def runner(self, name, lines):
+    def runner(self, name, lines, operation='instantiate_end'):
         settings = ssh.SSHSettings(connect_timeout=5, connect_retries=0,
                                    command_timeout=30,
                                    known_hosts_file=self.known_hosts)
@@ -66,7 +67,12 @@ class Server:
             settings=kubespray.PlaybookSettings(
                 timeout_base=600, timeout_per_node=0,
                 ansible_playbook=str(self.tool), max_parallel=1),
-            operation='instantiate_end', on_progress=lines.append)
+            operation=operation, on_progress=lines.append)
+
+    def workspaces_run(self):
+        """The workspace of each run, in the order they started."""
+        return [re.search(r'/(ws-[a-z])/', line).group(1)
+                for line in self.runs_file.read_text().splitlines()]
 
     def started(self):
         if not self.runs_file.exists():
@@ -130,3 +136,36 @@ def test_with_limit_one_the_second_run_waits_reported_and_both_succeed(
     assert not [line for line in lines['b'] if line.startswith('KR:')]
     log = pathlib.Path(outcomes['b'][0].log).read_text()
     assert 'KR:SLOTWAIT:1' in log
+
+
+def test_a_heal_that_came_last_is_served_before_the_upgrade_waiting(
+        sshd, tmp_path):
+    """Issue 40 item 2: with every slot taken, a heal is served before an
+    upgrade that queued first; both wait (reported), neither fails."""
+    server = Server(sshd, tmp_path)
+    lines = {'a': [], 'b': [], 'h': []}
+    outcomes = {'a': [], 'b': [], 'h': []}
+    operations = {'a': 'upgrade', 'b': 'upgrade', 'h': 'heal_end'}
+    waiting = ('waiting for a playbook slot on %s: 1 running '
+               '(max_parallel_playbooks_per_server)' % ADDRESS)
+    threads = []
+    try:
+        server.gate.touch()
+        for name in ('a', 'b', 'h'):
+            threads.append(_in_thread(server.runner(
+                'ws-' + name, lines[name], operations[name]),
+                outcomes[name]))
+            if name == 'a':
+                _wait(lambda: server.started() == 1, 'a to run')
+            else:
+                _wait(lambda n=name: waiting in lines[n], name + ' to wait')
+        server.gate.unlink()
+        for thread in threads:
+            thread.join(120)
+    finally:
+        server.close()
+    for name in outcomes:
+        assert len(outcomes[name]) == 1, name
+        assert isinstance(outcomes[name][0], kubespray.PlaybookRun), \
+            outcomes[name][0]
+    assert server.workspaces_run() == ['ws-a', 'ws-h', 'ws-b']

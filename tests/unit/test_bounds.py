@@ -170,7 +170,7 @@ class _Canned(ssh.Connection):
     def _transport(self):
         return _Transport(self.channel)
 
-    def _sftp(self):
+    def _sftp(self, path=None):
         return self.sftp
 
 

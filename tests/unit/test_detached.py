@@ -126,7 +126,8 @@ def test_a_start_answer_without_a_valid_run_is_refused(answer):
 
 def test_the_plan_shows_the_start_and_the_removal_only():
     start = programs.command(detached.START, WS, '/ks', 'op', 'cluster',
-                             'key', '60', 'me', '30', '4', 'ansible-playbook',
+                             'key', '60', 'me', '30', '4', '600', '0',
+                             'ansible-playbook',
                              '-i', WS + '/hosts.yaml', 'cluster.yml')
     assert detached.plan_text(start) == (
         '(detached, log in %s/logs/) cd /ks && ansible-playbook -i '
@@ -162,7 +163,9 @@ def test_the_ansible_server_learns_no_conductor_host_or_pid(caplog):
     runs = detached.DetachedRuns(conn, WS)
     for _ in range(2):
         assert runs._start('/ks', ['ansible-playbook', 'scale.yml'],
-                           'scale_end', 'scale.yml', 60, 1e9) == (STEM, 4242)
+                           'scale_end', 'scale.yml',
+                           runs._bounds('scale_end', 'scale.yml', 60),
+                           1e9) == (STEM, 4242)
     owners = [command[10] for command in conn.commands]
     host, pid = socket.gethostname(), str(os.getpid())
     for who in owners:

@@ -16,6 +16,7 @@ import time
 
 import pytest
 
+from mgmt_driver.adapters import status
 from mgmt_driver.common import conf as kconf
 from mgmt_driver.common import exceptions
 from mgmt_driver.remote import detached
@@ -35,19 +36,21 @@ class Server:
         self.ws = tmp_path / 'ws'
         self.slots = self.home / detached.SLOT_DIR
 
-    def start(self, max_parallel, argv=('true',), limit=60):
+    def start(self, max_parallel, argv=('true',), limit=60, wait=60,
+              rank=0, ws=None, op='op'):
         env = dict(os.environ, HOME=str(self.home))
         out = subprocess.run(
-            programs.command(detached.START, str(self.ws), '/', 'op', 'book',
-                             'key', str(limit), 'me', '30', str(max_parallel),
+            programs.command(detached.START, str(ws or self.ws), '/', op,
+                             'book', 'key', str(limit), 'me', '30',
+                             str(max_parallel), str(wait), str(rank),
                              *argv), env=env, capture_output=True, text=True,
             check=True, timeout=60).stdout
         return dict(detached._markers(out))
 
-    def log(self, started):
+    def log(self, started, ws=None):
         stem = started['STARTED'].split(':')[0]
-        return (self.ws / 'logs' / (stem + '.log')), (
-            self.ws / 'logs' / (stem + '.rc'))
+        logs = (ws or self.ws) / 'logs'
+        return logs / (stem + '.log'), logs / (stem + '.rc')
 
     def wait_for(self, predicate, what):
         end = time.monotonic() + PATIENCE
@@ -116,10 +119,10 @@ def test_a_second_slot_serves_while_the_first_is_taken(tmp_path):
     assert log.read_text() == 'ran\n'
 
 
-def test_the_wait_is_bounded_by_the_playbook_timeout(tmp_path):
+def test_the_wait_is_bounded_by_the_slot_wait(tmp_path):
     server = Server(tmp_path)
     with holding(server.slots / 'slot-1'):
-        log, rc = server.log(server.start(1, ['echo', 'ran'], limit=1))
+        log, rc = server.log(server.start(1, ['echo', 'ran'], wait=1))
         server.wait_for(rc.exists, 'the exit status')
     assert rc.read_text().strip() == '124'
     text = log.read_text()
@@ -181,7 +184,8 @@ def test_a_wait_that_ran_out_is_its_own_error():
     with pytest.raises(exceptions.PlaybookSlotTimedOut) as info:
         runs.run('/ks', ['ansible-playbook', 'cluster.yml'],
                  'instantiate_end', 'cluster.yml', 60)
-    assert 'all 4 playbook slots' in str(info.value)
+    assert 'one of the 4 playbook slots' in str(info.value)
+    assert 'waited 3600 s (playbook_slot_wait)' in str(info.value)
     assert 'nothing was changed' in str(info.value)
 
 
@@ -191,3 +195,113 @@ def test_the_slot_directory_is_the_documented_one():
                if opt.name == 'max_parallel_playbooks_per_server']
     assert '~/' + detached.SLOT_DIR in option.help
     assert option.default == 4
+
+
+# The queue (issue 39 item 3, issue 40 item 2): the test plays a waiter
+# that is ahead by holding a ticket's flock, as a waiting run does.
+
+@contextlib.contextmanager
+def waiting_ahead(server, place):
+    """A live waiter's ticket at *place* (seconds since the epoch)."""
+    ticket = server.slots / 'queue' / ('%012d.000000000.1' % place)
+    ticket.parent.mkdir(parents=True, exist_ok=True)
+    ticket.write_text('arrived=2026-11-28T00:00:00Z\noperation=upgrade\n')
+    with open(ticket) as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        yield ticket
+
+
+def test_a_free_slot_waits_for_the_run_that_arrived_first(tmp_path):
+    server = Server(tmp_path)
+    with waiting_ahead(server, int(time.time()) - 10) as ahead:
+        log, rc = server.log(server.start(1, ['echo', 'ran'], wait=1))
+        server.wait_for(rc.exists, 'the exit status')
+        # The live ticket ahead is kept; the run's own is gone.
+        assert list((server.slots / 'queue').iterdir()) == [ahead]
+    # The slot was free, but promised to the waiter ahead.
+    assert rc.read_text().strip() == '124'
+    assert 'ran' not in log.read_text() and \
+        detached.slot_timed_out(log.read_text())
+
+
+def test_a_heal_goes_before_an_upgrade_that_waits_already(tmp_path):
+    server = Server(tmp_path)
+    lead = 3600
+    # An upgrade arrived a minute ago: its place is two classes back.
+    with waiting_ahead(server, int(time.time()) - 60 + 2 * lead):
+        log, rc = server.log(server.start(1, ['echo', 'ran'], wait=30,
+                                          rank=0, op='heal_end'))
+        server.wait_for(rc.exists, 'the exit status')
+    assert rc.read_text().strip() == '0' and log.read_text() == 'ran\n'
+
+
+def test_an_upgrade_waits_behind_a_heal_that_waits(tmp_path):
+    server = Server(tmp_path)
+    with waiting_ahead(server, int(time.time())):
+        log, rc = server.log(server.start(1, ['echo', 'ran'], wait=1,
+                                          rank=2 * 3600, op='upgrade'))
+        server.wait_for(rc.exists, 'the exit status')
+    assert rc.read_text().strip() == '124'
+
+
+def test_the_ticket_of_a_gone_waiter_blocks_nobody(tmp_path):
+    server = Server(tmp_path)
+    stale = server.slots / 'queue' / ('%012d.000000000.99999' % 1)
+    stale.parent.mkdir(parents=True)
+    stale.write_text('arrived=2026-11-28T00:00:00Z\n')  # no flock: gone
+    log, rc = server.log(server.start(1, ['echo', 'ran'], wait=30))
+    server.wait_for(rc.exists, 'the exit status')
+    assert log.read_text() == 'ran\n' and not stale.exists()
+    # Its own ticket is gone with the wait.
+    assert list((server.slots / 'queue').iterdir()) == []
+
+
+def test_two_waiters_are_served_in_order_of_arrival(tmp_path):
+    server = Server(tmp_path)
+    gate, order = tmp_path / 'gate', tmp_path / 'order'
+    argv = ['sh', '-c', 'echo "$1" >> "$0"; while [ ! -e "$2" ]; do '
+            'sleep 0.05; done', str(order)]
+    queue = server.slots / 'queue'
+    with holding(server.slots / 'slot-1'):
+        first = server.log(server.start(1, argv + ['a', str(gate)],
+                                        ws=tmp_path / 'ws-a'),
+                           tmp_path / 'ws-a')
+        server.wait_for(lambda: queue.exists() and
+                        len(list(queue.iterdir())) == 1, 'a to queue')
+        second = server.log(server.start(1, argv + ['b', str(gate)],
+                                         ws=tmp_path / 'ws-b'),
+                            tmp_path / 'ws-b')
+        server.wait_for(lambda: len(list(queue.iterdir())) == 2,
+                        'b to queue')
+    gate.touch()
+    for _, rc in (first, second):
+        server.wait_for(rc.exists, 'the exit status')
+    assert order.read_text() == 'a\nb\n'
+
+
+def test_status_shows_the_slots_taken_and_who_waits_in_order(tmp_path):
+    server = Server(tmp_path)
+    queue = server.slots / 'queue'
+    stale = queue / ('%012d.000000000.99999' % 1)
+    with holding(server.slots / 'slot-1'), \
+            waiting_ahead(server, int(time.time()) - 10):
+        stale.write_text('operation=gone\n')  # no flock: not listed
+        log, rc = server.log(server.start(1, ['echo', 'ran'], wait=60,
+                                          op='heal_end'))
+        server.wait_for(lambda: len(list(queue.iterdir())) == 3,
+                        'the run to queue')
+        out = subprocess.run(
+            programs.command(status._QUEUE, '2'), capture_output=True,
+            text=True, check=True, timeout=60,
+            env=dict(os.environ, HOME=str(server.home))).stdout
+        found = status.parse_queue(out, str(server.ws))
+        assert found['slots_taken'] == 1
+        assert [(w['position'], w['operation'], w['priority'],
+                 w['this_instance']) for w in found['waiting']] == [
+            (1, 'upgrade', 'other', False), (2, 'heal_end', 'heal', True)]
+        assert found['waiting'][1]['instance'] == 'ws'
+        text = status._format_queue(dict(found, slots=2, error=None))
+        assert text[0] == ('  Playbook slots: 1 of 2 taken, 2 run(s) '
+                           'waiting (max_parallel_playbooks_per_server)')
+        assert 'ws (this one)' in text[3] and 'heal_end' in text[3]
+    server.wait_for(rc.exists, 'the exit status')

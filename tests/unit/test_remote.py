@@ -88,6 +88,7 @@ def test_every_shipped_program_is_sent_by_the_driver():
     # A name without a file, or a file no module sends, is a mistake.
     used = {*detached.PROGRAMS, kubespray.REPLACE, kubespray.DETECT,
             kubespray.SUPPORTED, factcache.PROBE, status._RUNS,
+            status._QUEUE,
             certificates.RENEW_PROGRAM, doctor.TOOLS_PROGRAM,
             etcdsnapshots.LIST_PROGRAM, etcdsnapshots.SAVE_PROGRAM,
             'sudo-password'}  # escalation.SCRIPT

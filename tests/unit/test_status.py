@@ -318,10 +318,15 @@ def _cluster():
 class DownConnection(FakeConnection):
     """A host that does not answer SSH."""
 
-    def _down(self, *args, **kwargs):
+    def _down(self):
         raise exceptions.SSHConnectError(host=self.host, port=22,
                                          attempts=3, reason='refused')
-    run = read_file = _down
+
+    def run(self, command, *args, **kwargs):
+        self._down()
+
+    def read_file(self, path, *args, **kwargs):
+        self._down()
 
 
 class Site:
