@@ -191,19 +191,28 @@ def _source_files(src_dir):
     paths = []
     for path in sorted(src_dir.rglob('*')):
         relative = path.relative_to(src_dir)
-        if _ignored(relative):
-            continue
-        mode = path.lstat().st_mode
-        if stat.S_ISLNK(mode):
-            _check_link(path, relative, roots)
-        elif stat.S_ISDIR(mode):
-            continue
-        elif not stat.S_ISREG(mode):
-            raise exceptions.CsarError(
-                reason='%s in the package source is not a regular file'
-                       % relative.as_posix())
-        paths.append((relative.as_posix(), path))
+        if not _ignored(relative) and _packaged(path, relative, roots):
+            paths.append((relative.as_posix(), path))
     return {name: path.read_bytes() for name, path in paths}
+
+
+def _packaged(path, relative, roots):
+    """Whether *path* of the source goes into the package: a regular file
+    or a link :func:`_check_link` accepts does, a directory does not.
+
+    :raises exceptions.CsarError: for any other link or kind of file.
+    """
+    mode = path.lstat().st_mode
+    if stat.S_ISLNK(mode):
+        _check_link(path, relative, roots)
+        return True
+    if stat.S_ISDIR(mode):
+        return False
+    if not stat.S_ISREG(mode):
+        raise exceptions.CsarError(
+            reason='%s in the package source is not a regular file'
+                   % relative.as_posix())
+    return True
 
 
 def _package_roots(src_dir):
@@ -284,6 +293,24 @@ def package_files(src_dir, sol001_dir=None, lb_script=None):
     :raises exceptions.CsarError: for a missing input.
     """
     src_dir = pathlib.Path(src_dir)
+    lb_script = _checked_inputs(src_dir, lb_script)
+    sol001 = find_sol001_dir(sol001_dir)
+
+    files = _source_files(src_dir)
+    files[DRIVER_ARTIFACT] = driver_module_path().read_bytes()
+    files[LB_SCRIPT_ARTIFACT] = lb_script.read_bytes()
+    if _names_v2_script(files):
+        _add_v2_scripts(files)
+    for name in SOL001_FILES:
+        files['Definitions/' + name] = (sol001 / name).read_bytes()
+    meta_text = stamp_created_by(files[TOSCA_META].decode('utf-8'))
+    files[TOSCA_META] = render_tosca_meta(meta_text, files).encode('utf-8')
+    return files
+
+
+def _checked_inputs(src_dir, lb_script):
+    """The load balancer script's path, once *src_dir* is known to be a
+    package source and the script to exist (else CsarError)."""
     if not (src_dir / TOSCA_META).is_file():
         raise exceptions.CsarError(
             reason='%s is not a package source: it has no %s'
@@ -293,20 +320,14 @@ def package_files(src_dir, sol001_dir=None, lb_script=None):
         raise exceptions.CsarError(
             reason='the load balancer script %s does not exist; the package '
                    'needs it as %s' % (lb_script, LB_SCRIPT_ARTIFACT))
-    sol001 = find_sol001_dir(sol001_dir)
+    return lb_script
 
-    files = _source_files(src_dir)
-    files[DRIVER_ARTIFACT] = driver_module_path().read_bytes()
-    files[LB_SCRIPT_ARTIFACT] = lb_script.read_bytes()
-    if _names_v2_script(files):
-        files[v2.SCRIPT] = pathlib.Path(v2.script_path()).read_bytes()
-        files[v2.COORDINATE_SCRIPT] = pathlib.Path(
-            v2.coordinate_script_path()).read_bytes()
-    for name in SOL001_FILES:
-        files['Definitions/' + name] = (sol001 / name).read_bytes()
-    meta_text = stamp_created_by(files[TOSCA_META].decode('utf-8'))
-    files[TOSCA_META] = render_tosca_meta(meta_text, files).encode('utf-8')
-    return files
+
+def _add_v2_scripts(files):
+    """The v2 entry script and its coordinator, for a package naming it."""
+    files[v2.SCRIPT] = pathlib.Path(v2.script_path()).read_bytes()
+    files[v2.COORDINATE_SCRIPT] = pathlib.Path(
+        v2.coordinate_script_path()).read_bytes()
 
 
 #: What ``Created-By`` of a built package ends with.
@@ -366,11 +387,7 @@ def build(src_dir, out_path, sol001_dir=None, lb_script=None):
     _check_output(out_path, pathlib.Path(src_dir))
     files = package_files(src_dir, sol001_dir, lb_script)
     data = zip_bytes(files)
-    try:
-        _write_atomically(out_path, data)
-    except OSError as exc:
-        raise exceptions.CsarError(reason='cannot write %s: %s' % (
-            out_path, exc.strerror or exc)) from None
+    _write_output(out_path, data)
     digest = hashlib.sha256(data).hexdigest()
     LOG.info('Built %s (%d files, sha256 %s)', out_path, len(files), digest)
     return Built(out_path, sorted(files), digest)
@@ -388,6 +405,15 @@ def _check_output(out_path, src_dir):
         raise exceptions.CsarError(
             reason='the output %s: directory %s does not exist (create it '
                    'first)' % (out_path, out_path.parent))
+
+
+def _write_output(out_path, data):
+    """Write the zip, or a CsarError naming the path and the reason."""
+    try:
+        _write_atomically(out_path, data)
+    except OSError as exc:
+        raise exceptions.CsarError(reason='cannot write %s: %s' % (
+            out_path, exc.strerror or exc)) from None
 
 
 def _write_atomically(path, data):
@@ -425,6 +451,12 @@ def check(path, sol001_dir=None):
         return _check_dir(path, zip_path=None)
     if not zipfile.is_zipfile(path):
         return ['%s is neither a directory nor a zip file' % path]
+    return _check_zip(path)
+
+
+def _check_zip(path):
+    """:func:`check` of a CSAR zip: extracted in a temporary directory
+    unless an entry would land outside it."""
     with tempfile.TemporaryDirectory() as tmp:
         with zipfile.ZipFile(path) as archive:
             unsafe = [n for n in archive.namelist() if _unsafe_name(n)]
@@ -758,6 +790,12 @@ def add_commands(subparsers):
         'csar', help='build and check the CSAR VNF packages')
     group.set_defaults(func=lambda args: _usage(group))
     actions = group.add_subparsers(dest='csar_action', metavar='ACTION')
+    _add_build_command(actions)
+    _add_check_command(actions)
+
+
+def _add_build_command(actions):
+    """``csar build SRC_DIR -o OUT.zip``."""
     build_cmd = actions.add_parser(
         'build', help='build a CSAR zip from a package source directory')
     build_cmd.add_argument('src_dir', metavar='SRC_DIR',
@@ -769,6 +807,10 @@ def add_commands(subparsers):
                            help='the zip to write')
     _add_sol001_dir(build_cmd)
     build_cmd.set_defaults(func=_build_command)
+
+
+def _add_check_command(actions):
+    """``csar check PATH``."""
     check_cmd = actions.add_parser(
         'check', help='check a CSAR (zip or extracted directory), or a '
                       'package source as csar build would build it')

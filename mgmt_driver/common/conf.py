@@ -682,15 +682,21 @@ def unknown_options(conf, files=None, foreign_sections=False):
     known = {opt.dest for opt in ALL_OPTS}
     problems = []
     for path in config_files(conf) if files is None else files:
-        sections = {}
-        try:
-            cfg.ConfigParser(path, sections).parse()
-        except (OSError, iniparser.ParseError, UnicodeDecodeError):
-            continue
-        for section, keys in sections.items():
+        for section, keys in _sections_of(path).items():
             problems += _section_problems(path, section, keys, known,
                                           foreign_sections)
     return problems
+
+
+def _sections_of(path):
+    """``{section: {key: values}}`` of the config file *path*, {} when it
+    cannot be read."""
+    sections = {}
+    try:
+        cfg.ConfigParser(path, sections).parse()
+    except (OSError, iniparser.ParseError, UnicodeDecodeError):
+        return {}
+    return sections
 
 
 def _section_problems(path, section, keys, known, foreign_sections):

@@ -122,9 +122,20 @@ def load_yaml(text):
         documents); :func:`safeyaml.describe` gives line, column and
         problem, never the text.
     """
+    _check_length(text)
+    return _build_from_events(text)
+
+
+def _check_length(text):
+    """Refused before any parsing when *text* is too long."""
     if len(text) > safeyaml.MAX_CHARS:
         raise safeyaml.Refused('longer than %d characters'
                                % safeyaml.MAX_CHARS)
+
+
+def _build_from_events(text):
+    """The data of the YAML document *text*, built from the parser's
+    events within :func:`entry_budget` (see :func:`load_yaml`)."""
     parser = _EventParser(text)
     try:
         return _YamlBuilder(entry_budget(text), len(text)).build(parser)

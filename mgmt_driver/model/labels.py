@@ -67,23 +67,37 @@ def label_problem(key, value):
     if not isinstance(key, str) or not isinstance(value, str):
         return 'keys and values must be strings (quote numbers)'
     prefix, slash, name = key.rpartition('/')
-    if slash and not prefix:
-        return 'prefix before "/" is empty'
-    if prefix and (len(prefix) > 253 or not all(
-            validation.is_dns_label(part) for part in prefix.split('.'))):
-        return 'prefix %s is not a DNS subdomain' % validation.show(prefix)
-    if not _LABEL_NAME_RE.fullmatch(name):
-        return 'name %s is not a label name (1-63 of "A-Za-z0-9-_.", ' \
-               'alphanumeric at both ends)' % validation.show(name)
-    if value and not _LABEL_NAME_RE.fullmatch(value):
-        return 'value %s is not a label value (0-63 of "A-Za-z0-9-_.", ' \
-               'alphanumeric at both ends)' % validation.show(value)
+    problem = _prefix_problem(prefix, slash) or _name_problem(name, value)
+    if problem:
+        return problem
     if prefix.endswith(('kubernetes.io', 'k8s.io')) and \
             key not in _KUBELET_LABELS and \
             not prefix.endswith(_KUBELET_PREFIXES):
         return ('the kubelet may not set labels in the kubernetes.io or '
                 'k8s.io namespaces (except node.kubernetes.io/ and '
                 'kubelet.kubernetes.io/); it would refuse to start')
+    return None
+
+
+def _prefix_problem(prefix, slash):
+    """What is wrong with a label key's prefix (before *slash*), or None."""
+    if slash and not prefix:
+        return 'prefix before "/" is empty'
+    if prefix and (len(prefix) > 253 or not all(
+            validation.is_dns_label(part) for part in prefix.split('.'))):
+        return 'prefix %s is not a DNS subdomain' % validation.show(prefix)
+    return None
+
+
+def _name_problem(name, value):
+    """What is wrong with a label's name (its key after the prefix) or
+    value, or None."""
+    if not _LABEL_NAME_RE.fullmatch(name):
+        return 'name %s is not a label name (1-63 of "A-Za-z0-9-_.", ' \
+               'alphanumeric at both ends)' % validation.show(name)
+    if value and not _LABEL_NAME_RE.fullmatch(value):
+        return 'value %s is not a label value (0-63 of "A-Za-z0-9-_.", ' \
+               'alphanumeric at both ends)' % validation.show(value)
     return None
 
 
@@ -134,14 +148,7 @@ def parse_label_list(text, field, removals=False):
     """
     labels, problems = {}, validation.Problems()
     for entry in _list_entries(text):
-        key, equals, value = entry.partition('=')
-        if removals and not equals and key.endswith('-'):
-            key, value = key[:-1], None
-            problem = label_problem(key, '')
-        else:
-            problem = None if equals else 'must be key=value' + (
-                ' or key-' if removals else '')
-            problem = problem or label_problem(key, value)
+        key, value, problem = _label_entry(entry, removals)
         if problem:
             problems.invalid(field, '%s: %s' % (validation.show(entry),
                                                 problem))
@@ -149,6 +156,17 @@ def parse_label_list(text, field, removals=False):
             labels[key] = value
     problems.raise_if_any()
     return tuple(sorted(labels.items()))
+
+
+def _label_entry(entry, removals):
+    """``(key, value, problem)`` of one entry of :func:`parse_label_list`:
+    value None for a removal, problem None for a valid entry."""
+    key, equals, value = entry.partition('=')
+    if removals and not equals and key.endswith('-'):
+        return key[:-1], None, label_problem(key[:-1], '')
+    problem = None if equals else 'must be key=value' + (
+        ' or key-' if removals else '')
+    return key, value, problem or label_problem(key, value)
 
 
 def parse_taint_list(text, field, removals=False):
@@ -233,21 +251,25 @@ def _changed_taints(present, changes):
     of filtering the list at each change, in linear time.
     """
     slots_gone, keys_gone, added = set(), set(), []
-
-    def kept(slot):
-        return slot not in slots_gone and slot[0] not in keys_gone
     for change in reversed(changes):
         if not change.endswith('-'):
             slot = core.taint_slot(change)
-            if kept(slot):
+            if _kept(slot, slots_gone, keys_gone):
                 added.append(change)
             slots_gone.add(slot)
         elif ':' in change:
             slots_gone.add(core.taint_slot(change[:-1]))
         else:
             keys_gone.add(change[:-1])
-    return tuple([t for t in present if kept(core.taint_slot(t))] +
+    return tuple([t for t in present
+                  if _kept(core.taint_slot(t), slots_gone, keys_gone)] +
                  added[::-1])
+
+
+def _kept(slot, slots_gone, keys_gone):
+    """Whether the taint of *slot* ``(key, effect)`` survives the later
+    changes: none set or removed its slot, none removed its key."""
+    return slot not in slots_gone and slot[0] not in keys_gone
 
 
 def labels_to_send(labels, present):
@@ -313,11 +335,30 @@ def relabel_from_metadata(metadata, prefix):
         label or taint is malformed, or nodes or changes are missing;
         every problem is named.
     """
-    given = {key: metadata.get(key) for key in (
-        METADATA_NODES, METADATA_POOLS, METADATA_LABELS, METADATA_TAINTS)
-        if metadata.get(key) is not None}
+    given = _relabel_keys(metadata)
     if not given:
         return None
+    _check_metadata_texts(given, prefix)
+    problems = validation.Problems()
+    names, pools = _relabel_targets(problems, given, prefix)
+    changes = _relabel_changes(problems, given, prefix)
+    problems.raise_if_any()
+    return Relabel(tuple(names), changes[METADATA_LABELS],
+                   changes[METADATA_TAINTS], tuple(pools))
+
+
+def _relabel_keys(metadata):
+    """``{key: value}`` of the relabel keys *metadata* gives (not null)."""
+    return {key: metadata.get(key) for key in (
+        METADATA_NODES, METADATA_POOLS, METADATA_LABELS, METADATA_TAINTS)
+        if metadata.get(key) is not None}
+
+
+def _check_metadata_texts(given, prefix):
+    """Each relabel key of the metadata is a string, not too long.
+
+    :raises ParamsInvalid: naming each other one.
+    """
     problems = validation.Problems()
     for key, value in sorted(given.items()):
         field = '%s.%s' % (prefix, key)
@@ -328,6 +369,11 @@ def relabel_from_metadata(metadata, prefix):
             problems.invalid(field, 'longer than %d characters'
                              % MAX_METADATA_TEXT)
     problems.raise_if_any()
+
+
+def _relabel_targets(problems, given, prefix):
+    """The node names and pool names to relabel (dicts: order kept,
+    repeats dropped), at least one of them."""
     names, pools = {}, {}
     for key, found in ((METADATA_NODES, names), (METADATA_POOLS, pools)):
         for name in given.get(key, '').split(','):
@@ -341,6 +387,12 @@ def relabel_from_metadata(metadata, prefix):
         problems.invalid('%s.%s, %s.%s' % (
             prefix, METADATA_NODES, prefix, METADATA_POOLS),
             'missing (which nodes to relabel?)')
+    return names, pools
+
+
+def _relabel_changes(problems, given, prefix):
+    """``{key: changes}`` of the labels and taints keys, at least one
+    change, and no identity label touched."""
     changes = {}
     for key, parse in ((METADATA_LABELS, parse_label_list),
                        (METADATA_TAINTS, parse_taint_list)):
@@ -354,9 +406,7 @@ def relabel_from_metadata(metadata, prefix):
         problems.invalid('%s.%s, %s.%s' % (
             prefix, METADATA_LABELS, prefix, METADATA_TAINTS),
             'missing (what to change?)')
-    problems.raise_if_any()
-    return Relabel(tuple(names), changes[METADATA_LABELS],
-                   changes[METADATA_TAINTS], tuple(pools))
+    return changes
 
 
 def check_relabel(labels, field='labels'):

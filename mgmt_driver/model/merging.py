@@ -40,6 +40,12 @@ def merge_operation_params(instantiated, operation, operation_name='scale',
         tree is too deep or too large to copy.
     """
     _check_both(instantiated, operation, max_size)
+    return _merged(instantiated, operation, operation_name)
+
+
+def _merged(instantiated, operation, operation_name):
+    """A copy of *instantiated* with the overrides *operation* gives laid
+    over it (see :func:`merge_operation_params`)."""
     merged = copy.deepcopy(instantiated) if isinstance(
         instantiated, dict) else instantiated
     overrides = (operation or {}).get(core.ROOT) if isinstance(
@@ -104,15 +110,21 @@ def _merge_pools(problems, path, target, overrides, operation_name):
             problems.invalid(pool_path, 'must be a mapping, not %s'
                              % validation.type_name(changes))
         else:
-            refused = [key for key in changes
-                       if key not in OVERRIDABLE_POOL_KEYS]
-            for key in refused:
-                problems.invalid(
-                    '%s.%s' % (pool_path, validation.key_text(key)), (
-                        'cannot be changed by a %s request (only %s)') % (
-                            operation_name, ', '.join(OVERRIDABLE_POOL_KEYS)))
-            if not refused:
-                pools[name].update(copy.deepcopy(changes))
+            _merge_pool(problems, pool_path, pools[name], changes,
+                        operation_name)
+
+
+def _merge_pool(problems, pool_path, pool, changes, operation_name):
+    """Lay *changes* over one existing *pool*, unless they touch a key
+    other than :data:`OVERRIDABLE_POOL_KEYS` (each is reported)."""
+    refused = [key for key in changes if key not in OVERRIDABLE_POOL_KEYS]
+    for key in refused:
+        problems.invalid(
+            '%s.%s' % (pool_path, validation.key_text(key)), (
+                'cannot be changed by a %s request (only %s)') % (
+                    operation_name, ', '.join(OVERRIDABLE_POOL_KEYS)))
+    if not refused:
+        pool.update(copy.deepcopy(changes))
 
 
 def sets_node_settings(operation):

@@ -211,6 +211,21 @@ def build_nodes(spec, addresses, path='nodes'):
     """
     addresses = list(addresses)
     ports = {role: spec.login_for(role).port for role in core.ROLES}
+    _check_addresses(spec, addresses, ports, path)
+    built = [Node.from_address(a, ports[a.role]) for a in addresses]
+    _check_one_pool_each(spec, built)
+    return ClusterNodes(
+        masters=[n for n in built if n.role == core.ROLE_MASTER],
+        workers=[n for n in built if n.role == core.ROLE_WORKER],
+        gateways=[n for n in built if n.role == core.ROLE_EXTERNAL_LB])
+
+
+def _check_addresses(spec, addresses, ports, path):
+    """The set checks of :mod:`~mgmt_driver.model.params` with *spec*'s
+    networks, gateways and pools, and the role's SSH port in *ports*.
+
+    :raises ParamsInvalid: listing every problem.
+    """
     networks = ((spec.pod_cidr, 'pod CIDR (master_node.pod_cidr)'),
                 (spec.service_cidr,
                  'service CIDR (master_node.cluster_cidr)'))
@@ -219,12 +234,6 @@ def build_nodes(spec, addresses, path='nodes'):
                                 params.max_gateways(spec.external_lb))
     params.check_pool_references(problems, spec, addresses)
     problems.raise_if_any()
-    built = [Node.from_address(a, ports[a.role]) for a in addresses]
-    _check_one_pool_each(spec, built)
-    return ClusterNodes(
-        masters=[n for n in built if n.role == core.ROLE_MASTER],
-        workers=[n for n in built if n.role == core.ROLE_WORKER],
-        gateways=[n for n in built if n.role == core.ROLE_EXTERNAL_LB])
 
 
 def _check_one_pool_each(spec, built):

@@ -256,24 +256,28 @@ def _proxy_url(sec, key):
     url = sec.value(key, str, secret=True)
     if url is None:
         return None
-    try:
-        parts = urllib.parse.urlsplit(url)
-        port = parts.port
-    except ValueError:
-        parts, port = None, None
-    if parts is None:
-        reason = 'its port is not a number between 1 and 65535'
-    elif parts.scheme not in ('http', 'https'):
-        reason = 'the scheme must be http or https'
-    elif not parts.hostname:
-        reason = 'it has no host'
-    elif port == 0 or ' ' in url:
-        reason = 'it has port 0 or a space'
-    else:
+    reason = _proxy_url_problem(url)
+    if reason is None:
         return url
     sec.problems.invalid(sec.at(key), 'is not a valid proxy URL '
                          '(http[s]://[user:password@]host[:port]): %s '
                          '(value not shown)' % reason)
+    return None
+
+
+def _proxy_url_problem(url):
+    """Why *url* is no usable proxy URL (never its text), or None."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return 'its port is not a number between 1 and 65535'
+    if parts.scheme not in ('http', 'https'):
+        return 'the scheme must be http or https'
+    if not parts.hostname:
+        return 'it has no host'
+    if port == 0 or ' ' in url:
+        return 'it has port 0 or a space'
     return None
 
 
@@ -370,6 +374,20 @@ def _node_pool(problems, path, name, body, options):
     sec = validation.Section(problems, '%s.%s' % (path, name), body,
                              _SECTION_KEYS['node_pool'])
     aspect_id, listed = _text(sec, 'aspect_id'), _pool_nodes(sec)
+    _check_pool_source(sec, aspect_id, options)
+    return core.NodePoolSpec(
+        name=name, aspect_id=aspect_id,
+        ssh_cp_name=_cp_name(sec, 'ssh_cp_name', aspect_id is not None and
+                             options['need_cp_names']),
+        nic_cp_name=_text(sec, 'nic_cp_name'), nodes=listed or (),
+        labels=labels.read_labels(sec, 'labels'),
+        taints=labels.read_taints(sec, 'taints'))
+
+
+def _check_pool_source(sec, aspect_id, options):
+    """A pool's VMs come from its scaling aspect or from its ``nodes``
+    list: exactly one of them, and the CP names only with the aspect."""
+    problems = sec.problems
     if aspect_id is not None and sec.given('nodes'):
         problems.invalid(sec.at('nodes'), 'give aspect_id (VMs of the '
                          'pool\'s own) or nodes (nodes by name or '
@@ -382,13 +400,6 @@ def _node_pool(problems, path, name, body, options):
         if sec.given('nodes') and not sec.given('aspect_id') and \
                 sec.given(key):
             problems.invalid(sec.at(key), 'only for a pool with aspect_id')
-    return core.NodePoolSpec(
-        name=name, aspect_id=aspect_id,
-        ssh_cp_name=_cp_name(sec, 'ssh_cp_name', aspect_id is not None and
-                             options['need_cp_names']),
-        nic_cp_name=_text(sec, 'nic_cp_name'), nodes=listed or (),
-        labels=labels.read_labels(sec, 'labels'),
-        taints=labels.read_taints(sec, 'taints'))
 
 
 def _pool_nodes(sec):
@@ -575,36 +586,44 @@ def _external_lb(sec, options):
 def _vrrp(sec):
     """``vip`` (or ``vip_cp_name``), ``vrrp_router_id`` and
     ``vrrp_password``: all or none."""
+    vip, vip_cp_name = _vip(sec)
+    fields = {'vip': vip, 'vip_cp_name': vip_cp_name,
+              'vrrp_router_id': _int(sec, 'vrrp_router_id', None, 1, 255),
+              'vrrp_password': _vrrp_password(sec),
+              'aspect_id': _text(sec, 'aspect_id')}
+    if vip is not None or vip_cp_name is not None:
+        for key in ('vrrp_router_id', 'vrrp_password'):
+            if not sec.given(key):
+                sec.problems.missing(sec.at(key), 'missing: required '
+                                     'with vip (the gateways\' VRRP group)')
+    elif not sec.given('vip') and not sec.given('vip_cp_name'):
+        for key in ('vrrp_router_id', 'vrrp_password', 'aspect_id'):
+            if fields[key] is not None:
+                sec.problems.invalid(sec.at(key), 'only used with vip '
+                                     '(the virtual IP of the gateways)')
+    return fields
+
+
+def _vip(sec):
+    """``vip`` or ``vip_cp_name`` (not both): the pair, None for unset."""
     vip = _ip_field(sec, 'vip')
     vip_cp_name = _text(sec, 'vip_cp_name')
     if vip_cp_name is not None and sec.given('vip'):
         sec.problems.invalid(sec.at('vip_cp_name'), 'give vip or '
                              'vip_cp_name, not both')
         vip_cp_name = None
-    wanted = vip is not None or vip_cp_name is not None
-    router_id = _int(sec, 'vrrp_router_id', None, 1, 255)
+    return vip, vip_cp_name
+
+
+def _vrrp_password(sec):
+    """``vrrp_password``, None when unset or unusable."""
     password = _text(sec, 'vrrp_password', secret=True)
     if password is not None and not VRRP_PASSWORD_RE.fullmatch(password):
         sec.problems.invalid(sec.at('vrrp_password'), (
             'must be 1 to 8 characters among letters, digits and "%s" '
             '(keepalived reads no more)') % VRRP_PASSWORD_PUNCT)
-        password = None
-    aspect_id = _text(sec, 'aspect_id')
-    if wanted:
-        for key in ('vrrp_router_id', 'vrrp_password'):
-            if not sec.given(key):
-                sec.problems.missing(sec.at(key), 'missing: required '
-                                     'with vip (the gateways\' VRRP group)')
-    elif not sec.given('vip') and not sec.given('vip_cp_name'):
-        for key, value in (('vrrp_router_id', router_id),
-                           ('vrrp_password', password),
-                           ('aspect_id', aspect_id)):
-            if value is not None:
-                sec.problems.invalid(sec.at(key), 'only used with vip '
-                                     '(the virtual IP of the gateways)')
-    return {'vip': vip, 'vip_cp_name': vip_cp_name,
-            'vrrp_router_id': router_id, 'vrrp_password': password,
-            'aspect_id': aspect_id}
+        return None
+    return password
 
 
 def _version(sec):
@@ -639,6 +658,12 @@ def _plain_data(value):
 
 def _extra_var_problem(name, value):
     """What is wrong with one extra var (never its value), or None."""
+    return _extra_var_name_problem(name) or \
+        _extra_var_value_problem(name, value)
+
+
+def _extra_var_name_problem(name):
+    """Why *name* may not be given as an extra var, or None."""
     if not isinstance(name, str) or not _VAR_NAME_RE.fullmatch(name):
         return 'is not an Ansible variable name'
     if name in _DERIVED_VARS:
@@ -648,6 +673,12 @@ def _extra_var_problem(name, value):
         return ('connection settings come from the role sections '
                 '(username, password, ssh_key_file, port, '
                 'become_password, passwordless_sudo)')
+    return None
+
+
+def _extra_var_value_problem(name, value):
+    """What is wrong with the value of extra var *name* (never the value
+    itself), or None."""
     if name == 'kube_network_node_prefix' and isinstance(value, int) and \
             not isinstance(value, bool) and not 1 <= value <= 32:
         return 'must be a prefix length from 1 to 32'
@@ -728,12 +759,23 @@ def parse_node_address(problems, path, data, role=None):
     keys = _SECTION_KEYS['node']
     sec = validation.Section(problems, path, data,
                              keys if role is None else keys[1:])
-    if role is None:
-        role = sec.value('role', str, required=True)
-        if role is not None and role not in core.ROLES:
-            problems.invalid(sec.at('role'), '%s is not one of %s' % (
-                validation.show(role), ', '.join(core.ROLES)))
-            role = None
+    role = _entry_role(sec) if role is None else role
+    return _node_address(sec, path, role)
+
+
+def _entry_role(sec):
+    """A VM entry's own ``role`` key, None when missing or unknown."""
+    role = sec.value('role', str, required=True)
+    if role is not None and role not in core.ROLES:
+        sec.problems.invalid(sec.at('role'), '%s is not one of %s' % (
+            validation.show(role), ', '.join(core.ROLES)))
+        return None
+    return role
+
+
+def _node_address(sec, path, role):
+    """The addresses of a VM entry whose role is read (None for an
+    unusable role): the NodeAddress, or None if any is unusable."""
     ssh_ip = _ip_field(sec, 'ssh_ip', required=True)
     nic_ip = _ip_field(sec, 'nic_ip') if sec.given('nic_ip') else ssh_ip
     port = _port(sec, 'ssh_port', None)
@@ -761,6 +803,14 @@ def check_node_addresses(problems, path, addresses, ports=None,
     :param ports: ``{role: default SSH port}`` (22 for a missing role).
     :param networks: ``(network, description)`` pairs no node may be in.
     """
+    _check_role_counts(problems, path, addresses, max_gateways)
+    k8s_nodes = [a for a in addresses if a.role != core.ROLE_EXTERNAL_LB]
+    _check_duplicates(problems, k8s_nodes, ports or {})
+    _check_outside_networks(problems, k8s_nodes, networks)
+
+
+def _check_role_counts(problems, path, addresses, max_gateways):
+    """An odd number of masters and 1 to *max_gateways* gateways."""
     count = {role: 0 for role in core.ROLES}
     for address in addresses:
         count[address.role] += 1
@@ -776,8 +826,10 @@ def check_node_addresses(problems, path, addresses, ports=None,
     elif not 1 <= count[core.ROLE_EXTERNAL_LB] <= max_gateways:
         problems.invalid(path, 'needs 1 to %d external_lb nodes, found %d'
                          % (max_gateways, count[core.ROLE_EXTERNAL_LB]))
-    k8s_nodes = [a for a in addresses if a.role != core.ROLE_EXTERNAL_LB]
-    _check_duplicates(problems, k8s_nodes, ports or {})
+
+
+def _check_outside_networks(problems, k8s_nodes, networks):
+    """No cluster address in the pod or service network."""
     for address in k8s_nodes:
         ip = ipaddress.ip_address(address.nic_ip)
         for network, what in networks:
@@ -866,34 +918,48 @@ def _build(root, options):
     nodes = _nodes(root)
     options['need_cp_names'] = options['need_cp_names'] and \
         not root.given('nodes')
-    master_sec = root.section('master_node', keys['master_node'], True)
-    worker_sec = root.section('worker_node', keys['worker_node'], True)
-    master = worker = pod = service = None
-    if master_sec is not None:
-        master = _node_group(master_sec, core.ROLE_MASTER, options)
-        pod, service = _master_networks(master_sec, kubespray)
-    if worker_sec is not None:
-        worker = _node_group(worker_sec, core.ROLE_WORKER, options)
+    groups = _node_groups(root, kubespray, options)
     spec = core.ClusterSpec(
         vim_name=_vim_name(root),
         script_path=_package_path(root, 'script_path'),
-        master=master, worker=worker, pod_cidr=pod, service_cidr=service,
-        cluster_cp_name=_text(master_sec, 'cluster_cp_name')
-        if master_sec else None,
-        proxy=_proxy(root.section('proxy', keys['proxy']), pod, service),
+        proxy=_proxy(root.section('proxy', keys['proxy']),
+                     groups['pod_cidr'], groups['service_cidr']),
         ansible=_ansible(root.section('ansible', keys['ansible'], True),
                          options),
         external_lb=_external_lb(root.section(
             'external_lb_param', keys['external_lb_param'], True), options),
         kubespray=kubespray, nodes=nodes,
-        node_pools=_node_pools(root, options))
+        node_pools=_node_pools(root, options), **groups)
     _check_pools(root, spec)
     _check_nodes(root, spec)
-    if nodes is not None and spec.external_lb is not None and \
+    _check_vip_source(root, spec)
+    return spec
+
+
+def _node_groups(root, kubespray, options):
+    """The ClusterSpec fields that ``master_node`` and ``worker_node``
+    give (None for a missing section)."""
+    keys = _SECTION_KEYS
+    master_sec = root.section('master_node', keys['master_node'], True)
+    worker_sec = root.section('worker_node', keys['worker_node'], True)
+    groups = dict.fromkeys(('master', 'worker', 'pod_cidr', 'service_cidr',
+                            'cluster_cp_name'))
+    if master_sec is not None:
+        groups['master'] = _node_group(master_sec, core.ROLE_MASTER, options)
+        groups['pod_cidr'], groups['service_cidr'] = _master_networks(
+            master_sec, kubespray)
+        groups['cluster_cp_name'] = _text(master_sec, 'cluster_cp_name')
+    if worker_sec is not None:
+        groups['worker'] = _node_group(worker_sec, core.ROLE_WORKER, options)
+    return groups
+
+
+def _check_vip_source(root, spec):
+    """``vip_cp_name`` names a Heat port: not with an explicit nodes list."""
+    if spec.nodes is not None and spec.external_lb is not None and \
             spec.external_lb.vip_cp_name is not None:
         root.problems.invalid(root.at('external_lb_param.vip_cp_name'), (
             'only with VMs found in Heat; with nodes give vip'))
-    return spec
 
 
 def parse_params(additional_params, default_key_file=None,

@@ -185,17 +185,9 @@ class Section:
                 self.problems.missing(self.at(key))
             return None
         value = self.data[key]
-        if kind is int and isinstance(value, bool) or not isinstance(
-                value, kind):
-            hint = ' (quote it)' if kind is str and not secret and \
-                isinstance(value, (int, float)) else ''
-            self.problems.invalid(self.at(key), 'must be %s, not %s%s' % (
-                TYPE_NAMES[kind], type_name(value), hint))
-            return None
-        if kind is str and CONTROL_RE.search(value):
-            self.problems.invalid(
-                self.at(key), 'must not contain control characters '
-                '(newline, tab, ...)')
+        problem = _value_problem(value, kind, secret)
+        if problem:
+            self.problems.invalid(self.at(key), problem)
             return None
         return value
 
@@ -205,6 +197,20 @@ class Section:
         if data is None:
             return None
         return Section(self.problems, self.at(key), data, section_keys)
+
+
+def _value_problem(value, kind, secret):
+    """What is wrong with *value*, wanted of type *kind*, or None; only
+    its type is named (and a hint unless *secret*)."""
+    if kind is int and isinstance(value, bool) or not isinstance(
+            value, kind):
+        hint = ' (quote it)' if kind is str and not secret and \
+            isinstance(value, (int, float)) else ''
+        return 'must be %s, not %s%s' % (
+            TYPE_NAMES[kind], type_name(value), hint)
+    if kind is str and CONTROL_RE.search(value):
+        return 'must not contain control characters (newline, tab, ...)'
+    return None
 
 
 def templated_keys(value, path):
@@ -225,21 +231,30 @@ def templated_keys(value, path):
     found, count, stack = [], 0, [(value, (None, path))]
     while stack:
         item, trail = stack.pop()
-        if isinstance(item, list):
-            stack.extend((child, (trail, index))
-                         for index, child in enumerate(item))
-            continue
-        if not isinstance(item, dict):
-            continue
-        for position, (key, child) in enumerate(item.items(), 1):
-            if isinstance(key, str) and TEMPLATE_MARK in key:
-                count += 1
-                if len(found) < MAX_KEY_PROBLEMS:
-                    found.append('%s (key #%d)' % (_trail_path(trail),
-                                                   position))
-            else:
-                stack.append((child, (trail, key)))
+        count += _push_children(item, trail, stack, found)
     return found, count
+
+
+def _push_children(item, trail, stack, found):
+    """One step of :func:`templated_keys`: pushes the children of a list
+    or mapping *item* on *stack*, except those under a templated key, and
+    returns how many such keys it has (noted in *found* while room)."""
+    if isinstance(item, list):
+        stack.extend((child, (trail, index))
+                     for index, child in enumerate(item))
+        return 0
+    if not isinstance(item, dict):
+        return 0
+    count = 0
+    for position, (key, child) in enumerate(item.items(), 1):
+        if isinstance(key, str) and TEMPLATE_MARK in key:
+            count += 1
+            if len(found) < MAX_KEY_PROBLEMS:
+                found.append('%s (key #%d)' % (_trail_path(trail),
+                                               position))
+        else:
+            stack.append((child, (trail, key)))
+    return count
 
 
 def report_templated_keys(problems, value, path):
@@ -303,15 +318,23 @@ def check_bounds(problems, path, data, max_size=None):
     while stack:
         value, depth, trail = stack.pop()
         size += _size_of(value)
-        if depth > MAX_REQUEST_DEPTH:
-            problems.invalid(_trail_path(trail), 'nested deeper than %d '
-                             'levels' % MAX_REQUEST_DEPTH)
-            return False
-        if size > limit:
-            problems.invalid(path, 'larger than %d bytes (option '
-                             '[kubespray_mgmt] max_request_size)' % limit)
+        if _over_bounds(problems, path, trail, depth, size, limit):
             return False
         for key, child in _children(value):
             size += _size_of(key) if isinstance(value, dict) else 0
             stack.append((child, depth + 1, (trail, key)))
     return True
+
+
+def _over_bounds(problems, path, trail, depth, size, limit):
+    """Whether a value at *depth* (under *trail*), after *size* bytes
+    read, breaks a bound (then reported)."""
+    if depth > MAX_REQUEST_DEPTH:
+        problems.invalid(_trail_path(trail), 'nested deeper than %d '
+                         'levels' % MAX_REQUEST_DEPTH)
+        return True
+    if size > limit:
+        problems.invalid(path, 'larger than %d bytes (option '
+                         '[kubespray_mgmt] max_request_size)' % limit)
+        return True
+    return False

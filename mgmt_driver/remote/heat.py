@@ -158,16 +158,23 @@ class HeatNodeFinder:
         for group in (spec.master, spec.worker):
             vms += self.role_vms(top_stack_id, group.role, group.aspect_id,
                                  group.ssh_cp_name, group.nic_cp_name)
-        for pool in spec.node_pools:
-            if pool.aspect_id:
-                vms += self.role_vms(top_stack_id, core.ROLE_WORKER,
-                                     pool.aspect_id, pool.ssh_cp_name,
-                                     pool.nic_cp_name, pool=pool.name)
+        vms += self._pool_vms(top_stack_id, spec.node_pools)
         lb = spec.external_lb
         if lb.ssh_cp_name:
             vms += self.role_vms(top_stack_id, core.ROLE_EXTERNAL_LB,
                                  lb.aspect_id, lb.ssh_cp_name,
                                  lb.nic_cp_name)
+        return vms
+
+    def _pool_vms(self, top_stack_id, node_pools):
+        """The workers of each node pool with an ``aspect_id`` (the
+        listed pools' nodes are the ``nodes`` list's)."""
+        vms = []
+        for pool in node_pools:
+            if pool.aspect_id:
+                vms += self.role_vms(top_stack_id, core.ROLE_WORKER,
+                                     pool.aspect_id, pool.ssh_cp_name,
+                                     pool.nic_cp_name, pool=pool.name)
         return vms
 
 

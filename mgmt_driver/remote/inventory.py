@@ -121,19 +121,26 @@ def _libyaml_writes_the_same(data):
     property-based, in ``tests/unit/test_inventory_yaml.py``).  One walk,
     linear in the data.
     """
+    return all(_plain_key(text) if is_key else
+               not _LIBYAML_DIFFERS.search(text)
+               for text, is_key in _strings_of(data))
+
+
+def _strings_of(data):
+    """Every string of *data*, paired with whether it is a mapping key:
+    one walk, lazily (the caller may stop at the first)."""
     todo = [data]
     while todo:
         item = todo.pop()
         if isinstance(item, dict):
             for key, value in item.items():
-                if isinstance(key, str) and not _plain_key(key):
-                    return False
+                if isinstance(key, str):
+                    yield key, True
                 todo.append(value)
         elif isinstance(item, (list, tuple)):
             todo.extend(item)
-        elif isinstance(item, str) and _LIBYAML_DIFFERS.search(item):
-            return False
-    return True
+        elif isinstance(item, str):
+            yield item, False
 
 
 def _plain_key(key):
@@ -215,29 +222,42 @@ def check_inert(name, text):
     """
     frames = []
     for event in yaml.parse(text, Loader=_PARSER):
-        if isinstance(event, _ENDS):
-            frames.pop()
-            continue
-        frame = frames[-1] if frames else None
-        key = frame is not None and frame[0] and frame[1] % 2 == 0
-        if isinstance(event, yaml.ScalarEvent) and \
-                TEMPLATE_MARK in event.value:
-            if key:
-                raise exceptions.TemplatedText(
-                    document=name, what='mapping key #%d' % (
-                        frame[1] // 2 + 1), path=_event_path(frames, False))
-            if event.tag != '!unsafe':
-                raise exceptions.TemplatedText(
-                    document=name, what='a string not tagged !unsafe',
-                    path=_event_path(frames, True))
-        if frame is not None:
-            if key:
-                frame[2] = getattr(event, 'value', '?')
-            frame[1] += 1
-        if isinstance(event, _STARTS):
-            frames.append([isinstance(event, yaml.MappingStartEvent), 0,
-                           None])
+        _read_event(name, frames, event)
     return text
+
+
+def _read_event(name, frames, event):
+    """One parser event for :func:`check_inert`: checked, then followed in
+    *frames* (``[is a mapping, events read, last key]`` for each open
+    collection)."""
+    if isinstance(event, _ENDS):
+        frames.pop()
+        return
+    frame = frames[-1] if frames else None
+    key = frame is not None and frame[0] and frame[1] % 2 == 0
+    if isinstance(event, yaml.ScalarEvent) and \
+            TEMPLATE_MARK in event.value:
+        _refuse_templated(name, frames, event, key)
+    if frame is not None:
+        if key:
+            frame[2] = getattr(event, 'value', '?')
+        frame[1] += 1
+    if isinstance(event, _STARTS):
+        frames.append([isinstance(event, yaml.MappingStartEvent), 0,
+                       None])
+
+
+def _refuse_templated(name, frames, event, key):
+    """A scalar holding :data:`TEMPLATE_MARK`: refused as a mapping key,
+    and as a value unless tagged ``!unsafe``."""
+    if key:
+        raise exceptions.TemplatedText(
+            document=name, what='mapping key #%d' % (
+                frames[-1][1] // 2 + 1), path=_event_path(frames, False))
+    if event.tag != '!unsafe':
+        raise exceptions.TemplatedText(
+            document=name, what='a string not tagged !unsafe',
+            path=_event_path(frames, True))
 
 
 def _sorted(data):
@@ -295,18 +315,20 @@ def render_hosts(spec, nodes, settings=None):
     hosts = {node.name: _host_vars(spec, node, node.name in masters,
                                    settings)
              for node in nodes.k8s_nodes}
-    return {'all': {
-        'hosts': hosts,
-        'children': {
-            'kube_control_plane': {'hosts': masters},
-            'etcd': {'hosts': dict(masters)},
-            'kube_node': {'hosts': workers},
-            'calico_rr': {'hosts': {}},
-            'k8s_cluster': {'children': {'kube_control_plane': {},
-                                         'kube_node': {},
-                                         'calico_rr': {}}},
-        },
-    }}
+    return {'all': {'hosts': hosts, 'children': _groups(masters, workers)}}
+
+
+def _groups(masters, workers):
+    """kubespray's inventory groups; masters are also the etcd members."""
+    return {
+        'kube_control_plane': {'hosts': masters},
+        'etcd': {'hosts': dict(masters)},
+        'kube_node': {'hosts': workers},
+        'calico_rr': {'hosts': {}},
+        'k8s_cluster': {'children': {'kube_control_plane': {},
+                                     'kube_node': {},
+                                     'calico_rr': {}}},
+    }
 
 
 # --------------------------------------------------------------- recorded
@@ -341,18 +363,23 @@ def parse_recorded(text, host, path):
         return exceptions.RemoteDataInvalid(
             host=host, what='inventory %s' % path, problem=problem)
 
-    try:
-        doc = untrusted.load_yaml(text) if text else None
-    except yaml.YAMLError as exc:
-        raise invalid('not valid YAML' + safeyaml.describe(exc))
-    group = _mapping(_mapping(doc, '(document)', invalid).get('all'),
-                     'all', invalid)
+    group = _recorded_group(text, invalid)
     masters = _members(group, 'all.children.kube_control_plane', invalid)
     hosts = _mapping(group.get('hosts'), 'all.hosts', invalid)
     return RecordedInventory(
         masters=tuple(masters),
         hosts=tuple(_recorded_host(name, hosts[name], invalid)
                     for name in _names(hosts, 'all.hosts', invalid)))
+
+
+def _recorded_group(text, invalid):
+    """The ``all`` group of a recorded ``hosts.yaml`` ({} for no file)."""
+    try:
+        doc = untrusted.load_yaml(text) if text else None
+    except yaml.YAMLError as exc:
+        raise invalid('not valid YAML' + safeyaml.describe(exc))
+    return _mapping(_mapping(doc, '(document)', invalid).get('all'),
+                    'all', invalid)
 
 
 def _mapping(value, where, invalid):
@@ -543,27 +570,44 @@ def render_cluster_vars(spec, nodes, mtu=None):
         :func:`render_secret_vars`.
     :raises ValueError: if *mtu* is not a sensible MTU.
     """
-    if mtu is not None and (isinstance(mtu, bool) or not isinstance(
-            mtu, int) or not MIN_MTU <= mtu <= MAX_MTU):
-        raise ValueError('mtu must be an integer from %d to %d' % (
-            MIN_MTU, MAX_MTU))
+    _check_mtu(mtu)
     extra_vars = spec.kubespray.variables
-    first, last = spec.external_lb.nodeport_range
-    result = {
-        'kube_pods_subnet': str(spec.pod_cidr),
-        'kube_service_addresses': str(spec.service_cidr),
-        'kube_apiserver_node_port_range': '%d-%d' % (first, last),
-    }
+    result = _network_vars(spec)
     result.update(_calico_vars(nodes, mtu, extra_vars))
     result.update(extra_vars)
     result.update(_load_balancer_vars(spec, nodes, extra_vars))
     if spec.proxy.enabled:
-        result['no_proxy'] = _no_proxy(spec, nodes, extra_vars)
-        for key in ('http_proxy', 'https_proxy'):
-            url = getattr(spec.proxy, key)
-            if url and not _has_credentials(url):
-                result[key] = url
+        result.update(_public_proxy_vars(spec, nodes, extra_vars))
     return _sorted(result)
+
+
+def _check_mtu(mtu):
+    """ValueError unless *mtu* is None or a sensible MTU."""
+    if mtu is not None and (isinstance(mtu, bool) or not isinstance(
+            mtu, int) or not MIN_MTU <= mtu <= MAX_MTU):
+        raise ValueError('mtu must be an integer from %d to %d' % (
+            MIN_MTU, MAX_MTU))
+
+
+def _network_vars(spec):
+    """The pod and service networks and the NodePort range."""
+    first, last = spec.external_lb.nodeport_range
+    return {
+        'kube_pods_subnet': str(spec.pod_cidr),
+        'kube_service_addresses': str(spec.service_cidr),
+        'kube_apiserver_node_port_range': '%d-%d' % (first, last),
+    }
+
+
+def _public_proxy_vars(spec, nodes, extra_vars):
+    """``no_proxy`` and the proxy URLs without credentials (those with
+    go to :func:`render_secret_vars`)."""
+    result = {'no_proxy': _no_proxy(spec, nodes, extra_vars)}
+    for key in ('http_proxy', 'https_proxy'):
+        url = getattr(spec.proxy, key)
+        if url and not _has_credentials(url):
+            result[key] = url
+    return result
 
 
 def render_secret_vars(spec):
@@ -594,6 +638,19 @@ def render_files(spec, nodes, key_paths=None, mtu=None, settings=None):
     :raises TemplatedText: a document would hold text Ansible templates
         (see :func:`check_inert`).
     """
+    documents = _documents(spec, nodes, key_paths, mtu, settings)
+    texts = {}  # a document equal to one rendered before: its text
+    files = {}
+    for name, (data, mode) in documents.items():
+        key = _flat_key(data)
+        if key not in texts or key is None:
+            texts[key] = check_inert(name, dump_yaml(_inert(data)))
+        files[name] = RenderedFile(texts[key], mode)
+    return files
+
+
+def _documents(spec, nodes, key_paths, mtu, settings):
+    """``{relative path: (data, mode)}`` of :func:`render_files`."""
     # kubespray.extra_vars may hold secrets (registry or OIDC passwords):
     # the file that carries them is 0600 (and hidden by --dry-run).
     documents = {
@@ -607,14 +664,7 @@ def render_files(spec, nodes, key_paths=None, mtu=None, settings=None):
     for name in sorted(credentials):
         documents['%s/%s.yaml' % (HOST_VARS_DIR, name)] = (
             credentials[name], SECRET_MODE)
-    texts = {}  # a document equal to one rendered before: its text
-    files = {}
-    for name, (data, mode) in documents.items():
-        key = _flat_key(data)
-        if key not in texts or key is None:
-            texts[key] = check_inert(name, dump_yaml(_inert(data)))
-        files[name] = RenderedFile(texts[key], mode)
-    return files
+    return documents
 
 
 def _flat_key(data):

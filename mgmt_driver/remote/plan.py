@@ -90,26 +90,36 @@ def _answer(argv, command, kubespray_version=None):
         return _PROGRAM_ANSWERS.get(programs.name_of(argv), '')
     if command.startswith(_ADDRESS_PROBE):
         return _interface_answer(command)
+    return _kubectl_answer(command)
 
+
+def _kubectl_answer(command):
+    """What a fresh cluster's kubectl answers to *command* ('' for
+    anything else)."""
     if ' get secret ' in command:
         return _PLACEHOLDER_SECRET
     if ' get node ' in command:
-        words = command.split(' get node ', 1)[1].split()
-        if ' -o json' in command:
-            # Every node named is there (as for "-o name"), unchanged
-            # and Ready (so the plan shows its drain).
-            names = words[:[w.startswith('-') for w in words].index(True)]
-            return json.dumps({'items': [{'metadata': {'name': name},
-                                          'status': {'conditions': [{
-                                              'type': 'Ready',
-                                              'status': 'True'}]}}
-                                         for name in names]})
-        return 'node/%s\n' % words[0]
+        return _node_answer(command)
     if ' get nodes ' in command or ' get pods ' in command:
         return json.dumps({'items': []})
     if ' get configmap cluster-info ' in command:
         return _PLACEHOLDER_CLUSTER_INFO
     return ''
+
+
+def _node_answer(command):
+    """``kubectl get node NAME...``: the nodes are there."""
+    words = command.split(' get node ', 1)[1].split()
+    if ' -o json' in command:
+        # Every node named is there (as for "-o name"), unchanged
+        # and Ready (so the plan shows its drain).
+        names = words[:[w.startswith('-') for w in words].index(True)]
+        return json.dumps({'items': [{'metadata': {'name': name},
+                                      'status': {'conditions': [{
+                                          'type': 'Ready',
+                                          'status': 'True'}]}}
+                                     for name in names]})
+    return 'node/%s\n' % words[0]
 
 
 @dataclasses.dataclass
@@ -171,6 +181,12 @@ class PlanConnection(connection.Connection):
         self._steps.append(Step(self.host, 'run', text, argv=list(
             command) if isinstance(command, (list, tuple)) else None))
         self._steps += _input_steps(self.host, command, stdin, self._secrets)
+        self._note_assumptions(command, text)
+        return ssh.CommandResult(self.host, text, _answer(
+            command, text, self._kubespray_version), '', 0)
+
+    def _note_assumptions(self, command, text):
+        """Say what a plan assumes where a real run reads the host."""
         if text.startswith(_ADDRESS_PROBE):
             self._steps.append(Step(
                 self.host, 'local', 'assumed: the address is on %s, /%d; '
@@ -185,8 +201,6 @@ class PlanConnection(connection.Connection):
                 self.host, 'local', 'assumed: the checkout is kubespray %s '
                 '(kubespray.version); a real run checks it here'
                 % self._kubespray_version))
-        return ssh.CommandResult(self.host, text, _answer(
-            command, text, self._kubespray_version), '', 0)
 
     def write_file(self, path, content, mode=0o600):
         if isinstance(content, bytes):
@@ -338,6 +352,12 @@ def _change_of(step):
     name = programs.name_of(step.argv or step.text)
     if name is not None:
         return 'program %s' % name if programs.changes_host(name) else None
+    return _plain_change(step)
+
+
+def _plain_change(step):
+    """The change a plain command (not a named program) makes, or None
+    if it only reads."""
     words = _plain_words(step)
     if not words:
         return None

@@ -138,6 +138,12 @@ def normal_url(text):
     if parts.scheme.lower() not in ('http', 'https') or not parts.hostname \
             or parts.query or parts.fragment or '@' in parts.netloc:
         return None
+    return _canonical_url(parts, port)
+
+
+def _canonical_url(parts, port):
+    """The one spelling of an http(s) URL split in *parts* (see
+    :func:`normal_url`)."""
     port = port or (443 if parts.scheme.lower() == 'https' else 80)
     path = parts.path.rstrip('/')
     if not path.endswith('/v3'):
@@ -179,12 +185,17 @@ def check_heat_logins(spec, addresses, policy, vim_urls):
     """
     if policy.trusted_paths or vim_vouches(vim_urls, policy):
         return
+    _heat_login_problems(spec, addresses, policy).raise_if_any()
+
+
+def _heat_login_problems(spec, addresses, policy):
+    """The :class:`Problems` of :func:`check_heat_logins`: each role
+    section whose VMs the default key would log in to, unlisted."""
     problems = validation.Problems()
     for role, section in _ROLE_SECTIONS:
         if not spec.login_for(role).default_key:
             continue
-        refused = [a.ssh_ip for a in addresses if a.role == role and
-                   not _listed(a.ssh_ip, policy.default_key_hosts)]
+        refused = _refused_hosts(addresses, role, policy)
         if refused:
             problems.invalid('%s.%s' % (core.ROOT, section), (
                 'gives no password and no ssh_key_file, and the '
@@ -194,7 +205,14 @@ def check_heat_logins(spec, addresses, policy, vim_urls):
                 'trusted_vim_auth_urls), and they are not in '
                 '[kubespray_mgmt] default_key_login_hosts')
                 % _shown(refused))
-    problems.raise_if_any()
+    return problems
+
+
+def _refused_hosts(addresses, role, policy):
+    """The SSH addresses of *role* among *addresses* that the default key
+    may not log in to (not in ``default_key_login_hosts``)."""
+    return [a.ssh_ip for a in addresses if a.role == role and
+            not _listed(a.ssh_ip, policy.default_key_hosts)]
 
 
 _SECTIONS = (('ansible', lambda s: s.ansible),
@@ -226,9 +244,20 @@ def apply(spec, policy):
 
 
 def _with_key(section, name, spec, policy, problems):
+    """*section* with the key text of its login, unchanged when it has
+    no key file to read or the key is refused (then in *problems*)."""
     login = section.login
     if not login.key_file or login.key_text:
         return section
+    text = _section_key(login, name, spec, policy, problems)
+    if text is None:
+        return section
+    return dataclasses.replace(
+        section, login=dataclasses.replace(login, key_text=text))
+
+
+def _section_key(login, name, spec, policy, problems):
+    """The key text for *login* of section *name*, or None (reported)."""
     field = '%s.%s' % (core.ROOT, name)
     if login.default_key:
         text = _default_key(login.key_file)
@@ -246,10 +275,7 @@ def _with_key(section, name, spec, policy, problems):
         text = _request_key(login.key_file, policy)
         if text is None:
             problems.invalid(field + '.ssh_key_file', _REFUSED)
-    if text is None:
-        return section
-    return dataclasses.replace(
-        section, login=dataclasses.replace(login, key_text=text))
+    return text
 
 
 def _may_receive_default_key(spec, policy):
@@ -282,6 +308,18 @@ def _check_default_key_logins(problems, spec, policy):
     """
     if policy.trusted_paths:
         return
+    _check_ansible_default_key(problems, spec, policy)
+    for role, section in _ROLE_SECTIONS:
+        if spec.nodes is None or not spec.login_for(role).default_key:
+            continue
+        refused = _refused_hosts(spec.nodes, role, policy)
+        if refused:
+            _login_refused(problems, section, refused,
+                           'default_key_login_hosts')
+
+
+def _check_ansible_default_key(problems, spec, policy):
+    """The default key logs in to a listed Ansible server only."""
     ansible = spec.ansible
     if ansible.login.default_key and not _listed(
             ansible.ip_address,
@@ -289,14 +327,6 @@ def _check_default_key_logins(problems, spec, policy):
         _login_refused(
             problems, 'ansible', [ansible.ip_address],
             'default_key_login_hosts or default_key_ansible_servers')
-    for role, section in _ROLE_SECTIONS:
-        if spec.nodes is None or not spec.login_for(role).default_key:
-            continue
-        refused = [n.ssh_ip for n in spec.nodes if n.role == role and
-                   not _listed(n.ssh_ip, policy.default_key_hosts)]
-        if refused:
-            _login_refused(problems, section, refused,
-                           'default_key_login_hosts')
 
 
 def _shown(addresses):
@@ -380,6 +410,16 @@ def _load_key(path):
     a device is refused before any read), reads at most
     :data:`MAX_KEY_BYTES` + 1 bytes, and checks that it parses as a key.
     """
+    data, reason = _read_regular_file(path, MAX_KEY_BYTES + 1)
+    if data is None:
+        return None, reason
+    return _key_text(data)
+
+
+def _read_regular_file(path, limit):
+    """``(at most *limit* bytes, None)`` of the regular file at *path*,
+    or ``(None, reason)``; a final link is not followed and the open
+    never blocks."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK |
                      os.O_CLOEXEC)
@@ -390,11 +430,16 @@ def _load_key(path):
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             return None, 'not a regular file'
-        data = os.read(fd, MAX_KEY_BYTES + 1)
+        return os.read(fd, limit), None
     except OSError as exc:
         return None, 'cannot read it: %s' % exc.strerror
     finally:
         os.close(fd)
+
+
+def _key_text(data):
+    """``(text, None)`` if *data* is a private key ssh can use, else
+    ``(None, reason)``."""
     if len(data) > MAX_KEY_BYTES:
         return None, 'longer than %d bytes: not a private key' % (
             MAX_KEY_BYTES)

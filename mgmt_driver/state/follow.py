@@ -69,23 +69,32 @@ def describe(spec, cluster, workspace, key_path):
     :param key_path: ``(Login) -> str or None``: where the driver read
         the login's key file on this host.
     """
-    ansible = spec.ansible
+    return {
+        'workspace': workspace, 'vim_name': spec.vim_name,
+        'ansible': _ansible_entry(spec.ansible, key_path),
+        'logins': {role: _login(spec.login_for(role),
+                                key_path(spec.login_for(role)))
+                   for role, _, _, _ in _ROLE_SECTIONS},
+        'nodes': _node_entries(cluster)}
+
+
+def _ansible_entry(ansible, key_path):
+    """The Ansible server's login and paths (see :func:`describe`)."""
     entry = _login(ansible.login, key_path(ansible.login))
     entry.update(address=ansible.ip_address,
                  kubespray_root_path=ansible.kubespray_root_path,
                  transferring_inventory_path=(
                      ansible.transferring_inventory_path))
-    return {
-        'workspace': workspace, 'vim_name': spec.vim_name,
-        'ansible': entry,
-        'logins': {role: _login(spec.login_for(role),
-                                key_path(spec.login_for(role)))
-                   for role, _, _, _ in _ROLE_SECTIONS},
-        'nodes': [{'role': n.role, 'name': n.name,
-                   'ssh_address': n.ssh_address,
-                   'cluster_address': n.cluster_address,
-                   'ssh_port': int(n.ssh_port)}
-                  for n in cluster.k8s_nodes + cluster.gateways]}
+    return entry
+
+
+def _node_entries(cluster):
+    """Each node's role, name, addresses and SSH port."""
+    return [{'role': n.role, 'name': n.name,
+             'ssh_address': n.ssh_address,
+             'cluster_address': n.cluster_address,
+             'ssh_port': int(n.ssh_port)}
+            for n in cluster.k8s_nodes + cluster.gateways]
 
 
 def node_counts(entry):
@@ -137,14 +146,8 @@ def inputs(record, default_key_file=None):
         login needs a password.
     :raises ParamsInvalid: the entry is damaged (each field named).
     """
-    entry = record.cluster
+    entry = _cluster_entry(record)
     where = 'record of %s: cluster' % record.instance_id
-    if not isinstance(entry, dict):
-        raise exceptions.ParamsNotFound([
-            '--instance-id %s: its record names no cluster (it was written '
-            'before the driver recorded one, or before the first '
-            'inventory was uploaded): give --params (and --topology) '
-            'instead' % record.instance_id])
     problems = validation.Problems()
     document = _parameters(problems, where, entry)
     problems.raise_if_any()
@@ -152,6 +155,20 @@ def inputs(record, default_key_file=None):
         {core.ROOT: document}, default_key_file=default_key_file,
         need_cp_names=False)
     return spec, _nodes(entry, where)
+
+
+def _cluster_entry(record):
+    """The record's ``cluster`` entry.
+
+    :raises ParamsNotFound: it has none (saying what to give instead).
+    """
+    if not isinstance(record.cluster, dict):
+        raise exceptions.ParamsNotFound([
+            '--instance-id %s: its record names no cluster (it was written '
+            'before the driver recorded one, or before the first '
+            'inventory was uploaded): give --params (and --topology) '
+            'instead' % record.instance_id])
+    return record.cluster
 
 
 def _parameters(problems, where, entry):
