@@ -8,6 +8,7 @@ operations (:mod:`mgmt_driver.operations.lcm`: modify, relabel, upgrade) call
 them after claiming the workspace.
 """
 
+import dataclasses
 import time
 
 from mgmt_driver.common import conf as kconf
@@ -127,6 +128,34 @@ def upgrade(drv, cluster, target, serial=None, field='kube_version',
     """
     wanted = upgrade_mod.parse_version(target, field)
     cluster = drv.in_recorded_order(cluster)
+    state = _upgrade_state(drv, cluster, wanted, field, every_node)
+    _check_before_upgrade(drv, cluster, state, excused, every_node)
+    _record_upgrade(drv, cluster, wanted, state)
+    checked = None if every_node else set(excused).union(state.before)
+    _upgrade_nodes(drv, cluster, wanted, state.todo, serial, checked)
+    gateways.update(drv, cluster)
+    return state.todo
+
+
+@dataclasses.dataclass(frozen=True)
+class _UpgradeState:
+    """What an upgrade read before changing anything."""
+
+    #: The kubectl client, or None in a dry run (no cluster to ask).
+    client: object
+    #: ``kubectl.NodeInfo`` of the cluster, or None in a dry run.
+    nodes: object
+    #: The cordons an earlier run of this upgrade recorded, or None.
+    recorded: object
+    #: The nodes cordoned before the upgrade's first run.
+    before: frozenset
+    #: The :class:`mgmt_driver.operations.upgrade.Plan`.
+    todo: object
+    #: Nodes an earlier run cordoned and left so.
+    left: list
+
+
+def _upgrade_state(drv, cluster, wanted, field, every_node):
     client = None if every_node else drv.kubectl_client(cluster)
     nodes = None if client is None else client.nodes()
     recorded = _recorded_cordons(drv, wanted, nodes)
@@ -136,30 +165,48 @@ def upgrade(drv, cluster, target, serial=None, field='kube_version',
                                       before))
     left = [] if nodes is None else upgrade_mod.left_cordoned(
         nodes, todo, before)
-    if nodes is not None and not todo.done:
-        preflight(drv, cluster, client, nodes, todo, set(excused).union(
-            recorded or (), left), uncordoned=left)
+    return _UpgradeState(client, nodes, recorded, before, todo, left)
+
+
+def _check_before_upgrade(drv, cluster, state, excused, every_node):
+    """The preflight (a dry run says what it would check), then an etcd
+    snapshot when there is work to do."""
+    if state.nodes is not None and not state.todo.done:
+        preflight(drv, cluster, state.client, state.nodes, state.todo,
+                  set(excused).union(state.recorded or (), state.left),
+                  uncordoned=state.left)
     elif every_node:
         _planned_check(drv, cluster, 'the preflight, before any change: '
                        'every node Ready and schedulable (but those '
                        'excused), etcd healthy with all its members, no '
                        'PodDisruptionBudget that would stop a drain; a '
                        'problem refuses the upgrade')
-    if not todo.done:
+    if not state.todo.done:
         etcdsnapshots.before_risky(drv, cluster, 'upgrade')
+
+
+def _record_upgrade(drv, cluster, wanted, state):
+    """Record the target and the cordons before the first run, make
+    schedulable what an earlier run left cordoned, upload the
+    inventory."""
+    todo = state.todo
     drv.step('upgrade to %s: control plane %s; workers %s',
              upgrade_mod.version_text(wanted),
              ', '.join(todo.masters) or 'done',
              ', '.join(todo.workers) or 'done')
     # Dry run (no nodes): nothing is known of the cordons to record.
-    drv.record_kube_version(wanted, {} if nodes is None else {
+    drv.record_kube_version(wanted, {} if state.nodes is None else {
         upgrade_mod.CORDONS_FILE: upgrade_mod.render_cordons(
-            wanted, before)})
-    _uncordon_left(drv, cluster, left)
+            wanted, state.before)})
+    _uncordon_left(drv, cluster, state.left)
     drv.upload_inventory(cluster)
     if not todo.done:
         membership.refresh_facts(drv, cluster, ())
-    checked = None if every_node else set(excused).union(before)
+
+
+def _upgrade_nodes(drv, cluster, wanted, todo, serial, checked):
+    """``upgrade-cluster.yml`` per control-plane node, then per batch
+    of *serial* workers, each run followed by its gate."""
     for name in todo.masters:
         _upgrade_master(drv, cluster, name)
         gate(drv, cluster, [name], wanted, checked)
@@ -167,8 +214,6 @@ def upgrade(drv, cluster, target, serial=None, field='kube_version',
         drv.step('upgrading workers %s', ', '.join(batch))
         drv.runner().upgrade(batch, len(batch))
         gate(drv, cluster, batch, wanted, checked)
-    gateways.update(drv, cluster)
-    return todo
 
 
 def _without_absent(drv, todo):

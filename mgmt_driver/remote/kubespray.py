@@ -820,11 +820,20 @@ class Runner:
             + self.argv(playbook, inventory_path, extra_vars_files, limit,
                         forks, become)
         timeout = timeout or self.timeout_for(0)
+        self._announce(playbook, argv, timeout)
+        outcome, seconds = self._run_detached(playbook, argv, timeout, limit)
+        return self._checked(playbook, argv, outcome, seconds)
+
+    def _announce(self, playbook, argv, timeout):
         LOG.info('Running %s on %s (timeout %d s)', playbook,
                  self.conn.host, timeout)
         if self.on_progress is not None:
             self.on_progress(_run_line(playbook, self.conn.host, argv,
                                        timeout))
+
+    def _run_detached(self, playbook, argv, timeout, limit):
+        """``(outcome, seconds)`` of the detached run, which
+        :attr:`timings` and :attr:`runs` record whatever happens."""
         runs = detached.DetachedRuns(
             self.conn, self.workspace.path, self.settings.keep_logs,
             self.settings.lock_wait,
@@ -837,8 +846,8 @@ class Runner:
                                timeout, _Progress(self.conn.host, playbook,
                                                   self.on_progress))
         except exceptions.RemoteCommandFailed as exc:
-            # The workspace's guard refused (mgmt_driver.remote.isolation): say
-            # so in a sentence, not with the whole remote program.
+            # The workspace's guard refused (mgmt_driver.remote.isolation):
+            # say so in a sentence, not with the whole remote program.
             refused = isolation.refusal(exc.result, self.workspace.path)
             if refused is None:
                 raise
@@ -848,6 +857,14 @@ class Runner:
             self.timings.append((playbook, seconds))
             self.runs.append(run_entry(self.conn.host, playbook, limit,
                                        outcome, seconds))
+        return outcome, seconds
+
+    def _checked(self, playbook, argv, outcome, seconds):
+        """The :class:`PlaybookRun` of a run that succeeded.
+
+        :raises PlaybookVanished: it ended without an exit status.
+        :raises PlaybookFailed: it exited non-zero.
+        """
         result = ssh.CommandResult(self.conn.host, ssh.display_command(argv),
                                    outcome.tail, '',
                                    -1 if outcome.exit_code is None
