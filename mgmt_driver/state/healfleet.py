@@ -356,6 +356,13 @@ def report(path, sizes, lim, now):
     lines.append(('note', 'fresh observations (last %d s): %d of %d '
                   'Kubernetes nodes not Ready, in %d instance(s)' % (
                       lim.max_age, down, total, hit)))
+    for instance_id, seen in sorted(_fresh(doc, now, lim.max_age).items()):
+        if _number(seen, 'not_ready'):
+            lines.append(('note', 'observed: VNF instance %s, %d of %d not '
+                          'Ready, %d s ago' % (
+                              instance_id, _number(seen, 'not_ready'),
+                              _number(seen, 'nodes'),
+                              now - _number(seen, 'at'))))
     pause = doc['pause']
     if pause is not None:
         lines.append(('problem', 'automatic heals paused since %d s ago '

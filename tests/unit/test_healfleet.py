@@ -5,12 +5,16 @@ with the heal or expire, and the pause on a fleet-wide NotReady share."""
 import json
 import subprocess
 import sys
+import types
 
 import pytest
 
+from mgmt_driver.adapters import v1
+from mgmt_driver.adapters import v2
 from mgmt_driver.common import exceptions
 from mgmt_driver.state import healfleet
 from mgmt_driver.state import records
+from tests.unit.test_driver import conf  # noqa: F401 (a fixture)
 
 LIM = healfleet.Limits(max_in_flight=3, max_per_server=2, pause_percent=20,
                        min_instances=3, max_age=600, lease=3600)
@@ -167,6 +171,22 @@ def test_the_operator_resumes(path):
     assert healfleet.resume(path, 1003) is None
 
 
+def test_the_operator_s_report(path):
+    _rack_loss(path, 10)
+    _admit(path, 'vnf-12', observed=(5, 0), now=1010)
+    lines = healfleet.report(path, SIZES, LIM, 1100)
+    texts = [text for _, text in lines]
+    assert 'in flight: VNF instance vnf-00 on Ansible server 10.0.0.1, ' \
+        'conductor' in texts[1]
+    assert 'fresh observations (last 600 s): 20 of 100 Kubernetes nodes ' \
+        'not Ready, in 10 instance(s)' in texts
+    assert 'observed: VNF instance vnf-09, 2 of 5 not Ready, 100 s ago' in \
+        texts
+    assert not any('vnf-12' in t for t in texts)
+    assert lines[-1][0] == 'problem'
+    assert 'paused since 100 s ago' in lines[-1][1]
+
+
 def test_zero_never_pauses(path):
     lim = healfleet.Limits(100, 100, 0, 1, 600, 3600)
     assert [_admit(path, 'vnf-%02d' % i, observed=(5, 5), lim=lim)
@@ -217,3 +237,64 @@ def test_conductors_in_several_processes_share_the_cap(path):
     outs = [p.communicate(timeout=60)[0].strip() for p in procs]
     assert sorted(outs) == ['admitted'] * 3 + ['refused'] * 5
     assert len(json.load(open(path))['leases']) == 3
+
+
+# ------------------------------------------------------------ the v2 hooks
+
+
+def _hooks(conf, tmp_path):  # noqa: F811
+    hooks = v2.V2Hooks(conf, records=records.RecordStore(str(tmp_path)))
+    hooks.clock = lambda: 1000
+    return hooks, healfleet.path_in(str(tmp_path))
+
+
+def _vnf(instance_id):
+    return types.SimpleNamespace(id=instance_id)
+
+
+def _boom(*args, **kwargs):
+    raise RuntimeError('the playbook failed')
+
+
+@pytest.mark.parametrize('fails', [False, True])
+def test_heal_end_releases_the_place_whatever_its_result(
+        conf, tmp_path, monkeypatch, fails):  # noqa: F811
+    hooks, path = _hooks(conf, tmp_path)
+    assert _admit(path, 'vnf-1') is None
+    monkeypatch.setattr(v1.LcmHooks, 'heal_end',
+                        _boom if fails else lambda *a, **k: None)
+    if fails:
+        with pytest.raises(RuntimeError):
+            hooks.heal_end(None, _vnf('vnf-1'), None, None, None)
+    else:
+        hooks.heal_end(None, _vnf('vnf-1'), None, None, None)
+    assert healfleet.load(path)['leases'] == {}
+
+
+def test_a_failed_heal_start_gives_its_place_back(
+        conf, tmp_path, monkeypatch):  # noqa: F811
+    hooks, path = _hooks(conf, tmp_path)
+    monkeypatch.setattr(
+        v2.V2Hooks, '_check_automatic',
+        lambda self, context, vnf, request: _admit(path, vnf.id))
+    monkeypatch.setattr(v1.LcmHooks, 'heal_start', _boom)
+    request = types.SimpleNamespace(automatic=True)
+    with pytest.raises(RuntimeError):
+        hooks.heal_start(None, _vnf('vnf-1'), request, None, None)
+    assert healfleet.load(path)['leases'] == {}
+
+
+def test_a_requested_heal_neither_takes_nor_needs_a_place(
+        conf, tmp_path, monkeypatch):  # noqa: F811
+    hooks, path = _hooks(conf, tmp_path)
+    lim = healfleet.Limits(1, 1, 1, 1, 600, 3600)
+    assert _admit(path, 'vnf-2', lim=lim) is None
+    assert _rule(_admit(path, 'vnf-3', observed=(5, 5), lim=lim)) == \
+        healfleet.RULE_PAUSED
+    called = []
+    monkeypatch.setattr(v1.LcmHooks, 'heal_start',
+                        lambda *a, **k: called.append('heal_start'))
+    hooks.heal_start(None, _vnf('vnf-1'),
+                     types.SimpleNamespace(automatic=False), None, None)
+    assert called == ['heal_start']
+    assert list(healfleet.load(path)['leases']) == ['vnf-2']
