@@ -50,6 +50,7 @@ from mgmt_driver.remote import plan
 from mgmt_driver.remote import ssh
 from mgmt_driver.session import driver
 from mgmt_driver.state import follow
+from mgmt_driver.state import healfleet
 from mgmt_driver.state import localfiles
 from mgmt_driver.state import records
 from mgmt_driver.state import statestore
@@ -1213,6 +1214,29 @@ def _state_check(args):
         else EXIT_OK
 
 
+def _fleet_path():
+    statestore.check_identity(cfg.CONF)
+    return healfleet.path_in(records.default_directory(cfg.CONF))
+
+
+def _state_heals(args):
+    path = _fleet_path()
+    lines = healfleet.report(
+        path, healfleet.fleet_nodes(records.RecordStore.from_conf(cfg.CONF)),
+        healfleet.limits(cfg.CONF), time.time())
+    for kind, text in lines:
+        _say('%s: %s' % (kind, text))
+    return EXIT_BAD_INPUT if any(k == 'problem' for k, _ in lines) \
+        else EXIT_OK
+
+
+def _state_resume_heals(args):
+    lifted = healfleet.resume(_fleet_path(), time.time())
+    _say('automatic heals resumed' if lifted is not None else
+         'automatic heals were not paused')
+    return EXIT_OK
+
+
 def _add_state_commands(subparsers):
     group = subparsers.add_parser(
         'state', help="the driver's state on this host (records, kept v2 "
@@ -1225,6 +1249,17 @@ def _add_state_commands(subparsers):
                       'state_store_id), private and writable? exit 0 yes, '
                       '1 a problem (each printed)')
     check.set_defaults(func=_state_check)
+    heals = commands.add_parser(
+        'heals', help='automatic heals in flight across the fleet, the '
+                      'not-Ready share recent checks saw, and whether '
+                      'automatic heals are paused; exit 0, or 1 when '
+                      'paused')
+    heals.set_defaults(func=_state_heals)
+    resume = commands.add_parser(
+        'resume-heals', help='lift the fleet\'s pause of automatic heals '
+                             '([kubespray_mgmt] auto_heal_fleet_pause_'
+                             'percent) and forget the checks that set it')
+    resume.set_defaults(func=_state_resume_heals)
 
 
 _COMMAND_GROUPS.append(_add_state_commands)

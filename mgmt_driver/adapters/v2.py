@@ -55,6 +55,7 @@ import logging as std_logging
 import os
 import pickle
 import sys
+import time
 import traceback
 import types
 import typing
@@ -75,6 +76,7 @@ from mgmt_driver.operations import lcm
 from mgmt_driver.operations import rolling
 from mgmt_driver.operations import upgrade as upgrade_mod
 from mgmt_driver.remote import heat
+from mgmt_driver.state import healfleet
 from mgmt_driver.state import records as records_mod
 from mgmt_driver.state import registry
 from mgmt_driver.state import sharedfiles
@@ -468,6 +470,8 @@ class V2Hooks(v1.LcmHooks):
         #: found not Ready (by :meth:`_check_automatic`), known dead.
         self._node_identity = None
         self._known_dead = frozenset()
+        #: Wall clock of the fleet's leases and observations.
+        self.clock = time.time
 
     def _vms(self, context, vnf_instance, request, spec):
         if spec.nodes is not None:
@@ -500,15 +504,37 @@ class V2Hooks(v1.LcmHooks):
     def heal_start(self, context, vnf_instance, request, grant,
                    grant_request, **kwargs):
         """As v1's; an automatic heal (:func:`mgmt_driver.operations.autoheal.
-        is_automatic`) passes the guard rails first."""
-        if getattr(request, 'automatic', False):
+        is_automatic`) passes the guard rails first, the fleet's
+        (:mod:`mgmt_driver.state.healfleet`) and its cluster's; the place
+        it takes in flight is given back if this hook fails."""
+        automatic = getattr(request, 'automatic', False)
+        if automatic:
             self._check_automatic(context, vnf_instance, request)
-        super().heal_start(context, vnf_instance, request, grant,
-                           grant_request, **kwargs)
+        try:
+            super().heal_start(context, vnf_instance, request, grant,
+                               grant_request, **kwargs)
+        except BaseException:
+            if automatic:
+                self._fleet_release(vnf_instance)
+            raise
+
+    def heal_end(self, context, vnf_instance, request, grant,
+                 grant_request, **kwargs):
+        """As v1's; the heal's place in flight, if it holds one, is
+        renewed while it runs and released when it ends (succeeded or
+        failed)."""
+        self._fleet_quietly(healfleet.renew, vnf_instance,
+                            healfleet.limits(self.conf), self.clock())
+        try:
+            super().heal_end(context, vnf_instance, request, grant,
+                             grant_request, **kwargs)
+        finally:
+            self._fleet_release(vnf_instance)
 
     def _check_automatic(self, context, vnf_instance, request):
-        """:func:`mgmt_driver.operations.autoheal.check_heal` over Kubernetes'
-        node list, before any change."""
+        """The fleet's rules (:func:`mgmt_driver.state.healfleet.admit`),
+        then :func:`mgmt_driver.operations.autoheal.check_heal`, over
+        Kubernetes' node list, before any change."""
         spec = self._spec(context, vnf_instance, request, 'heal')
         cluster, records = self._vms(context, vnf_instance, request, spec)
         healed = self._healed(vnf_instance, request, records)
@@ -518,12 +544,47 @@ class V2Hooks(v1.LcmHooks):
             drv.step('automatic heal of %s: checking the guard rails',
                      ', '.join(healed) or 'no node')
             nodes = drv.kubectl_client(cluster).nodes()
+        ready = gates.readiness(nodes)
+        self._fleet_admit(vnf_instance, spec.ansible.ip_address, cluster,
+                          ready)
         limit = self.conf[kconf.GROUP].auto_heal_max_unhealthy_percent
-        autoheal.check_heal(cluster, gates.readiness(nodes), healed, limit)
+        try:
+            autoheal.check_heal(cluster, ready, healed, limit)
+        except autoheal.AutoHealRefused:
+            self._fleet_release(vnf_instance)
+            raise
         # Checked: every node healed is not Ready.  Its removal
         # (gates.undrained) drains none of them, whatever the
         # readiness read then says: the VMs are re-created anyway.
         self._known_dead = frozenset(healed)
+
+    def _fleet_path(self):
+        return healfleet.path_in(self._store().directory)
+
+    def _fleet_admit(self, vnf_instance, server, cluster, ready):
+        observed = (len(cluster.names),
+                    sum(1 for n in cluster.names if ready.get(n) != 'True'))
+        refused = healfleet.admit(
+            self._fleet_path(), healfleet.fleet_nodes(self._store()),
+            vnf_instance.id, observed, server, healfleet.limits(self.conf),
+            self.clock())
+        if refused is not None:
+            raise autoheal.refusal(*refused)
+
+    def _fleet_release(self, vnf_instance):
+        self._fleet_quietly(healfleet.release, vnf_instance)
+
+    def _fleet_quietly(self, change, vnf_instance, *args):
+        """Renew or release the instance's place in flight; a failure
+        never fails the heal."""
+        try:
+            change(self._fleet_path(), vnf_instance.id, *args)
+        except (OSError, exceptions.StateStoreUnusable) as exc:
+            # INFO: under v2 a warning reaches the tenant; the lease
+            # expires anyway ([kubespray_mgmt] auto_heal_lease).
+            LOG.info('VNF instance %s: its automatic heal\'s place in '
+                     'flight is not updated (it expires): %s',
+                     vnf_instance.id, exc)
 
     def _resolve_vip(self, context, vnf_instance, request, spec):
         # v2's stacks are laid out per VM; no VIP port is looked up there.

@@ -473,6 +473,46 @@ autoheal_opts = [
                     'replace half the cluster (Cluster API\'s '
                     'maxUnhealthy). 0 refuses every automatic heal; '
                     'requested heals are never limited by it.'),
+    # The fleet's rules (mgmt_driver/state/healfleet.py), in the state
+    # store every conductor shares.
+    cfg.IntOpt('auto_heal_max_in_flight', default=10, min=1, max=10000,
+               help='Most automatic heals in flight at once across every '
+                    'VNF instance of the state store (from heal_start to '
+                    'the end of heal_end); one more is refused, changing '
+                    'nothing. Requested heals are never limited by it.'),
+    cfg.IntOpt('auto_heal_max_in_flight_per_ansible_server', default=4,
+               min=1, max=10000,
+               help='Most automatic heals in flight at once among the VNF '
+                    'instances that share one Ansible server; one more is '
+                    'refused, changing nothing.'),
+    cfg.IntOpt('auto_heal_fleet_pause_percent', default=20, min=0, max=100,
+               help='Automatic heals are paused across the fleet when this '
+                    'share (in percent) of all Kubernetes nodes of the '
+                    'state store\'s instances was found not Ready by '
+                    'recent automatic-heal checks of at least '
+                    'auto_heal_fleet_min_instances instances: a rack, power '
+                    'or network failure, which re-creating VMs does not '
+                    'heal. The pause lifts when fresh checks show less, or '
+                    'by "kubespray-mgmt state resume-heals". 0 never '
+                    'pauses.'),
+    cfg.IntOpt('auto_heal_fleet_min_instances', default=3, min=1,
+               max=10000,
+               help='Fewest VNF instances whose recent checks found a node '
+                    'not Ready before the fleet is paused (one cluster\'s '
+                    'own failure is auto_heal_max_unhealthy_percent\'s '
+                    'business); as many fresh checks are needed for the '
+                    'pause to lift by itself.'),
+    cfg.IntOpt('auto_heal_observation_max_age', default=900, min=30,
+               max=86400,
+               help='Seconds an automatic-heal check\'s count of not-Ready '
+                    'nodes counts towards the fleet\'s share; older ones '
+                    'are stale (the conductor hosts\' clocks must agree, '
+                    'as for Tacker\'s database).'),
+    cfg.IntOpt('auto_heal_lease', default=10800, min=60, max=604800,
+               help='Seconds an automatic heal holds its place in flight '
+                    'after its heal_start or heal_end began: the place is '
+                    'released when the heal ends, and after this time when '
+                    'a conductor died or Tacker never ended the heal.'),
 ]
 
 # Control-plane certificates: expiry in status, renewal (certificates.py).

@@ -63,6 +63,8 @@ RULE_PARTITION = 'unhealthy budget'
 RULE_STALE = 'stale alert'
 RULE_ONE_MASTER = 'one control-plane node at a time'
 RULE_QUORUM = 'etcd quorum'
+RULE_ONE_GATEWAY = 'one gateway at a time'
+RULE_LAST_GATEWAY = 'never every gateway'
 
 
 class AutoHealRefused(exceptions.MgmtDriverOtherError):
@@ -164,6 +166,7 @@ def check_heal(cluster, ready, healed, max_unhealthy_percent):
     if healthy_named:
         _refuse(RULE_STALE, '%s Ready again: the alert is stale' %
                 ', '.join(healthy_named))
+    _check_gateways(cluster, healed)
     masters = [n.name for n in cluster.masters]
     healed_masters = sorted(set(healed).intersection(masters))
     if len(healed_masters) > 1:
@@ -181,10 +184,41 @@ def check_heal(cluster, ready, healed, max_unhealthy_percent):
                     len(left), len(masters), healed_masters[0], quorum))
 
 
-def _refuse(rule, reason):
+def _check_gateways(cluster, healed):
+    """The gateways' rails: one at a time, never all of them.
+
+    Only what the conductor knows without SSH to a gateway goes in: how
+    many gateways the cluster has (the instance's VMs) and which ones the
+    heal names.  A gateway is no Kubernetes node: no Ready condition
+    says whether it is dead, nor which one holds the VIP now
+    (keepalived's state is on the VMs); so an automatic heal never
+    re-creates the last gateway that is not itself being healed.
+    """
+    gateways = [n.name for n in cluster.gateways]
+    named = sorted(set(healed).intersection(gateways))
+    if len(named) > 1:
+        _refuse(RULE_ONE_GATEWAY,
+                'it would re-create %d gateways at once (%s); an automatic '
+                'heal takes one at a time, so that the others keep serving '
+                'the VIP' % (len(named), ', '.join(named)))
+    if named and len(gateways) == len(named):
+        _refuse(RULE_LAST_GATEWAY,
+                'it would re-create %s, the only gateway of the cluster: '
+                'the API address would have no gateway while it is '
+                're-created, and the driver cannot tell without logging '
+                'in whether it still serves' % named[0])
+
+
+def refusal(rule, reason):
+    """An :class:`AutoHealRefused` for guard rail *rule* (also the
+    fleet's: :mod:`mgmt_driver.state.healfleet`)."""
     error = AutoHealRefused(reason=reason)
     error.rule = rule
-    raise error
+    return error
+
+
+def _refuse(rule, reason):
+    raise refusal(rule, reason)
 
 
 # ------------------------------------------------------------ Prometheus

@@ -19,9 +19,18 @@ and the FAILED_TEMP operations are the test's), the conductor's
 it as the conductor would), and what test_v2_scripts fakes.
 
 One VNF (1 master, 3 workers on 127.0.56.x), scenarios in file order.
+The fleet's rules (:mod:`mgmt_driver.state.healfleet`) are tried with
+three more VNF instances of Tacker's (copies of the first, over the same
+VMs: each has its own id, record, kept parameters and workspace), each
+healed through the same path.
 """
 
+import contextlib
+import os
 import queue
+import shutil
+import subprocess
+import sys
 import time
 import uuid
 
@@ -31,8 +40,10 @@ pytest.importorskip('tacker')
 
 from mgmt_localsite import site as site_mod  # noqa: E402
 
-from mgmt_driver.model import labels
+from mgmt_driver.adapters import v2  # noqa: E402
+from mgmt_driver.model import labels  # noqa: E402
 from mgmt_driver.operations import autoheal  # noqa: E402
+from mgmt_driver.state import healfleet  # noqa: E402
 from tests.integration import conductor_site as cs  # noqa: E402
 from tests.integration import test_v2_scripts as v2s  # noqa: E402
 
@@ -99,7 +110,9 @@ def auto(tacker_conf, admin_context, tmp_path_factory):
         patch.setattr(objects.VnfLcmOpOccV2, 'get_by_filter',
                       classmethod(lambda cls, context, **f: [
                           o for o in w.failed_temp
-                          if f.get('operationState') == 'FAILED_TEMP']))
+                          if f.get('operationState') == 'FAILED_TEMP' and
+                          f.get('vnfInstanceId', o.vnfInstanceId) ==
+                          o.vnfInstanceId]))
         patch.setattr(objects.VnfLcmOpOccV2, 'create',
                       lambda self, context: None)
         patch.setattr(pp.PrometheusPluginAutoHealing, '_instance', None)
@@ -309,3 +322,169 @@ def test_the_labels_survive_a_relabel(w):
     assert 'metadata.relabel_labels: %s set by the driver' % (
         labels.LABEL_VNFC) in done['error']
     assert _identity(w) == _expected_identity(w)
+
+
+def test_the_only_gateway_is_not_healed_automatically(enabled):
+    w = enabled
+    before = _untouched(w)
+    _alert(w, LB_ADDRESS)
+    done = _auto_heal(w)
+    assert done['state'] == 'FAILED_TEMP'
+    assert 'the only gateway of the cluster' in done['error']
+    assert _untouched(w) == before
+    assert _fleet_file(w)['leases'] == {}
+    w.failed_temp.clear()
+
+
+# ---------------------------------------------------------------- the fleet
+
+#: The fleet's options for the scenarios below (the script reads them).
+FLEET = {'auto_heal_max_in_flight': 1,
+         'auto_heal_fleet_pause_percent': 15,
+         'auto_heal_fleet_min_instances': 3}
+
+
+@pytest.fixture
+def enabled(w):
+    """Auto-heal on for the instance again (a scenario above paused it)."""
+    if w.inst.vnfConfigurableProperties != {'isAutohealEnabled': True}:
+        done = _patch(w, vnfConfigurableProperties={
+            'isAutohealEnabled': True})
+        assert done['state'] == 'COMPLETED', done.get('error')
+    return w
+
+
+@pytest.fixture
+def fleet(enabled, tmp_path, monkeypatch):
+    """Three more instances of Tacker's (B, C, D) beside the first (A),
+    and the fleet's options for the script; A is current again after."""
+    w = enabled
+    extra = tmp_path / 'fleet.conf'
+    extra.write_text(site_mod.config_file_text(FLEET))
+    monkeypatch.setenv(v2.CONFIG_ENV, '%s,%s' % (
+        os.environ[v2.CONFIG_ENV], extra))
+    first = w.inst
+    clones = [first] + [_clone(w, first) for _ in range(3)]
+    yield clones
+    w.inst = first
+
+
+def _clone(w, inst):
+    """Another instance of Tacker's over the same VMs, as if it had been
+    instantiated on this store: its record, kept parameters and
+    workspace are copies of *inst*'s."""
+    clone = inst.obj_clone()
+    clone.id = str(uuid.uuid4())
+    for directory in (w.records, w.records / 'v2'):
+        store = v2.SpecStore(str(directory))
+        shutil.copyfile(store.path(inst.id), store.path(clone.id))
+    shutil.copytree(w.lab.workspace(inst.id), w.lab.workspace(clone.id))
+    return clone
+
+
+@contextlib.contextmanager
+def _as(w, inst):
+    """Tacker acts on *inst* (its database's current instance)."""
+    w.inst = inst
+    yield
+
+
+def _fleet_file(w):
+    return healfleet.load(healfleet.path_in(str(w.records)))
+
+
+def _operator(w, *command):
+    """``kubespray-mgmt --config-file ... state COMMAND`` as the
+    operator runs it on a conductor host."""
+    files = os.environ[v2.CONFIG_ENV].split(',')
+    argv = [sys.executable, '-c',
+            'import sys; from mgmt_driver.adapters import cli; '
+            'sys.exit(cli.main())']
+    for path in files:
+        argv += ['--config-file', path]
+    done = subprocess.run(argv + list(command), capture_output=True,
+                          text=True, timeout=120)
+    return done.returncode, done.stdout
+
+
+def test_heals_in_flight_and_a_fleet_pause_refuse_then_resume(
+        w, fleet, monkeypatch):
+    from tacker.sol_refactored.infra_drivers.openstack import openstack
+    a, b, c, d = fleet
+    worker = WORKERS[2]
+    real_heal = openstack.Openstack.heal
+
+    def vms_fail(*args, **kwargs):
+        raise RuntimeError('Heat: the compute host is gone')
+    _kubelets(w, [worker])
+
+    # A's heal starts, and its VM is not re-created: FAILED_TEMP after
+    # heal_start, holding its place in flight.
+    monkeypatch.setattr(openstack.Openstack, 'heal', vms_fail)
+    _alert(w, worker)
+    first = _auto_heal(w)
+    assert first['state'] == 'FAILED_TEMP'
+    assert w.scripts == [('heal_start', 'ok')]
+    assert list(_fleet_file(w)['leases']) == [a.id]
+    monkeypatch.setattr(openstack.Openstack, 'heal', real_heal)
+
+    # B (its own cluster's rules pass: 1 of 4 down) waits for a place.
+    w.scripts = []
+    with _as(w, b):
+        before = _untouched(w)
+        _alert(w, worker)
+        done = _auto_heal(w)
+        assert done['state'] == 'FAILED_TEMP'
+        assert '[kubespray_mgmt] auto_heal_max_in_flight automatic heals ' \
+            '(1) are in flight' in done['error']
+        assert _untouched(w) == before
+    # C is the third instance seeing a node down: 3 of 16 nodes is
+    # more than 15 %, an infrastructure failure: paused; D too.
+    for inst in (c, d):
+        with _as(w, inst):
+            _alert(w, worker)
+            done = _auto_heal(w)
+            assert done['state'] == 'FAILED_TEMP'
+            assert 'automatic heals are paused across the fleet' in \
+                done['error']
+            assert 'auto_heal_fleet_pause_percent (15%)' in done['error']
+    assert w.scripts == [('heal_start', 'failed')] * 3
+    assert list(_fleet_file(w)['leases']) == [a.id]
+
+    # The operator looks, then resumes.
+    code, out = _operator(w, 'state', 'heals')
+    assert code == 1, out
+    assert '1 automatic heal(s) in flight' in out
+    assert 'in flight: VNF instance %s' % a.id in out
+    assert 'automatic heals paused since' in out
+    code, out = _operator(w, 'state', 'resume-heals')
+    assert (code, out.strip()) == (0, 'automatic heals resumed')
+
+    # A's retry heals; its place is released with its heal_end.
+    w.scripts = []
+    with _as(w, a):
+        done = w.process(first)
+    assert done['state'] == 'COMPLETED', done.get('error')
+    assert w.scripts == [('heal_start', 'ok'), ('heal_end', 'ok')]
+    assert _fleet_file(w)['leases'] == {}
+    assert _fleet_file(w)['pause'] is None
+    w.failed_temp.clear()   # "openstack vnflcm op fail" of B, C and D
+    w.check()
+
+
+def test_an_operator_s_heal_is_never_held_by_the_fleet(w, fleet):
+    a, b = fleet[:2]
+    # A place held (by B, as a heal whose conductor died would hold it)
+    # and a pause.
+    path = healfleet.path_in(str(w.records))
+    lim = healfleet.Limits(1, 1, 1, 1, 900, 3600)
+    healfleet.resume(path, time.time())   # A's last check is forgotten
+    assert healfleet.admit(path, {}, b.id, (4, 0), ANSIBLE, lim,
+                           time.time()) is None
+    assert healfleet.admit(path, {}, 'other', (4, 4), ANSIBLE, lim,
+                           time.time())[0] == healfleet.RULE_PAUSED
+    done = w.heal([WORKERS[0]])
+    assert done['state'] == 'COMPLETED', done.get('error')
+    w.check()
+    assert healfleet.resume(path, time.time()) is not None
+    assert healfleet.release(path, b.id) is True

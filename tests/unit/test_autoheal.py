@@ -142,10 +142,11 @@ def test_the_automatic_request_is_tacker_s(request_, automatic):
 # ------------------------------------------------------------ guard rails
 
 
-def _cluster(masters, workers):
+def _cluster(masters, workers, gateways=()):
     return types.SimpleNamespace(
         names=list(masters) + list(workers),
-        masters=[types.SimpleNamespace(name=n) for n in masters])
+        masters=[types.SimpleNamespace(name=n) for n in masters],
+        gateways=[types.SimpleNamespace(name=n) for n in gateways])
 
 
 M3 = ['master-1', 'master-2', 'master-3']
@@ -209,14 +210,19 @@ def test_the_control_plane_rules_by_their_structure(masters, down, healed,
                                                     rule):
     names = ['master-%d' % i for i in range(1, masters + 1)]
     ready = {n: 'Unknown' if n in down else 'True' for n in names + W5}
-    check = functools.partial(autoheal.check_heal, _cluster(names, W5),
-                              ready, healed, 100)
+    _refused_by(rule, functools.partial(
+        autoheal.check_heal, _cluster(names, W5), ready, healed, 100))
+
+
+def _refused_by(rule, check):
+    """*check* passes (*rule* None) or is refused by *rule*."""
     if rule is None:
         check()
-        return
+        return None
     with pytest.raises(autoheal.AutoHealRefused) as caught:
         check()
     assert caught.value.rule == rule
+    return caught.value
 
 
 def test_a_lone_master_is_never_healed_automatically():
@@ -224,6 +230,25 @@ def test_a_lone_master_is_never_healed_automatically():
         autoheal.check_heal(_cluster(['m'], ['w1', 'w2', 'w3']),
                             {'m': 'Unknown', 'w1': 'True', 'w2': 'True',
                              'w3': 'True'}, ['m'], 40)
+
+
+GW = ['gw-1', 'gw-2', 'gw-3']
+
+
+@pytest.mark.parametrize('gateways, healed, rule', [
+    (GW, ['gw-2'], None),
+    (GW[:2], ['gw-1'], None),
+    (GW, ['gw-1', 'gw-3'], autoheal.RULE_ONE_GATEWAY),
+    (GW[:2], ['gw-1', 'gw-2'], autoheal.RULE_ONE_GATEWAY),
+    (GW[:1], ['gw-1'], autoheal.RULE_LAST_GATEWAY),
+    # With a worker: the gateway's rule still holds.
+    (GW[:1], ['gw-1', 'worker-1'], autoheal.RULE_LAST_GATEWAY),
+])
+def test_the_gateway_rules(gateways, healed, rule):
+    error = _refused_by(rule, functools.partial(
+        autoheal.check_heal, _cluster(M3, W5, gateways), _ready(['worker-1']),
+        healed, 40))
+    assert error is None or 'gw-1' in str(error)
 
 
 def test_the_budget_rounds_down():

@@ -168,6 +168,8 @@ ARGV = {
     'site down': [],
     'site up': [],
     'state check': [],
+    'state heals': [],
+    'state resume-heals': [],
     'status': ['--params', PARAMS],
 }
 
