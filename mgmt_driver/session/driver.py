@@ -95,6 +95,10 @@ class Settings:
 #: Workspace documents every later operation reads back (through
 #: :mod:`safeyaml`, which refuses more than ``MAX_CHARS``).
 _READ_BACK = (inventory.HOSTS_FILE, labels_mod.RECORD_FILE)
+#: Playbooks after which a control-plane node that ran kubectl still
+#: does (they add nodes or refresh facts; the others may remove, reset
+#: or restart it).
+_KEEPS_MASTERS = frozenset({'cluster.yml', 'scale.yml', 'facts.yml'})
 
 
 def _check_read_back(documents):
@@ -118,6 +122,10 @@ def _check_read_back(documents):
             'was changed)' % (', '.join(too_big), safeyaml.MAX_CHARS)])
 
 
+#: A :class:`Reads` field not read yet.
+UNREAD = object()
+
+
 @dataclasses.dataclass
 class Reads:
     """Everything a :class:`ClusterDriver` caches, in one place: what it
@@ -139,6 +147,12 @@ class Reads:
     #: ``{node name: bool}``: SSH answered (asked once: a dead host
     #: costs the connect retries).
     reachability: dict = dataclasses.field(default_factory=dict)
+    #: ``{key: KubectlClient}``: the control-plane node kubectl answered
+    #: on, per list of candidates (:meth:`ClusterDriver.kubectl_client`).
+    kubectl: dict = dataclasses.field(default_factory=dict)
+    #: The text of the inventory last uploaded (``hosts.yaml``; None:
+    #: none), as read or written by this claim; :data:`UNREAD` before.
+    recorded_hosts: object = UNREAD
 
 
 class ClusterDriver:
@@ -470,6 +484,7 @@ class ClusterDriver:
         # One transfer and one command whatever the node count; host_vars/
         # is replaced as a whole, so a removed node's file is gone.
         runner.workspace.replace(documents)
+        self._reads.recorded_hosts = documents[inventory.HOSTS_FILE][0]
         self.set_node_settings(settings)
         self._record_cluster(cluster)
 
@@ -489,8 +504,11 @@ class ClusterDriver:
         """
         conn = self._ansible()
         path = self._workspace().file(inventory.HOSTS_FILE)
-        return inventory.parse_recorded(
-            conn.read_file(path, missing_ok=True), conn.host, path)
+        if self._reads.recorded_hosts is UNREAD:
+            self._reads.recorded_hosts = conn.read_file(path,
+                                                        missing_ok=True)
+        return inventory.parse_recorded(self._reads.recorded_hosts,
+                                        conn.host, path)
 
     def recorded_masters(self):
         """Control-plane names in the order of the uploaded inventory."""
@@ -514,6 +532,17 @@ class ClusterDriver:
             raise exceptions.MgmtDriverOtherError(
                 error_message='no control-plane node is left to run '
                               'kubectl on')
+        # The node that answered a moment ago answers again, unless a
+        # playbook that removes or resets nodes ran since: ask once.
+        key = (tuple((n.name, n.ssh_address, n.ssh_port) for n in masters),
+               sum(1 for run in self.playbook_runs
+                   if posixpath.basename(run['playbook'])
+                   not in _KEEPS_MASTERS))
+        if key not in self._reads.kubectl:
+            self._reads.kubectl[key] = self._first_kubectl(masters)
+        return self._reads.kubectl[key]
+
+    def _first_kubectl(self, masters):
         return kubectl.client_on_first_reachable(
             [self.connection(n) for n in masters],
             kubectl=self.settings.kubectl_command,
