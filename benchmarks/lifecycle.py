@@ -22,7 +22,9 @@ and ansible-core installed)::
 
 To compare with another commit, run it there without ``--rst`` (JSON
 lines) and pass that file here: ``--before OLD.jsonl --rst`` prints
-before and after side by side.
+before and after side by side.  ``--log`` prints each hook's remote
+commands and file transfers on stderr (host, seconds, the program's
+name or the command's first words), to see which could be batched.
 
 Only 127.0.0.0/8 is used.
 """
