@@ -22,7 +22,9 @@ and ansible-core installed)::
 
 To compare with another commit, run it there without ``--rst`` (JSON
 lines) and pass that file here: ``--before OLD.jsonl --rst`` prints
-before and after side by side.
+before and after side by side.  ``--log`` prints each hook's remote
+commands and file transfers on stderr (host, seconds, the program's
+name or the command's first words), to see which could be batched.
 
 Only 127.0.0.0/8 is used.
 """
@@ -75,31 +77,63 @@ def _is_playbook_time(command):
         programs.name_of(command) == detached.FOLLOW
 
 
+def _command_label(command):
+    """A short name for *command* in the command log: its program's
+    name, or its first words."""
+    name = programs.name_of(command)
+    if name:
+        return name
+    words = command if isinstance(command, (list, tuple)) else \
+        str(command).split()
+    return ' '.join(str(w) for w in words[:4])[:80]
+
+
 class _TimedConnection:
     """A connection that adds the time of ansible-playbook runs to its
-    pool's ``playbook_seconds``."""
+    pool's ``playbook_seconds``, and logs each command and transfer in
+    its pool's ``log`` (host, what, seconds)."""
 
     def __init__(self, conn, pool):
         self._conn = conn
         self._pool = pool
 
     def __getattr__(self, name):
-        return getattr(self._conn, name)
+        attr = getattr(self._conn, name)
+        if name not in _TRANSFERS:
+            return attr
+
+        def logged(*args, **kwargs):
+            started = time.monotonic()
+            try:
+                return attr(*args, **kwargs)
+            finally:
+                self._log('%s %s' % (name, args[0] if args else ''),
+                          started)
+        return logged
+
+    def _log(self, what, started):
+        self._pool.log.append((self._conn.host, what,
+                               time.monotonic() - started))
 
     def run(self, command, *args, **kwargs):
-        if not _is_playbook_time(command):
-            return self._conn.run(command, *args, **kwargs)
         started = time.monotonic()
         try:
             return self._conn.run(command, *args, **kwargs)
         finally:
-            self._pool.playbook_seconds += time.monotonic() - started
+            self._log(_command_label(command), started)
+            if _is_playbook_time(command):
+                self._pool.playbook_seconds += time.monotonic() - started
+
+
+#: The connection's file transfers, logged as commands.
+_TRANSFERS = ('write_file', 'read_file', 'put', 'get', 'copy_to')
 
 
 class TimingPool(ssh.ConnectionPool):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.playbook_seconds = 0.0
+        self.log = []
 
     def connection(self, host, credentials, port=22, **kwargs):
         # **kwargs: whatever the pool's signature grows (on_new_key, ...)
@@ -154,6 +188,7 @@ class Bench:
                             for c in counts.values()),
             'playbooks': [(r['playbook'], len(r['touched']), r['limit'])
                           for r in self.lab.runs_since(runs_before)],
+            'log': [entry for p in pools for entry in p.log],
         })
 
     def lifecycle(self, workers, spare):
@@ -267,6 +302,10 @@ def main(argv=None):
     parser.add_argument('--from-json', type=argparse.FileType('r'),
                         help='make the table from these JSON lines '
                              'instead of running')
+    parser.add_argument('--log', action='store_true',
+                        help='print the remote commands and '
+                             'transfers (host, program or words, seconds) '
+                             'to stderr')
     parser.add_argument('--quick', action='store_true', help='2 workers '
                         '(the fewest the hooks need): what CI runs')
     args = parser.parse_args(argv)
@@ -280,6 +319,8 @@ def main(argv=None):
         started = time.monotonic()
         rows = run_size(count)
         results.append((count, rows))
+        if args.log:
+            _print_log(rows)
         print('# %d workers: %.0f s' % (count, time.monotonic() - started),
               file=sys.stderr, flush=True)
         if not args.rst:
@@ -288,6 +329,16 @@ def main(argv=None):
     if args.rst:
         return _print_table(results, args.before)
     return 0
+
+
+def _print_log(rows):
+    for row in rows:
+        print('# %s: %d commands' % (row['hook'], len(row['log'])),
+              file=sys.stderr)
+        for host, what, seconds in row['log']:
+            print('#   %-12s %6.2f s  %s' % (host, seconds, what),
+                  file=sys.stderr)
+    sys.stderr.flush()
 
 
 def _load(lines):

@@ -7,12 +7,16 @@ fields)`` rules, first match wins; commands that match no rule succeed
 with empty output.  A rule for one of the remote programs
 (``mgmt_driver/remote/scripts/NAME.sh``) may name it: ``r'^program:NAME '``
 (see ``_PROGRAM_TAG``).  Remote files live in
-``files``.
+``files``.  ``kubespray.OPEN`` (ensure-workspace, detect-layout and
+reading records in one program) answers what the rules for
+``ensure-workspace`` and ``detect-layout`` answer, then the records it
+is asked for from ``files``.
 ``FakePool`` hands out one ``FakeConnection`` per host, like
 ``ssh.ConnectionPool``.  ``FakeRegistry`` stands in for
 ``registry.TackerVimRegistry``.
 """
 
+import base64
 import io
 import re
 import shlex
@@ -119,8 +123,10 @@ class FakeConnection(connection.Connection):
                 programs.name_of(command) == kubespray.REPLACE:
             self._unpack(command[-1], stdin)
         name = programs.name_of(command)
-        rule = self._match(text, name and _PROGRAM_TAG % name) or \
-            self._default_answer(command)
+        rule = self._match(text, name and _PROGRAM_TAG % name)
+        if rule is None and name == kubespray.OPEN:
+            rule = self._open(command)
+        rule = rule or self._default_answer(command)
         result = ssh.CommandResult(host=self.host, command=text,
                                    stdout=rule['stdout'],
                                    stderr=rule['stderr'],
@@ -153,6 +159,31 @@ class FakeConnection(connection.Connection):
             self.files[self.SNAPSHOT_PATH] = 'etcd snapshot of ' + self.host
             answer['stdout'] = 'KS:SNAPSHOT:%s\n' % self.SNAPSHOT_PATH
         return answer
+
+    def _open(self, command):
+        """``kubespray.OPEN WS ROOT LIMIT PLAYBOOK NAME...`` that no rule
+        of its own matched: the answer of the ensure-workspace rule
+        (when it fails, that alone), then the detect-layout rule's
+        output and the records in :attr:`files`."""
+        empty = {'stdout': '', 'stderr': '', 'exit_code': 0,
+                 'timeout': False}
+        ensure = self._match('', _PROGRAM_TAG % detached.ENSURE) or empty
+        if ensure['exit_code'] or ensure['timeout']:
+            return ensure
+        layout = self._match('', _PROGRAM_TAG % kubespray.DETECT) or empty
+        workspace, limit = command[4], int(command[6])
+        lines = []
+        for name in command[8:]:
+            content = self.files.get('%s/%s' % (workspace, name))
+            if content is None:
+                lines.append('KO:MISSING:%s\n' % name)
+                continue
+            data = content.encode('utf-8')
+            lines.append('KO:FILE:%s:%d:%s\n' % (
+                name, len(data),
+                base64.b64encode(data[:limit + 1]).decode('ascii')))
+        return dict(ensure, stdout=ensure['stdout'] + layout['stdout'] +
+                    ''.join(lines), stderr=ensure['stderr'])
 
     def copy_to(self, path, target, target_path, mode=0o600, limit=None):
         """``ssh.Connection.copy_to`` between two fakes' :attr:`files`."""

@@ -95,7 +95,7 @@ def remove(drv, cluster, names):
     to the ungraceful removal, which only needs the new first host,
     and heal_end's ``cluster.yml`` applies it to every node.  At the
     end ``kube-public/cluster-info`` names a live endpoint
-    (:meth:`point_cluster_info`).
+    (:func:`mgmt_driver.operations.gateways.point_cluster_info`).
 
     :returns: the cluster without them.
     """
@@ -128,7 +128,7 @@ def remove(drv, cluster, names):
     membership.remove_from_kubernetes(drv, cluster, names, exclude=names)
     drv.upload_inventory(remaining)
     drv.forget_host_keys(cluster, names)
-    drv.point_cluster_info(remaining)
+    gateways.point_cluster_info(drv, remaining)
     return remaining
 
 
@@ -147,7 +147,7 @@ def add(drv, cluster):
     """
     cluster = drv.in_recorded_order(cluster)
     drv.upload_inventory(cluster)
-    drv.point_cluster_info(cluster)
+    gateways.point_cluster_info(drv, cluster)
     runner = drv.runner()
     if cluster.external_lb is None:
         runner.cluster(len(cluster.k8s_nodes))

@@ -173,7 +173,7 @@ def rebuild(drv, cluster, vim_name, names=None):
     prepare(drv, cluster, names)
     update(drv, cluster)
     # A new address must reach the joins of later operations.
-    drv.point_cluster_info(cluster)
+    point_cluster_info(drv, cluster)
     access = drv.cluster_access(cluster, vim_name)
     place_kubeconfig(drv, cluster, access, names)
     return access
@@ -222,3 +222,18 @@ def remove(drv, cluster, names):
     drv.upload_inventory(remaining)
     drv.forget_host_keys(cluster, names)
     return remaining
+
+
+def point_cluster_info(drv, cluster):
+    """Make ``kube-public/cluster-info`` name the cluster's discovery
+    server (``drv.discovery_server``).
+
+    Every ``kubeadm join`` kubespray runs discovers the cluster
+    there; it was written once by ``kubeadm init`` on the first
+    control-plane node and names a removed node or an old load
+    balancer address after those were replaced.
+    """
+    server = drv.discovery_server(cluster)
+    old = drv.kubectl_client(cluster).point_cluster_info(server)
+    if old != server:
+        drv.step('cluster-info names %s (was %s)', server, old)

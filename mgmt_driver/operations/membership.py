@@ -55,7 +55,7 @@ def scale_out(drv, cluster, new_names, advice=None, purpose='scale out'):
     drv.upload_inventory(cluster)
     runner = drv.runner()
     if new_names:
-        drv.point_cluster_info(cluster)
+        gateways.point_cluster_info(drv, cluster)
         refresh_facts(drv, cluster, new_names)
         try:
             runner.scale(new_names)

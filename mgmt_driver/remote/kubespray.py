@@ -22,6 +22,8 @@ Inputs are plain values (paths, host names, rendered documents), so the
 module does not depend on the request model.
 """
 
+import base64
+import binascii
 import dataclasses
 import io
 import posixpath
@@ -71,6 +73,9 @@ _WIDE_PATTERNS = frozenset({'all', 'localhost', 'ungrouped'})
 REPLACE = 'replace-workspace'
 #: What a checkout is (detect_layout): one marker line per finding.
 DETECT = 'detect-layout'
+#: Begins a hook (Workspace.open): ENSURE, DETECT and the record files
+#: in one command.
+OPEN = 'open-workspace'
 #: The Kubernetes versions a checkout supports (supported_kube_versions).
 SUPPORTED = 'supported-kube-versions'
 
@@ -94,6 +99,58 @@ def _tar(documents):
             info.size, info.mode, info.mtime = len(data), mode, now
             archive.addfile(info, io.BytesIO(data))
     return buffer.getvalue()
+
+
+#: A record :meth:`Workspace.open` did not read (read it on its own).
+NOT_READ = object()
+
+
+@dataclasses.dataclass(frozen=True)
+class Opened:
+    """What :meth:`Workspace.open` found.
+
+    :param holder: the ``detached.RunInfo`` of the playbook run holding
+        the cluster's lock, or None.
+    :param layout_output: the output to give :func:`parse_layout`.
+    :param records: ``{name: text, or None when the file is missing}``
+        of the records read; one left out was not (see
+        :data:`NOT_READ`).
+    """
+
+    holder: object
+    layout_output: str
+    records: dict
+
+
+def _opened_records(stdout, names, limit):
+    """``{name: text or None}`` from the ``KO:`` lines of *stdout*: only
+    the *names* asked for, and only a whole file of at most *limit*
+    bytes (anything else is read again the ordinary way)."""
+    found = {}
+    for line in stdout.splitlines():
+        if line.startswith('KO:MISSING:') and line[11:] in names:
+            found[line[11:]] = None
+        elif line.startswith('KO:FILE:'):
+            name, _, rest = line[8:].partition(':')
+            body = _whole_file(rest, limit)
+            if name in names and body is not None:
+                # As ssh.Connection.read_file decodes.
+                found[name] = body.decode('utf-8', 'replace')
+    return found
+
+
+def _whole_file(rest, limit):
+    """The bytes of ``<size>:<base64>`` when they are a whole file of
+    at most *limit* bytes, else None."""
+    size, _, data = rest.partition(':')
+    size = size.strip()
+    if not size.isdigit() or len(data) > (limit + 3) // 3 * 4:
+        return None
+    try:
+        body = base64.b64decode(data.encode('ascii'), validate=True)
+    except (binascii.Error, UnicodeError):
+        return None
+    return body if len(body) == int(size) <= limit else None
 
 
 def _parents(name):
@@ -188,6 +245,30 @@ class Workspace:
         LOG.debug('Workspace %s ready on %s', self.path, self.conn.host)
         return detached.busy_holder(result.stdout)
 
+    def open(self, kubespray_root, ansible_playbook, records, limit):
+        """:meth:`ensure`, :func:`detect_layout` and reading the record
+        files *records*: one command (a hook's reads of the Ansible
+        server, batched).
+
+        :param kubespray_root: the checkout, as for :func:`detect_layout`.
+        :param ansible_playbook: the command whose ``--version`` to ask,
+            or None.
+        :param records: relative names of workspace files to read.
+        :param limit: the most bytes of a file to take (a larger one is
+            left for :meth:`read_record` to read, and refuse, itself).
+        :returns: an :class:`Opened`.
+        :raises UnsafeRemotePath: the workspace's path is refused.
+        """
+        names = [_check_relative(name) for name in records]
+        result = self.conn.run(programs.command(
+            OPEN, self.path, kubespray_root, str(int(limit)),
+            ansible_playbook or '', *names), check=False)
+        self._raise_if_failed(result)
+        LOG.debug('Workspace %s ready on %s', self.path, self.conn.host)
+        return Opened(holder=detached.busy_holder(result.stdout),
+                      layout_output=result.stdout,
+                      records=_opened_records(result.stdout, names, limit))
+
     def _raise_if_failed(self, result):
         refused = isolation.refusal(result, self.path)
         if refused is not None:
@@ -195,17 +276,21 @@ class Workspace:
         if result.failed:
             raise exceptions.RemoteCommandFailed(result)
 
-    def read_record(self, name, parse):
+    def read_record(self, name, parse, text=NOT_READ):
         """A record file of the workspace, parsed by *parse* (which
         gets None for a missing file and raises ValueError for what it
         refuses).
 
+        :param text: the file's text (None: missing) when it was read
+            already (:meth:`open`); by default it is read now.
         :raises RemoteDataInvalid: *parse* refused the file (its message
             names the file and the problem, which names no value).
         """
         path = self.file(name)
+        if text is NOT_READ:
+            text = self.conn.read_file(path, missing_ok=True)
         try:
-            return parse(self.conn.read_file(path, missing_ok=True))
+            return parse(text)
         except ValueError as exc:
             raise exceptions.RemoteDataInvalid(
                 host=self.conn.host, what=path, problem=str(exc))
@@ -334,10 +419,19 @@ def detect_layout(conn, kubespray_root, ansible_playbook=None):
     """
     result = conn.run(programs.command(DETECT, kubespray_root)
                       + ([ansible_playbook] if ansible_playbook else []))
-    found = _markers(result.stdout)
-    layout = _layout_from(found, _refuser(conn.host, kubespray_root))
+    return parse_layout(result.stdout, conn.host, kubespray_root)
+
+
+def parse_layout(stdout, host, kubespray_root):
+    """The :class:`Layout` in the output of :data:`DETECT` (or of
+    :data:`OPEN`) run on *host*, as :func:`detect_layout` returns it.
+
+    :raises KubesprayCheckoutUnsupported: as :func:`detect_layout`.
+    """
+    found = _markers(stdout)
+    layout = _layout_from(found, _refuser(host, kubespray_root))
     LOG.info('kubespray checkout %s on %s: version %s, facts playbook %s, '
-             'skip_confirmation %s', kubespray_root, conn.host,
+             'skip_confirmation %s', kubespray_root, host,
              layout.version or 'unknown', layout.facts_playbook,
              'supported' if layout.has_skip_confirmation else 'unknown')
     return layout

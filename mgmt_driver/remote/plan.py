@@ -49,7 +49,9 @@ _PLACEHOLDER_CLUSTER_INFO = json.dumps({'data': {'kubeconfig': json.dumps(
 
 
 def _is_layout_probe(command):
-    return programs.name_of(command) == kubespray.DETECT
+    # OPEN's answer holds DETECT's, and no record: the driver reads
+    # those as before.
+    return programs.name_of(command) in (kubespray.DETECT, kubespray.OPEN)
 
 
 def _layout(kubespray_version):

@@ -97,6 +97,14 @@ class Settings:
 #: Workspace documents every later operation reads back (through
 #: :mod:`safeyaml`, which refuses more than ``MAX_CHARS``).
 _READ_BACK = (inventory.HOSTS_FILE, labels_mod.RECORD_FILE)
+#: The records a claim reads ahead (Reads.opened): the inventory, the
+#: nodes' labels and taints, the Kubernetes version of the last upgrade.
+_OPENED_RECORDS = (inventory.HOSTS_FILE, labels_mod.RECORD_FILE,
+                   kubeversion.RECORD_FILE)
+#: Playbooks after which a control-plane node that ran kubectl still
+#: does (they add nodes or refresh facts; the others may remove, reset
+#: or restart it).
+_KEEPS_MASTERS = frozenset({'cluster.yml', 'scale.yml', 'facts.yml'})
 
 
 def _check_read_back(documents):
@@ -120,6 +128,10 @@ def _check_read_back(documents):
             'was changed)' % (', '.join(too_big), safeyaml.MAX_CHARS)])
 
 
+#: A :class:`Reads` field not read yet.
+UNREAD = object()
+
+
 @dataclasses.dataclass
 class Reads:
     """Everything a :class:`ClusterDriver` caches, in one place: what it
@@ -130,6 +142,10 @@ class Reads:
     #: The ``kubespray.Runner``: the checkout's layout and versions,
     #: checked once.
     runner: object = None
+    #: What the claim's ``kubespray.Workspace.open`` found: the
+    #: checkout's layout (for the runner), and ``{record: text}`` of the
+    #: records it read, each taken once (:meth:`ClusterDriver._record`).
+    opened: object = None
     #: The workspace exists (a claim or the runner made it).
     workspace_ready: bool = False
     #: ``{node name: NodeSettings}``: the workspace's record plus this
@@ -141,6 +157,12 @@ class Reads:
     #: ``{node name: bool}``: SSH answered (asked once: a dead host
     #: costs the connect retries).
     reachability: dict = dataclasses.field(default_factory=dict)
+    #: ``{key: KubectlClient}``: the control-plane node kubectl answered
+    #: on, per list of candidates (:meth:`ClusterDriver.kubectl_client`).
+    kubectl: dict = dataclasses.field(default_factory=dict)
+    #: The text of the inventory last uploaded (``hosts.yaml``; None:
+    #: none), as read or written by this claim; :data:`UNREAD` before.
+    recorded_hosts: object = UNREAD
 
 
 class ClusterDriver:
@@ -292,11 +314,38 @@ class ClusterDriver:
         self._forget_reads()
         workspace = self._workspace()
         detached.wait_while_busy(
-            workspace.ensure,
+            lambda: self._open(workspace),
             lambda holder: holder.operation == self.operation,
             self.conf.kubespray_mgmt.playbook_lock_wait, workspace.conn.host,
             workspace.path, progress=self.step)
         self._reads.workspace_ready = True
+
+    def _open(self, workspace):
+        # The claim's reads of the Ansible server in its one command:
+        # the layout the runner checks and the records a hook reads.
+        ssh_settings = ssh.SSHSettings.from_conf(self.conf)
+        self._reads.opened = workspace.open(
+            self.spec.ansible.kubespray_root_path,
+            kubespray.PlaybookSettings.from_conf(
+                self.conf, forks=self.spec.kubespray.forks).ansible_playbook,
+            _OPENED_RECORDS, min(ssh_settings.max_file_size,
+                                 ssh_settings.max_output // 8))
+        return self._reads.opened.holder
+
+    def _record(self, name):
+        """The text of record *name* the claim read (None: missing), or
+        ``kubespray.NOT_READ``: each is taken once, a later read goes to
+        the server."""
+        opened = self._reads.opened
+        if opened is None:
+            return kubespray.NOT_READ
+        return opened.records.pop(name, kubespray.NOT_READ)
+
+    def _wrote(self, names):
+        # What the claim read of these records is stale now.
+        if self._reads.opened is not None:
+            for name in names:
+                self._reads.opened.records.pop(name, None)
 
     def runner(self):
         """The ``kubespray.Runner`` of the workspace, made once per claim:
@@ -313,8 +362,7 @@ class ClusterDriver:
             root = self.spec.ansible.kubespray_root_path
             settings = kubespray.PlaybookSettings.from_conf(
                 self.conf, forks=self.spec.kubespray.forks)
-            layout = kubespray.detect_layout(conn, root,
-                                             settings.ansible_playbook)
+            layout = self._layout(conn, root, settings.ansible_playbook)
             self.step('kubespray at %s: %s (Ansible %s)', root,
                       layout.version or 'version unknown',
                       layout.ansible or 'version unknown')
@@ -325,7 +373,8 @@ class ClusterDriver:
             # The version of the last upgrade wins over the request's:
             # the instantiate parameters Tacker keeps name the original.
             self._reads.kube_version = workspace.read_record(
-                kubeversion.RECORD_FILE, kubeversion.parse_record)
+                kubeversion.RECORD_FILE, kubeversion.parse_record,
+                self._record(kubeversion.RECORD_FILE))
             self._reads.runner = kubespray.Runner(
                 conn, root, layout, workspace,
                 inventory=inventory.HOSTS_FILE,
@@ -347,6 +396,14 @@ class ClusterDriver:
             LOG.warning('[%s] cannot note what it waits for: %s',
                         self.instance_id, exc)
 
+    def _layout(self, conn, root, ansible_playbook):
+        """The checkout's layout: what the claim found, else asked now."""
+        opened = self._reads.opened
+        if opened is not None:
+            return kubespray.parse_layout(opened.layout_output, conn.host,
+                                          root)
+        return kubespray.detect_layout(conn, root, ansible_playbook)
+
     def read_record(self, name, parse):
         """The workspace's record file *name*, parsed by *parse*
         (``kubespray.Workspace.read_record``)."""
@@ -355,6 +412,7 @@ class ClusterDriver:
     def write_record(self, name, text):
         """Write the workspace's record file *name* (mode 0644, as the
         inventory), e.g. a day-2 operation's progress."""
+        self._wrote([name])
         self._workspace().upload({name: text}, mode=inventory.PUBLIC_MODE)
 
     def rendered_spec(self):
@@ -376,10 +434,10 @@ class ClusterDriver:
         """Record *version* (and the *others* records of the upgrade,
         ``{name: text}``) in the workspace, one transfer: every later
         document renders it (:meth:`rendered_spec`)."""
-        self._workspace().upload(
-            dict(others or {}, **{
-                kubeversion.RECORD_FILE: kubeversion.render_record(version)}),
-            mode=inventory.PUBLIC_MODE)
+        documents = dict(others or {}, **{
+            kubeversion.RECORD_FILE: kubeversion.render_record(version)})
+        self._wrote(documents)
+        self._workspace().upload(documents, mode=inventory.PUBLIC_MODE)
         self._reads.kube_version = version
 
     def _forget_reads(self):
@@ -399,7 +457,8 @@ class ClusterDriver:
         """
         if self._reads.node_settings is None:
             self._reads.node_settings = self._workspace().read_record(
-                labels_mod.RECORD_FILE, labels_mod.parse_record)
+                labels_mod.RECORD_FILE, labels_mod.parse_record,
+                self._record(labels_mod.RECORD_FILE))
         return dict(self._reads.node_settings)
 
     def set_node_settings(self, settings):
@@ -495,7 +554,9 @@ class ClusterDriver:
                 key_texts[local], 0o600)
         # One transfer and one command whatever the node count; host_vars/
         # is replaced as a whole, so a removed node's file is gone.
+        self._wrote(documents)
         runner.workspace.replace(documents)
+        self._reads.recorded_hosts = documents[inventory.HOSTS_FILE][0]
         self.set_node_settings(settings)
         self._record_cluster(cluster)
 
@@ -515,8 +576,12 @@ class ClusterDriver:
         """
         conn = self._ansible()
         path = self._workspace().file(inventory.HOSTS_FILE)
-        return inventory.parse_recorded(
-            conn.read_file(path, missing_ok=True), conn.host, path)
+        if self._reads.recorded_hosts is UNREAD:
+            text = self._record(inventory.HOSTS_FILE)
+            self._reads.recorded_hosts = conn.read_file(
+                path, missing_ok=True) if text is kubespray.NOT_READ else text
+        return inventory.parse_recorded(self._reads.recorded_hosts,
+                                        conn.host, path)
 
     def recorded_masters(self):
         """Control-plane names in the order of the uploaded inventory."""
@@ -540,6 +605,17 @@ class ClusterDriver:
             raise exceptions.MgmtDriverOtherError(
                 error_message='no control-plane node is left to run '
                               'kubectl on')
+        # The node that answered a moment ago answers again, unless a
+        # playbook that removes or resets nodes ran since: ask once.
+        key = (tuple((n.name, n.ssh_address, n.ssh_port) for n in masters),
+               sum(1 for run in self.playbook_runs
+                   if posixpath.basename(run['playbook'])
+                   not in _KEEPS_MASTERS))
+        if key not in self._reads.kubectl:
+            self._reads.kubectl[key] = self._first_kubectl(masters)
+        return self._reads.kubectl[key]
+
+    def _first_kubectl(self, masters):
         return kubectl.client_on_first_reachable(
             [self.connection(n) for n in masters],
             kubectl=self.settings.kubectl_command,
@@ -639,19 +715,6 @@ class ClusterDriver:
                 self.spec.external_lb.api_port)
         return registry.server_url(cluster.masters[0].cluster_address,
                                    loadbalancer.DEFAULT_APISERVER_PORT)
-
-    def point_cluster_info(self, cluster):
-        """Make ``kube-public/cluster-info`` name :meth:`discovery_server`.
-
-        Every ``kubeadm join`` kubespray runs discovers the cluster
-        there; it was written once by ``kubeadm init`` on the first
-        control-plane node and names a removed node or an old load
-        balancer address after those were replaced.
-        """
-        server = self.discovery_server(cluster)
-        old = self.kubectl_client(cluster).point_cluster_info(server)
-        if old != server:
-            self.step('cluster-info names %s (was %s)', server, old)
 
     def reset(self):
         """Run ``reset.yml`` over the recorded inventory, if there is one.

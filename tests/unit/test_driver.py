@@ -13,11 +13,17 @@ from mgmt_driver.adapters import v1
 from mgmt_driver.common import conf as kconf
 from mgmt_driver.common import exceptions
 from mgmt_driver.model import core
+from mgmt_driver.model import labels
 from mgmt_driver.model import nodes
 from mgmt_driver.model import params
 from mgmt_driver.operations import gateways
+from mgmt_driver.remote import detached
 from mgmt_driver.remote import heat
+from mgmt_driver.remote import inventory
+from mgmt_driver.remote import kubespray
+from mgmt_driver.remote import programs
 from mgmt_driver.session import driver
+from mgmt_driver.state import kubeversion
 from mgmt_driver.state import records
 from tests.fakes import FakePool
 from tests.fakes import FakeRegistry
@@ -173,10 +179,13 @@ def test_instantiate_runs_commands_in_order(conf):
     h.hooks.instantiate_end(None, h.instance(extra), _request(extra), None,
                             None)
     cmds = h.ansible.commands
-    ensure = next(i for i, c in enumerate(cmds) if 'mkdir' in c)
-    detect = next(i for i, c in enumerate(cmds) if 'KS:MISSING' in c)
+    # The claim's one command makes the workspace ready, then inspects
+    # the checkout; the playbook comes after.
+    opened = next(i for i, c in enumerate(cmds) if 'mkdir' in c)
+    assert 'KS:MISSING' in cmds[opened]
+    assert cmds[opened].index('mkdir') < cmds[opened].index('KS:MISSING')
     play = next(i for i, c in enumerate(cmds) if 'ansible-playbook -i' in c)
-    assert ensure < detect < play
+    assert opened < play
     lb_calls = [c[0] for c in h.lb.calls]
     assert lb_calls.index('write_file') < lb_calls.index('run')
 
@@ -216,6 +225,36 @@ def test_scale_end_adds_only_missing_workers(conf):
     assert len(scale) == 1
     assert '--limit=%s ' % ','.join(missing) in scale[0]
     assert h.playbooks() == ['playbooks/facts.yml', 'scale.yml']
+
+
+def _programs_run(conn, name):
+    return [c for c in conn.commands if programs.MARKER + name + '\n' in c]
+
+
+def test_a_scale_hook_reads_each_record_and_asks_kubectl_once(conf):
+    # Issue 40: the claim's one command reads the layout and the
+    # records; the master that answered kubectl is asked once.
+    h = Harness(conf, k8s_nodes=['master-10-10-0-11', 'worker-10-10-0-21',
+                                 'worker-10-10-0-22'])
+    base = _instantiate_params(2)
+    h.hooks.instantiate_end(None, h.instance(base), _request(base), None,
+                            None)
+    for conn in (h.ansible, h.master):
+        conn.calls.clear()
+    extra = _instantiate_params(4)
+    h.hooks.scale_end(None, h.instance(extra), _request({}, type='SCALE_OUT'),
+                      None, None, scale_out_id_list=['s3', 's4'])
+    assert len(_programs_run(h.ansible, kubespray.OPEN)) == 1
+    assert _programs_run(h.ansible, detached.ENSURE) == []
+    assert _programs_run(h.ansible, kubespray.DETECT) == []
+    read = [c[1].rsplit('/', 1)[-1] for c in h.ansible.calls
+            if c[0] == 'read_file']
+    assert not {inventory.HOSTS_FILE, labels.RECORD_FILE,
+                kubeversion.RECORD_FILE} & set(read)
+    assert h.workspace_files()[inventory.HOSTS_FILE]  # they were there
+    probes = [c for c in h.master.commands if 'version --client' in c]
+    assert len(probes) == 1
+    assert any('cluster-info' in c for c in h.master.commands)
 
 
 def _worker_names(extra):

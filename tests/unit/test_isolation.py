@@ -189,13 +189,17 @@ def test_other_failures_are_not_refusals():
 
 # ---------------------------------------------------------- workspace --
 
-def test_workspace_ensure_reports_the_refusal():
+@pytest.mark.parametrize('begin', [
+    kubespray.Workspace.ensure,
+    # a hook's claim: ensure, layout and records in one command
+    lambda ws: ws.open('/ks', None, ['hosts.yaml'], 100)])
+def test_workspace_ensure_reports_the_refusal(begin):
     conn = FakeConnection('ansible')
     conn.script(r'^program:ensure-workspace ',
                 stdout='WS:UNSAFE:/srv/shared:is writable by other '
                 'accounts (mode 777)\n', exit_code=97)
     with pytest.raises(exceptions.UnsafeRemotePath) as err:
-        kubespray.Workspace(conn, '/srv/shared/vnf-1').ensure()
+        begin(kubespray.Workspace(conn, '/srv/shared/vnf-1'))
     assert '/srv/shared is writable by other accounts' in str(err.value)
     assert 'on ansible' in str(err.value)
 
@@ -209,9 +213,11 @@ def test_workspace_ensure_other_failures_stay_command_failures():
 
 @pytest.mark.parametrize('name', [
     detached.ENSURE, detached.START, detached.FOLLOW, detached.END,
-    detached.STOP, detached.REMOVE, detached.SHOW, kubespray.REPLACE])
+    detached.STOP, detached.REMOVE, detached.SHOW, kubespray.REPLACE,
+    kubespray.OPEN])
 def test_every_program_entering_the_workspace_is_guarded(name):
-    mode = 'create' if name in (detached.ENSURE, detached.START) \
+    mode = 'create' if name in (detached.ENSURE, detached.START,
+                                kubespray.OPEN) \
         else 'check'
     guard = '\n'.join(
         line for line in GUARD_LIB.read_text().splitlines()

@@ -2,6 +2,7 @@
 
 import io
 import logging
+import os
 import re
 import shlex
 import subprocess
@@ -86,8 +87,74 @@ def test_ensure_creates_or_reuses_with_mode_0700_in_one_command():
     assert kubespray.Workspace(conn, WS).ensure() is None  # no run
     assert conn.commands == [
         joined(programs.command(detached.ENSURE, WS))]
-    assert 'umask 077\nmkdir -p -- "$1" && chmod 0700 -- "$1"' in \
-        programs.program(detached.ENSURE)
+    for name in (detached.ENSURE, kubespray.OPEN):
+        assert 'umask 077\n  mkdir -p -- "$1" && chmod 0700 -- "$1"' in \
+            programs.program(name)
+
+
+def _open_on_a_real_shell(tmp_path, records, limit=4096):
+    """``Workspace.open`` run by a real sh on this machine (one command,
+    :class:`LocalShell`): a checkout of v2.31's layout, a workspace with
+    the records of *records* (``{name: bytes}``)."""
+    os.chmod(tmp_path, 0o755)
+    checkout = tmp_path / 'kubespray'
+    (checkout / 'playbooks').mkdir(parents=True)
+    for name in ('cluster.yml', 'scale.yml', 'reset.yml',
+                 'playbooks/facts.yml'):
+        (checkout / name).write_text('- hosts: all\n')
+    (checkout / 'remove-node.yml').write_text('skip_confirmation: true\n')
+    workspace = tmp_path / 'ws' / 'vnf-1'
+    workspace.mkdir(parents=True, mode=0o700)
+    for name, body in records.items():
+        (workspace / name).write_bytes(body)
+    conn = LocalShell()
+    opened = kubespray.Workspace(conn, str(workspace)).open(
+        str(checkout), None, ['hosts.yaml', 'node-settings.yaml',
+                              'kube-version.yaml'], limit)
+    return conn, opened
+
+
+def test_open_is_ensure_layout_and_records_in_one_command(tmp_path):
+    hosts = b'all:\n  hosts: {m1: {}}\n' + 'é\n'.encode()
+    _, opened = _open_on_a_real_shell(
+        tmp_path, {'hosts.yaml': hosts, 'kube-version.yaml': b''})
+    assert opened.holder is None
+    assert opened.records == {'hosts.yaml': hosts.decode(),
+                              'node-settings.yaml': None,
+                              'kube-version.yaml': ''}
+    layout = kubespray.parse_layout(opened.layout_output, 'local', ROOT)
+    assert layout == kubespray.Layout('playbooks/facts.yml', True, None)
+
+
+def test_open_leaves_a_file_larger_than_its_limit_to_read_record(tmp_path):
+    # The ordinary read (sftp) refuses it with RemoteFileTooLarge.
+    _, opened = _open_on_a_real_shell(
+        tmp_path, {'hosts.yaml': b'x' * 101, 'node-settings.yaml': b'y'},
+        limit=100)
+    assert opened.records == {'node-settings.yaml': 'y',
+                              'kube-version.yaml': None}
+
+
+@pytest.mark.parametrize('line', [
+    'KO:FILE:hosts.yaml:4:eHl6',        # 3 bytes of 4: cut short
+    'KO:FILE:hosts.yaml:3:eHl6eA==',    # 4 bytes: grew meanwhile
+    'KO:FILE:hosts.yaml:3:eHl!',        # not base64
+    'KO:FILE:hosts.yaml::eHl6',         # no size
+    'KO:FILE:other.yaml:3:eHl6',        # not asked for
+    'KO:MISSING:other.yaml',
+    'KR:INFO:KO:FILE:hosts.yaml:3:eHl6',  # a lock holder's line
+])
+def test_open_takes_only_whole_files_it_asked_for(line):
+    conn = FakeConnection('ansible')
+    conn.script(r'^program:open-workspace ', stdout=line + '\n')
+    opened = kubespray.Workspace(conn, WS).open(ROOT, None, ['hosts.yaml'],
+                                                100)
+    assert opened.records == {}
+    assert len(conn.commands) == 1
+    # and the record is read the ordinary way
+    conn.files[WS + '/hosts.yaml'] = 'xyz'
+    assert kubespray.Workspace(conn, WS).read_record(
+        'hosts.yaml', lambda text: text) == 'xyz'
 
 
 def test_workspace_path_is_normalised():

@@ -105,7 +105,7 @@ def test_steps_keep_their_order_across_hosts(dry_run):
 def test_the_summary_says_what_changes_on_each_host(dry_run):
     text, _ = dry_run
     summary = text[text.index('\nWhat would change:\n'):]
-    assert '  10.10.0.50:\n    - program ensure-workspace\n' \
+    assert '  10.10.0.50:\n    - program open-workspace\n' \
            '    - program replace-workspace\n' \
            '    - write /opt/kubespray/inventory/c1/' \
            'kubespray-mgmt/hosts.yaml (mode 0644)\n' in summary

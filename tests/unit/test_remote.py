@@ -87,6 +87,7 @@ def test_every_shipped_program_is_sh_that_stands_alone(name):
 def test_every_shipped_program_is_sent_by_the_driver():
     # A name without a file, or a file no module sends, is a mistake.
     used = {*detached.PROGRAMS, kubespray.REPLACE, kubespray.DETECT,
+            kubespray.OPEN,
             kubespray.SUPPORTED, factcache.PROBE, status._RUNS,
             status._QUEUE,
             certificates.RENEW_PROGRAM, doctor.TOOLS_PROGRAM,
@@ -99,7 +100,8 @@ def test_every_shipped_program_is_sent_by_the_driver():
 
 #: Programs that write, start or stop something on their host: the dry
 #: run must list them under "What would change".
-WRITERS = {'ensure-workspace', 'replace-workspace', 'remove-workspace',
+WRITERS = {'ensure-workspace', 'open-workspace', 'replace-workspace',
+           'remove-workspace',
            'renew-certs', 'etcd-snapshot-save', 'run-start', 'run-stop'}
 
 

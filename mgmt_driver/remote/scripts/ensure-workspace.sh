@@ -3,15 +3,8 @@
 # Make the workspace "$1" ready (mode 0700, kept with its files) and peek
 # at its run lock (mgmt_driver/remote/detached.py, Workspace.ensure): prints
 # KR:BUSY and the lock holder's run.info as KR:INFO: lines when another
-# run holds it.
+# run holds it (lib/ws_ready.sh).
 . lib/ws_guard.sh
 ws_guard create "$1" || exit 97
-umask 077
-# chmod as well: a directory that already existed may be wider.
-mkdir -p -- "$1" && chmod 0700 -- "$1" && cd -- "$1" || exit 1
-[ -f run.info ] || exit 0
-command -v flock >/dev/null 2>&1 || exit 0
-( flock -n 9 ) 9>>run.lock && exit 0
-echo KR:BUSY
-head -c 4096 run.info | sed 's/^/KR:INFO:/'
-exit 0
+. lib/ws_ready.sh
+ws_ready "$1"
