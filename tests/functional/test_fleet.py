@@ -1,0 +1,108 @@
+"""A fleet on one conductor and one Ansible server account: a bad day's
+burst, CI-sized (issue 40 item 1; ``benchmarks/fleet.py`` is the large
+one and prints the figures).
+
+Four instances (one master, three workers each) on one Ansible server
+account, driven through Tacker v1's hooks by one conductor of 64
+threads (:mod:`tests.functional.fleet_site`).  A rack loss makes 30 %
+of all workers NotReady, one automatic heal request per instance it
+hits; then scale-outs, upgrades, relabels, certificate renewals and
+``status`` probes arrive, 12 operations within 20 seconds.  Then:
+
+* every operation ended, done or refused with a driver error that says
+  why, within its bound (:func:`fleet_site.bound`: the driver's own
+  deadlines; a liveness bound, not a speed target);
+* no instance starved: each operation waited at most the bounds of the
+  operations of its instance that arrived before it;
+* every instance converged (the nodes Tacker knows, all Ready, one
+  kubelet version, the LB serving exactly them);
+* after terminate nothing is left: VIMs, records, workspaces, held
+  instance locks or playbook slots, processes below the site's sshd
+  (but the node-side sessions of the SSH masters Ansible keeps open,
+  which the last test counts: today they outlive terminate).
+
+Addresses: 127.0.70.0/24 (no other test uses it).
+"""
+
+import pytest
+from mgmt_localsite import site as site_mod
+
+from tests.functional import fleet_site
+
+BLOCK = 70
+INSTANCES = 4
+OPERATIONS = 12
+WINDOW = 20.0
+#: How long the whole burst may take before the test gives up (a hang).
+TIMEOUT = 1800
+
+pytestmark = pytest.mark.skipif(site_mod.unavailable() is not None,
+                                reason=str(site_mod.unavailable()))
+
+
+@pytest.fixture(scope='module')
+def day():
+    fleet = fleet_site.Fleet(BLOCK, INSTANCES, spares=1)
+    try:
+        with fleet:
+            yield fleet_site.bad_day(fleet, OPERATIONS, WINDOW, TIMEOUT)
+    finally:
+        fleet_site.remove(fleet)
+
+
+def test_the_burst_is_a_bad_day(day):
+    """The burst is what the test claims: a heal per instance the rack
+    loss hit, 30 % of all workers, and every other kind."""
+    lost = sum(len(a) for a in day.lost.values())
+    assert lost == round(INSTANCES * fleet_site.WORKERS *
+                         fleet_site.RACK_SHARE)
+    kinds = [op.kind for op in day.ops]
+    assert kinds.count('heal') == len(day.lost)
+    assert set(kinds) == set(fleet_site.KINDS)
+    assert len(day.ops) == OPERATIONS
+
+
+def test_every_operation_ends_done_or_refused_within_its_bound(day):
+    assert day.all_ended
+    for op in day.ops:
+        assert op.outcome in ('done', 'refused'), (op.kind, op.error)
+        if op.outcome == 'refused':
+            assert op.error.split(': ', 1)[1].strip(), op
+        assert op.ended - op.started <= fleet_site.bound(op), (
+            op.kind, op.ended - op.started)
+        if op.kind == 'status':
+            assert op.args['failed_sections'] == [], op.args
+
+
+def test_no_instance_starves(day):
+    by_instance = {}
+    for op in sorted(day.ops, key=lambda o: o.submitted):
+        by_instance.setdefault(op.instance, []).append(op)
+    for ops in by_instance.values():
+        ahead = 0.0
+        for op in ops:
+            assert op.started is not None, op
+            assert op.wait <= ahead + fleet_site.bound(op), (
+                op.kind, op.wait, ahead)
+            if op.kind != 'status':
+                ahead += fleet_site.bound(op)
+
+
+def test_every_instance_converges(day):
+    assert day.divergence == []
+    heals = [op for op in day.ops if op.kind == 'heal']
+    assert heals and all(op.outcome == 'done' for op in heals), [
+        op.error for op in heals]
+
+
+def test_nothing_leaks(day):
+    assert day.terminate_problems == []
+    assert day.leaks == []
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    'issue 40: terminate leaves the SSH master connections that Ansible '
+    'opened for the workspace (kubespray\'s ControlPersist=30m) open on '
+    'the Ansible server, one per node, for up to 30 minutes'))
+def test_terminate_closes_the_ansible_ssh_masters(day):
+    assert day.masters_left == 0
