@@ -256,12 +256,15 @@ def _operated_on(drv, names):
 
 # Heal of single nodes.
 
-def heal_begin(drv, cluster, names):
+def heal_begin(drv, cluster, names, snapshot=True):
     """Before the VMs called *names* are re-created: take the workers
     out (their labels and taints kept for their return) and the
     control-plane nodes out of etcd and the control plane.  A gateway
     needs nothing here: :func:`heal_finish` sets the new VM up.
 
+    :param snapshot: take an etcd snapshot first when *names* include a
+        control-plane node (a rolling replacement takes one before its
+        first control-plane node only).
     :raises MgmtDriverOtherError: *names* are every control-plane node.
     """
     healed = set(names)
@@ -271,8 +274,9 @@ def heal_begin(drv, cluster, names):
     controlplane.check_masters_left(cluster, masters)
     drv.claim()
     _operated_on(drv, names)
-    if masters:
+    if masters and snapshot:
         etcdsnapshots.before_risky(drv, cluster, 'heal', exclude=masters)
+    if masters:
         # Before any change: etcd refuses a member removal it cannot
         # take (a member just joined or restarted), half-way otherwise.
         controlplane.wait_for_etcd(drv, cluster, masters)
