@@ -464,8 +464,25 @@ def _operation_args(args):
     """
     relabel = _relabel_args(args)
     extra = relabel if relabel is not None else _upgrade_args(args)
+    extra.update(_heal_args(args))
     extra['absent'] = absence.parse_names(args.absent, '--absent')
     return extra
+
+
+def _heal_args(args):
+    """``{phase}`` for a heal split in two; {} otherwise.
+
+    :raises ParamsInvalid: ``--phase`` for another operation, or for the
+        whole VNF.
+    """
+    if args.phase is None:
+        return {}
+    if args.operation != 'heal':
+        _only_for('heal', ('--phase', args.phase))
+    if not args.nodes:
+        raise exceptions.ParamsInvalid([
+            '--phase: needs --nodes (the whole VNF heals in one run)'])
+    return {'phase': args.phase}
 
 
 def _only_for(operation, *options):
@@ -674,6 +691,13 @@ def _add_run_commands(subparsers):
                      help='relabel: node taints set (or removed) on '
                           'the nodes, checked as master_node.taints are; '
                           'kept for later runs and re-joins')
+    run.add_argument('--phase', choices=(lcm.PHASE_OUT, lcm.PHASE_IN),
+                     help='heal --nodes in two runs, the VMs re-created '
+                          'in between (e.g. with a new image): out '
+                          '(drained, disruption budgets honoured, out of '
+                          'HAProxy; a control-plane node out of etcd), '
+                          'then in (joins under the same name, its labels '
+                          'and taints back); default: both at once')
     run.add_argument('--no-etcd-snapshot', action='store_true',
                      help='upgrade, heal of a control-plane node: go on '
                           'without the etcd snapshot taken first (as '

@@ -439,12 +439,25 @@ def _run_scale_in(drv, cluster, names, name, vims):
                             names=', '.join(names))
 
 
-def _run_heal(drv, cluster, names, name, vims):
+#: ``run heal --phase``: the heal's first half alone (the nodes taken
+#: out, their VMs to be re-created by the operator: a new image), or its
+#: second half alone (the re-created VMs join again under their names).
+PHASE_OUT, PHASE_IN = 'out', 'in'
+
+
+def _run_heal(drv, cluster, names, name, vims, phase=None):
     if not names:
         heal_vnf_begin(drv, vims)
         return _access_outcome('{heal} the whole VNF: ', *heal_vnf_finish(
             drv, cluster, name, vims))
-    heal_begin(drv, cluster, names)
+    if phase == PHASE_OUT:
+        heal_begin(drv, cluster, names)
+        return outcomes.Outcome(
+            '{take} {names} out of the cluster; re-create their VMs, then '
+            'run heal --phase in', removed=names, names=', '.join(names),
+            take=outcomes.Tense('took', 'would take'))
+    if phase is None:
+        heal_begin(drv, cluster, names)
     heal_finish(drv, cluster, names, name, vims)
     return outcomes.Outcome('{heal} {names}', names=', '.join(names))
 
