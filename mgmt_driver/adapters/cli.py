@@ -504,8 +504,25 @@ def _operation_args(args):
     """
     relabel = _relabel_args(args)
     extra = relabel if relabel is not None else _upgrade_args(args)
+    extra.update(_heal_args(args))
     extra['absent'] = absence.parse_names(args.absent, '--absent')
     return extra
+
+
+def _heal_args(args):
+    """``{phase}`` for a heal split in two; {} otherwise.
+
+    :raises ParamsInvalid: ``--phase`` for another operation, or for the
+        whole VNF.
+    """
+    if args.phase is None:
+        return {}
+    if args.operation != 'heal':
+        _only_for('heal', ('--phase', args.phase))
+    if not args.nodes:
+        raise exceptions.ParamsInvalid([
+            '--phase: needs --nodes (the whole VNF heals in one run)'])
+    return {'phase': args.phase}
 
 
 def _only_for(operation, *options):
@@ -756,6 +773,24 @@ def _add_run_commands(subparsers):
                           'Without it, and for a source that lacks it, %s '
                           'is the script csar build packages; any other '
                           'script_path needs DIR' % csar.LB_SCRIPT_ARTIFACT)
+    _add_day2_options(run)
+    run.add_argument('--no-etcd-snapshot', action='store_true',
+                     help='upgrade, heal of a control-plane node: go on '
+                          'without the etcd snapshot taken first (as '
+                          'etcd_snapshot_before_risky = false)')
+    run.add_argument('--dry-run', action='store_true',
+                     help='print every remote command and document '
+                          '(secrets hidden) without connecting')
+    _add_output(run, 'operation, instance_id, dry_run, result, summary, '
+                     'error, nodes, playbooks, warnings; with --dry-run: '
+                     'operation, instance_id, dry_run (true), summary, '
+                     'nodes (would_add, would_remove, named), steps')
+    run.set_defaults(func=_run)
+
+
+def _add_day2_options(run):
+    """``run``'s options of the day-2 operations: upgrade, absent
+    workers, relabel, a heal in two phases."""
     run.add_argument('--kube-version', metavar='X.Y.Z',
                      help='upgrade: the Kubernetes version to upgrade to '
                           '(one minor release at most, listed by the '
@@ -783,18 +818,13 @@ def _add_run_commands(subparsers):
                      help='relabel: node taints set (or removed) on '
                           'the nodes, checked as master_node.taints are; '
                           'kept for later runs and re-joins')
-    run.add_argument('--no-etcd-snapshot', action='store_true',
-                     help='upgrade, heal of a control-plane node: go on '
-                          'without the etcd snapshot taken first (as '
-                          'etcd_snapshot_before_risky = false)')
-    run.add_argument('--dry-run', action='store_true',
-                     help='print every remote command and document '
-                          '(secrets hidden) without connecting')
-    _add_output(run, 'operation, instance_id, dry_run, result, summary, '
-                     'error, nodes, playbooks, warnings; with --dry-run: '
-                     'operation, instance_id, dry_run (true), summary, '
-                     'nodes (would_add, would_remove, named), steps')
-    run.set_defaults(func=_run)
+    run.add_argument('--phase', choices=(lcm.PHASE_OUT, lcm.PHASE_IN),
+                     help='heal --nodes in two runs, the VMs re-created '
+                          'in between (e.g. with a new image): out '
+                          '(drained, disruption budgets honoured, out of '
+                          'HAProxy; a control-plane node out of etcd), '
+                          'then in (joins under the same name, its labels '
+                          'and taints back); default: both at once')
 
 
 # --- status ------------------------------------------------------------------

@@ -271,12 +271,15 @@ def _operated_on(drv, names):
 
 # Heal of single nodes.
 
-def heal_begin(drv, cluster, names):
+def heal_begin(drv, cluster, names, snapshot=True):
     """Before the VMs called *names* are re-created: take the workers
     out (their labels and taints kept for their return) and the
     control-plane nodes out of etcd and the control plane.  A gateway
     needs nothing here: :func:`heal_finish` sets the new VM up.
 
+    :param snapshot: take an etcd snapshot first when *names* include a
+        control-plane node (a rolling replacement takes one before its
+        first control-plane node only).
     :raises MgmtDriverOtherError: *names* are every control-plane node.
     """
     healed = set(names)
@@ -286,8 +289,9 @@ def heal_begin(drv, cluster, names):
     controlplane.check_masters_left(cluster, masters)
     drv.claim()
     _operated_on(drv, names)
-    if masters:
+    if masters and snapshot:
         etcdsnapshots.before_risky(drv, cluster, 'heal', exclude=masters)
+    if masters:
         # Before any change: etcd refuses a member removal it cannot
         # take (a member just joined or restarted), half-way otherwise.
         controlplane.wait_for_etcd(drv, cluster, masters)
@@ -456,12 +460,25 @@ def _run_scale_in(drv, cluster, names, name, vims):
                             names=', '.join(names))
 
 
-def _run_heal(drv, cluster, names, name, vims):
+#: ``run heal --phase``: the heal's first half alone (the nodes taken
+#: out, their VMs to be re-created by the operator: a new image), or its
+#: second half alone (the re-created VMs join again under their names).
+PHASE_OUT, PHASE_IN = 'out', 'in'
+
+
+def _run_heal(drv, cluster, names, name, vims, phase=None):
     if not names:
         heal_vnf_begin(drv, vims)
         return _access_outcome('{heal} the whole VNF: ', *heal_vnf_finish(
             drv, cluster, name, vims))
-    heal_begin(drv, cluster, names)
+    if phase == PHASE_OUT:
+        heal_begin(drv, cluster, names)
+        return outcomes.Outcome(
+            '{take} {names} out of the cluster; re-create their VMs, then '
+            'run heal --phase in', removed=names, names=', '.join(names),
+            take=outcomes.Tense('took', 'would take'))
+    if phase is None:
+        heal_begin(drv, cluster, names)
     heal_finish(drv, cluster, names, name, vims)
     return outcomes.Outcome('{heal} {names}', names=', '.join(names))
 

@@ -138,14 +138,18 @@ class Progress:
     :param order: :class:`Step` list, in Tacker's order.
     :param states: ``{node: state}``; missing: :data:`PENDING`.
     :param direction: :data:`FORWARD` or :data:`ROLLBACK`.
+    :param snapshots: the directions in which the etcd snapshot before
+        the first control-plane node was taken.
     """
 
-    def __init__(self, operation_id, order, states=None, direction=FORWARD):
+    def __init__(self, operation_id, order, states=None, direction=FORWARD,
+                 snapshots=()):
         self.operation_id = operation_id
         self.order = list(order)
         self.states = {s.node: (states or {}).get(s.node, PENDING)
                        for s in self.order}
         self.direction = direction
+        self.snapshots = set(snapshots)
 
     def state(self, node):
         return self.states[node]
@@ -188,7 +192,8 @@ class Progress:
     def to_dict(self):
         return {'operation': self.operation_id, 'direction': self.direction,
                 'order': [s._asdict() for s in self.order],
-                'states': dict(self.states)}
+                'states': dict(self.states),
+                'snapshots': sorted(self.snapshots)}
 
     @classmethod
     def from_dict(cls, data, where):
@@ -198,10 +203,13 @@ class Progress:
                      for s in data['order']]
             states = dict(data['states'])
             direction = data['direction']
-            if direction not in (FORWARD, ROLLBACK) or not set(
+            # A record written before snapshots were kept: none taken.
+            snapshots = set(data.get('snapshots') or ())
+            if not {direction} | snapshots <= {FORWARD, ROLLBACK} or not set(
                     states.values()) <= set(STATES):
                 raise ValueError('unknown state or direction')
-            return cls(str(data['operation']), order, states, direction)
+            return cls(str(data['operation']), order, states, direction,
+                       snapshots)
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise exceptions.InstanceRecordInvalid(
                 path=where, instance='', reason='rolling replacement '
@@ -240,7 +248,17 @@ def take_out(drv, cluster, progress, node, save):
         gates.refuse('before taking %s out (nothing was changed for it)'
                      % node, problems, _advice(progress))
     drv.step('rolling replacement: taking %s out', node)
-    lcm.heal_begin(drv, cluster, [node])
+    _heal_begin(drv, cluster, progress, node, save)
+
+
+def _heal_begin(drv, cluster, progress, node, save):
+    # The etcd snapshot: before the first control-plane node of each
+    # direction only (a heal takes one before every control-plane node).
+    snapshot = (node in _masters(cluster) and
+                progress.direction not in progress.snapshots)
+    lcm.heal_begin(drv, cluster, [node], snapshot=snapshot)
+    if snapshot:
+        progress.snapshots.add(progress.direction)
     progress.set(node, OUT)
     save(progress)
 
@@ -272,9 +290,7 @@ def bring_back(drv, cluster, progress, node, save, vim_name, vims):
             return
         drv.warn('%s was replaced while in the cluster: removing it '
                  'before it joins again', node)
-        lcm.heal_begin(drv, cluster, [node])
-        progress.set(node, OUT)
-        save(progress)
+        _heal_begin(drv, cluster, progress, node, save)
     lcm.heal_finish(drv, cluster, [node], vim_name, vims)
     gate(drv, cluster, node, progress)
     progress.set(node, done_state(progress.direction))

@@ -392,11 +392,12 @@ def _script_config(lab, tmp):
 @contextlib.contextmanager
 def make_world(tacker_conf, admin_context, tmp, ansible=ANSIBLE,
                heat_address=HEAT_ADDRESS, lb=LB_ADDRESS, masters=MASTERS,
-               workers=WORKERS, patch=None):
+               workers=WORKERS, patch=None, infra_class=None):
     """Tacker's v2 LCM driver over a new local site (its addresses
     given), as the :func:`world` fixture and other modules use it.
 
     :param patch: a ``pytest.MonkeyPatch`` to use (undone on exit).
+    :param infra_class: :class:`V2Infra` or a subclass.
     """
     reason = site_mod.unavailable()
     if reason:
@@ -414,7 +415,7 @@ def make_world(tacker_conf, admin_context, tmp, ansible=ANSIBLE,
         heat.start()
         patch.setenv(v2.CONFIG_ENV, str(_script_config(lab, tmp)))
         vnfd = test_v2_packages.onboard(tacker_conf, tmp, V2_PACKAGE)
-        infra = V2Infra(lab, heat, objects, lb_address=lb)
+        infra = (infra_class or V2Infra)(lab, heat, objects, lb_address=lb)
         for name in ('instantiate', 'instantiate_rollback', 'scale',
                      'scale_rollback', 'heal', 'terminate'):
             # A bound method is no descriptor: Openstack().<name> is it.

@@ -261,3 +261,60 @@ def test_instantiate_on_another_instance_s_nodes_is_refused(capsys):
     assert code == cli.EXIT_BAD_INPUT
     assert "node(s) 10.10.0.11:22 of the topology belong to instance " \
         "'prod'" in err
+
+
+# A heal split in two (--phase): the operator re-creates the VMs between
+# the runs, e.g. with a new image.
+
+
+def _ran(out):
+    return [line.rsplit(' ', 1)[-1] for line in out.splitlines()
+            if line.startswith('$ ') and 'ansible-playbook -i' in line]
+
+
+@pytest.mark.parametrize('phase, playbooks, summary', [
+    ('out', ['remove-node.yml'], 'would take worker-10-10-0-21 out of the '
+     'cluster; re-create their VMs, then run heal --phase in'),
+    ('in', ['playbooks/facts.yml', 'scale.yml'],
+     'would heal worker-10-10-0-21'),
+])
+def test_a_worker_heal_in_two_phases(capsys, phase, playbooks, summary):
+    code, out, err = _run(capsys, 'heal', '--dry-run', '--nodes',
+                          'worker-10-10-0-21', '--phase', phase)
+    assert code == cli.EXIT_OK, err
+    assert _ran(out) == playbooks
+    assert out.splitlines()[-1] == 'dry run, nothing done: ' + summary
+
+
+HA_PARAMS = str(SAMPLES / 'instantiate_ha.json')
+HA_TOPOLOGY = str(SAMPLES / 'topology_ha.yaml')
+
+
+@pytest.mark.parametrize('phase, playbooks, taken_out', [
+    ('out', ['remove-node.yml'], True),
+    ('in', ['playbooks/facts.yml', 'cluster.yml'], False)])
+def test_a_control_plane_heal_in_two_phases(capsys, phase, playbooks,
+                                            taken_out):
+    """Out: the etcd snapshot, drained, removed by remove-node.yml
+    (out of etcd too); in: cluster.yml joins it again."""
+    master = nodes.node_name('master', '10.10.0.12')
+    code = cli.main(['run', 'heal', '--dry-run', '--nodes', master,
+                     '--phase', phase, '--params', HA_PARAMS, '--topology',
+                     HA_TOPOLOGY])
+    out, err = capsys.readouterr()
+    assert code == cli.EXIT_OK, err
+    assert _ran(out) == playbooks
+    assert ('<program etcd-snapshot-save' in out) == taken_out
+    assert ('drain %s' % master in out) == taken_out
+
+
+@pytest.mark.parametrize('operation, extra, text', [
+    ('scale-in', ['--nodes', 'worker-10-10-0-22'],
+     '--phase: only for run heal'),
+    ('heal', [], '--phase: needs --nodes'),
+])
+def test_phase_is_for_a_heal_of_named_nodes(capsys, operation, extra, text):
+    code, out, err = _run(capsys, operation, '--dry-run', '--phase', 'out',
+                          *extra)
+    assert code == cli.EXIT_BAD_INPUT and text in err
+    assert '$ ' not in out

@@ -254,6 +254,19 @@ def test_a_master_heal_takes_one_first_unless_told_not_to(conf):
     assert any('etcd_snapshot_before_risky is false' in p for p in progress)
 
 
+def test_a_master_heal_told_so_takes_none(conf):
+    """A rolling replacement's later control-plane nodes: the snapshot
+    was taken before its first one."""
+    pool = FakePool()
+    _kubectl_down(pool)
+    drv, cluster, pool = _context(conf, pool)
+    with pytest.raises(exceptions.NoReachableHost):
+        lcm.heal_begin(drv, cluster, [cluster.masters[1].name],
+                       snapshot=False)
+    assert not [c for conn in pool.connections.values()
+                for c in conn.commands if SAVE in c]
+
+
 def test_a_worker_heal_takes_none(conf):
     pool = FakePool()
     _kubectl_down(pool)

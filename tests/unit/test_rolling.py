@@ -106,8 +106,11 @@ class _Drv:
 @pytest.fixture
 def steps(monkeypatch):
     drv = _Drv()
-    monkeypatch.setattr(rolling.lcm, 'heal_begin',
-                        lambda d, c, names: d.calls.append(('out', names)))
+    def heal_begin(d, c, names, snapshot=True):
+        d.calls.append(('out', names))
+        if snapshot and set(names) & {'m0', 'm1', 'm2'}:
+            d.calls.append(('snapshot', names))
+    monkeypatch.setattr(rolling.lcm, 'heal_begin', heal_begin)
     monkeypatch.setattr(rolling.lcm, 'heal_finish',
                         lambda d, c, names, *a: d.calls.append(('in', names)))
     monkeypatch.setattr(rolling, 'gate', lambda d, c, n, p: d.calls.append(
@@ -165,3 +168,27 @@ def test_a_second_master_is_not_taken_out_while_one_is(steps):
     with pytest.raises(exceptions.UpgradeGateClosed, match='m0'):
         rolling.take_out(drv, cluster, progress, 'm1', None)
     assert not _done(drv, 'out')
+
+
+def test_one_etcd_snapshot_before_the_first_master_of_each_direction(steps):
+    """Kept in the record: a retry (a new script call reading it) takes
+    none again; the rollback takes one before its own first master."""
+    drv, cluster = steps
+    progress = rolling.Progress('op', _order(('w0', W), ('m0', M),
+                                             ('m1', M)))
+    for node in ('w0', 'm0'):
+        rolling.take_out(drv, cluster, progress, node, lambda p: None)
+        rolling.bring_back(drv, cluster, progress, node, lambda p: None,
+                           'vim', None)
+    progress = rolling.Progress.from_dict(progress.to_dict(), 'f')
+    rolling.take_out(drv, cluster, progress, 'm1', lambda p: None)
+    assert _done(drv, 'out') == [['w0'], ['m0'], ['m1']]
+    assert _done(drv, 'snapshot') == [['m0']]
+    rolling.bring_back(drv, cluster, progress, 'm1', lambda p: None,
+                       'vim', None)
+    progress.direction = rolling.ROLLBACK
+    for node in ('m1', 'm0'):
+        rolling.take_out(drv, cluster, progress, node, lambda p: None)
+        rolling.bring_back(drv, cluster, progress, node, lambda p: None,
+                           'vim', None)
+    assert _done(drv, 'snapshot') == [['m0'], ['m1']]

@@ -1,0 +1,98 @@
+"""Processes of their own for test_v2_rolling (the tests run under
+Tacker's eventlet monkey-patching, where a thread of the test process
+would not run while Tacker waits for a script).
+
+``python -m tests.integration.rolling_watch probe OUT ADDRESS PORT...``
+asks each PORT of ADDRESS over and over
+(:class:`tests.functional.lb_prober.Prober`) until SIGTERM, then writes
+``{port: [[time, backend or null], ...]}`` to OUT.
+
+``python -m tests.integration.rolling_watch break STATE_DIR NODE`` waits
+until NODE left the local site's cluster and joined again, then stops its
+kubelet and makes the node lifecycle controller see it at once: the
+image of the new VM is broken, the rolling gate must fail.
+
+``python -m tests.integration.rolling_watch kill STATE_DIR NODE`` waits
+until NODE left the cluster and a ``scale.yml`` run is under way, then
+kills the coordinate-VNF script (SIGKILL, as a conductor that stops takes
+its child with it).
+"""
+
+import json
+import os
+import signal
+import sys
+import threading
+import time
+
+from mgmt_localsite import clusterstate
+
+
+def probe(out, address, *ports):
+    from tests.functional import lb_prober
+
+    probers = [lb_prober.Prober(address, int(port)) for port in ports]
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *args: stop.set())
+    for prober in probers:
+        prober.__enter__()
+    print('probing', flush=True)
+    while not stop.wait(0.2):
+        pass
+    for prober in probers:
+        prober.__exit__(None, None, None)
+    with open(out, 'w') as f:
+        json.dump({str(p.port): p.seen for p in probers}, f)
+
+
+def _present(state_dir, node):
+    state = clusterstate.read(state_dir) or {}
+    return node in (state.get('nodes') or {})
+
+
+def break_kubelet(state_dir, node):
+    for wanted in (False, True):
+        while _present(state_dir, node) != wanted:
+            time.sleep(0.05)
+    with clusterstate.transaction(state_dir) as txn:
+        txn.state['nodes'][node]['kubelet_stopped'] = True
+        txn.state['nodes'][node].pop('probed', None)
+        txn.state['settings'].update(node_monitor_grace_period=0.0,
+                                     node_monitor_period=0.0)
+    # The site's tools run as the SSH user: the file keeps its owner.
+    owner = os.stat(state_dir)
+    for name in os.listdir(state_dir):
+        os.chown(os.path.join(state_dir, name), owner.st_uid, owner.st_gid)
+    print('broken', flush=True)
+
+
+def _processes(*words):
+    """The pids whose command line holds every one of *words*."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir('/proc')):
+        try:
+            with open('/proc/%s/cmdline' % pid, 'rb') as f:
+                line = f.read().replace(b'\0', b' ').decode(errors='replace')
+        except OSError:
+            continue
+        if all(word in line for word in words):
+            found.append(int(pid))
+    return found
+
+
+def kill_coordinate(state_dir, node):
+    while _present(state_dir, node):
+        time.sleep(0.05)
+    while True:
+        scripts = _processes('kubespray_coordinate_v2.py')
+        if scripts and _processes('ansible-playbook', 'scale.yml'):
+            break
+        time.sleep(0.05)
+    for pid in scripts:
+        os.kill(pid, signal.SIGKILL)
+    print('killed', flush=True)
+
+
+if __name__ == '__main__':
+    {'probe': probe, 'break': break_kubelet,
+     'kill': kill_coordinate}[sys.argv[1]](*sys.argv[2:])
