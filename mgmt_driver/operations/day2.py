@@ -168,6 +168,7 @@ def upgrade(drv, cluster, target, serial=None, field='kube_version',
         drv.runner().upgrade(batch, len(batch))
         gate(drv, cluster, batch, wanted, checked)
     gateways.update(drv, cluster)
+    etcdsnapshots.finished(drv, 'upgrade')
     return todo
 
 
