@@ -342,6 +342,9 @@ def _stop_sshd(entries):
     sessions = procs.descendants(pids)
     for pid in pids:
         _signal_until_gone(pid)
+    # SSH control masters left their sessions: found by the site's path.
+    sessions += [pid for pid in procs.with_marker(entries[0]['marker'])
+                 if pid not in sessions] if entries else []
     for pid in sessions:
         _kill(pid, signal.SIGKILL)
     return ['stopped sshd (PID %s) and %d session process(es)' % (
