@@ -36,6 +36,7 @@ import yaml
 from mgmt_driver.common import exceptions
 from mgmt_driver.operations import lcm
 from mgmt_localsite import etcd
+from mgmt_localsite import greeters
 from mgmt_localsite import lab as lab_mod
 from mgmt_localsite import procs
 from mgmt_localsite import site as site_mod
@@ -107,23 +108,64 @@ def up(directory, masters=1, workers=2, loopback=DEFAULT_LOOPBACK,
             lab.start()
     except (lab_mod.LabError, RuntimeError) as exc:
         raise SiteError('the local site cannot start: %s' % exc) from None
+    greeter = None
     try:
+        greeter = _start_greeters(lab)
         lab.conf = site_mod.make_conf(lab.site, lab.haproxy,
                                       **_state_options(lab))
         _instantiate(lab, master_ips, worker_ips, out)
         directory.mkdir(parents=True, exist_ok=True, mode=0o700)
         _write_inputs(lab, directory, master_ips, worker_ips)
-        _write_state(lab, directory, created_account=not account_existed)
+        _write_state(lab, directory, greeter,
+                     created_account=not account_existed)
     except _DRIVER_ERRORS as exc:
+        _stop_greeters(greeter)
         lab.stop()
         out.write('kubespray-mgmt site up: instantiate failed, the site is '
                   'stopped: %s\n' % exc)
         return 2
     except BaseException:  # Ctrl-C too: nothing is left running
+        _stop_greeters(greeter)
         lab.stop()
         raise
     out.write(instructions(directory))
     return 0
+
+
+def _start_greeters(lab):
+    """Start the masters' API servers and the workers' NodePorts
+    (:mod:`mgmt_localsite.greeters`), detached: the upgrade's gates and
+    ``renew-certs`` ask them for ``/readyz``.
+
+    :returns: the process, serving.
+    :raises SiteError: a port is taken (the message names it).
+    """
+    proc = subprocess.Popen(
+        [sys.executable] + greeters.argv(lab.root, lab.masters, lab.workers,
+                                         lab.nodeports),
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, start_new_session=True,
+        env=dict(os.environ, PYTHONPATH=_import_path()))
+    ready = proc.stdout.readline()
+    proc.stdout.close()
+    if ready != b'serving\n':
+        error = proc.stderr.read(2000).decode(errors='replace').strip()
+        proc.wait()
+        raise SiteError('the local site cannot start: %s' % (
+            error or 'its API servers did not start'))
+    proc.stderr.close()
+    return proc
+
+
+def _import_path():
+    """Where this process found the site and the driver, for a child."""
+    return os.pathsep.join(str(pathlib.Path(m.__file__).parents[i])
+                           for m, i in ((greeters, 1), (exceptions, 2)))
+
+
+def _stop_greeters(proc):
+    if proc is not None:
+        _signal_until_gone(proc.pid)
 
 
 def _instantiate(lab, masters, workers, out):
@@ -169,9 +211,9 @@ def _state_options(lab):
     return {'known_hosts': state / 'known_hosts',
             'key_dirs': [lab.sshd.key_dir],
             'kubeconfig_dir': str(state / 'kubeconfigs'),
-            # No API server listens on the masters (nothing of the site
-            # runs in this process once it ended): HAProxy would call
-            # every API backend DOWN, so status reads no health.
+            # The masters' API servers are greeting servers
+            # (mgmt_localsite.greeters), not the health HAProxy's stats
+            # would report: status reads no health here.
             'haproxy_stats_socket': ''}
 
 
@@ -193,8 +235,9 @@ def _write_inputs(lab, directory, masters, workers):
         site_mod.config_file_text(_options(lab)))
 
 
-def _write_state(lab, directory, created_account):
+def _write_state(lab, directory, greeter, created_account):
     state = {
+        'greeters': {'pid': greeter.pid, 'marker': str(lab.root)},
         'sshd': [{'pid': p.pid, 'marker': lab.sshd.root}
                  for p in lab.sshd._procs],
         'haproxy': {'pid': lab.haproxy.proc.pid,
@@ -257,6 +300,7 @@ def down(directory, out=None):
     said = ['stopped etcd on %s' % a for a in etcd.stop_all(
         state['etcd_dir'])] if os.path.isdir(state['etcd_dir']) else []
     said += _stop_haproxy(state['haproxy'])
+    said += _stop_greeters_of(state.get('greeters'))
     said += _stop_sshd(state['sshd'])
     for path in state['remove']:
         shutil.rmtree(path, ignore_errors=True)
@@ -284,11 +328,23 @@ def _stop_haproxy(entry):
     return ['stopped HAProxy (PID %d)' % pid]
 
 
+def _stop_greeters_of(entry):
+    """Stop the API servers' stand-in (a site kept before it had one
+    has no entry)."""
+    if not entry or not _ours(entry['pid'], entry['marker']):
+        return []
+    _signal_until_gone(entry['pid'])
+    return ['stopped the API servers and NodePorts (PID %d)' % entry['pid']]
+
+
 def _stop_sshd(entries):
     pids = [e['pid'] for e in entries if _ours(e['pid'], e['marker'])]
     sessions = procs.descendants(pids)
     for pid in pids:
         _signal_until_gone(pid)
+    # SSH control masters left their sessions: found by the site's path.
+    sessions += [pid for pid in procs.with_marker(entries[0]['marker'])
+                 if pid not in sessions] if entries else []
     for pid in sessions:
         _kill(pid, signal.SIGKILL)
     return ['stopped sshd (PID %s) and %d session process(es)' % (

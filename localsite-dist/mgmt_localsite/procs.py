@@ -61,3 +61,13 @@ def descendants(roots):
             found.append(child)
             todo.append(child)
     return found
+
+
+def with_marker(marker, exclude=()):
+    """Every process whose command line names *marker* (a path of the
+    site: an SSH control master, ``ssh: <ControlPath> [mux]``, which
+    left its session and so is no descendant of sshd), but *exclude*
+    and this process."""
+    skip = set(exclude) | {os.getpid()}
+    return [pid for pid in parents() if pid not in skip and
+            marker in '\0'.join(cmdline(pid))]

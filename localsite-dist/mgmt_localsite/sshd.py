@@ -260,7 +260,8 @@ class Sshd:
         """
         sessions = procs.descendants(p.pid for p in self._procs)
         self.stop()
-        for pid in sessions:
+        # The control masters: daemons of their own, no sshd descendants.
+        for pid in sessions + procs.with_marker(self.root):
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:

@@ -454,14 +454,50 @@ def _node_list(text, cluster, operation):
 _GATEWAY_OPERATIONS = ('scale-out', 'scale-in', 'heal')
 
 
-def _progress_printer(file=None):
+class _ProgressPrinter:
     """Progress lines on *file* (standard output; standard error when
-    standard output carries JSON)."""
-    start = time.monotonic()
+    standard output carries JSON), remembered for an interruption's
+    message.
 
-    def progress(line):
-        _say('[%7.1fs] %s' % (time.monotonic() - start, line), file=file)
-    return progress
+    A reader gone (``run ... | head``) mutes them: progress output never
+    decides whether an operation finishes (the summary at the end then
+    meets the closed pipe: exit 141).
+    """
+
+    def __init__(self, file=None):
+        self.file = file
+        self.start = time.monotonic()
+        self.count = 0
+        self.last = None
+        self.muted = False
+
+    def __call__(self, line):
+        if not line.startswith(('warning: ', 'WARNING: ')):
+            self.count += 1
+            self.last = line
+        if self.muted:
+            return
+        try:
+            _say('[%7.1fs] %s' % (time.monotonic() - self.start, line),
+                 file=self.file)
+        except (BrokenPipeError, ValueError):  # ValueError: closed file
+            self.muted = True
+
+    def done_text(self):
+        """What an interruption says was done, or None (nothing yet)."""
+        if self.last is None:
+            return None
+        return ('%d step(s) were done or begun, the last: "%s"; what they '
+                'changed stays changed' % (self.count, self.last))
+
+
+def _progress_printer(file=None):
+    """:returns: a :class:`_ProgressPrinter` on *file*."""
+    return _ProgressPrinter(file)
+
+
+class _InterruptedAfter(KeyboardInterrupt):
+    """Ctrl-C of a ``run`` after its first step: says what was done."""
 
 
 @contextlib.contextmanager
@@ -735,6 +771,11 @@ def _run_for_real(args, drv, cluster, names, name, extra, progress):
                 _warnings_shown(progress, args.debug):
             summary = OPERATIONS[args.operation](drv, cluster, names, name,
                                                  **extra)
+    except KeyboardInterrupt as exc:
+        done = progress.done_text()
+        if isinstance(exc, detached.Interrupted) or done is None:
+            raise
+        raise _InterruptedAfter(done) from None
     except Exception as exc:
         if args.output == 'json':
             _print_json(report.document(drv.playbook_runs, error=exc))
@@ -1483,7 +1524,9 @@ def _call(args):
     except KeyboardInterrupt as exc:
         _say('kubespray-mgmt: interrupted%s' % (
             '; %s. Run the same command again to follow and finish it' % exc
-            if isinstance(exc, detached.Interrupted) else ''),
+            if isinstance(exc, detached.Interrupted) else
+            '; %s. Run the same command again to finish the operation' % exc
+            if isinstance(exc, _InterruptedAfter) else ''),
             file=sys.stderr)
         return EXIT_INTERRUPTED
     except _DRIVER_ERRORS as exc:

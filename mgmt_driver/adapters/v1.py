@@ -295,8 +295,10 @@ class LcmHooks:
     def _instantiate(self, context, vnf_instance, request, spec,
                      operation='instantiate_end'):
         cluster, _ = self._vms(context, vnf_instance, request, spec)
+        run = lcm.heal_vnf_finish if operation == 'heal_end' else \
+            lcm.instantiate
         with self._pool_factory() as pool:
-            lcm.instantiate(
+            run(
                 self._driver(context, vnf_instance, spec, pool, operation),
                 cluster, self._vim_name(spec, vnf_instance),
                 self._vims(context, vnf_instance))
@@ -316,8 +318,11 @@ class LcmHooks:
 
     def _terminate(self, context, vnf_instance, spec,
                    operation='terminate_end'):
+        # A whole-VNF heal keeps the etcd snapshots (lcm.heal_vnf_begin).
+        run = lcm.heal_vnf_begin if operation == 'heal_start' else \
+            lcm.terminate_finish
         with self._pool_factory() as pool:
-            lcm.terminate_finish(
+            run(
                 self._driver(context, vnf_instance, spec, pool, operation),
                 self._vims(context, vnf_instance))
 

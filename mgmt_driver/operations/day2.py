@@ -13,7 +13,6 @@ import time
 
 from mgmt_driver.common import conf as kconf
 from mgmt_driver.common import exceptions
-from mgmt_driver.model import absence
 from mgmt_driver.model import labels as labels_mod
 from mgmt_driver.operations import certificates
 from mgmt_driver.operations import etcdsnapshots
@@ -134,6 +133,7 @@ def upgrade(drv, cluster, target, serial=None, field='kube_version',
     checked = None if every_node else set(excused).union(state.before)
     _upgrade_nodes(drv, cluster, wanted, state.todo, serial, checked)
     gateways.update(drv, cluster)
+    etcdsnapshots.finished(drv, 'upgrade')
     return state.todo
 
 
@@ -242,9 +242,10 @@ def preflight(drv, cluster, client, nodes, todo, excused, uncordoned=()):
     :raises UpgradeGateClosed: every problem found, at once.
     """
     present = [n for n in cluster.names if n not in drv.absent]
-    problems = gates.node_problems(nodes, present, excused)
-    problems += gates.etcd_problems([n.name for n in cluster.masters],
+    unfit = gates.node_problems(nodes, present, excused)
+    unhealthy = gates.etcd_problems([n.name for n in cluster.masters],
                                     *etcd_state(drv, client))
+    problems = unfit + unhealthy
     drained = gates.upgrade_drains(nodes, todo.masters + todo.workers,
                                    uncordoned)
     blockers = gates.drain_blockers(client.pods(), client.budgets(),
@@ -257,12 +258,8 @@ def preflight(drv, cluster, client, nodes, todo, excused, uncordoned=()):
         problems += lines
     if problems:
         gates.refuse('preflight (nothing was changed)', problems,
-                     'Fix them (make each blocking budget allow a '
-                     'disruption, e.g. scale its workload up), or name '
-                     'the nodes to upgrade where they stand in %s, or '
-                     'declare dead workers absent (%s), then run the '
-                     'upgrade again.' % (absence.EXCUSED_KEY,
-                                         absence.ABSENT_KEY))
+                     gates.preflight_advice(bool(unfit), bool(unhealthy),
+                                            bool(lines and stops)))
     drv.step('upgrade preflight passed: %d node(s) Ready, etcd healthy, '
              'no drain blocked', len(present))
 

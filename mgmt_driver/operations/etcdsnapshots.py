@@ -186,7 +186,7 @@ def prepare(conn, directory):
     conn.run(['install', '-d', '-m', '%o' % DIR_MODE, '--', directory])
 
 
-def take(drv, cluster, reason, exclude=()):
+def take(drv, cluster, reason, exclude=(), pin=False):
     """Take an etcd snapshot on the first control-plane node of
     *cluster* that can, keep it in the workspace and prune the old ones.
 
@@ -194,7 +194,9 @@ def take(drv, cluster, reason, exclude=()):
     :class:`mgmt_driver.session.driver.ClusterDriver`.
     :param reason: the name's last part (:func:`check_reason`).
     :param exclude: names of masters not to ask (a healed one).
-    :returns: ``{name, path, directory, bytes, host}`` of the snapshot
+    :param pin: keep it from pruning until :func:`finished` (the
+        snapshot before a risky operation's first change).
+    :returns: ``{name, path, directory, bytes, host, pruned}`` of the snapshot
         kept (a dry run: ``name``, ``path`` and ``bytes`` None, as the
         name is the time the snapshot is taken).
     :raises MgmtDriverOtherError: no master could take one; says why,
@@ -217,7 +219,9 @@ def take(drv, cluster, reason, exclude=()):
             drv.warn('no etcd snapshot from %s: %s', node.name, reason_text)
             failures.append('%s: %s' % (node.name, reason_text))
             continue
-        _prune(drv, workspace.conn, directory, settings)
+        if pin and kept['name']:
+            _pin(drv, reason, kept['name'])
+        kept['pruned'] = _prune(drv, workspace.conn, directory, settings)
         return kept
     raise exceptions.MgmtDriverOtherError(
         error_message='no etcd snapshot could be taken: %s' % (
@@ -261,12 +265,113 @@ def _take_on(drv, node, settings, target, path):
 
 
 def _prune(drv, conn, directory, settings):
-    doomed = to_prune(listing(conn, directory), settings.keep,
-                      settings.max_bytes)
+    """Delete what :func:`to_prune` names, but the pinned snapshots,
+    and say which.  :returns: the names deleted."""
+    pinned = dict(drv.read_record(PINNED_RECORD, parse_pinned))
+    snapshots = listing(conn, directory)
+    held = [s['name'] for s in snapshots if s['name'] in pinned]
+    if held:
+        drv.step('keeping etcd snapshot(s) %s: taken before an unfinished '
+                 '%s (kept until it finishes)', ', '.join(held),
+                 ', '.join(sorted({pinned[n] for n in held})))
+    doomed = to_prune([s for s in snapshots if s['name'] not in pinned],
+                      settings.keep, settings.max_bytes)
     if doomed:
-        drv.step('deleting older etcd snapshot(s): %s', ', '.join(doomed))
+        drv.step('deleting older etcd snapshot(s) (etcd_snapshot_keep = '
+                 '%d, etcd_snapshot_max_total_mb): %s', settings.keep,
+                 ', '.join(doomed))
         conn.run(['rm', '-f', '--'] + [posixpath.join(directory, n)
                                        for n in doomed])
+    return doomed
+
+
+#: The workspace record of the snapshots taken before a risky
+#: operation's first change while it is unfinished: ``<operation>
+#: <name>`` a line.  Pruning keeps them until :func:`finished`.
+PINNED_RECORD = 'etcd-snapshots-pinned.txt'
+#: Pinned snapshots remembered at most.
+MAX_PINNED = 16
+
+
+def parse_pinned(text):
+    """``[(name, operation)]`` of :data:`PINNED_RECORD` ([] when absent).
+
+    :raises ValueError: a line is not ``<operation> <snapshot name>``
+        (the message names no value).
+    """
+    found = []
+    for line in (text or '').splitlines()[:MAX_PINNED]:
+        words = line.split()
+        if len(words) != 2 or not _REASON.fullmatch(words[0]) or \
+                not parse_name(words[1]):
+            raise ValueError('not "<operation> <snapshot name>" lines')
+        found.append((words[1], words[0]))
+    return found
+
+
+def _write_pinned(drv, pinned):
+    drv.write_record(PINNED_RECORD, ''.join(
+        '%s %s\n' % (operation, name) for name, operation in pinned))
+
+
+def _pin(drv, operation, name):
+    pinned = drv.read_record(PINNED_RECORD, parse_pinned)
+    _write_pinned(drv, (pinned + [(name, operation)])[-MAX_PINNED:])
+
+
+def finished(drv, operation):
+    """*operation* (``upgrade``, ``heal``) finished: its snapshots are
+    pruned as any other from now on."""
+    pinned = drv.read_record(PINNED_RECORD, parse_pinned)
+    if any(op == operation for _, op in pinned):
+        _write_pinned(drv, [(n, op) for n, op in pinned if op != operation])
+
+
+#: Where a whole-VNF heal keeps the snapshots while the workspace is
+#: deleted and made again: beside it, ``<workspace>`` + this.
+ASIDE_SUFFIX = '.etcd-snapshots'
+
+
+def _move(conn, source, names, target):
+    conn.run(['install', '-d', '-m', '%o' % DIR_MODE, '--', target])
+    conn.run(['mv', '-f', '--'] + [posixpath.join(source, n)
+                                   for n in names] + [target + '/'])
+
+
+def set_aside(drv):
+    """Before the workspace is deleted for a whole-VNF heal: move its
+    snapshots beside it (:data:`ASIDE_SUFFIX`), for :func:`bring_back`.
+
+    :returns: the names moved.
+    """
+    workspace = drv.workspace()
+    directory = directory_of(workspace.path)
+    names = [s['name'] for s in listing(workspace.conn, directory)
+             if not s['partial']]
+    if names:
+        aside = workspace.path + ASIDE_SUFFIX
+        _move(workspace.conn, directory, names, aside)
+        drv.step('kept %d etcd snapshot(s) out of the workspace while it is '
+                 'made again: %s:%s', len(names), workspace.conn.host, aside)
+    return names
+
+
+def bring_back(drv):
+    """After a whole-VNF heal made the workspace again: move back what
+    :func:`set_aside` kept.
+
+    :returns: the names moved back.
+    """
+    workspace = drv.workspace()
+    aside = workspace.path + ASIDE_SUFFIX
+    names = [s['name'] for s in listing(workspace.conn, aside)
+             if not s['partial']]
+    if names:
+        _move(workspace.conn, aside, names, directory_of(workspace.path))
+        workspace.conn.run(['rm', '-rf', '--', aside])
+        drv.step('etcd snapshot(s) back in the workspace: %s',
+                 ', '.join(names))
+    return names
 
 
 #: The workspace record of the last on-demand snapshot asked through
@@ -309,7 +414,8 @@ def requested(drv, cluster, tag):
 def before_risky(drv, cluster, operation, exclude=()):
     """The snapshot an operation that can lose the control plane takes
     before its first change, unless ``etcd_snapshot_before_risky`` is
-    false (then a warning says there is none).
+    false (then a warning says there is none).  Pruning keeps it until
+    the operation calls :func:`finished`.
 
     :param operation: names the snapshot and the messages (``upgrade``,
         ``heal``).
@@ -322,7 +428,7 @@ def before_risky(drv, cluster, operation, exclude=()):
                  'etcd_snapshot_before_risky is false', operation)
         return None
     try:
-        return take(drv, cluster, operation, exclude)
+        return take(drv, cluster, operation, exclude, pin=True)
     except _ATTEMPT_ERRORS as exc:
         raise exceptions.MgmtDriverOtherError(
             error_message='the %s was not started, nothing was changed: '

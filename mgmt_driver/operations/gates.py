@@ -42,6 +42,7 @@ import math
 
 from mgmt_driver.common import exceptions
 from mgmt_driver.common import untrusted
+from mgmt_driver.model import absence
 from mgmt_driver.operations import upgrade as upgrade_mod
 from mgmt_driver.remote import kubectl
 
@@ -314,6 +315,35 @@ def worker_batches(workers, serial):
         size = int(serial)
     size = max(size, 1)
     return [workers[i:i + size] for i in range(0, len(workers), size)]
+
+
+def preflight_advice(nodes=False, etcd=False, budgets=False):
+    """What to do about the preflight's problems, one sentence per kind
+    found: only what helps (excusing a node does nothing for etcd),
+    with the command line's option and Tacker's metadata key.
+
+    :param nodes: a node is not Ready, cordoned or unknown.
+    :param etcd: etcd is not healthy with all its members.
+    :param budgets: a PodDisruptionBudget would stop a drain.
+    """
+    advice = []
+    if nodes:
+        advice.append(
+            'A node not Ready or cordoned: fix it (kubectl uncordon NAME '
+            'if it was left cordoned), or have it upgraded where it stands '
+            '(--excuse NAME on the command line; the %s metadata key under '
+            'Tacker), or declare a dead worker absent (--absent NAME; %s).'
+            % (absence.EXCUSED_KEY, absence.ABSENT_KEY))
+    if etcd:
+        advice.append(
+            'etcd: bring every member back to health first (heal the '
+            'control-plane node of a lost one); excusing a node does not '
+            'excuse etcd.')
+    if budgets:
+        advice.append(
+            'A blocking PodDisruptionBudget: make it allow a disruption '
+            '(e.g. scale its workload up).')
+    return ' '.join(advice + ['Then run the upgrade again.'])
 
 
 def refuse(stage, problems, advice):

@@ -194,13 +194,21 @@ def release(store, instance_id, pool, vims):
                                vims.kind, vims.unregister)
 
 
-#: The whole-VNF heal: its VMs are re-created between the two halves.
-heal_vnf_begin = terminate_finish
+def heal_vnf_begin(drv, vims):
+    """The whole-VNF heal, before its VMs are re-created: what
+    :func:`terminate_finish` does, but the etcd snapshots are kept
+    beside the workspace (:func:`etcdsnapshots.set_aside`): they are
+    what a lost cluster is restored from."""
+    etcdsnapshots.set_aside(drv)
+    terminate_finish(drv, vims)
 
 
 def heal_vnf_finish(drv, cluster, vim_name, vims):
-    """Build the cluster again on the new VMs (:func:`instantiate`)."""
-    return instantiate(drv, cluster, vim_name, vims)
+    """Build the cluster again on the new VMs (:func:`instantiate`),
+    the etcd snapshots back in its workspace."""
+    built = instantiate(drv, cluster, vim_name, vims)
+    etcdsnapshots.bring_back(drv)
+    return built
 
 
 # Scale.
@@ -334,6 +342,7 @@ def heal_finish(drv, cluster, names, vim_name, vims, new_settings=False):
     membership.scale_out(drv, cluster,
                          [n for n in missing if n not in masters],
                          purpose='heal')
+    etcdsnapshots.finished(drv, 'heal')
 
 
 # Day 2.
@@ -401,7 +410,8 @@ def snapshot(drv, cluster, reason='manual'):
     """Take an etcd snapshot now and keep it in the workspace
     (:func:`mgmt_driver.operations.etcdsnapshots.take`).
 
-    :returns: ``{name, path, directory, bytes, host}`` of the snapshot.
+    :returns: ``{name, path, directory, bytes, host, pruned}`` of the
+        snapshot.
     """
     etcdsnapshots.check_reason(reason, 'reason')
     drv.claim()
@@ -527,10 +537,15 @@ def _run_renew_certs(drv, cluster, names, name, vims):
 def _run_snapshot(drv, cluster, names, name, vims):
     taken = snapshot(drv, cluster)
     # A dry run knows the directory only: the name is the time it is taken.
-    return outcomes.Outcome('{snapshot} in {where}', snapshot=outcomes.Tense(
+    kept = outcomes.Outcome('{snapshot} in {where}', snapshot=outcomes.Tense(
         'etcd snapshot %s kept' % taken['name'],
         'would take a new etcd snapshot and keep it'), where=outcomes.Tense(
         taken['path'], taken['directory']))
+    if not taken['pruned']:
+        return kept
+    return kept.extended('; {pruned}', pruned=outcomes.Tense(
+        'deleted the older ' + ', '.join(taken['pruned']),
+        'would delete the older ' + ', '.join(taken['pruned'])))
 
 
 def log_name(command):

@@ -27,7 +27,9 @@ pytestmark = pytest.mark.skipif(site_mod.unavailable() is not None,
 
 def _cli(argv, timeout=300):
     """``kubespray-mgmt ARGV`` in a process of its own."""
-    env = dict(os.environ, PYTHONPATH=REPO)
+    # The checkout's site too, not an installed one.
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [REPO, os.path.join(REPO, 'localsite-dist')]))
     env.pop('KUBESPRAY_MGMT_CONFIG_FILES', None)
     return subprocess.run([sys.executable, '-m', 'mgmt_driver.adapters.cli']
                           + argv,
@@ -105,6 +107,28 @@ def test_doctor_finds_a_typo_here_and_no_sudo_on_the_lb(up):
     assert [w for w, _ in problems if w != 'local'] == [LB]
 
 
+def test_upgrade_and_renew_certs_pass_their_gates(up):
+    """The gates ask /readyz through the LB after each master, and
+    renew-certs on the master's own 6443 (issue 41 item 3): the kept
+    site serves both, so both commands finish."""
+    directory, printed, _ = up
+    config = directory.parent / 'short.conf'
+    config.write_text((directory / kept.CONFIG_FILE).read_text() +
+                      'cert_renew_timeout = 10\n')
+    argv = list(printed['run'])
+    argv[argv.index('--config-file') + 1] = str(config)
+    at = argv.index('scale-in')
+    del argv[at + 1:at + 3]  # --nodes NAME
+    argv[at] = 'renew-certs'
+    renew = _cli(argv)
+    assert renew.returncode == 0, renew.stdout + renew.stderr
+    assert 'the API answers through the load balancer' in renew.stdout
+    argv[at:at + 1] = ['upgrade', '--kube-version', '1.34.7']
+    upgrade = _cli(argv, timeout=600)
+    assert upgrade.returncode == 0, upgrade.stdout + upgrade.stderr
+    assert 'upgraded demo to 1.34.7: 2 node(s) upgraded' in upgrade.stdout
+
+
 def test_a_second_site_up_is_refused_and_site_down_stops_everything(up):
     directory, printed, _ = up
     again = _cli(['site', 'up', '--dir', str(directory), '--loopback',
@@ -112,10 +136,13 @@ def test_a_second_site_up_is_refused_and_site_down_stops_everything(up):
     assert again.returncode == 1
     assert 'a site is up in %s already' % directory in again.stderr
     state = json.loads((directory / kept.STATE_FILE).read_text())
-    pids = [e['pid'] for e in state['sshd']] + [state['haproxy']['pid']]
+    pids = [e['pid'] for e in state['sshd']] + [
+        state[name]['pid'] for name in ('haproxy', 'greeters')]
     down = _cli(printed['site'])
     assert down.returncode == 0, down.stdout + down.stderr
     assert 'stopped HAProxy (PID %d)' % state['haproxy']['pid'] in down.stdout
+    assert 'stopped the API servers and NodePorts (PID %d)' % (
+        state['greeters']['pid']) in down.stdout
     assert not directory.exists()
     assert not any(os.path.exists(path) for path in state['remove'])
     assert not [pid for pid in pids if not procs.gone(pid)]

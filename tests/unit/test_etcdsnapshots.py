@@ -394,3 +394,66 @@ def test_a_v2_patch_tag_takes_a_snapshot(conf, tmp_path):
     test_v2._modify_call(h, {'etcd_snapshot': 'v2-tag'}).run()
     [kept] = [p for p in h.ansible.files if '/etcd-snapshots/' in p]
     assert kept.endswith('-v2-tag.db') and h.ansible.modes[kept] == 0o600
+
+
+# ------------------------------- issue 41 item 14: kept, and said so --
+
+PINNED = WORKSPACE + '/' + snaps.PINNED_RECORD
+
+
+def test_routine_snapshots_keep_the_one_of_an_unfinished_upgrade(conf):
+    conf.set_override('etcd_snapshot_keep', 2, group=kconf.GROUP)
+    drv, cluster, pool = _context(conf)
+    ansible = pool.connection(ANSIBLE)
+    before = _names('090000', reason='upgrade')[0]
+    ansible.files[PINNED] = 'upgrade %s\n' % before
+    ansible.script(LISTING, stdout=''.join('9 %s\n' % n for n in [
+        before] + _names('100000', '110000', '120000', reason='manual')))
+    summary = str(lcm.COMMANDS['snapshot'](drv, cluster, [], 'c'))
+    deleted = _names('100000', reason='manual')
+    assert ansible.commands[-1] == 'rm -f -- ' + ' '.join(
+        SNAPSHOTS + '/' + n for n in deleted)
+    assert summary.endswith('; deleted the older ' + ', '.join(deleted))
+
+
+def test_a_risky_operation_pins_its_snapshot_until_it_finishes(conf):
+    drv, cluster, pool = _context(conf)
+    taken = snaps.before_risky(drv, cluster, 'upgrade')
+    ansible = pool.connection(ANSIBLE)
+    assert snaps.parse_pinned(ansible.files[PINNED]) == [
+        (taken['name'], 'upgrade')]
+    snaps.finished(drv, 'heal')
+    assert snaps.parse_pinned(ansible.files[PINNED]) == [
+        (taken['name'], 'upgrade')]
+    snaps.finished(drv, 'upgrade')
+    assert snaps.parse_pinned(ansible.files[PINNED]) == []
+
+
+def test_a_finished_upgrade_leaves_no_pin(conf):
+    conf.set_override('haproxy_sudo', 'never', group=kconf.GROUP)
+    h = _upgrade_harness(conf)
+    _patch(h, {'kube_version': 'v1.34.3'})
+    assert snaps.parse_pinned(
+        h.ansible.files.get(WORKSPACE + '/' + snaps.PINNED_RECORD)) == []
+
+
+def test_a_bad_pin_record_is_refused_without_its_text():
+    with pytest.raises(ValueError) as caught:
+        snaps.parse_pinned('upgrade /etc/passwd\n')
+    assert 'passwd' not in str(caught.value)
+
+
+def test_a_whole_vnf_heal_keeps_the_snapshots(conf):
+    drv, cluster, pool = _context(conf)
+    ansible = pool.connection(ANSIBLE)
+    names = _names('100000', '110000')
+    listed = ''.join('9 %s\n' % n for n in names)
+    ansible.script(LISTING, stdout=listed, times=1)
+    assert snaps.set_aside(drv) == names
+    aside = WORKSPACE + snaps.ASIDE_SUFFIX
+    assert ansible.commands[-1] == 'mv -f -- %s %s/' % (' '.join(
+        SNAPSHOTS + '/' + n for n in names), aside)
+    ansible.script(LISTING, stdout=listed, times=1, first=True)
+    assert snaps.bring_back(drv) == names
+    assert ansible.commands[-2:] == ['mv -f -- %s %s/' % (' '.join(
+        aside + '/' + n for n in names), SNAPSHOTS), 'rm -rf -- ' + aside]

@@ -561,3 +561,43 @@ def test_absent_names_are_bounded():
                                  r'\(at most %d\)' % absence.MAX_NAMES):
             absence.parse_names(value, 'f')
     assert len(absence.parse_names(names[1:], 'f')) == absence.MAX_NAMES
+
+
+# -------------------- issue 41 item 8: the refusal's advice fits its problem
+
+def _refusal(h):
+    with pytest.raises(exceptions.UpgradeGateClosed) as caught:
+        _patch(h, {'kube_version': '1.34.3'})
+    assert h.playbooks() == []
+    return str(caught.value)
+
+
+def test_a_cordoned_node_gets_node_advice_only(conf):  # noqa
+    """Before: the budget advice and the metadata keys alone, whatever
+    the problem."""
+    h = _upgrade_harness(conf, listed=_k8s_nodes_cordoned('v1.33.5', [W2]))
+    text = _refusal(h)
+    assert '%s is cordoned' % W2 in text
+    assert '--excuse NAME on the command line; the kube_upgrade_excused ' \
+        'metadata key under Tacker' in text
+    assert '--absent NAME; absent_nodes' in text
+    assert 'PodDisruptionBudget' not in text and 'etcd' not in text
+
+
+def test_an_unhealthy_etcd_gets_etcd_advice_only(conf):  # noqa
+    h = _upgrade_harness(conf)
+    h.master.script(r'endpoint health', first=True, exit_code=1, stdout=(
+        json.dumps([{'endpoint': 'https://10.10.0.11:2379',
+                     'health': False, 'error': 'timeout'}])))
+    text = _refusal(h)
+    assert 'bring every member back to health first' in text
+    assert '--excuse' not in text and 'PodDisruptionBudget' not in text
+
+
+def test_a_blocking_budget_gets_budget_advice_only(conf):  # noqa
+    h = _upgrade_harness(conf)
+    _blocking_pdb(h)
+    text = _refusal(h)
+    assert 'A blocking PodDisruptionBudget: make it allow a disruption' \
+        in text
+    assert '--excuse' not in text and 'bring every member' not in text

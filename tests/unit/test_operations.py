@@ -76,14 +76,6 @@ def _steps(pool):
             if any(c[0] in ('run', 'write_file') for c in conn.calls)}
 
 
-@pytest.fixture
-def package(tmp_path):
-    scripts = tmp_path / 'package' / 'Scripts'
-    scripts.mkdir(parents=True)
-    (scripts / 'install_external_lb.sh').write_text('exit 0\n')
-    return str(scripts.parent)
-
-
 def _home(monkeypatch, tmp_path, name):
     home = tmp_path / name
     home.mkdir()

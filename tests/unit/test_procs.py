@@ -37,3 +37,54 @@ def test_a_zombie_counts_as_gone():
         assert procs.state(child.pid) == 'Z' and procs.gone(child.pid)
     finally:
         child.wait()
+
+
+def _orphan(marker):
+    """A process like an SSH control master: it left its parent (so it
+    is no descendant of anything of the test) and its command line
+    names *marker*.  :returns: its pid."""
+    code = 'import os, time; print(os.getpid(), flush=True); time.sleep(60)'
+    shell = subprocess.Popen(
+        ['sh', '-c', '"$0" -c "$1" "$2" & exit 0', sys.executable, code,
+         'ssh: %s/cp/0123abcd [mux]' % marker], stdout=subprocess.PIPE)
+    pid = int(shell.stdout.readline())
+    shell.stdout.close()
+    shell.wait()
+    return pid
+
+
+def _wait_gone(pid):
+    """Wait (on the process itself, no polling) until *pid* ended."""
+    import select
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return True
+    try:
+        return bool(select.select([fd], [], [], 30)[0])
+    finally:
+        os.close(fd)
+
+
+def test_a_control_master_that_left_its_session_is_stopped(tmp_path):
+    """Before (issue 41 item 11): the sessions below sshd were stopped,
+    not the control masters, which had left them."""
+    from mgmt_localsite import sshd as sshd_mod
+    root = str(tmp_path / 'kmgmt-sshd-x')
+    os.mkdir(root)
+    pid = _orphan(root)
+    other = _orphan(str(tmp_path / 'another-site'))
+    try:
+        assert pid not in procs.descendants([os.getpid()])
+        assert procs.with_marker(root) == [pid]
+        site = sshd_mod.Sshd.__new__(sshd_mod.Sshd)
+        site.root, site._procs = root, []
+        site.cleanup()
+        assert _wait_gone(pid) and not os.path.exists(root)
+        assert not procs.gone(other)
+    finally:
+        for left in (pid, other):
+            try:
+                os.kill(left, 9)
+            except ProcessLookupError:
+                pass
