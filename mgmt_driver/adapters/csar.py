@@ -41,7 +41,6 @@ import tempfile
 import zipfile
 
 import yaml
-from oslo_log import log as logging
 
 from mgmt_driver import DRIVER_NAME
 from mgmt_driver import kubespray_mgmt
@@ -51,7 +50,7 @@ from mgmt_driver.common import safetext
 from mgmt_driver.common import version
 from mgmt_driver.state import localfiles
 
-LOG = logging.getLogger(__name__)
+LOG = safetext.logger(__name__)
 
 TOSCA_META = 'TOSCA-Metadata/TOSCA.meta'
 DRIVER_ARTIFACT = 'Scripts/kubespray_mgmt.py'

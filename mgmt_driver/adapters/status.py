@@ -25,10 +25,9 @@ import json
 import posixpath
 import re
 
-from oslo_log import log as logging
-
 from mgmt_driver.common import conf as kconf
 from mgmt_driver.common import exceptions
+from mgmt_driver.common import safetext
 from mgmt_driver.model import absence
 from mgmt_driver.model import labels
 from mgmt_driver.operations import certificates
@@ -43,7 +42,7 @@ from mgmt_driver.remote import programs
 from mgmt_driver.remote import ssh
 from mgmt_driver.remote import trust
 
-LOG = logging.getLogger(__name__)
+LOG = safetext.logger(__name__)
 
 SECTIONS = ('nodes', 'etcd', 'load_balancer', 'playbook_runs',
             'differences', 'certificates', 'etcd_snapshots')

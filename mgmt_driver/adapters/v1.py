@@ -10,11 +10,11 @@ store is the shared one, the instance's record is there, no other
 operation of the instance runs).
 """
 
-from oslo_log import log as logging
 
 from mgmt_driver import DRIVER_NAME  # noqa: F401 (the shim reads it)
 from mgmt_driver.common import conf as kconf
 from mgmt_driver.common import exceptions
+from mgmt_driver.common import safetext
 from mgmt_driver.model import absence
 from mgmt_driver.model import core
 from mgmt_driver.model import labels as labels_mod
@@ -31,7 +31,7 @@ from mgmt_driver.state import records as records_mod
 from mgmt_driver.state import registry
 from mgmt_driver.state import statestore
 
-LOG = logging.getLogger(__name__)
+LOG = safetext.logger(__name__)
 
 DESCRIPTION = ('Builds, scales, heals and terminates a Kubernetes cluster '
                'VNF with kubespray run from an Ansible server over SSH.')

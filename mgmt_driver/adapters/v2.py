@@ -61,8 +61,6 @@ import types
 import typing
 import uuid
 
-from oslo_log import log as logging
-
 from mgmt_driver.adapters import v1
 from mgmt_driver.common import conf as kconf
 from mgmt_driver.common import exceptions
@@ -82,7 +80,7 @@ from mgmt_driver.state import registry
 from mgmt_driver.state import sharedfiles
 from mgmt_driver.state import statestore
 
-LOG = logging.getLogger(__name__)
+LOG = safetext.logger(__name__)
 
 #: The VNFD artifact key of the v2 script, and the script's package path.
 ARTIFACT = 'mgmt-drivers-kubespray-v2'

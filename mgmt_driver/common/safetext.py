@@ -132,3 +132,37 @@ class EscapingHandler(logging.Handler):
             self.show(for_terminal(self.format(record)))
         except Exception:  # as logging.StreamHandler does
             self.handleError(record)
+
+
+class BoundedArgs(logging.Filter):
+    """Every argument of a log record but numbers, as one escaped line
+    of at most :data:`LINE_WIDTH` characters (:func:`clip`): remote
+    text (a checkout's version, a probe's doubts, an error a host
+    printed) reaches the conductor's log bounded and without terminal
+    escapes, whichever call logs it."""
+
+    def filter(self, record):
+        if isinstance(record.args, tuple):
+            record.args = tuple(_bounded(arg) for arg in record.args)
+        elif isinstance(record.args, dict):
+            record.args = {key: _bounded(value)
+                           for key, value in record.args.items()}
+        return True
+
+
+def _bounded(value):
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    return clip(str(value))
+
+
+def logger(name):
+    """The logger of module *name* (oslo.log's, as ``getLogger``
+    gives it), its records' arguments bounded by :class:`BoundedArgs`:
+    the one way a module of the package gets its logger
+    (``tests/unit/test_remote_text.py`` checks it)."""
+    from oslo_log import log as oslo_logging
+    plain = logging.getLogger(name)
+    if not any(isinstance(f, BoundedArgs) for f in plain.filters):
+        plain.addFilter(BoundedArgs())
+    return oslo_logging.getLogger(name)

@@ -6,14 +6,14 @@ Each step converges when run again: a join that fails takes out what got
 in, and a removal skips nodes that are already gone.
 """
 
-from oslo_log import log as logging
 
 from mgmt_driver.common import exceptions
+from mgmt_driver.common import safetext
 from mgmt_driver.operations import gates
 from mgmt_driver.operations import gateways
 from mgmt_driver.remote import factcache
 
-LOG = logging.getLogger(__name__)
+LOG = safetext.logger(__name__)
 
 
 #: What a failed playbook run raises.

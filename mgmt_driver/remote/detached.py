@@ -59,14 +59,13 @@ import secrets
 import socket
 import time
 
-from oslo_log import log as logging
-
 from mgmt_driver.common import deadline as deadlines
 from mgmt_driver.common import exceptions
+from mgmt_driver.common import safetext
 from mgmt_driver.remote import programs
 from mgmt_driver.remote import ssh
 
-LOG = logging.getLogger(__name__)
+LOG = safetext.logger(__name__)
 
 LOG_DIR = 'logs'
 #: The playbook slots of the Ansible server account, under its home:

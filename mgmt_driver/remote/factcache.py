@@ -35,14 +35,12 @@ uncached, so the worst a hostile server achieves is a facts run).
 import dataclasses
 import re
 
-from oslo_log import log as logging
-
 from mgmt_driver.common import exceptions
 from mgmt_driver.common import safetext
 from mgmt_driver.remote import isolation
 from mgmt_driver.remote import programs
 
-LOG = logging.getLogger(__name__)
+LOG = safetext.logger(__name__)
 
 #: The program that reads the cache's state (scripts/fact-cache-probe.sh):
 #: ``ROOT CACHE_DIR HOST...``, one ``FC:<KIND>:<value>`` line a finding.

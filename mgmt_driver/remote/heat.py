@@ -15,12 +15,11 @@ and floating IP in the top stack itself.
 import dataclasses
 import ipaddress
 
-from oslo_log import log as logging
-
 from mgmt_driver.common import exceptions
+from mgmt_driver.common import safetext
 from mgmt_driver.model import core
 
-LOG = logging.getLogger(__name__)
+LOG = safetext.logger(__name__)
 
 SERVER_TYPE = 'OS::Nova::Server'
 FLOATING_IP_TYPE = 'OS::Neutron::FloatingIP'

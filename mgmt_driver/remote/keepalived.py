@@ -26,16 +26,16 @@ healed gateway joins as BACKUP and the VIP does not move twice.
 import dataclasses
 import functools
 import ipaddress
-import logging
 import re
 
 import jinja2
 
 from mgmt_driver.common import exceptions
+from mgmt_driver.common import safetext
 from mgmt_driver.model import params
 from mgmt_driver.remote import loadbalancer
 
-LOG = logging.getLogger(__name__)
+LOG = safetext.logger(__name__)
 
 DEFAULT_CONFIG_PATH = '/etc/keepalived/keepalived.conf'
 INSTANCE_NAME = 'kube_gateways'

@@ -25,15 +25,15 @@ import re
 import time
 
 import yaml
-from oslo_log import log as logging
 
 from mgmt_driver.common import conf as kconf
 from mgmt_driver.common import exceptions
+from mgmt_driver.common import safetext
 from mgmt_driver.common import safeyaml
 from mgmt_driver.common import untrusted
 from mgmt_driver.model import validation
 
-LOG = logging.getLogger(__name__)
+LOG = safetext.logger(__name__)
 
 #: Most node names one ``kubectl get``/``label``/``taint`` names, so the
 #: command line stays far below the system's limit.

@@ -32,7 +32,6 @@ import tarfile
 import time
 
 import yaml
-from oslo_log import log as logging
 
 from mgmt_driver.common import conf as kconf
 from mgmt_driver.common import exceptions
@@ -43,7 +42,7 @@ from mgmt_driver.remote import isolation
 from mgmt_driver.remote import programs
 from mgmt_driver.remote import ssh
 
-LOG = logging.getLogger(__name__)
+LOG = safetext.logger(__name__)
 
 #: Oldest kubespray release this driver supports.
 MIN_VERSION = (2, 16)

@@ -27,7 +27,6 @@ import dataclasses
 import functools
 import hashlib
 import ipaddress
-import logging
 import os
 import re
 import shlex
@@ -36,8 +35,9 @@ import jinja2
 
 from mgmt_driver.common import conf as kconf
 from mgmt_driver.common import exceptions
+from mgmt_driver.common import safetext
 
-LOG = logging.getLogger(__name__)
+LOG = safetext.logger(__name__)
 
 DEFAULT_API_PORT = 8383
 DEFAULT_APISERVER_PORT = 6443

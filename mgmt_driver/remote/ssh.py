@@ -24,7 +24,6 @@ import uuid
 
 import paramiko
 import tenacity
-from oslo_log import log as logging
 
 from mgmt_driver.common import conf as kconf
 from mgmt_driver.common import deadline as deadlines
@@ -35,7 +34,7 @@ from mgmt_driver.remote import connection
 from mgmt_driver.remote import escalation
 from mgmt_driver.state import sharedfiles
 
-LOG = logging.getLogger(__name__)
+LOG = safetext.logger(__name__)
 
 #: Exit code of coreutils ``timeout`` when it had to stop the command.
 REMOTE_TIMEOUT_EXIT = 124

@@ -32,11 +32,10 @@ import dataclasses
 import posixpath
 import time
 
-from oslo_log import log as logging
-
 from mgmt_driver.common import conf as kconf
 from mgmt_driver.common import deadline as deadlines
 from mgmt_driver.common import exceptions
+from mgmt_driver.common import safetext
 from mgmt_driver.common import safeyaml
 from mgmt_driver.model import absence
 from mgmt_driver.model import core
@@ -53,7 +52,7 @@ from mgmt_driver.state import kubeversion
 from mgmt_driver.state import records as records_mod
 from mgmt_driver.state import registry
 
-LOG = logging.getLogger(__name__)
+LOG = safetext.logger(__name__)
 
 #: The VNF package directory holding private keys uploaded for Ansible.
 KEY_DIR = 'keys'

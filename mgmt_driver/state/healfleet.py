@@ -46,15 +46,13 @@ import json
 import os
 import socket
 
-from oslo_log import log as logging
-
 from mgmt_driver.common import conf as kconf
 from mgmt_driver.common import exceptions
 from mgmt_driver.common import safetext
 from mgmt_driver.model import core
 from mgmt_driver.state import sharedfiles
 
-LOG = logging.getLogger(__name__)
+LOG = safetext.logger(__name__)
 
 #: The file, under ``records_dir``.
 FILE = os.path.join('fleet', 'auto-heals.json')

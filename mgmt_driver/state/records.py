@@ -58,14 +58,13 @@ import json
 import os
 import re
 
-from oslo_log import log as logging
-
 from mgmt_driver.common import conf as kconf
 from mgmt_driver.common import exceptions
+from mgmt_driver.common import safetext
 from mgmt_driver.common import untrusted
 from mgmt_driver.state import sharedfiles
 
-LOG = logging.getLogger(__name__)
+LOG = safetext.logger(__name__)
 
 FORMAT = 1
 ROLE_ANSIBLE = 'ansible'

@@ -20,12 +20,12 @@ import threading
 import uuid
 
 import yaml
-from oslo_log import log as logging
 
 from mgmt_driver.common import exceptions
+from mgmt_driver.common import safetext
 from mgmt_driver.model import core
 
-LOG = logging.getLogger(__name__)
+LOG = safetext.logger(__name__)
 
 VIM_TYPE = 'kubernetes'
 #: Where the VIM name comes from in a request, for error messages.

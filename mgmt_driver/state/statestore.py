@@ -50,15 +50,13 @@ import socket
 import threading
 import time
 
-from oslo_log import log as logging
-
 from mgmt_driver.common import conf as kconf
 from mgmt_driver.common import exceptions
 from mgmt_driver.common import safetext
 from mgmt_driver.model import core
 from mgmt_driver.state import records as records_mod
 
-LOG = logging.getLogger(__name__)
+LOG = safetext.logger(__name__)
 
 #: The file, in the shared state directory, holding the store's id.
 MARKER = 'kubespray-mgmt-store-id'

@@ -258,6 +258,7 @@ def test_run_shows_a_driver_warning_once_as_a_progress_line(capsys,
     assert 'warning: retrying: \\x1b]0;pwned\\x07' in out
     assert 'retrying' not in err and _obeyable(out + err) == []
     assert err == 'kubespray-mgmt: WARNING: after the run\n'
-    # Still propagated: the conductor-side handlers see every record.
+    # Still propagated: the conductor-side handlers see every record,
+    # its arguments escaped by the module's logger (safetext.logger).
     assert [r.getMessage() for r in caplog.records] == [
-        'retrying: ' + TITLE, 'after the run']
+        'retrying: ' + cli.safetext.clip(TITLE), 'after the run']

@@ -3,8 +3,11 @@
 ESC sequences, a hundred masters each failing with a megabyte of
 output, or any exception of the package filled with hostile text."""
 
+import ast
 import inspect
 import json
+import logging
+import pathlib
 import re
 
 import pytest
@@ -309,3 +312,34 @@ def test_fact_cache_doubts_reach_the_log_bounded_and_escaped(caplog):
     lines = [r.getMessage() for r in caplog.records]
     assert lines and all(_obeyable(line) == [] and len(line) < 1000
                          for line in lines)
+
+
+# ------------------------------- every log line of the package (issue 39)
+
+PACKAGE = pathlib.Path(safetext.__file__).resolve().parents[1]
+
+
+def test_every_module_logger_bounds_its_arguments():
+    """The one way a module gets its logger is safetext.logger: a module
+    calling getLogger(__name__) itself would log remote text raw."""
+    raw = sorted(str(path.relative_to(PACKAGE)) for path in
+                 PACKAGE.rglob('*.py')
+                 for node in ast.walk(ast.parse(path.read_text()))
+                 if isinstance(node, ast.Call) and
+                 getattr(node.func, 'attr', None) == 'getLogger' and
+                 any(isinstance(arg, ast.Name) and arg.id == '__name__'
+                     for arg in node.args))
+    assert raw == []
+
+
+def test_a_4_mb_remote_line_reaches_the_log_bounded_and_escaped(caplog):
+    # Any module's logger: the filter sits on each of them.
+    from mgmt_driver.remote import kubespray
+    hostile = '\x1b[2J' + 'v' * 4 * 1024 * 1024 + '\x1b]0;owned\x07'
+    caplog.set_level(logging.INFO, logger='mgmt_driver.remote.kubespray')
+    kubespray.LOG.info('checkout version %s (%d bytes)', hostile,
+                       len(hostile))
+    message = caplog.records[-1].getMessage()
+    assert len(message) < safetext.LINE_WIDTH + 100
+    assert '\x1b' not in message and '\\x1b' in message
+    assert message.endswith('(%d bytes)' % len(hostile))

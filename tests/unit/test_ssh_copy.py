@@ -58,7 +58,7 @@ class FakeSFTP:
 
 def _connection(host, sftp):
     conn = ssh.Connection(host, ssh.Credentials('u', password='p'))
-    conn._sftp = lambda: sftp  # no SSH: the copy's logic only
+    conn._sftp = lambda *args: sftp  # no SSH: the copy's logic only
     return conn
 
 
