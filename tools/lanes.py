@@ -22,6 +22,7 @@ import argparse
 import collections
 import json
 import pathlib
+import re
 import sys
 import xml.etree.ElementTree as ET
 
@@ -34,6 +35,10 @@ LANE_B_ENVS = ('tox:tacker', 'tox:conformance')
 DEFAULT = 60.0
 #: What ``report`` lists.
 SLOWEST = 20
+#: Loopback addresses every session serves from its own sshd on a port
+#: of its own (tests/functional/conftest.py): shared by any files.
+SHARED_ADDRESSES = frozenset({'127.0.0.1', '127.0.0.2', '127.0.0.3'})
+_ADDRESS = re.compile(r'\b127\.\d{1,3}\.\d{1,3}\.\d{1,3}\b')
 
 
 def _measured():
@@ -51,16 +56,46 @@ def functional_files():
                   if p.name != 'test_conformance.py')
 
 
-def split(files, measured):
-    """``(lane_a, lane_b, seconds_a, seconds_b)``: *files* shared out,
-    longest first, each to the lane that would end sooner."""
+def groups(files, read=lambda name: (ROOT / name).read_text()):
+    """*files* in groups that must run in one lane: two files that name
+    the same loopback address (but :data:`SHARED_ADDRESSES`) would start
+    servers on it at once in two lanes."""
+    owner = {}
+    parent = {name: name for name in files}
+
+    def root(name):
+        while parent[name] != name:
+            name = parent[name]
+        return name
+
+    for name in files:
+        for address in set(_ADDRESS.findall(read(name))) - SHARED_ADDRESSES:
+            if address in owner:
+                parent[root(name)] = root(owner[address])
+            else:
+                owner[address] = name
+    together = collections.defaultdict(list)
+    for name in files:
+        together[root(name)].append(name)
+    return sorted(sorted(group) for group in together.values())
+
+
+def split(files, measured, read=None):
+    """``(lane_a, lane_b, seconds_a, seconds_b)``: *files* shared out in
+    :func:`groups`, longest first, each to the lane that would end
+    sooner."""
     lanes = {'a': [], 'b': []}
     seconds = {'a': 0.0,
                'b': sum(measured.get(env, DEFAULT) for env in LANE_B_ENVS)}
-    for name in sorted(files, key=lambda f: (-measured.get(f, DEFAULT), f)):
+    units = groups(files, read) if read else groups(files)
+
+    def cost(group):
+        return sum(measured.get(name, DEFAULT) for name in group)
+
+    for group in sorted(units, key=lambda g: (-cost(g), g)):
         lane = min(seconds, key=lambda key: (seconds[key], key))
-        lanes[lane].append(name)
-        seconds[lane] += measured.get(name, DEFAULT)
+        lanes[lane].extend(group)
+        seconds[lane] += cost(group)
     return sorted(lanes['a']), sorted(lanes['b']), seconds['a'], seconds['b']
 
 

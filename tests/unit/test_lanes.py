@@ -15,8 +15,9 @@ _spec.loader.exec_module(lanes)
 def test_the_longest_files_go_first_each_to_the_lane_that_ends_sooner():
     measured = {'tox:tacker': 100, 'tox:conformance': 50,
                 'a.py': 300, 'b.py': 200, 'c.py': 120, 'd.py': 10}
-    lane_a, lane_b, a, b = lanes.split(['a.py', 'b.py', 'c.py', 'd.py'],
-                                       measured)
+    names = ['a.py', 'b.py', 'c.py', 'd.py']
+    texts = {n: "HOST = '127.0.%d.1'" % i for i, n in enumerate(names)}
+    lane_a, lane_b, a, b = lanes.split(names, measured, texts.get)
     # B starts with tacker and conformance (150 s): a.py goes to A, b.py
     # to B (150 < 300), c.py to A (300 < 350), d.py to B (350 < 420).
     assert lane_a == ['a.py', 'c.py'] and lane_b == ['b.py', 'd.py']
@@ -24,8 +25,21 @@ def test_the_longest_files_go_first_each_to_the_lane_that_ends_sooner():
     assert sorted(lane_a + lane_b) == ['a.py', 'b.py', 'c.py', 'd.py']
 
 
+def test_files_naming_one_address_share_a_lane():
+    # Two files starting servers on 127.0.5.10 must never run at once;
+    # the fixture's shared sshd addresses bind nobody apart.
+    texts = {'a.py': "A = '127.0.5.10'; S = '127.0.0.2'",
+             'b.py': "B = '127.0.5.10'", 'c.py': "C = '127.0.0.2'",
+             'd.py': "D = '127.0.9.1'"}
+    assert lanes.groups(sorted(texts), texts.get) == [
+        ['a.py', 'b.py'], ['c.py'], ['d.py']]
+    lane_a, lane_b, _, _ = lanes.split(sorted(texts), {'a.py': 500},
+                                       texts.get)
+    assert {'a.py', 'b.py'} <= set(lane_a) or {'a.py', 'b.py'} <= set(lane_b)
+
+
 def test_a_file_never_measured_counts_the_default():
-    _, lane_b, a, b = lanes.split(['new.py'], {})
+    _, lane_b, a, b = lanes.split(['new.py'], {}, lambda name: '')
     assert b == 2 * lanes.DEFAULT + (lanes.DEFAULT if lane_b else 0)
     assert a == (0 if lane_b else lanes.DEFAULT)
 
