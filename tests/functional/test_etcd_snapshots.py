@@ -14,6 +14,7 @@ import json
 import os
 import shutil
 import subprocess
+import tempfile
 import types
 
 import pytest
@@ -117,7 +118,22 @@ def read_status(chain):
                 chain.lab.cluster(chain.lab.spec(), MASTERS, WORKERS))
 
 
-def test_snapshot_before_a_master_heal_restores_a_deleted_key(chain):
+@pytest.fixture
+def masters_tmp(chain):
+    """The masters' temporary directory, this test's own (another lane's
+    heal may take a snapshot in /tmp at the same moment); like /tmp, any
+    login may write there."""
+    directory = tempfile.mkdtemp(prefix='etcd-snapshots-test.')
+    os.chmod(directory, 0o1777)
+    chain.lab.conf.set_override('etcd_snapshot_tmp_dir', directory,
+                                group=kconf.GROUP)
+    yield directory
+    chain.lab.conf.clear_override('etcd_snapshot_tmp_dir', group=kconf.GROUP)
+    shutil.rmtree(directory)
+
+
+def test_snapshot_before_a_master_heal_restores_a_deleted_key(chain,
+                                                              masters_tmp):
     lab = chain.lab
     put = etcd.ctl(endpoints(), 'put', KEY, 'before-the-heal')
     assert put.returncode == 0, put.stderr
@@ -151,8 +167,7 @@ def test_snapshot_before_a_master_heal_restores_a_deleted_key(chain):
     directory = snapshot_dir(chain)
     assert directory.stat().st_mode & 0o777 == 0o700
     assert (directory / first[0]).stat().st_mode & 0o777 == 0o600
-    assert not any(n.startswith('kubespray-mgmt-etcd.')
-                   for n in os.listdir('/tmp'))  # deleted from the master
+    assert os.listdir(masters_tmp) == []  # deleted from the master
     chain.vnf.recreate_vm(chain.vnf.vm(healed))
     chain.hooks.heal_end(CONTEXT, chain.vnf.instance, heal_request(
         [chain.vnf.vm(healed)]), None, None)
