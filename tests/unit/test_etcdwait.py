@@ -13,6 +13,7 @@ from mgmt_driver.operations import lcm
 from mgmt_driver.operations import membership
 from mgmt_driver.remote import kubectl
 from mgmt_driver.remote import kubespray
+from mgmt_driver.state import records
 from tests.unit.test_etcdsnapshots import MASTERS
 from tests.unit.test_etcdsnapshots import _context
 from tests.unit.test_etcdsnapshots import conf  # noqa: F401 (fixture)
@@ -266,3 +267,26 @@ def test_healing_the_first_master_waits_again_after_cluster_yml(
         controlplane.remove(drv, cluster, [first])
     assert 'member(s) of %s' % first in str(raised.value)
     assert done == ['inventory', 'cluster.yml']
+
+
+# ------------------------ issue 43 item 4: the healed master's host key
+
+def test_a_healed_master_s_host_key_is_recorded(conf,  # noqa: F811
+                                                monkeypatch):
+    """status records no key (``accept-new`` is read-only there) and
+    kubectl reaches the first master that answers: unless the heal
+    logs in to the re-created master, its new key is recorded by
+    nobody, and status under a strict policy cannot read it."""
+    drv, cluster, pool = _context(conf)
+    healed = cluster.masters[1]
+    joined = []
+    monkeypatch.setattr(membership, 'reconcile',
+                        lambda *args, **kwargs: [healed.name])
+    monkeypatch.setattr(controlplane, 'add',
+                        lambda drv, cluster: joined.append('cluster.yml'))
+    monkeypatch.setattr(membership, 'scale_out', lambda *a, **k: None)
+    lcm.heal_finish(drv, cluster, [healed.name], None, None)
+    assert joined == ['cluster.yml']
+    endpoint = (healed.ssh_address, healed.ssh_port)
+    record = records.RecordStore.from_conf(conf).load('inst-1')
+    assert record.keys[endpoint] == pool.known[endpoint]
