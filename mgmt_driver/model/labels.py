@@ -464,7 +464,8 @@ def parse_record(text):
     if not text:
         return {}
     try:
-        doc = untrusted.load_yaml(text)
+        doc = untrusted.load_yaml(
+            text, per_entry=untrusted.RECORD_TEXT_PER_ENTRY)
     except yaml.YAMLError as exc:
         raise ValueError('not valid YAML' + safeyaml.describe(exc))
     nodes = doc.get('nodes') if isinstance(doc, dict) else None

@@ -375,7 +375,8 @@ def parse_recorded(text, host, path):
 def _recorded_group(text, invalid):
     """The ``all`` group of a recorded ``hosts.yaml`` ({} for no file)."""
     try:
-        doc = untrusted.load_yaml(text) if text else None
+        doc = untrusted.load_yaml(
+            text, per_entry=untrusted.RECORD_TEXT_PER_ENTRY) if text else None
     except yaml.YAMLError as exc:
         raise invalid('not valid YAML' + safeyaml.describe(exc))
     return _mapping(_mapping(doc, '(document)', invalid).get('all'),
