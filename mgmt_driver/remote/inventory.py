@@ -47,6 +47,7 @@ import urllib.parse
 
 import yaml
 
+from mgmt_driver.common import blockyaml
 from mgmt_driver.common import exceptions
 from mgmt_driver.common import safeyaml
 from mgmt_driver.common import untrusted
@@ -153,6 +154,10 @@ def dump_yaml(data):
 
     :param data: a mapping (a document of the inventory).
     """
+    # The plain documents (hosts.yaml, host_vars) need no representer.
+    text = blockyaml.dump(data)
+    if text is not None:
+        return text
     dumper = _CDumper if _CDumper is not None and isinstance(
         data, dict) and _libyaml_writes_the_same(data) else _Dumper
     return yaml.dump(data, Dumper=dumper, default_flow_style=False,
