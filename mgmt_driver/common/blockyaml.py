@@ -1,6 +1,7 @@
 """A fast writer of the plain, regular YAML documents the driver renders
-in bulk: the ``hosts.yaml`` and ``host_vars`` of a large cluster and
-its labels record (issue 40 item 5).
+in bulk: the ``hosts.yaml`` of a large cluster and its labels record
+(issue 40 item 5).  The other documents hold passwords (``Unsafe``),
+paths or free text: PyYAML writes them, as before.
 
 Not in the design's layout.  PyYAML spends most of a 5,000-node
 ``hosts.yaml`` in its Python representer and serializer (every scalar
