@@ -55,9 +55,9 @@ TEXT_PER_ENTRY = 16
 #: is longer per node, ``{}`` and ``[]`` included), and such a record
 #: may be as long as :data:`safeyaml.MAX_CHARS`, which the driver checks
 #: before writing.  A hostile record of that density builds at most
-#: about 18 times its text (one-key mappings of two-character values,
+#: about 17.4 times its text (one-key mappings of two-character values,
 #: ``benchmarks/hostile_readers.py``), and its text is at most 2 MiB:
-#: 36 MiB at worst, less than a 16 MiB JSON answer at
+#: 35 MiB at worst, less than a 16 MiB JSON answer at
 #: :data:`TEXT_PER_ENTRY` may build.
 RECORD_TEXT_PER_ENTRY = 5
 #: A JSON string (skipped) or one structural character (counted).  The

@@ -28,7 +28,7 @@ MULTIPLE = 8
 CONSTANT = MIB
 #: The same for the readers of the records the driver writes itself
 #: (untrusted.RECORD_TEXT_PER_ENTRY, about three times as dense):
-#: measured worst about 18x (one-key mappings of two-character values),
+#: measured worst 17.4x (one-key mappings of two-character values),
 #: of at most 2 MiB of text.
 RECORD_MULTIPLE = 20
 
