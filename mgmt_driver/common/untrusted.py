@@ -22,6 +22,9 @@ A document may hold :data:`MIN_ENTRIES` entries plus one for every
 (kubectl prints indented JSON, about one entry per 25 characters; our
 records are indented too) passes, a hostile one builds at most a few
 times its own size (``benchmarks/hostile_readers.py`` measures it).
+The two documents the driver writes and reads back itself
+(``hosts.yaml`` and the labels record) are denser than that, so their
+readers pass :data:`RECORD_TEXT_PER_ENTRY` (see there).
 Refusals are :class:`Refused` (a ``ValueError``), whose message names
 the bound that was hit and never a byte of the text; every caller
 wraps it into its own error naming the host or file it read.
@@ -45,6 +48,18 @@ MAX_DEPTH = 64
 MIN_ENTRIES = 5000
 #: Characters of text per entry allowed beyond :data:`MIN_ENTRIES`.
 TEXT_PER_ENTRY = 16
+#: The same for a YAML record the driver writes itself and reads back
+#: (``hosts.yaml``, the labels record): the densest it writes is a node
+#: label of one-character name and value, ``      a: b`` (11 characters
+#: with the newline, 2 nodes: 5.5 per node; every other line it writes
+#: is longer per node, ``{}`` and ``[]`` included), and such a record
+#: may be as long as :data:`safeyaml.MAX_CHARS`, which the driver checks
+#: before writing.  A hostile record of that density builds at most
+#: about 17.4 times its text (one-key mappings of two-character values,
+#: ``benchmarks/hostile_readers.py``), and its text is at most 2 MiB:
+#: 35 MiB at worst, less than a 16 MiB JSON answer at
+#: :data:`TEXT_PER_ENTRY` may build.
+RECORD_TEXT_PER_ENTRY = 5
 #: A JSON string (skipped) or one structural character (counted).  The
 #: possessive quantifiers never backtrack: time linear, memory constant.
 _JSON_TOKEN = re.compile(r'"[^"\\]*+(?:\\.[^"\\]*+)*+"|([\[\]{},])')
@@ -56,9 +71,10 @@ class Refused(ValueError):
     """A document is not parsed; the message says why, never its text."""
 
 
-def entry_budget(text):
-    """Entries a document of *text* may hold (see the module's doc)."""
-    return MIN_ENTRIES + len(text) // TEXT_PER_ENTRY
+def entry_budget(text, per_entry=TEXT_PER_ENTRY):
+    """Entries a document of *text* may hold (see the module's doc):
+    :data:`MIN_ENTRIES` plus one per *per_entry* characters."""
+    return MIN_ENTRIES + len(text) // per_entry
 
 
 def load_json(text):
@@ -103,7 +119,7 @@ def _measure_json(text, budget):
                 raise Refused('nested deeper than %d levels' % MAX_DEPTH)
 
 
-def load_yaml(text):
+def load_yaml(text, per_entry=TEXT_PER_ENTRY):
     """Parse one YAML (or JSON) document of untrusted *text*, bounded
     in what it builds.
 
@@ -114,6 +130,9 @@ def load_yaml(text):
     means what it meant to it.
 
     :param text: the document (``str``).
+    :param per_entry: characters of text per node allowed beyond
+        :data:`MIN_ENTRIES` (:data:`RECORD_TEXT_PER_ENTRY` for the
+        records the driver writes itself).
     :returns: the data (dicts, lists, scalars).
     :raises yaml.YAMLError: a syntax error, or :class:`safeyaml.Refused`
         (too long, more nodes than :func:`entry_budget`, nested deeper
@@ -123,7 +142,7 @@ def load_yaml(text):
         problem, never the text.
     """
     _check_length(text)
-    return _build_from_events(text)
+    return _build_from_events(text, entry_budget(text, per_entry))
 
 
 def _check_length(text):
@@ -133,12 +152,12 @@ def _check_length(text):
                                % safeyaml.MAX_CHARS)
 
 
-def _build_from_events(text):
+def _build_from_events(text, budget):
     """The data of the YAML document *text*, built from the parser's
-    events within :func:`entry_budget` (see :func:`load_yaml`)."""
+    events within *budget* nodes (see :func:`load_yaml`)."""
     parser = _EventParser(text)
     try:
-        return _YamlBuilder(entry_budget(text), len(text)).build(parser)
+        return _YamlBuilder(budget, len(text)).build(parser)
     except (ValueError, OverflowError) as exc:
         # A scalar that matched a type but does not convert, e.g. a
         # date such as 2024-13-45 (ValueError).

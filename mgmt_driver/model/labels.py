@@ -29,6 +29,7 @@ import re
 
 import yaml
 
+from mgmt_driver.common import blockyaml
 from mgmt_driver.common import exceptions
 from mgmt_driver.common import safeyaml
 from mgmt_driver.common import untrusted
@@ -446,11 +447,14 @@ def render_record(settings):
 
     :param settings: ``{node name: NodeSettings}``.
     """
-    doc = {name: {'labels': settings[name].label_map,
-                  'taints': list(settings[name].taints)}
-           for name in sorted(settings)}
-    return yaml.safe_dump({'nodes': doc}, default_flow_style=False,
-                          sort_keys=True)
+    # Built in sorted order: blockyaml writes it as safe_dump sorts it,
+    # without PyYAML's representer (seconds for 5,000 nodes).
+    doc = {'nodes': {
+        name: {'labels': dict(sorted(settings[name].label_map.items())),
+               'taints': list(settings[name].taints)}
+        for name in sorted(settings)}}
+    return blockyaml.dump(doc) or yaml.safe_dump(
+        doc, default_flow_style=False, sort_keys=True)
 
 
 def parse_record(text):
@@ -464,7 +468,8 @@ def parse_record(text):
     if not text:
         return {}
     try:
-        doc = untrusted.load_yaml(text)
+        doc = untrusted.load_yaml(
+            text, per_entry=untrusted.RECORD_TEXT_PER_ENTRY)
     except yaml.YAMLError as exc:
         raise ValueError('not valid YAML' + safeyaml.describe(exc))
     nodes = doc.get('nodes') if isinstance(doc, dict) else None

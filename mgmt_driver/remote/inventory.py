@@ -47,6 +47,7 @@ import urllib.parse
 
 import yaml
 
+from mgmt_driver.common import blockyaml
 from mgmt_driver.common import exceptions
 from mgmt_driver.common import safeyaml
 from mgmt_driver.common import untrusted
@@ -153,6 +154,10 @@ def dump_yaml(data):
 
     :param data: a mapping (a document of the inventory).
     """
+    # The plain documents (hosts.yaml, host_vars) need no representer.
+    text = blockyaml.dump(data)
+    if text is not None:
+        return text
     dumper = _CDumper if _CDumper is not None and isinstance(
         data, dict) and _libyaml_writes_the_same(data) else _Dumper
     return yaml.dump(data, Dumper=dumper, default_flow_style=False,
@@ -375,7 +380,8 @@ def parse_recorded(text, host, path):
 def _recorded_group(text, invalid):
     """The ``all`` group of a recorded ``hosts.yaml`` ({} for no file)."""
     try:
-        doc = untrusted.load_yaml(text) if text else None
+        doc = untrusted.load_yaml(
+            text, per_entry=untrusted.RECORD_TEXT_PER_ENTRY) if text else None
     except yaml.YAMLError as exc:
         raise invalid('not valid YAML' + safeyaml.describe(exc))
     return _mapping(_mapping(doc, '(document)', invalid).get('all'),

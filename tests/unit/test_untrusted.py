@@ -10,6 +10,7 @@ import yaml
 
 from mgmt_driver.common import safeyaml
 from mgmt_driver.common import untrusted
+from mgmt_driver.model import labels
 from mgmt_driver.operations import certificates
 from mgmt_driver.operations import gates
 from mgmt_driver.operations import upgrade
@@ -25,6 +26,11 @@ MIB = 1024 * 1024
 #: benchmarks/hostile_readers.py.
 MULTIPLE = 8
 CONSTANT = MIB
+#: The same for the readers of the records the driver writes itself
+#: (untrusted.RECORD_TEXT_PER_ENTRY, about three times as dense):
+#: measured worst 17.4x (one-key mappings of two-character values),
+#: of at most 2 MiB of text.
+RECORD_MULTIPLE = 20
 
 #: Modules (or a module's one call) that may call a parser themselves,
 #: with the reason.
@@ -97,10 +103,10 @@ def _hostile(unit, length):
     return '[' + ','.join([unit] * (length // (len(unit) + 1))) + ']'
 
 
-def _filled(unit, per, length):
+def _filled(unit, per, length, per_entry=untrusted.TEXT_PER_ENTRY):
     """``[unit,...]`` holding as many entries as the budget of a text
     of *length* allows, padded to *length*: the most a reader builds."""
-    count = (untrusted.entry_budget('x' * length) - 2) // per
+    count = (untrusted.entry_budget('x' * length, per_entry) - 2) // per
     body = '[' + ','.join([unit] * count) + ']'
     return body + ' ' * max(0, length - len(body))
 
@@ -122,8 +128,11 @@ READERS = {
         'i', text),
     'cordon record': upgrade.parse_cordons,
     'hosts.yaml': _hosts_yaml,
+    'labels record': labels.parse_record,
     'YAML': untrusted.load_yaml,
 }
+#: The readers given untrusted.RECORD_TEXT_PER_ENTRY.
+RECORD_READERS = ('hosts.yaml', 'labels record')
 SHAPES = [('{}', 2), ('[]', 2), ('{"a":0}', 2), ('"ab"', 1), ('1e9', 1)]
 
 
@@ -132,8 +141,9 @@ def test_hostile_input_is_refused_within_a_multiple(reader):
     # [{},{},...]: before, 50 bytes of dicts per byte of text (790 MB
     # for 16 MiB), for YAML 350 (730 MB for 2 MiB).
     text = _hostile('{}', MIB // 2 if 'YAML' in reader or 'yaml' in reader
-                    else MIB)
-    assert _peak(READERS[reader], text) < MULTIPLE * len(text) + CONSTANT
+                    or reader in RECORD_READERS else MIB)
+    multiple = RECORD_MULTIPLE if reader in RECORD_READERS else MULTIPLE
+    assert _peak(READERS[reader], text) < multiple * len(text) + CONSTANT
 
 
 @pytest.mark.parametrize('unit,per', SHAPES)
@@ -150,6 +160,22 @@ def test_the_most_a_yaml_document_builds_is_a_multiple(unit, per):
     assert untrusted.load_yaml(text) is not None
     assert _peak(untrusted.load_yaml, text) < \
         MULTIPLE * len(text) + CONSTANT
+
+
+@pytest.mark.parametrize('unit,per', [('{}', 1), ('a', 1), ('ab', 1),
+                                      ('{a: ab}', 3), ('[]', 1)])
+def test_the_most_a_record_builds_is_a_multiple(unit, per):
+    text = _filled(unit, per, MIB // 4, untrusted.RECORD_TEXT_PER_ENTRY)
+
+    def read(text):
+        return untrusted.load_yaml(
+            text, per_entry=untrusted.RECORD_TEXT_PER_ENTRY)
+
+    assert read(text) is not None
+    end, extra = text.rindex(']'), (',' + unit) * 2  # too many, as long
+    with pytest.raises(safeyaml.Refused, match='more than'):
+        read(text[:end] + extra + text[end:len(text) - len(extra)])
+    assert _peak(read, text) < RECORD_MULTIPLE * len(text) + CONSTANT
 
 
 @pytest.mark.parametrize('text', ['[' * 65 + ']' * 65,
