@@ -511,6 +511,8 @@ def _warnings_shown(progress, debug):
         return
     handler = safetext.EscapingHandler(progress, logging.WARNING,
                                        'warning: %(message)s')
+    # ClusterDriver.warn shows its own, without the instance id prefix.
+    handler.addFilter(_not_shown_yet)
     muted = [h for h in logging.getLogger().handlers
              if isinstance(h, _StderrLog)]
     logger.addHandler(handler)
@@ -522,6 +524,10 @@ def _warnings_shown(progress, debug):
         for stderr_log in muted:
             stderr_log.removeFilter(_not_the_drivers)
         logger.removeHandler(handler)
+
+
+def _not_shown_yet(record):
+    return not getattr(record, driver.SHOWN_AS_PROGRESS, False)
 
 
 def _not_the_drivers(record):
