@@ -29,6 +29,7 @@ import time
 from oslo_config import cfg
 
 from mgmt_driver.adapters import csar
+from mgmt_driver.adapters import doctor
 from mgmt_driver.adapters import lcm_requests
 from mgmt_driver.adapters import listing
 from mgmt_driver.adapters import runreport
@@ -779,9 +780,12 @@ def _run_for_real(args, drv, cluster, names, name, extra, progress):
                                                  **extra)
     except KeyboardInterrupt as exc:
         done = progress.done_text()
-        if isinstance(exc, detached.Interrupted) or done is None:
-            raise
-        raise _InterruptedAfter(done) from None
+        if not isinstance(exc, detached.Interrupted) and done is not None:
+            exc = _InterruptedAfter(done)
+        if args.output == 'json':
+            _print_json(report.document(drv.playbook_runs, error=exc))
+            args.reported = True
+        raise exc from None
     except Exception as exc:
         if args.output == 'json':
             _print_json(report.document(drv.playbook_runs, error=exc))
@@ -1017,8 +1021,12 @@ def _add_logs_command(subparsers):
 # --- doctor (mgmt_driver.adapters.doctor)
 # --------------------------------------------
 
+#: doctor's last finding when the config files cannot be used.
+_CONFIG_UNUSABLE = ('nothing else checked: the checks need a configuration '
+                    'they can use')
+
+
 def _doctor(args):
-    from mgmt_driver.adapters import doctor
     spec = cluster = None
     try:
         if args.params:
@@ -1030,6 +1038,12 @@ def _doctor(args):
     with ssh.ConnectionPool(doctor.doctor_settings(cfg.CONF)) as pool:
         findings = doctor.check_all(cfg.CONF, spec, cluster, pool,
                                     foreign_sections=True)
+    return _doctor_report(args, findings)
+
+
+def _doctor_report(args, findings):
+    """Print *findings* (doctor's and state check's format); :returns:
+    their exit code."""
     if args.output == 'json':
         _print_json({'exit_code': doctor.exit_code(findings),
                      'findings': [dataclasses.asdict(f) for f in findings]})
@@ -1512,6 +1526,11 @@ def _main(argv):
         parser.print_help(sys.stderr)
         return EXIT_BAD_INPUT
     problems = _load_config(_config_files(args.config_file))
+    if problems and args.command == 'doctor':
+        return _doctor_report(args, [
+            doctor.Finding(doctor.PROBLEM, doctor.LOCAL, text)
+            for text in problems] + [
+            doctor.Finding(doctor.NOTE, doctor.LOCAL, _CONFIG_UNUSABLE)])
     for problem in problems:
         _say('kubespray-mgmt: %s' % problem, file=sys.stderr)
     if problems:
@@ -1528,12 +1547,18 @@ def _call(args):
     try:
         return args.func(args)
     except KeyboardInterrupt as exc:
-        _say('kubespray-mgmt: interrupted%s' % (
+        message = 'interrupted%s' % (
             '; %s. Run the same command again to follow and finish it' % exc
             if isinstance(exc, detached.Interrupted) else
             '; %s. Run the same command again to finish the operation' % exc
-            if isinstance(exc, _InterruptedAfter) else ''),
-            file=sys.stderr)
+            if isinstance(exc, _InterruptedAfter) else '')
+        _say('kubespray-mgmt: ' + message, file=sys.stderr)
+        if getattr(args, 'output', None) == 'json' and \
+                not getattr(args, 'reported', False):
+            # The command's own object was not printed: this one, so
+            # that standard output holds one object whatever the outcome.
+            _print_json({'result': 'interrupted', 'error': message,
+                         'exit_code': EXIT_INTERRUPTED})
         return EXIT_INTERRUPTED
     except _DRIVER_ERRORS as exc:
         _say('kubespray-mgmt: %s' % exceptions.plain_message(exc),

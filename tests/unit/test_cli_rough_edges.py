@@ -19,3 +19,45 @@ def test_a_run_prints_each_warning_once(monkeypatch, tmp_path, package,
              if 'the one warning' in line]
     assert len(shown) == 1
     assert shown[0].endswith('] warning: the one warning')
+
+
+def _json_of(out):
+    """The one JSON object standard output holds."""
+    import json
+    return json.loads(out)
+
+
+def test_ctrl_c_of_a_run_with_json_prints_its_object(monkeypatch, tmp_path,
+                                                     package, capsys):
+    """Before: nothing on standard output."""
+    def operation(drv, cluster, names, name, **extra):
+        drv.step('joining %s', 'worker-10-10-0-22')
+        raise KeyboardInterrupt
+    code = _run_with(monkeypatch, tmp_path, package, operation, '-o', 'json')
+    assert code == cli.EXIT_INTERRUPTED
+    report = _json_of(capsys.readouterr().out)
+    assert report['result'] == 'interrupted'
+    assert report['error'].startswith('interrupted; 1 step(s) were done')
+
+
+def test_ctrl_c_of_another_command_with_json_prints_an_object(
+        monkeypatch, capsys):
+    def interrupted(args):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(cli, '_list', interrupted)
+    assert cli.main(['list', '-o', 'json']) == cli.EXIT_INTERRUPTED
+    assert _json_of(capsys.readouterr().out) == {
+        'result': 'interrupted', 'error': 'interrupted',
+        'exit_code': cli.EXIT_INTERRUPTED}
+
+
+def test_doctor_with_a_bad_config_value_prints_findings(tmp_path, capsys):
+    """Before: the config's problem on stderr, no JSON object."""
+    config = tmp_path / 'k.conf'
+    config.write_text('[kubespray_mgmt]\nssh_connect_timeout = -5\n')
+    code = cli.main(['doctor', '--config-file', str(config), '-o', 'json'])
+    report = _json_of(capsys.readouterr().out)
+    assert code == report['exit_code'] == 1
+    assert report['findings'][0]['level'] == 'problem'
+    assert 'ssh_connect_timeout' in report['findings'][0]['text']
+    assert report['findings'][-1]['level'] == 'note'
