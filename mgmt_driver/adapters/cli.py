@@ -1298,11 +1298,8 @@ def _demo_workers(text):
 # --------------
 
 def _state_check(args):
-    lines = statestore.report(cfg.CONF)
-    for kind, text in lines:
-        _say('%s: %s' % (kind, text))
-    return EXIT_BAD_INPUT if any(k == 'problem' for k, _ in lines) \
-        else EXIT_OK
+    # doctor's findings, in doctor's format (doctor checks these too).
+    return _doctor_report(args, doctor.state_findings(cfg.CONF))
 
 
 def _fleet_path():
@@ -1337,8 +1334,10 @@ def _add_state_commands(subparsers):
     check = commands.add_parser(
         'check', help='is this conductor\'s state store the one shared by '
                       'every tacker-conductor ([kubespray_mgmt] '
-                      'state_store_id), private and writable? exit 0 yes, '
-                      '1 a problem (each printed)')
+                      'state_store_id), private and writable? one line '
+                      'per finding, as doctor prints them; exit 0 yes, '
+                      '1 a problem')
+    _add_output(check, 'exit_code, findings (level, where, text)')
     check.set_defaults(func=_state_check)
     heals = commands.add_parser(
         'heals', help='automatic heals in flight across the fleet, the '

@@ -61,3 +61,26 @@ def test_doctor_with_a_bad_config_value_prints_findings(tmp_path, capsys):
     assert report['findings'][0]['level'] == 'problem'
     assert 'ssh_connect_timeout' in report['findings'][0]['text']
     assert report['findings'][-1]['level'] == 'note'
+
+
+def test_state_check_prints_findings_as_doctor_does(tmp_path, capsys):
+    """Before: ``problem: TEXT`` (doctor: ``problem: local: TEXT``), and
+    ``-o json`` was a usage error."""
+    config = tmp_path / 'k.conf'
+    config.write_text('[kubespray_mgmt]\nrecords_dir = %s\n'
+                      'state_store_id = prod-1\n' % (tmp_path / 'records'))
+    code = cli.main(['--config-file', str(config), 'state', 'check'])
+    lines = capsys.readouterr().out.splitlines()
+    cli.main(['--config-file', str(config), 'doctor'])
+    doctors = capsys.readouterr().out.splitlines()
+    assert code == 1 and lines[0].startswith('problem: local: ')
+    assert lines[0] in doctors
+    assert lines[-1] == '%d problem(s), 0 warning(s)' % sum(
+        line.startswith('problem: ') for line in lines)
+    code = cli.main(['--config-file', str(config), 'state', 'check',
+                     '-o', 'json'])
+    report = _json_of(capsys.readouterr().out)
+    assert code == report['exit_code'] == 1
+    assert report['findings'][0] == {
+        'level': 'problem', 'where': 'local',
+        'text': lines[0][len('problem: local: '):]}
