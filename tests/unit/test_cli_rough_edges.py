@@ -84,3 +84,19 @@ def test_state_check_prints_findings_as_doctor_does(tmp_path, capsys):
     assert report['findings'][0] == {
         'level': 'problem', 'where': 'local',
         'text': lines[0][len('problem: local: '):]}
+
+
+def test_status_shows_every_time_in_one_form():
+    """Issue 41, low item: a snapshot's ``20261126T110000Z`` beside a
+    run's ``2026-11-26T11:00:00Z``, kubeadm's dates as kubeadm wrote
+    them."""
+    import json
+
+    from mgmt_driver.common import utctime
+    from mgmt_driver.operations import certificates
+    found = certificates.parse_expiration(json.dumps({'certificates': [
+        {'name': 'apiserver', 'residualTime': 86400,
+         'expirationDate': '2027-09-22T12:00:00.5+02:00'}]}), '10.10.0.11')
+    assert found[0].expires == '2027-09-22T10:00:00Z'
+    assert utctime.iso_utc('20261126T110000Z') == '2026-11-26T11:00:00Z'
+    assert utctime.iso_utc('not a time') == 'not a time'
