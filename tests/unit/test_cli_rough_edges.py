@@ -100,3 +100,18 @@ def test_status_shows_every_time_in_one_form():
     assert found[0].expires == '2027-09-22T10:00:00Z'
     assert utctime.iso_utc('20261126T110000Z') == '2026-11-26T11:00:00Z'
     assert utctime.iso_utc('not a time') == 'not a time'
+
+
+def test_params_check_says_what_it_merged_and_how_it_logs_in(capsys):
+    """Issue 41, low item: ``masters ubuntu:22`` read like an OS version,
+    and an instantiation (nothing to merge) said ``"merged": true``."""
+    import pathlib
+    sample = str(pathlib.Path(__file__).parents[2] / 'samples' /
+                 'instantiate_ha.json')
+    assert cli.main(['params', 'check', '-o', 'json', sample]) == \
+        cli.EXIT_OK
+    report = _json_of(capsys.readouterr().out)
+    assert report['merged'] is False
+    assert report['summary'].startswith(
+        'valid: masters as ubuntu (SSH port 22) by password')
+    assert 'ubuntu:22' not in report['summary']
