@@ -937,11 +937,19 @@ def _gone(report, instance_id):
     keys are forgotten, so each VM's section would only say that its
     key is unknown)."""
     differences = report.get('differences') or {}
-    if differences.get('ok', True) or any(
-            report[name]['ok'] for name in _CLUSTER_SECTIONS) or not (
-            differences['error'] or '').startswith('no inventory'):
+    if any(report[name]['ok'] for name in _CLUSTER_SECTIONS):
         return None
     store = records.RecordStore.from_conf()
+    if store.state(instance_id) == records.RELEASED:
+        # Whatever the workspace still holds (terminate may have failed
+        # to remove it): the VMs' keys went with the record.
+        return ('no cluster: instance %r has no record in %s: it was '
+                'terminated (its record is released), so none of its VMs '
+                'was read; --output json shows what was tried'
+                % (instance_id, store.directory))
+    if differences.get('ok', True) or not (
+            differences['error'] or '').startswith('no inventory'):
+        return None
     record = store.load(instance_id)
     if record.hosts or record.keys or record.vims:
         return None

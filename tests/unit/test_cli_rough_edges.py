@@ -115,3 +115,41 @@ def test_params_check_says_what_it_merged_and_how_it_logs_in(capsys):
     assert report['summary'].startswith(
         'valid: masters as ubuntu (SSH port 22) by password')
     assert 'ubuntu:22' not in report['summary']
+
+
+class _KeysForgotten:
+    """Every VM's host key forgotten, as terminate leaves them; the
+    Ansible server's workspace (and its inventory) left behind."""
+
+    def __init__(self, *args, **kwargs):
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def connection(self, host, *args):
+        from mgmt_driver.common import exceptions
+        raise exceptions.HostKeyNotRecorded(
+            fingerprint='SHA256:x', host=host, port=22,
+            known_hosts='known_hosts')
+
+
+def test_status_after_terminate_gives_no_host_key_advice(monkeypatch,
+                                                         capsys):
+    """Before: a section per VM, each advising ssh-keyscan."""
+    from mgmt_driver.state import records
+    from tests.unit.test_cli_low_items import PARAMS
+    from tests.unit.test_cli_low_items import TOPOLOGY
+    cli._load_config([])
+    store = records.RecordStore.from_conf()
+    store.save(records.InstanceRecord('gone'))
+    store.remove('gone')
+    monkeypatch.setattr(cli.ssh, 'ConnectionPool', _KeysForgotten)
+    code = cli.main(['status', '--params', PARAMS, '--topology', TOPOLOGY,
+                     '--instance-id', 'gone'])
+    out, err = capsys.readouterr()
+    assert code == cli.EXIT_REMOTE_FAILURE and out == '', out + err
+    assert 'ssh-keyscan' not in err and 'it was terminated' in err
