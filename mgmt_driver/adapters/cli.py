@@ -1109,8 +1109,8 @@ def _add_list_command(subparsers):
                      'server, node counts, last operation and its result')
     _add_output(command, 'records_dir, instances: [{instance_id, vims, '
                          'ansible_server, masters, workers, gateways, '
-                         'workspace, last_operation, error}]; exit 2 when '
-                         'a record cannot be read')
+                         'workspace, last_operation, error, reason}]; exit 2 '
+                         'when a record cannot be read')
     command.set_defaults(func=_list)
 
 

@@ -153,3 +153,20 @@ def test_status_after_terminate_gives_no_host_key_advice(monkeypatch,
     out, err = capsys.readouterr()
     assert code == cli.EXIT_REMOTE_FAILURE and out == '', out + err
     assert 'ssh-keyscan' not in err and 'it was terminated' in err
+
+
+def test_list_says_why_a_record_is_unreadable_and_keeps_a_paths_end():
+    """Issue 41, low item: "unreadable record" alone, and a kubeconfig's
+    path cut in its middle, losing the file name."""
+    from mgmt_driver.adapters import listing
+    from mgmt_driver.state import records
+    path = '/var/lib/kubespray-mgmt/' + 'deep/' * 20 + 'prod-eu.kubeconfig'
+    good = dict(listing._blank('i-1'), vims=[
+        {'kind': records.KUBECONFIG, 'id': path, 'name': None}])
+    bad = dict(listing._blank('i-2'), error='The record ... cannot be used',
+               reason='Expecting value: line 1 column 2 (char 1)')
+    lines = listing.format_text([good, bad]).splitlines()
+    assert lines[2].endswith('unreadable record: Expecting value: line 1 '
+                             'column 2 (char 1)')
+    vim = lines[1].split()[1]
+    assert vim.endswith('/deep/prod-eu.kubeconfig') and len(vim) <= 60
