@@ -158,10 +158,7 @@ def parse_record(text):
     """
     if text is None:
         return None
-    try:
-        data = untrusted.load_json(text)
-    except untrusted.Refused as exc:
-        raise ValueError('not JSON (%s)' % exc) from None
+    data = untrusted.load_record(text)
     request = data.get('request') if isinstance(data, dict) else None
     done = data.get('done') if isinstance(data, dict) else None
     if not (isinstance(request, str) and _REQUEST.fullmatch(request)) or \
