@@ -937,7 +937,7 @@ def _gone(report, instance_id):
     keys are forgotten, so each VM's section would only say that its
     key is unknown)."""
     differences = report.get('differences') or {}
-    if any(report[name]['ok'] for name in _CLUSTER_SECTIONS):
+    if any((report.get(name) or {}).get('ok') for name in _CLUSTER_SECTIONS):
         return None
     store = records.RecordStore.from_conf()
     if store.state(instance_id) == records.RELEASED:

@@ -139,7 +139,8 @@ def remove_workers(drv, cluster, names, rejoin=False):
     """
     cluster = drv.in_recorded_order(cluster)
     remaining = cluster.remove(*names)
-    drv.step('removing %s', ', '.join(names) or 'nothing')
+    drv.step('removing %s' % ', '.join(names) if names else
+             'no node to remove')
     gateways.update(drv, remaining)
     if names:
         remove_from_kubernetes(drv, cluster, names)

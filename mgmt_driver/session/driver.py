@@ -54,7 +54,8 @@ from mgmt_driver.state import registry
 
 LOG = safetext.logger(__name__)
 #: The attribute of a warning's log record that says it was already
-#: shown as a progress line (:meth:`ClusterDriver.warn`).
+#: shown as a progress line (:meth:`ClusterDriver.warn`): a handler that
+#: turns the driver's warnings into progress lines skips it.
 SHOWN_AS_PROGRESS = 'shown_as_progress'
 
 #: The VNF package directory holding private keys uploaded for Ansible.
@@ -246,10 +247,8 @@ class ClusterDriver:
             self._progress(message)
 
     def warn(self, text, *args):
-        """Log a warning and show it as a progress line (the record says
-        so: ``shown_as_progress``, which a handler that turns the
-        driver's warnings into progress lines skips, not to print it
-        twice)."""
+        """Log a warning and show it as a progress line (once: the
+        record says so, :data:`SHOWN_AS_PROGRESS`)."""
         message = text % args if args else text
         LOG.warning('[%s] %s', self.instance_id, message,
                     extra={SHOWN_AS_PROGRESS: bool(self._progress)})

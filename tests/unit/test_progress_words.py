@@ -78,4 +78,7 @@ def test_a_join_of_no_worker_says_so(tmp_path):
     drv, cluster, lines = _planning(tmp_path)
     membership.scale_out(drv, cluster, [], purpose='heal')
     assert lines[0] == 'heal: no worker to join again'
+    del lines[:]
+    membership.remove_workers(drv, cluster, [])
+    assert lines[0] == 'no node to remove'
     assert not any('nothing' in line for line in lines)
