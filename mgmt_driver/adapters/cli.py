@@ -29,6 +29,7 @@ import time
 from oslo_config import cfg
 
 from mgmt_driver.adapters import csar
+from mgmt_driver.adapters import doctor
 from mgmt_driver.adapters import lcm_requests
 from mgmt_driver.adapters import listing
 from mgmt_driver.adapters import runreport
@@ -511,6 +512,8 @@ def _warnings_shown(progress, debug):
         return
     handler = safetext.EscapingHandler(progress, logging.WARNING,
                                        'warning: %(message)s')
+    # ClusterDriver.warn shows its own, without the instance id prefix.
+    handler.addFilter(_not_shown_yet)
     muted = [h for h in logging.getLogger().handlers
              if isinstance(h, _StderrLog)]
     logger.addHandler(handler)
@@ -522,6 +525,10 @@ def _warnings_shown(progress, debug):
         for stderr_log in muted:
             stderr_log.removeFilter(_not_the_drivers)
         logger.removeHandler(handler)
+
+
+def _not_shown_yet(record):
+    return not getattr(record, driver.SHOWN_AS_PROGRESS, False)
 
 
 def _not_the_drivers(record):
@@ -773,9 +780,12 @@ def _run_for_real(args, drv, cluster, names, name, extra, progress):
                                                  **extra)
     except KeyboardInterrupt as exc:
         done = progress.done_text()
-        if isinstance(exc, detached.Interrupted) or done is None:
-            raise
-        raise _InterruptedAfter(done) from None
+        if not isinstance(exc, detached.Interrupted) and done is not None:
+            exc = _InterruptedAfter(done)
+        if args.output == 'json':
+            _print_json(report.document(drv.playbook_runs, error=exc))
+            args.reported = True
+        raise exc from None
     except Exception as exc:
         if args.output == 'json':
             _print_json(report.document(drv.playbook_runs, error=exc))
@@ -927,11 +937,19 @@ def _gone(report, instance_id):
     keys are forgotten, so each VM's section would only say that its
     key is unknown)."""
     differences = report.get('differences') or {}
-    if differences.get('ok', True) or any(
-            report[name]['ok'] for name in _CLUSTER_SECTIONS) or not (
-            differences['error'] or '').startswith('no inventory'):
+    if any((report.get(name) or {}).get('ok') for name in _CLUSTER_SECTIONS):
         return None
     store = records.RecordStore.from_conf()
+    if store.state(instance_id) == records.RELEASED:
+        # Whatever the workspace still holds (terminate may have failed
+        # to remove it): the VMs' keys went with the record.
+        return ('no cluster: instance %r has no record in %s: it was '
+                'terminated (its record is released), so none of its VMs '
+                'was read; --output json shows what was tried'
+                % (instance_id, store.directory))
+    if differences.get('ok', True) or not (
+            differences['error'] or '').startswith('no inventory'):
+        return None
     record = store.load(instance_id)
     if record.hosts or record.keys or record.vims:
         return None
@@ -1011,8 +1029,12 @@ def _add_logs_command(subparsers):
 # --- doctor (mgmt_driver.adapters.doctor)
 # --------------------------------------------
 
+#: doctor's last finding when the config files cannot be used.
+_CONFIG_UNUSABLE = ('nothing else checked: the checks need a configuration '
+                    'they can use')
+
+
 def _doctor(args):
-    from mgmt_driver.adapters import doctor
     spec = cluster = None
     try:
         if args.params:
@@ -1024,6 +1046,12 @@ def _doctor(args):
     with ssh.ConnectionPool(doctor.doctor_settings(cfg.CONF)) as pool:
         findings = doctor.check_all(cfg.CONF, spec, cluster, pool,
                                     foreign_sections=True)
+    return _doctor_report(args, findings)
+
+
+def _doctor_report(args, findings):
+    """Print *findings* (doctor's and state check's format); :returns:
+    their exit code."""
     if args.output == 'json':
         _print_json({'exit_code': doctor.exit_code(findings),
                      'findings': [dataclasses.asdict(f) for f in findings]})
@@ -1081,8 +1109,8 @@ def _add_list_command(subparsers):
                      'server, node counts, last operation and its result')
     _add_output(command, 'records_dir, instances: [{instance_id, vims, '
                          'ansible_server, masters, workers, gateways, '
-                         'workspace, last_operation, error}]; exit 2 when '
-                         'a record cannot be read')
+                         'workspace, last_operation, error, reason}]; exit 2 '
+                         'when a record cannot be read')
     command.set_defaults(func=_list)
 
 
@@ -1278,11 +1306,8 @@ def _demo_workers(text):
 # --------------
 
 def _state_check(args):
-    lines = statestore.report(cfg.CONF)
-    for kind, text in lines:
-        _say('%s: %s' % (kind, text))
-    return EXIT_BAD_INPUT if any(k == 'problem' for k, _ in lines) \
-        else EXIT_OK
+    # doctor's findings, in doctor's format (doctor checks these too).
+    return _doctor_report(args, doctor.state_findings(cfg.CONF))
 
 
 def _fleet_path():
@@ -1317,8 +1342,10 @@ def _add_state_commands(subparsers):
     check = commands.add_parser(
         'check', help='is this conductor\'s state store the one shared by '
                       'every tacker-conductor ([kubespray_mgmt] '
-                      'state_store_id), private and writable? exit 0 yes, '
-                      '1 a problem (each printed)')
+                      'state_store_id), private and writable? one line '
+                      'per finding, as doctor prints them; exit 0 yes, '
+                      '1 a problem')
+    _add_output(check, 'exit_code, findings (level, where, text)')
     check.set_defaults(func=_state_check)
     heals = commands.add_parser(
         'heals', help='automatic heals in flight across the fleet, the '
@@ -1506,6 +1533,11 @@ def _main(argv):
         parser.print_help(sys.stderr)
         return EXIT_BAD_INPUT
     problems = _load_config(_config_files(args.config_file))
+    if problems and args.command == 'doctor':
+        return _doctor_report(args, [
+            doctor.Finding(doctor.PROBLEM, doctor.LOCAL, text)
+            for text in problems] + [
+            doctor.Finding(doctor.NOTE, doctor.LOCAL, _CONFIG_UNUSABLE)])
     for problem in problems:
         _say('kubespray-mgmt: %s' % problem, file=sys.stderr)
     if problems:
@@ -1522,12 +1554,18 @@ def _call(args):
     try:
         return args.func(args)
     except KeyboardInterrupt as exc:
-        _say('kubespray-mgmt: interrupted%s' % (
+        message = 'interrupted%s' % (
             '; %s. Run the same command again to follow and finish it' % exc
             if isinstance(exc, detached.Interrupted) else
             '; %s. Run the same command again to finish the operation' % exc
-            if isinstance(exc, _InterruptedAfter) else ''),
-            file=sys.stderr)
+            if isinstance(exc, _InterruptedAfter) else '')
+        _say('kubespray-mgmt: ' + message, file=sys.stderr)
+        if getattr(args, 'output', None) == 'json' and \
+                not getattr(args, 'reported', False):
+            # The command's own object was not printed: this one, so
+            # that standard output holds one object whatever the outcome.
+            _print_json({'result': 'interrupted', 'error': message,
+                         'exit_code': EXIT_INTERRUPTED})
         return EXIT_INTERRUPTED
     except _DRIVER_ERRORS as exc:
         _say('kubespray-mgmt: %s' % exceptions.plain_message(exc),

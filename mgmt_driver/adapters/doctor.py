@@ -113,14 +113,19 @@ def check_config(conf, foreign_sections=False):
 def check_directories(conf):
     """The state store's directories, then the key files and
     directories (:data:`LOCAL` findings)."""
-    found = []
-    for kind, text in statestore.report(conf):
-        level = {'problem': PROBLEM, 'note': NOTE}.get(kind, OK)
-        found.append(Finding(level, LOCAL, text))
+    found = state_findings(conf)
     for option, directory in statestore.locations(conf):
         if not os.path.exists(directory):
             found += _creatable(option, directory)
     return found + _key_findings(conf[kconf.GROUP])
+
+
+def state_findings(conf):
+    """The state store's report (:func:`statestore.report`) as
+    :data:`LOCAL` findings: what ``state check`` prints."""
+    levels = {'problem': PROBLEM, 'note': NOTE}
+    return [Finding(levels.get(kind, OK), LOCAL, text)
+            for kind, text in statestore.report(conf)]
 
 
 def _creatable(option, directory):

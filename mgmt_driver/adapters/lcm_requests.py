@@ -69,7 +69,8 @@ class Checked:
     kind: str
     spec: object            # the ClusterSpec that applies (None: modify)
     overrides: list         # sections a non-instantiate request replaces
-    merged: bool            # checked against the real instantiation
+    merged: bool            # overrides checked merged into the real
+                            # instantiation (--instantiated)
     metadata: object = None  # a modify's upgrade.MetadataRequest
     other_keys: tuple = ()   # a modify's metadata keys left to Tacker
     warnings: list = dataclasses.field(default_factory=list)  # see check
@@ -166,7 +167,7 @@ def _check_kind(document, kind, instantiated, default_key_file):
     if kind == INSTANTIATE:
         spec = params.parse_params(additional_params(document),
                                    default_key_file=default_key_file)
-        return Checked(kind, spec, [], True)
+        return Checked(kind, spec, [], False)  # nothing to merge
     return _check_overrides(document, kind, instantiated, default_key_file)
 
 

@@ -12,6 +12,7 @@ result (:func:`mgmt_driver.state.statestore.recorded`).
 """
 
 from mgmt_driver.common import exceptions
+from mgmt_driver.common import safetext
 from mgmt_driver.model import core
 from mgmt_driver.state import follow
 from mgmt_driver.state import records as records_mod
@@ -31,8 +32,8 @@ def entries(store):
     ``workers``, ``gateways`` (counts), ``workspace``,
     ``last_operation`` (``{operation, result, started, ended, error,
     host}``, with ``waiting`` while a running operation waits for a
-    playbook slot, or None) and ``error`` (why the record cannot be read, or
-    None).
+    playbook slot, or None), ``error`` (why the record cannot be read, or
+    None) and ``reason`` (that error's cause alone, as the text shows it).
     """
     return [_entry(store, instance_id)
             for instance_id in store.instance_ids()]
@@ -42,7 +43,8 @@ def _entry(store, instance_id):
     try:
         record = store.load(instance_id)
     except exceptions.InstanceRecordInvalid as exc:
-        return dict(_blank(instance_id), error=str(exc))
+        return dict(_blank(instance_id), error=str(exc),
+                    reason=str(exc.fields.get('reason') or '?'))
     cluster = record.cluster or {}
     if cluster:
         counts = follow.node_counts(cluster)
@@ -66,7 +68,7 @@ def _entry(store, instance_id):
 def _blank(instance_id):
     return {'instance_id': instance_id, 'vims': [], 'ansible_server': None,
             'masters': 0, 'workers': 0, 'gateways': 0, 'workspace': None,
-            'last_operation': None, 'error': None}
+            'last_operation': None, 'error': None, 'reason': None}
 
 
 def _ansible_server(record, cluster):
@@ -90,14 +92,15 @@ def format_text(found):
 
 def _row(entry):
     if entry['error']:
-        return (entry['instance_id'], '-', '-', '-', '-', '-', '-',
-                'unreadable record')
+        return (_clip(entry['instance_id']), '-', '-', '-', '-', '-', '-',
+                'unreadable record: ' + _clip(entry.get('reason') or '?'))
     last = entry['last_operation'] or {}
     vims = ','.join(_vim_text(v) for v in entry['vims']) or '-'
-    return tuple(_clip(value) for value in (
-        entry['instance_id'], vims, entry['ansible_server'] or '-',
-        str(entry['masters']), str(entry['workers']),
-        str(entry['gateways']), last.get('operation') or '-')) + (
+    cells = (entry['ansible_server'] or '-', str(entry['masters']),
+             str(entry['workers']), str(entry['gateways']),
+             last.get('operation') or '-')
+    return (_clip(entry['instance_id']), _clip_start(vims)) + tuple(
+        _clip(value) for value in cells) + (
         exceptions.clip(_result(last), 2 * _WIDTH + 40),)
 
 
@@ -121,3 +124,10 @@ def _result(last):
 
 def _clip(value):
     return exceptions.clip(str(value), _WIDTH)
+
+
+def _clip_start(value):
+    """*value* escaped, its end kept (a kubeconfig's file name, not the
+    middle of its path, tells it from the others)."""
+    shown = safetext.escape(str(value)[-4 * _WIDTH:])
+    return shown if len(shown) <= _WIDTH else '...' + shown[3 - _WIDTH:]

@@ -104,14 +104,26 @@ class RunReport:
                             % self._collector.dropped)
         return {'operation': self.operation,
                 'instance_id': self.instance_id, 'dry_run': False,
-                'result': 'failed' if error is not None else 'succeeded',
-                'summary': summary,
-                'error': None if error is None else
-                exceptions.plain_message(error),
+                'result': _result(error), 'summary': summary,
+                'error': None if error is None else _error_text(error),
                 'nodes': {'added': sorted(after - self.before),
                           'removed': sorted(self.before - after),
                           'named': self.names},
                 'playbooks': list(playbooks), 'warnings': warnings}
+
+
+def _result(error):
+    if error is None:
+        return 'succeeded'
+    return 'interrupted' if isinstance(error, KeyboardInterrupt) \
+        else 'failed'
+
+
+def _error_text(error):
+    """The message of *error*; Ctrl-C's says what was done, if known."""
+    if isinstance(error, KeyboardInterrupt):
+        return 'interrupted' + ('; %s' % error if str(error) else '')
+    return exceptions.plain_message(error)
 
 
 def planned(operation, instance_id, names, summary, steps):

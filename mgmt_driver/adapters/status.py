@@ -28,6 +28,7 @@ import re
 from mgmt_driver.common import conf as kconf
 from mgmt_driver.common import exceptions
 from mgmt_driver.common import safetext
+from mgmt_driver.common import utctime
 from mgmt_driver.model import absence
 from mgmt_driver.model import labels
 from mgmt_driver.operations import certificates
@@ -184,7 +185,7 @@ def _queue_entry(text, workspace_path):
             'operation': operation or '?', 'playbook': playbook or '?',
             'priority': detached.PRIORITY_CLASSES[
                 detached.priority_class(operation)],
-            'arrived': arrived or '?',
+            'arrived': utctime.iso_utc(arrived) or '?',
             'this_instance': workspace == workspace_path}
 
 
@@ -650,7 +651,9 @@ class StatusReader:
             found = etcdsnapshots.listing(self._ansible(), directory)
         except _READ_ERRORS as exc:
             return _failed(section, exc)
-        section['items'] = found[::-1]
+        # Their names' compact time, shown as every other time here.
+        section['items'] = [dict(item, time=utctime.iso_utc(item['time']))
+                            for item in found[::-1]]
         return section
 
     def _recorded_inventory(self):

@@ -77,6 +77,19 @@ def entry_budget(text, per_entry=TEXT_PER_ENTRY):
     return MIN_ENTRIES + len(text) // per_entry
 
 
+def load_record(text):
+    """:func:`load_json` of a record the driver wrote and reads back
+    from a host (a workspace file), for a parser that raises
+    ``ValueError`` naming no value.
+
+    :raises ValueError: ``not JSON (why)``.
+    """
+    try:
+        return load_json(text)
+    except Refused as exc:
+        raise ValueError('not JSON (%s)' % exc) from None
+
+
 def load_json(text):
     """Parse one JSON document of untrusted *text*, bounded in what it
     builds.

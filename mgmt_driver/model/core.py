@@ -454,10 +454,10 @@ def pool_conflict(node, pools):
 
 
 def _login_text(login):
-    return '%s:%d by %s%s' % (login.username, login.port,
-                              'key' if login.key_file else 'password',
-                              ', sudo with a password'
-                              if login.sudo_password else '')
+    # Not "ubuntu:22", which reads as an OS version.
+    return 'as %s (SSH port %d) by %s%s' % (
+        login.username, login.port, 'key' if login.key_file else 'password',
+        ', sudo with a password' if login.sudo_password else '')
 
 
 def describe(spec):
@@ -466,8 +466,8 @@ def describe(spec):
     parts = [
         'masters %s' % _login_text(spec.master.login),
         'workers %s' % _login_text(spec.worker.login),
-        'ansible %s at %s' % (_login_text(spec.ansible.login),
-                              spec.ansible.ip_address),
+        'ansible at %s %s' % (spec.ansible.ip_address,
+                              _login_text(spec.ansible.login)),
         'LB api port %d, nodeports %d-%d%s' % ((lb.api_port,) +
                                                tuple(lb.nodeport_range) + (
             ', VIP %s (VRRP %d)' % (lb.vip or 'from ' + lb.vip_cp_name,

@@ -32,6 +32,7 @@ import re
 
 from mgmt_driver.common import exceptions
 from mgmt_driver.common import untrusted
+from mgmt_driver.common import utctime
 from mgmt_driver.remote import kubectl
 
 #: ``kubeadm certs check-expiration -o json`` (after the command).
@@ -117,7 +118,7 @@ def _certificate(item, where, authority):
     elif not isinstance(expires, str) or not _DATE.fullmatch(expires):
         raise kubectl.BadShape('%s.expirationDate must be an RFC 3339 '
                                'time' % where)
-    return Certificate(name, authority, expires,
+    return Certificate(name, authority, utctime.iso_utc(expires),
                        round(seconds / SECONDS_PER_DAY, 1), missing,
                        _flag(item, 'externallyManaged', where))
 
@@ -157,10 +158,7 @@ def parse_record(text):
     """
     if text is None:
         return None
-    try:
-        data = untrusted.load_json(text)
-    except untrusted.Refused as exc:
-        raise ValueError('not JSON (%s)' % exc) from None
+    data = untrusted.load_record(text)
     request = data.get('request') if isinstance(data, dict) else None
     done = data.get('done') if isinstance(data, dict) else None
     if not (isinstance(request, str) and _REQUEST.fullmatch(request)) or \

@@ -51,7 +51,8 @@ def relabel(drv, cluster, names, labels=(), taints=()):
         :func:`mgmt_driver.model.labels.parse_taint_list` returns them
         (``key=value:Effect``, or a removal ending in ``-``).
     :returns: the names of the nodes that are not both in *cluster*
-        and in Kubernetes (nothing was changed on them).
+        and in Kubernetes (nothing was changed on them), a
+        :class:`NotRelabelled`.
     """
     # Before anything is read or changed (the identity labels).
     labels_mod.check_relabel(labels, 'relabel labels')
@@ -86,7 +87,23 @@ def relabel(drv, cluster, names, labels=(), taints=()):
     for change, group in taint_groups.items():
         if change:
             client.taint(group, change)
-    return missing
+    changed = {n for groups in (label_groups, taint_groups)
+               for change, group in groups.items() if change for n in group}
+    return NotRelabelled(missing, [n for n in present if n not in changed])
+
+
+class NotRelabelled(list):
+    """The names :func:`relabel` changed nothing on because they are not
+    Kubernetes nodes of the cluster (the list), and, apart, those that
+    already had every label and taint asked (:attr:`unchanged`).
+
+    :param missing: the nodes that are not Kubernetes nodes.
+    :param unchanged: the nodes that needed no change.
+    """
+
+    def __init__(self, missing, unchanged=()):
+        super().__init__(missing)
+        self.unchanged = list(unchanged)
 
 
 def upgrade(drv, cluster, target, serial=None, field='kube_version',

@@ -41,7 +41,6 @@ Each rule returns sentences, so a report lists every problem at once.
 import math
 
 from mgmt_driver.common import exceptions
-from mgmt_driver.common import untrusted
 from mgmt_driver.model import absence
 from mgmt_driver.operations import upgrade as upgrade_mod
 from mgmt_driver.remote import kubectl
@@ -364,12 +363,7 @@ def parse_etcd_health(text, host):
     """
     what = 'etcdctl endpoint health output'
     with kubectl.parsing(host, what):
-        try:
-            data = untrusted.load_json(text)
-        except untrusted.Refused as exc:
-            raise kubectl.BadShape(str(exc)) from None
-        if not isinstance(data, list):
-            raise kubectl.BadShape('the output must be a list')
+        data = kubectl.load_json(text, list)
         found = []
         for i, entry in enumerate(data[:_MAX_ENTRIES]):
             where = '[%d]' % i

@@ -457,9 +457,11 @@ def _run_scale_out(drv, cluster, names, name, vims):
         ' Kubernetes lacks among %s (a dry run cannot ask it: the plan '
         'joins every one)' % ', '.join(new))
     return outcomes.Outcome(
-        '{add} {count} worker(s){which}{gateways}', new + gateways,
+        '{add} {count} worker(s){names}{which}{gateways}', new + gateways,
         count=len(new), which=which,
-        gateways=', %d gateway(s)' % len(gateways) if gateways else '')
+        names=': ' + ', '.join(new) if new and not which else '',
+        gateways=', %d gateway(s): %s' % (len(gateways), ', '.join(gateways))
+        if gateways else '')
 
 
 def _run_scale_in(drv, cluster, names, name, vims):
@@ -519,12 +521,21 @@ def _run_upgrade(drv, cluster, names, name, vims, kube_version=None,
 
 def _run_relabel(drv, cluster, names, name, vims, labels=(), taints=()):
     missing = relabel(drv, cluster, names, labels, taints)
+    same = set(getattr(missing, 'unchanged', ()))
     gone = set(missing)
-    done = [n for n in names if n not in gone]
+    done = [n for n in names if n not in gone and n not in same]
+    same = [n for n in names if n in same]
+    missing_text = '; not Kubernetes nodes: ' + ', '.join(missing) \
+        if missing else ''
+    if same and not done:
+        return outcomes.Outcome(
+            'nothing changed: {same} had every label and taint '
+            'asked{missing}', same=', '.join(same), missing=missing_text)
     return outcomes.Outcome(
-        '{relabel} {names}{missing}', names=', '.join(done) or 'no node',
-        missing='; not Kubernetes nodes: ' + ', '.join(missing)
-        if missing else '')
+        '{relabel} {names}{same}{missing}',
+        names=', '.join(done) or 'no node',
+        same='; nothing changed on %s (every label and taint asked was '
+        'there)' % ', '.join(same) if same else '', missing=missing_text)
 
 
 def _run_renew_certs(drv, cluster, names, name, vims):

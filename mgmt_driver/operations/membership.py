@@ -35,6 +35,10 @@ _UNDRAINED = {
 JOIN_STEPS = {'scale out': 'scale out: adding %s',
               'heal': 'heal: joining %s again',
               'rollback': 'scale-out rollback: joining %s'}
+#: ... and when it has no node to join.
+NOTHING_TO_JOIN = {'scale out': 'scale out: no worker to add',
+                   'heal': 'heal: no worker to join again',
+                   'rollback': 'scale-out rollback: no worker to join'}
 
 
 def scale_out(drv, cluster, new_names, advice=None, purpose='scale out'):
@@ -51,7 +55,10 @@ def scale_out(drv, cluster, new_names, advice=None, purpose='scale out'):
     """
     cluster = drv.in_recorded_order(cluster)
     new_names = [n for n in new_names if n not in drv.absent]
-    drv.step(JOIN_STEPS[purpose], ', '.join(new_names) or 'nothing')
+    if new_names:
+        drv.step(JOIN_STEPS[purpose], ', '.join(new_names))
+    else:
+        drv.step(NOTHING_TO_JOIN[purpose])
     drv.upload_inventory(cluster)
     runner = drv.runner()
     if new_names:
@@ -132,7 +139,8 @@ def remove_workers(drv, cluster, names, rejoin=False):
     """
     cluster = drv.in_recorded_order(cluster)
     remaining = cluster.remove(*names)
-    drv.step('removing %s', ', '.join(names) or 'nothing')
+    drv.step('removing %s' % ', '.join(names) if names else
+             'no node to remove')
     gateways.update(drv, remaining)
     if names:
         remove_from_kubernetes(drv, cluster, names)

@@ -333,10 +333,7 @@ def parse_cordons(text):
     """
     if text is None:
         return None
-    try:
-        data = untrusted.load_json(text)
-    except untrusted.Refused as exc:
-        raise ValueError('not JSON (%s)' % exc) from None
+    data = untrusted.load_record(text)
     if not isinstance(data, dict) or set(data) != {'target',
                                                    'cordoned_before'}:
         raise ValueError('not an object with target and cordoned_before')

@@ -100,19 +100,21 @@ def json_field(obj, key, kind, where, default=None):
 _KIND_NAMES = {dict: 'an object', list: 'a list', str: 'a string'}
 
 
-def load_json(text):
-    """A JSON object parsed from untrusted *text* by
+def load_json(text, kind=dict):
+    """A JSON object (or list: *kind*) parsed from untrusted *text* by
     :func:`untrusted.load_json` (bounded in depth and entries).
 
-    :raises BadShape: not JSON, not an object, too deep or too many
+    :param kind: ``dict`` or ``list``: what the document must be.
+    :raises BadShape: not JSON, not a *kind*, too deep or too many
         entries; the text is never quoted (it may hold a token).
     """
     try:
         data = untrusted.load_json(text)
     except untrusted.Refused as exc:
         raise BadShape(str(exc)) from None
-    if not isinstance(data, dict):
-        raise BadShape('the output is not a JSON object')
+    if not isinstance(data, kind):
+        raise BadShape('the output is not a JSON %s' % (
+            'object' if kind is dict else 'list'))
     return data
 
 

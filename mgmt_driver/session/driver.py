@@ -53,6 +53,10 @@ from mgmt_driver.state import records as records_mod
 from mgmt_driver.state import registry
 
 LOG = safetext.logger(__name__)
+#: The attribute of a warning's log record that says it was already
+#: shown as a progress line (:meth:`ClusterDriver.warn`): a handler that
+#: turns the driver's warnings into progress lines skips it.
+SHOWN_AS_PROGRESS = 'shown_as_progress'
 
 #: The VNF package directory holding private keys uploaded for Ansible.
 KEY_DIR = 'keys'
@@ -243,11 +247,13 @@ class ClusterDriver:
             self._progress(message)
 
     def warn(self, text, *args):
-        """Log a warning and show it as a progress line."""
+        """Log a warning and show it as a progress line (once: the
+        record says so, :data:`SHOWN_AS_PROGRESS`)."""
         message = text % args if args else text
-        LOG.warning('[%s] %s', self.instance_id, message)
+        LOG.warning('[%s] %s', self.instance_id, message,
+                    extra={SHOWN_AS_PROGRESS: bool(self._progress)})
         if self._progress:
-            self._progress('WARNING: ' + message)
+            self._progress('warning: ' + message)
 
     def _remember(self, hosts):
         # Recorded before the first contact.  Listing a host is not

@@ -456,7 +456,10 @@ def test_kubespray_mgmt_run(world, tmp_path, capsys, global_conf):
 
         workers = WORKERS[:3]
         out = run('scale-out', masters, workers)
-        assert out.splitlines()[-1] == 'added 2 worker(s)'
+        added = out.splitlines()[-1]
+        assert added.startswith('added 2 worker(s): ')  # and their names
+        assert set(added.split(': ', 1)[1].split(', ')) == {
+            e2e.name_of(WORKER, w) for w in workers[1:]}
         check_cluster(site, workspace, world, masters, workers)
 
         gone = e2e.name_of(WORKER, workers[0])
@@ -473,7 +476,7 @@ def test_kubespray_mgmt_run(world, tmp_path, capsys, global_conf):
                      tmp_path, masters, workers, capsys)
         # status found a worker Kubernetes lost: scale-out joins it again.
         out = run('scale-out', masters, workers)
-        assert out.splitlines()[-1] == 'added 1 worker(s)'
+        assert out.splitlines()[-1].startswith('added 1 worker(s): worker-')
         check_cluster(site, workspace, world, masters, workers)
 
         # Heal the whole VNF: reset, workspace removed, cluster.yml again.

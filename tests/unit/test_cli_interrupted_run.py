@@ -10,17 +10,21 @@ from mgmt_driver.remote import ssh
 from tests.unit import test_operations as ops
 
 
-def _run_with(monkeypatch, tmp_path, package, operation):
+def _run_with(monkeypatch, tmp_path, package, operation, *more):
     """``run scale-out`` doing *operation* (a fake of the operation
-    function) on the recording fake."""
+    function) on the recording fake, *more* options added."""
     ops._home(monkeypatch, tmp_path, 'home')
+    # No config file: the record is where the command will look for it,
+    # whatever config an earlier test loaded.
+    ops.kconf.register_opts(ops.cfg.CONF)
+    ops.cfg.CONF([], project='kubespray-mgmt', default_config_files=[])
     ops._instantiated()
     pool = ops._scripted(ops.ALL, ops.ALL)
     monkeypatch.setattr(ssh, 'ConnectionPool', lambda *a, **k: pool)
     monkeypatch.setitem(cli.OPERATIONS, 'scale-out', operation)
     return cli.main(['run', 'scale-out', '--params', ops.PARAMS,
                      '--topology', ops.TOPOLOGY, '--instance-id',
-                     ops.INSTANCE, '--package-dir', package])
+                     ops.INSTANCE, '--package-dir', package] + list(more))
 
 
 def _steps_then(error):

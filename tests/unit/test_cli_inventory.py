@@ -52,7 +52,7 @@ def test_params_check_accepts_the_samples(name, capsys):
                      str(params_data.SAMPLES / name)])
     out, err = capsys.readouterr()
     assert code == 0
-    assert out.startswith('valid: masters ubuntu:22 by ')
+    assert out.startswith('valid: masters as ubuntu (SSH port 22) by ')
     assert len(out.splitlines()) == 1
     # Only the warnings about the samples' placeholders (VIM, networks).
     assert all('still a sample placeholder' in line

@@ -50,7 +50,7 @@ def test_overrides_are_merged_with_the_instantiation(capsys, sample):
     code, out, err = _check(capsys, '--instantiated', INSTANTIATE,
                             str(SAMPLES / sample))
     assert code == cli.EXIT_OK, err
-    assert '; with the instantiation: masters ubuntu:22' in out
+    assert '; with the instantiation: masters as ubuntu (SSH port 22)' in out
 
 
 def test_an_override_problem_names_the_field(tmp_path, capsys):

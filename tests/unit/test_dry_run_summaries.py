@@ -27,7 +27,8 @@ WORKSPACE = '/home/ubuntu/kubespray/inventory/cluster-ha/kubespray-mgmt'
 CASES = [
     ('instantiate', [], 'would build cluster ' + CLUSTER,
      sorted(MASTERS + [W1, W2, LB]), []),
-    ('scale-out', ['--nodes', W2], 'would add 1 worker(s)', [W2], []),
+    ('scale-out', ['--nodes', W2], 'would add 1 worker(s): ' + W2, [W2],
+     []),
     ('scale-out', [], 'would add 2 worker(s) Kubernetes lacks among %s, %s '
      '(a dry run cannot ask it: the plan joins every one)' % (W1, W2),
      [W1, W2], []),

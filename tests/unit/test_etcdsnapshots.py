@@ -344,7 +344,9 @@ def test_status_lists_the_snapshots_newest_first(conf):
     text = status._format_etcd_snapshots(section)
     assert text.splitlines()[0] == 'etcd snapshots (%s:%s)' % (
         ANSIBLE, SNAPSHOTS)
-    assert '20261126T110000Z  heal    8      ' + _names('110000')[0] in text
+    # The time in the form of the rest of status, not the name's.
+    assert '2026-11-26T11:00:00Z  heal    8      ' + _names('110000')[0] \
+        in text
     assert json.loads(json.dumps(section)) == section
     ansible.script(LISTING, exit_code=1, stderr='Permission denied',
                    first=True)

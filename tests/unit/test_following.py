@@ -188,7 +188,9 @@ def test_list_names_a_damaged_record_and_exits_2(tmp_path, capsys):
     (tmp_path / 'records' / 'bad.json').write_text('{')
     code, out, err = _list(capsys, tmp_path)
     assert code == cli.EXIT_REMOTE_FAILURE
-    assert out.splitlines()[1].split()[-2:] == ['unreadable', 'record']
+    # Its cause too (issue 41, low item).
+    assert out.splitlines()[1].endswith(
+        '  unreadable record: no valid JSON at line 1, column 2')
 
 
 def test_status_without_params_or_record_says_where_it_looked(tmp_path,

@@ -207,7 +207,7 @@ def test_terminate_warning_is_a_progress_line(conf):
     drv = driver.ClusterDriver(spec, 'inst-1', pool, conf,
                                progress=lines.append)
     drv.terminate(records.TACKER_VIM, lambda vim_id: None)
-    assert any(line.startswith('WARNING: could not remove the workspace %s '
+    assert any(line.startswith('warning: could not remove the workspace %s '
                                'on the Ansible server %s' % (WORKSPACE,
                                                              ANSIBLE))
                for line in lines)

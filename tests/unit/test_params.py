@@ -230,8 +230,8 @@ def test_sudo_password_defaults_to_the_login_password():
     assert spec.external_lb.login.sudo_password == 'Lb-Sudo-3'
     assert 'Sudo-Secret-9' not in repr(spec)
     assert 'Sudo-Secret-9' not in core.describe(spec)
-    assert 'masters ubuntu:22 by password, sudo with a password' in \
-        core.describe(spec)
+    assert 'masters as ubuntu (SSH port 22) by password, sudo with a ' \
+        'password' in core.describe(spec)
 
 
 def test_a_key_login_asks_no_sudo_password_unless_given():
@@ -755,13 +755,15 @@ def test_describe_is_one_line_without_secrets():
     spec = params.parse_params(params_data.sample('instantiate_ha.json'))
     text = core.describe(spec)
     assert '\n' not in text
-    assert text.startswith('valid: masters ubuntu:22 by password')
+    assert text.startswith('valid: masters as ubuntu (SSH port 22) by '
+                           'password')
     assert 'LB api port 8383, nodeports 30000-32767' in text
     assert 'proxy on, 5 extra var(s)' in text
-    assert 'proxy.example.com' not in text and 'ubuntu:22 by password' in text
+    assert 'proxy.example.com' not in text
+    assert 'as ubuntu (SSH port 22) by password' in text
     keyauth = params.parse_params(
         params_data.sample('instantiate_keyauth.json'))
-    assert 'workers ubuntu:22 by key' in core.describe(keyauth)
+    assert 'workers as ubuntu (SSH port 22) by key' in core.describe(keyauth)
 
 
 def test_non_string_keys_are_named_by_their_repr():

@@ -18,9 +18,8 @@ from tests.unit import test_cli_run
 WORKER = 'worker-10-10-0-22'
 
 
-@pytest.fixture
-def healed(tmp_path):
-    """The progress lines of a (planned) heal of one worker."""
+def _planning(tmp_path):
+    """``(driver, cluster, its progress lines)`` of a dry run."""
     kconf.register_opts(cfg.CONF)
     cfg.CONF([], project='kubespray-mgmt', default_config_files=[])
     document = localfiles.load_document(test_cli_run.PARAMS, 'PARAMS')
@@ -32,6 +31,13 @@ def healed(tmp_path):
     drv = driver.ClusterDriver(
         spec, 'i1', plan.PlanPool(), progress=lines.append,
         records=plan.PlanRecords(records.RecordStore(str(tmp_path))))
+    return drv, cluster, lines
+
+
+@pytest.fixture
+def healed(tmp_path):
+    """The progress lines of a (planned) heal of one worker."""
+    drv, cluster, lines = _planning(tmp_path)
     lcm.heal_finish(drv, cluster, [WORKER], 'vim',
                     lcm.KubeconfigVims(str(tmp_path),
                                        dry_run=True))
@@ -64,3 +70,15 @@ def test_the_doubles_hook_task_does_not_read_like_a_failure():
              if line.lstrip('- ').startswith('name:')]
     assert names and not any(name.split('|')[-1].strip().startswith(
         'Failure') for name in names)
+
+
+def test_a_join_of_no_worker_says_so(tmp_path):
+    """Issue 41, low item: "heal: joining nothing again"."""
+    from mgmt_driver.operations import membership
+    drv, cluster, lines = _planning(tmp_path)
+    membership.scale_out(drv, cluster, [], purpose='heal')
+    assert lines[0] == 'heal: no worker to join again'
+    del lines[:]
+    membership.remove_workers(drv, cluster, [])
+    assert lines[0] == 'no node to remove'
+    assert not any('nothing' in line for line in lines)

@@ -332,3 +332,21 @@ def test_a_relabel_too_large_to_read_back_changes_nothing(
     # Within the cap, the same relabel goes through.
     monkeypatch.setattr(safeyaml, 'MAX_CHARS', 2 * 1024 * 1024)
     assert day2.relabel(drv, cluster, names, (), taints) == []
+
+
+def test_a_relabel_that_changes_nothing_says_so(conf):  # noqa: F811
+    """Issue 41, low item: it said "relabelled W1" though W1 had the
+    label already."""
+    from mgmt_driver.operations import lcm
+    drv, cluster, master = _driver(conf)
+    _nodes_are(master, json.loads(_node_json(W1, labels={'zone': 'a'})),
+               json.loads(_node_json(W2)))
+    same = lcm._run_relabel(drv, cluster, [W1], 'vim', None,
+                            labels=(('zone', 'a'),))
+    assert same.words(planned=False) == (
+        'nothing changed: %s had every label and taint asked' % W1)
+    both = lcm._run_relabel(drv, cluster, [W1, W2], 'vim', None,
+                            labels=(('zone', 'a'),))
+    assert both.words(planned=False) == (
+        'relabelled %s; nothing changed on %s (every label and taint asked '
+        'was there)' % (W2, W1))

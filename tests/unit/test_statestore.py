@@ -377,9 +377,9 @@ def test_state_check_reports_an_unmounted_store(tmp_path, capsys):
     code, out = _state_check(tmp_path, capsys)
     assert code == 1
     assert out[0] == (
-        'problem: [kubespray_mgmt] records_dir: %s is in no directory '
-        'holding %s (the shared state directory is not mounted on this '
-        'host, or the option points elsewhere)' % (
+        'problem: local: [kubespray_mgmt] records_dir: %s is in no '
+        'directory holding %s (the shared state directory is not mounted '
+        'on this host, or the option points elsewhere)' % (
             tmp_path / 'state' / 'records', statestore.MARKER))
     assert not (tmp_path / 'state' / 'records').exists()
 
@@ -392,22 +392,22 @@ def test_state_check_accepts_the_shared_store_and_names_open_files(
     (state / statestore.MARKER).write_text('prod-1\n')
     code, out = _state_check(tmp_path, capsys)
     assert code == 0, out
-    assert "ok: every state location is in the store 'prod-1'" in out
-    assert any(line.startswith('ok: locks in ') for line in out)
+    assert "ok: local: every state location is in the store 'prod-1'" in out
+    assert any(line.startswith('ok: local: locks in ') for line in out)
     kept = state / 'records' / 'v2' / 'i1.json'
     kept.write_text('{}')
     kept.chmod(0o644)
     code, out = _state_check(tmp_path, capsys)
     assert code == 1
-    assert 'problem: [kubespray_mgmt] records_dir: %s is readable or ' \
-        'writable by other accounts (want 0600)' % kept in out
+    assert 'problem: local: [kubespray_mgmt] records_dir: %s is readable ' \
+        'or writable by other accounts (want 0600)' % kept in out
 
 
 def test_state_check_without_an_id_only_notes_it(tmp_path, capsys):
     code, out = _state_check(tmp_path, capsys, store_id='')
     assert code == 0
-    assert out[0].startswith('note: [kubespray_mgmt] state_store_id is '
-                             'unset')
+    assert out[0].startswith('note: local: [kubespray_mgmt] state_store_id '
+                             'is unset')
 
 
 def test_a_directory_other_accounts_can_list_is_not_called_private(
@@ -421,10 +421,10 @@ def test_a_directory_other_accounts_can_list_is_not_called_private(
     records = [line for line in out if '] records_dir: %s ' % (
         state / 'records') in line]
     assert records == [
-        'note: [kubespray_mgmt] records_dir: %s is writable by this account '
-        'only, but other accounts can list it (mode 0755: they see which '
-        'instances it holds); chmod 700 it' % (state / 'records')]
+        'note: local: [kubespray_mgmt] records_dir: %s is writable by this '
+        'account only, but other accounts can list it (mode 0755: they see '
+        'which instances it holds); chmod 700 it' % (state / 'records')]
     (state / 'records').chmod(0o700)
     code, out = _state_check(tmp_path, capsys)
-    assert 'ok: [kubespray_mgmt] records_dir: %s is private and writable' % (
-        state / 'records') in out
+    assert 'ok: local: [kubespray_mgmt] records_dir: %s is private and ' \
+        'writable' % (state / 'records') in out

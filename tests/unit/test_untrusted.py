@@ -234,3 +234,21 @@ def test_yaml_refusals(text, problem):
     with pytest.raises(yaml.YAMLError) as caught:
         untrusted.load_yaml(text)
     assert problem in safeyaml.describe(caught.value)
+
+
+def test_a_record_read_back_is_refused_as_a_value_error():
+    """One helper for the parsers of workspace records (certificates'
+    renewal record, upgrade's cordons), not a copy in each."""
+    for parse in (certificates.parse_record, upgrade.parse_cordons,
+                  untrusted.load_record):
+        with pytest.raises(ValueError, match=r'^not JSON \(') as caught:
+            parse('{"a": ' * 100 + '1' + '}' * 100)
+        assert type(caught.value) is ValueError
+
+
+def test_kubectl_load_json_takes_the_expected_kind():
+    assert kubectl.load_json('[1]', list) == [1]
+    with pytest.raises(kubectl.BadShape, match='not a JSON list'):
+        kubectl.load_json('{}', list)
+    with pytest.raises(kubectl.BadShape, match='not a JSON object'):
+        kubectl.load_json('[]')
