@@ -74,6 +74,9 @@ def up(tmp_path_factory):
 def test_site_up_prints_commands_that_work(up):
     directory, printed, out = up
     assert {'status', 'logs', 'run', 'doctor', 'site'} <= set(printed), out
+    assert ('The site took %s (Ansible server), %s (load balancer), '
+            '%s.221 (masters) and %s.231 (workers).' % (
+                ANSIBLE, LB, LOOPBACK, LOOPBACK)) in out.splitlines(), out
     assert 'instantiate' not in out.splitlines()[-1]
     status = _cli(printed['status'])
     assert status.returncode == 0, status.stdout + status.stderr
@@ -164,6 +167,13 @@ def test_a_second_site_up_is_refused_and_site_down_stops_everything(up):
                   LOOPBACK])
     assert again.returncode == 1
     assert 'a site is up in %s already' % directory in again.stderr
+    beside = directory.parent / 'beside'
+    other = _cli(['site', 'up', '--dir', str(beside), '--loopback',
+                  LOOPBACK])
+    assert other.returncode == 1, other.stdout + other.stderr
+    assert ('--loopback %s: the site in %s is up on these addresses' % (
+        LOOPBACK, directory)) in other.stderr
+    assert not beside.exists()
     state = json.loads((directory / kept.STATE_FILE).read_text())
     pids = [e['pid'] for e in state['sshd']] + [
         state[name]['pid'] for name in ('haproxy', 'greeters')]
