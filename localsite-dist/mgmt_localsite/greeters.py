@@ -21,6 +21,7 @@ import signal
 import sys
 import threading
 
+from mgmt_localsite import procs
 from mgmt_localsite import site as site_mod
 
 
@@ -32,6 +33,7 @@ def parse_args(argv):
     """:returns: the parsed command line."""
     parser = argparse.ArgumentParser(prog='mgmt_localsite.greeters')
     parser.add_argument('--marker', required=True)
+    parser.add_argument('--site', help='the kept site it serves (named only)')
     parser.add_argument('--masters', type=_addresses, default=[])
     parser.add_argument('--workers', type=_addresses, default=[])
     parser.add_argument('--nodeports', default='',
@@ -39,12 +41,30 @@ def parse_args(argv):
     return parser.parse_args(argv)
 
 
-def argv(marker, masters, workers, nodeports):
+def argv(marker, masters, workers, nodeports, site=None):
     """The command line that serves *masters* and *workers* (after the
-    Python interpreter)."""
+    Python interpreter); *site*, the kept site's directory, only named
+    there, so that another ``site up`` on these addresses can say which
+    site holds them (:func:`holder`)."""
     return ['-m', 'mgmt_localsite.greeters', '--marker', str(marker),
             '--masters', ','.join(masters), '--workers', ','.join(workers),
-            '--nodeports', ','.join(str(p) for p in nodeports)]
+            '--nodeports', ','.join(str(p) for p in nodeports)] + (
+                ['--site', str(site)] if site else [])
+
+
+def holder(addresses):
+    """The directory of the kept site whose API servers' stand-in
+    serves one of *addresses* (``--site`` of its command line), or None.
+    """
+    wanted = set(addresses)
+    for pid in procs.parents():
+        words = [w for w in procs.cmdline(pid) if w]
+        if 'mgmt_localsite.greeters' not in words or '--site' not in words:
+            continue
+        opts = parse_args(words[words.index('mgmt_localsite.greeters') + 1:])
+        if wanted & set(opts.masters + opts.workers):
+            return opts.site
+    return None
 
 
 def main(args=None):

@@ -101,6 +101,7 @@ def up(directory, masters=1, workers=2, loopback=DEFAULT_LOOPBACK,
                         % (directory, shlex.quote(str(directory))))
     ansible, lb, master_ips, worker_ips = addresses(loopback, masters,
                                                     workers)
+    _refuse_a_second_site(loopback, directory, master_ips + worker_ips)
     account_existed = sshd_mod._user_exists(sshd_mod.TEST_USER)
     lab = lab_mod.Lab(ansible, lb, master_ips, worker_ips, backends=False)
     try:
@@ -110,7 +111,7 @@ def up(directory, masters=1, workers=2, loopback=DEFAULT_LOOPBACK,
         raise SiteError('the local site cannot start: %s' % exc) from None
     greeter = None
     try:
-        greeter = _start_greeters(lab)
+        greeter = _start_greeters(lab, directory)
         lab.conf = site_mod.make_conf(lab.site, lab.haproxy,
                                       **_state_options(lab))
         _instantiate(lab, master_ips, worker_ips, out)
@@ -128,21 +129,39 @@ def up(directory, masters=1, workers=2, loopback=DEFAULT_LOOPBACK,
         _stop_greeters(greeter)
         lab.stop()
         raise
-    out.write(instructions(directory))
+    out.write(instructions(directory, (ansible, lb, master_ips,
+                                       worker_ips)))
     return 0
 
 
-def _start_greeters(lab):
+def _refuse_a_second_site(loopback, directory, taken):
+    """A second site on the addresses of a running one would start
+    beside it (its own ports), and each would answer for the other's
+    nodes.
+
+    :raises SiteError: a kept site serves one of *taken*; names it.
+    """
+    other = greeters.holder(taken)
+    if other is not None:
+        raise SiteError(
+            '--loopback %s: the site in %s is up on these addresses; take '
+            'it down first (kubespray-mgmt site down --dir %s) or give '
+            'another --loopback; %s is left as it was' % (
+                loopback, other, shlex.quote(other), directory))
+
+
+def _start_greeters(lab, directory):
     """Start the masters' API servers and the workers' NodePorts
     (:mod:`mgmt_localsite.greeters`), detached: the upgrade's gates and
-    ``renew-certs`` ask them for ``/readyz``.
+    ``renew-certs`` ask them for ``/readyz``.  Its command line names
+    the site's *directory* (:func:`_refuse_a_second_site`).
 
     :returns: the process, serving.
     :raises SiteError: a port is taken (the message names it).
     """
     proc = subprocess.Popen(
         [sys.executable] + greeters.argv(lab.root, lab.masters, lab.workers,
-                                         lab.nodeports),
+                                         lab.nodeports, site=directory),
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, start_new_session=True,
         env=dict(os.environ, PYTHONPATH=_import_path()))
@@ -267,11 +286,15 @@ def commands(directory):
     }
 
 
-def instructions(directory):
-    """What ``up`` prints at the end."""
+def instructions(directory, taken=None):
+    """What ``up`` prints at the end: with *taken*, ``(ansible, lb,
+    masters, workers)``, the addresses the site took first."""
     c = commands(directory)
-    return '\n'.join([
-        '',
+    said = [''] + (['The site took %s (Ansible server), %s (load balancer), '
+                    '%s (masters) and %s (workers).' % (
+                        taken[0], taken[1], ', '.join(taken[2]),
+                        ', '.join(taken[3]) or 'none')] if taken else [])
+    return '\n'.join(said + [
         'The local site stays up (its files: %s). Try:' % directory,
         '  ' + c['status'],
         '  ' + c['logs'],

@@ -2,10 +2,15 @@
 runs it (smallest size, to keep the functional run short), with the
 ``--upgrade`` step in the same run."""
 
+import os
 import re
+import signal
+import subprocess
+import sys
 
 import pytest
 from mgmt_localsite import demo
+from mgmt_localsite import procs
 from mgmt_localsite import site
 
 from mgmt_driver.adapters import cli
@@ -74,6 +79,41 @@ def test_demo_runs_the_whole_lifecycle_and_stops_the_site(
     assert 'PLAY [' in out and 'TASK [' not in out
     assert 'The whole lifecycle worked' in out
     assert _demo_listeners() == before
+
+
+def _sigint_default():
+    # A shell's background job starts with SIGINT ignored, and Python
+    # then never raises KeyboardInterrupt: as typed at a terminal.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def test_ctrl_c_leaves_no_file_or_process_of_the_site(tmp_path):
+    """Issue 41 item 11: Ctrl-C while a playbook runs says the site is
+    stopped; then nothing of it is left: its directory in the temporary
+    directory (sshd's root, the site, the workspaces, the playbook's
+    files) and every process naming it (SSH control masters)."""
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__))))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [repo, os.path.join(repo, 'localsite-dist')]))
+    proc = subprocess.Popen(
+        [sys.executable, '-m', 'mgmt_driver.adapters.cli', 'demo',
+         '--workers', '1', '--no-tasks'], stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True, cwd=tmp_path, env=env,
+        preexec_fn=_sigint_default)
+    seen = []
+    for line in proc.stdout:
+        seen.append(line)
+        if 'PLAY [' in line:
+            break
+    proc.send_signal(signal.SIGINT)
+    out = ''.join(seen) + proc.communicate(timeout=300)[0]
+    assert proc.returncode == 130, out[-3000:]
+    assert 'the local site is stopped' in out
+    root = re.search(r'kubespray test double at (/\S+?/kmgmt-sshd-[^/]+)/',
+                     out).group(1)
+    assert not os.path.exists(root), os.listdir(root)
+    assert procs.with_marker(root) == []
 
 
 def test_demo_refuses_bad_sizes(capsys):

@@ -12,9 +12,12 @@ import subprocess
 import sys
 
 import pytest
+import yaml
 from mgmt_localsite import kept
 from mgmt_localsite import procs
 from mgmt_localsite import site as site_mod
+
+from tests import docs
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
@@ -25,12 +28,15 @@ pytestmark = pytest.mark.skipif(site_mod.unavailable() is not None,
                                 reason=str(site_mod.unavailable()))
 
 
-def _cli(argv, timeout=300):
-    """``kubespray-mgmt ARGV`` in a process of its own."""
+def _cli(argv, timeout=300, config=None):
+    """``kubespray-mgmt ARGV`` in a process of its own (*config*: the
+    config file it reads without ``--config-file``)."""
     # The checkout's site too, not an installed one.
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [REPO, os.path.join(REPO, 'localsite-dist')]))
     env.pop('KUBESPRAY_MGMT_CONFIG_FILES', None)
+    if config:
+        env['KUBESPRAY_MGMT_CONFIG_FILES'] = str(config)
     return subprocess.run([sys.executable, '-m', 'mgmt_driver.adapters.cli']
                           + argv,
                           capture_output=True, text=True, timeout=timeout,
@@ -68,6 +74,9 @@ def up(tmp_path_factory):
 def test_site_up_prints_commands_that_work(up):
     directory, printed, out = up
     assert {'status', 'logs', 'run', 'doctor', 'site'} <= set(printed), out
+    assert ('The site took %s (Ansible server), %s (load balancer), '
+            '%s.221 (masters) and %s.231 (workers).' % (
+                ANSIBLE, LB, LOOPBACK, LOOPBACK)) in out.splitlines(), out
     assert 'instantiate' not in out.splitlines()[-1]
     status = _cli(printed['status'])
     assert status.returncode == 0, status.stdout + status.stderr
@@ -129,12 +138,42 @@ def test_upgrade_and_renew_certs_pass_their_gates(up):
     assert 'upgraded demo to 1.34.7: 2 node(s) upgraded' in upgrade.stdout
 
 
+def test_the_guide_s_site_commands_run_on_the_kept_site(up, tmp_path):
+    """Every command of a ``site`` block of the docs, in their order,
+    with the substitution rule of ``contributor/testing`` ("Commands in
+    the docs"), exits as the docs say (issue 41: the guide says nothing
+    a command contradicts).  The guide ends with ``run terminate``."""
+    directory = up[0]
+    site = {'config': directory / kept.CONFIG_FILE,
+            'params': directory / kept.PARAMS_FILE,
+            'topology': directory / kept.TOPOLOGY_FILE, 'scratch': tmp_path}
+    nodes = docs.sample_nodes(yaml.safe_load(site['topology'].read_text()))
+    commands = docs.site_commands()
+    assert commands[-1][1].startswith('kubespray-mgmt run terminate')
+    failed = []
+    for page, command in commands:
+        for argv, code in docs.site_argv(command, site, nodes):
+            result = _cli(argv, timeout=600, config=site['config'])
+            if result.returncode != code:
+                failed.append('%s: %s: exit %d, not %d:\n%s%s' % (
+                    page, shlex.join(argv), result.returncode, code,
+                    result.stdout[-2000:], result.stderr[-2000:]))
+    assert failed == []
+
+
 def test_a_second_site_up_is_refused_and_site_down_stops_everything(up):
     directory, printed, _ = up
     again = _cli(['site', 'up', '--dir', str(directory), '--loopback',
                   LOOPBACK])
     assert again.returncode == 1
     assert 'a site is up in %s already' % directory in again.stderr
+    beside = directory.parent / 'beside'
+    other = _cli(['site', 'up', '--dir', str(beside), '--loopback',
+                  LOOPBACK])
+    assert other.returncode == 1, other.stdout + other.stderr
+    assert ('--loopback %s: the site in %s is up on these addresses' % (
+        LOOPBACK, directory)) in other.stderr
+    assert not beside.exists()
     state = json.loads((directory / kept.STATE_FILE).read_text())
     pids = [e['pid'] for e in state['sshd']] + [
         state[name]['pid'] for name in ('haproxy', 'greeters')]

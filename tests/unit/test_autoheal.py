@@ -6,8 +6,11 @@ import functools
 import json
 import logging
 import pathlib
+import re
+import shlex
 import shutil
 import subprocess
+import sys
 import types
 
 import pytest
@@ -20,6 +23,7 @@ from mgmt_driver.operations import autoheal
 from mgmt_driver.operations import day2
 from mgmt_driver.operations import membership
 from mgmt_driver.session import driver
+from tests import docs
 from tests import packages
 from tests.unit.test_driver import conf  # noqa: F401 (a fixture)
 from tests.unit.test_relabel import W1
@@ -266,6 +270,31 @@ def test_the_shipped_rules_are_the_rendered_ones():
     assert rule['for'] == '90s'
     assert rule['labels'] == {'receiver_type': 'tacker',
                               'function_type': 'auto_heal'}
+
+
+def test_the_rules_file_header_names_the_page_that_says_how():
+    """The header names a page and a section of it (issue 41: it named
+    the README's "Self-healing" section, which is no more)."""
+    header = ' '.join(line.lstrip('# ') for line in
+                      autoheal.HEADER.splitlines()).replace('/ ', '/')
+    page = re.search(r'doc/source/(\S+)\.rst, "([^"]+)"', header)
+    assert page, header
+    assert docs.section(page.group(1), page.group(2), '=')
+
+
+def test_the_runbook_line_renders_the_rules(tmp_path):
+    """The page's command, with this Python for the conductor's."""
+    block = docs.page('admin/autoheal').split('\n.. code-block:: shell\n',
+                                              1)[1].split('\n\n', 2)[1]
+    command = [line.strip() for line in block.splitlines()
+               if line.strip() and not line.strip().startswith('#')]
+    assert command[0].startswith('/path/to/tacker/venv/bin/python -c ')
+    argv = shlex.split(command[0].split(' > ')[0])
+    done = subprocess.run([sys.executable] + argv[1:], capture_output=True,
+                          text=True, check=False, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert yaml.safe_load(done.stdout)['groups'][0]['rules'][0][
+        'for'] == '10m'
 
 
 @pytest.mark.parametrize('duration', ['5', '0m', 'soon', '5m; x', None])

@@ -239,3 +239,37 @@ def test_the_lab_s_driver_logs_under_the_run_name():
             'additionalParams'], need_cp_names=False)
     drv, _ = lab.driver(spec, 'demo', operation='scale-out')
     assert drv.operation == 'scale_out'
+
+
+def test_a_second_site_on_the_same_loopback_is_refused(monkeypatch,
+                                                       tmp_path):
+    """Issue 41: it started beside the first, each site answering for
+    the other's nodes.  Refused before anything starts, naming the
+    running site (found by its API servers' stand-in)."""
+    from mgmt_localsite import greeters
+    from mgmt_localsite import kept
+    from mgmt_localsite import procs
+    first = tmp_path / 'first'
+    running = ['python3'] + greeters.argv(
+        '/tmp/kmgmt-sshd-x/scratch/site-1', ['127.0.52.221'],
+        ['127.0.52.231'], [30001], site=first) + ['']
+    monkeypatch.setattr(procs, 'parents', lambda: {4242: 1, 4243: 1})
+    monkeypatch.setattr(procs, 'cmdline', lambda pid: running if pid == 4242
+                        else ['sshd', '--site', 'x'])
+    with pytest.raises(kept.SiteError) as raised:
+        kept.up(tmp_path / 'second', loopback='127.0.52')
+    assert str(raised.value) == (
+        '--loopback 127.0.52: the site in %s is up on these addresses; take '
+        'it down first (kubespray-mgmt site down --dir %s) or give another '
+        '--loopback; %s is left as it was' % (first, first,
+                                              tmp_path / 'second'))
+    assert not (tmp_path / 'second').exists()
+    assert greeters.holder(['127.0.53.221']) is None
+
+
+def test_site_up_says_which_addresses_it_took(tmp_path):
+    from mgmt_localsite import kept
+    text = kept.instructions(tmp_path, kept.addresses('127.0.52', 1, 2))
+    assert ('The site took 127.0.52.210 (Ansible server), 127.0.52.211 '
+            '(load balancer), 127.0.52.221 (masters) and 127.0.52.231, '
+            '127.0.52.232 (workers).') in text.splitlines()

@@ -11,9 +11,17 @@ unit tests already.
 
 Commands (``contributor/testing``, "Commands in the docs"): a literal
 block that shows commands is a ``.. code-block:: shell`` with
-``:class: example`` (shown, not run) or ``:class: run`` (every line is
+``:class: example`` (shown, not run), ``:class: run`` (every line is
 run here, by ``kubespray-mgmt``'s own ``main``, from the repository's
-root, and must exit 0).  Other literal blocks (output, config files,
+root, and must exit 0) or ``:class: site`` (run in order on the kept
+site by ``tests/functional/test_kept_site.py``; here each is checked to
+be a ``kubespray-mgmt`` command the substitution rule can map).  An
+``example`` block holds only commands a test cannot run: another
+program than ``kubespray-mgmt`` (``openstack``, ``sudo``...), a
+synopsis (``|``, ``...``, a word in capitals for a value), ``site`` or
+``demo`` (they start a site of their own: the kept site's fixture and
+``test_demo.py`` run them), or a ``# example: WHY`` comment after it or
+as the block's first line.  Other literal blocks (output, config files,
 JSON) are ``.. code-block:: text`` and must not start with a command.
 The only plain ``::`` blocks are the README's two quick-start commands,
 which CI runs (``.ci/run`` is ``tools/run-tests``; ``tools/demo`` runs
@@ -23,6 +31,7 @@ which CI runs (``.ci/run`` is ``tools/run-tests``; ``tools/demo`` runs
 import contextlib
 import io
 import pathlib
+import re
 import shlex
 import subprocess
 
@@ -32,6 +41,8 @@ from docutils import nodes
 from docutils.parsers import rst
 from docutils.parsers.rst import directives
 from docutils.parsers.rst import roles
+
+from tests import docs
 
 ROOT = pathlib.Path(__file__).parents[2]
 SOURCE = 'doc/source/'
@@ -140,6 +151,53 @@ def _is_command(text):
     return word in COMMANDS or word.startswith(('tools/', '/'))
 
 
+#: The classes of a command block: shown only, run here, run on the site.
+KINDS = ('example', 'run', 'site')
+
+RULE = 'mark it site or run, or say why: # example: WHY'
+
+#: What makes a ``kubespray-mgmt`` line a synopsis, not a command: an
+#: alternative, an ellipsis, or a value in capitals (``--params P``).
+SYNOPSIS = re.compile(r'\||\.\.\.|(?:^| )[A-Z][A-Z0-9_.%]*(?= |\]|$)')
+
+#: Subcommands that start a site of their own (run by the kept site's
+#: fixture and tests/functional/test_demo.py, never inside it).
+OWN_SITE = ('site', 'demo')
+
+
+class _AnyNode(dict):
+    def __missing__(self, name):
+        return name
+
+
+#: A site for the substitution of lines that are only read here.
+_NO_SITE = {'config': 'c.conf', 'params': 'p.json', 'topology': 't.yaml',
+            'scratch': 'scratch'}
+
+
+def _runnable_examples(block):
+    """The commands of an ``example`` block a test could run: a
+    ``kubespray-mgmt`` line that starts no site of its own, gives no
+    ``# example:`` reason, and is no synopsis once the kept site's
+    substitution (``tests/docs.site_argv``) has filled in its values."""
+    found, lines = [], block.strip().splitlines()
+    if lines and lines[0].startswith('# example:'):
+        return found  # the reason of the whole block
+    for command in docs._commands(lines):
+        words, _, comment = command.partition(' #')
+        argv = words.split()
+        verb = next((w for w in argv[1:] if not w.startswith('-') and
+                     not w.endswith('.conf')), '')
+        if argv[:1] != ['kubespray-mgmt'] or verb in OWN_SITE or \
+                'example:' in comment or SYNOPSIS.search(words.replace(
+                    '[', ' ').replace(']', ' ')) and SYNOPSIS.search(
+                    ' '.join(docs.site_argv(words, _NO_SITE,
+                                            _AnyNode())[0][0])):
+            continue
+        found.append(command)
+    return found
+
+
 def _misplaced(name, text=None):
     """The first line of every literal block of *name* that breaks the
     convention."""
@@ -148,7 +206,10 @@ def _misplaced(name, text=None):
         if not classes:
             ok = name == 'README.rst' and block in QUICK_START
         elif 'shell' in classes:
-            ok = ('example' in classes) != ('run' in classes)
+            ok = len(set(classes) & set(KINDS)) == 1
+            if ok and 'example' in classes:
+                found += ['%s (not run, and no reason: %s)' % (c, RULE)
+                          for c in _runnable_examples(block)]
         else:
             ok = not _is_command(block)
         if not ok:
@@ -182,7 +243,7 @@ def test_an_unmarked_command_is_found(text):
 
 def test_a_marked_example_and_output_pass():
     text = ('.. code-block:: shell\n   :class: example\n\n'
-            '   kubespray-mgmt list\n\n.. code-block:: text\n\n'
+            '   sudo -u tacker kubespray-mgmt list\n\n.. code-block:: text\n\n'
             '   INSTANCE  VIM\n')
     assert _misplaced(SOURCE + 'x.rst', text) == []
 
@@ -211,3 +272,95 @@ def test_each_command_marked_run_succeeds(name, command, monkeypatch,
 
 def test_some_command_is_marked_run():
     assert len(_run_blocks()) >= 5
+
+
+# --- the kept site's commands (``:class: site``) --------------------------
+
+#: The kept site's topology as tests/functional/test_kept_site.py has it.
+_KEPT = {'masters': [{'ssh_ip': '127.0.52.221'}],
+         'workers': [{'ssh_ip': '127.0.52.231'}],
+         'external_lb': {'ssh_ip': '127.0.52.211'}}
+
+
+@pytest.mark.parametrize('text, found', [
+    ('.. code-block:: shell\n   :class: example\n\n'
+     '   kubespray-mgmt status --params p.json --instance-id ID\n',
+     ['kubespray-mgmt status --params p.json --instance-id ID']),
+    ('.. code-block:: shell\n   :class: example\n\n'
+     '   kubespray-mgmt run heal --nodes worker-10-10-0-21 \\\n'
+     '       --params params.json\n',
+     ['kubespray-mgmt run heal --nodes worker-10-10-0-21 --params '
+      'params.json']),
+    ('.. code-block:: shell\n   :class: example\n\n'
+     '   kubespray-mgmt status --params p.json  # example: needs a VIM\n',
+     []),
+    ('.. code-block:: shell\n   :class: example\n\n'
+     '   # example: needs Tacker\n   kubespray-mgmt list\n', []),
+    ('.. code-block:: shell\n   :class: example\n\n'
+     '   kubespray-mgmt run OPERATION --params P\n'
+     '   kubespray-mgmt render inventory|haproxy --params p.json\n'
+     '   kubespray-mgmt site up --workers 2\n'
+     '   sudo -u tacker kubespray-mgmt list\n'
+     '   openstack vnflcm show <VNF_ID>\n', [])])
+def test_an_example_a_test_could_run_is_found(text, found):
+    assert _misplaced(SOURCE + 'x.rst', text) == [
+        '%s (not run, and no reason: %s)' % (c, RULE) for c in found]
+
+
+def test_a_block_of_two_kinds_is_found():
+    text = ('.. code-block:: shell\n   :class: site example\n\n'
+            '   kubespray-mgmt list\n')
+    assert _misplaced(SOURCE + 'x.rst', text) == ['kubespray-mgmt list']
+
+
+@pytest.mark.parametrize('name', _documentation())
+def test_the_functional_tests_read_the_blocks_as_docutils_does(name):
+    """tests/docs.py reads the shell blocks without docutils (the
+    functional environment has none)."""
+    text = (ROOT / name).read_text()
+    # docutils follows ``.. include::``, tests/docs.py does not: the
+    # included files (outside the tree) hold no site block.
+    kinds = KINDS if '.. include::' not in text else ('site',)
+    ours = [(sorted(set(c) & set(kinds)), commands)
+            for c, commands in docs.shell_blocks(text) if set(c) & set(kinds)]
+    theirs = [(sorted(set(c) & set(kinds)),
+               docs._commands(block.splitlines()))
+              for c, block in _blocks(name)
+              if 'shell' in c and set(c) & set(kinds)]
+    assert ours == theirs
+
+
+def test_every_site_command_maps_onto_the_kept_site():
+    site = {'config': 'c', 'params': 'p', 'topology': 't', 'scratch': 's'}
+    nodes = docs.sample_nodes(_KEPT)
+    commands = docs.site_commands()
+    assert len(commands) >= 20
+    for _, command in commands:
+        for argv, _ in docs.site_argv(command, site, nodes):
+            assert not any(w in ('ID', 'P', 'T') or w.startswith(
+                ('worker-10-', 'master-10-', '[')) for w in argv), argv
+    # The site's last command ends it (tests/functional/test_kept_site).
+    assert commands[-1][1].startswith('kubespray-mgmt run terminate')
+
+
+def test_the_substitution_rule():
+    site = {'config': '/s/c.conf', 'params': '/s/p.json',
+            'topology': '/s/t.yaml', 'scratch': '/x'}
+    nodes = docs.sample_nodes(_KEPT)
+    assert docs.site_argv(
+        'kubespray-mgmt --config-file /etc/tacker/tacker.conf run heal '
+        '--nodes worker-10-10-0-21 --params a.json --topology b.yaml '
+        '--instance-id ID [--dry-run]  # exit 3', site, nodes) == [
+        (['--config-file', '/s/c.conf', 'run', 'heal', '--nodes',
+          'worker-127-0-52-231', '--params', '/s/p.json', '--topology',
+          '/s/t.yaml', '--instance-id', 'demo', '--dry-run'], 3),
+        (['--config-file', '/s/c.conf', 'run', 'heal', '--nodes',
+          'worker-127-0-52-231', '--params', '/s/p.json', '--topology',
+          '/s/t.yaml', '--instance-id', 'demo'], 3)]
+    assert docs.site_argv('kubespray-mgmt render inventory --output-file '
+                          '/tmp/inventory -o json', site, nodes) == [
+        (['render', 'inventory', '--output-file', '/x/inventory', '-o',
+          'json'], 0)]
+    with pytest.raises(ValueError, match='worker-10-10-0-22'):
+        docs.site_argv('kubespray-mgmt run heal --nodes worker-10-10-0-22',
+                       site, nodes)
