@@ -6,17 +6,23 @@ The harness of ``test_slot_turns.py`` and of the benchmarks
 tickets, ``detached.priority_class``) behind real
 ``kubespray.Runner``\\ s, each on its own SSH connection to a real sshd
 and in a thread of its own, as a Tacker conductor's workers run hooks;
-no cluster.  The stand-in ``ansible-playbook`` writes ``start <ws>`` and
-``end <ws>`` lines to one events file and, between them, sleeps the
-seconds in ``<base>/hold`` (when it exists) and then waits while
-``<base>/gates/<ws>`` exists, so a test hands out slot turns one by one.
+no cluster.  The stand-in ``ansible-playbook`` writes ``start <ws>``
+and ``end <ws>`` lines (with the time) to one events file and, between
+them, sleeps the seconds in ``<base>/hold`` (when it exists) and then
+waits while ``<base>/gates/<ws>`` exists, so a test hands out slot
+turns one by one.
 """
 
+import os
 import pathlib
+import pwd
 import re
 import threading
 import time
 import uuid
+
+import pytest
+from mgmt_localsite import sshd as sshd_site
 
 from mgmt_driver.remote import detached
 from mgmt_driver.remote import kubespray
@@ -28,7 +34,7 @@ LAYOUT = kubespray.Layout('playbooks/facts.yml', True, 'v2.31.0')
 STAND_IN = '''#!/bin/sh
 ws=$(printf '%%s\\n' "$*" | sed -n 's|.*/\\(ws-[0-9a-z]*\\)/.*|\\1|p' |
   head -n 1)
-echo "start $ws" >> %(events)s
+echo "start $ws $(date +%%s.%%N)" >> %(events)s
 echo "PLAY [stand-in] ***"
 echo "TASK [stand-in : hold the slot] ***"
 [ -f %(hold)s ] && sleep "$(cat %(hold)s)"
@@ -36,13 +42,45 @@ n=0
 while [ -e %(gates)s/"$ws" ] && [ $n -lt 6000 ]; do
   sleep 0.1; n=$((n + 1))
 done
-echo "end $ws" >> %(events)s
+echo "end $ws $(date +%%s.%%N)" >> %(events)s
 echo "ok: [node-1]"
 echo "PLAY RECAP ***"
 echo "node-1 : ok=1 changed=0 unreachable=0 failed=0 skipped=0"
 '''
 
-_EVENT = re.compile(r'(start|end) (ws-[0-9a-z]+)')
+class OwnHomeSshd(sshd_site.Sshd):
+    """The local site's sshd, its account's ``HOME`` a directory of its
+    own (sshd's ``SetEnv``): the playbook slots live under ``HOME``, and
+    every other sshd of the machine's tests logs in as the same account,
+    so a queue of its own keeps other tests' runs out of the count."""
+
+    def __init__(self, addresses):
+        super().__init__(addresses)
+        self.home = self._path('home')
+        os.mkdir(self.home, 0o700)
+        if self.is_root:
+            entry = pwd.getpwnam(self.user)
+            os.chown(self.home, entry.pw_uid, entry.pw_gid)
+
+    def _config(self, addresses, index):
+        return super()._config(addresses, index) + 'SetEnv HOME=%s\n' % (
+            self.home)
+
+
+def serve(addresses):
+    """Yield a started :class:`OwnHomeSshd` and clean it up after; skip
+    where sshd cannot run.  Use as ``yield from serve(ADDRESSES)``."""
+    reason = sshd_site.available()
+    if reason:
+        pytest.skip(reason)
+    site = OwnHomeSshd(tuple(addresses))
+    try:
+        yield site.start()
+    finally:
+        site.cleanup()
+
+
+_EVENT = re.compile(r'(start|end) (ws-[0-9a-z]+) ([0-9]+[.][0-9]+)')
 
 
 def waiting_line(address, slots):
@@ -59,9 +97,11 @@ class Queue:
     :param address: the sshd's loopback address.
     :param slots: ``max_parallel_playbooks_per_server`` (0: no limit).
     :param known_hosts: the driver's known_hosts file.
+    :param lead: ``playbook_slot_priority_lead`` (seconds).
     """
 
-    def __init__(self, site, address, slots, known_hosts):
+    def __init__(self, site, address, slots, known_hosts, lead=3600):
+        self.lead = lead
         self.site = site
         self.address = address
         self.slots = slots
@@ -104,7 +144,8 @@ class Queue:
             kubespray.Workspace(conn, str(self.base / name)),
             settings=kubespray.PlaybookSettings(
                 timeout_base=1200, timeout_per_node=0,
-                ansible_playbook=str(self.tool), max_parallel=self.slots),
+                ansible_playbook=str(self.tool), max_parallel=self.slots,
+                slots=detached.SlotPolicy(lead=self.lead)),
             operation=operation, on_progress=self.lines[name].append)
 
     def submit(self, name, operation, gated=True, executor=None):
@@ -128,17 +169,26 @@ class Queue:
         thread.start()
         self.threads[name] = thread
 
+    @staticmethod
+    def clock():
+        """The clock of the events' times (the epoch, as ``date``)."""
+        return time.time()
+
     def release(self, name):
         """Let run *name*'s playbook end (it gives its slot back)."""
         (self.gates / name).unlink(missing_ok=True)
 
     def events(self):
         """``[(kind, workspace)]``: every start and end, in order."""
+        return [(kind, ws) for kind, ws, _ in self.timed_events()]
+
+    def timed_events(self):
+        """``[(kind, workspace, epoch seconds)]``, in order."""
         if not self.events_file.exists():
             return []
-        return [m.groups() for m in map(_EVENT.fullmatch,
-                                        self.events_file.read_text()
-                                        .splitlines()) if m]
+        return [(m[1], m[2], float(m[3])) for m in map(
+            _EVENT.fullmatch, self.events_file.read_text().splitlines())
+            if m]
 
     def started(self):
         """The workspaces whose playbook started, in order."""
@@ -223,8 +273,6 @@ def queue_upgrades_then_heal(queue, upgrades):
                      name + ' to take a slot')
         else:
             wait_for(lambda n=name: queue.is_waiting(n), name + ' to wait')
-    assert detached.priority_class('heal_end') < \
-        detached.priority_class('upgrade')
     queue.submit('ws-heal', 'heal_end')
     wait_for(lambda: queue.is_waiting('ws-heal'), 'the heal to wait')
     return names

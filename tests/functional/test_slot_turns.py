@@ -17,6 +17,9 @@ running playbook) and counts turns, never seconds:
   waits 19 turns, and no run fails or is refused;
 * never more than 2 playbooks at once.
 
+The sshd gives the account a ``HOME`` of its own, so the slots and the
+queue are this test's alone (every test sshd logs in as one account).
+
 Addresses: 127.0.81.1 only.
 """
 
@@ -24,7 +27,6 @@ import pytest
 
 from mgmt_driver.remote import kubespray
 from tests.functional import slot_queue_site
-from tests.functional import sshd_fixture
 
 ADDRESS = '127.0.81.1'
 SLOTS = 2
@@ -33,7 +35,7 @@ UPGRADES = 20
 
 @pytest.fixture(scope='module')
 def sshd():
-    yield from sshd_fixture.serve((ADDRESS,))
+    yield from slot_queue_site.serve((ADDRESS,))
 
 
 def test_a_heal_behind_20_queued_upgrades_waits_one_turn_none_starves(
