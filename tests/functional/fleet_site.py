@@ -565,12 +565,15 @@ def _established_to(address, port):
 
 def playbook_runs(roots):
     """``ansible-playbook`` runs below *roots* (PIDs): the processes of
-    that name whose parent is not one (Ansible forks workers)."""
+    that name whose parent is not one (Ansible forks workers), but the
+    ``ansible-playbook --version`` each hook's claim asks (detect-layout:
+    no playbook, no slot)."""
     below = set(procs.descendants(roots))
     parents = procs.parents()
     runs = 0
     for pid in below:
-        if _is_playbook(pid) and not _is_playbook(parents.get(pid)):
+        if _is_playbook(pid) and not _is_playbook(parents.get(pid)) and \
+                '--version' not in procs.cmdline(pid):
             runs += 1
     return runs
 

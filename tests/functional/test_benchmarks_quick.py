@@ -4,7 +4,8 @@ quick mode here: each exits 0 and prints its figures, none is checked
 (issue 38 item 3; tests/unit/test_benchmarks_quick.py runs the others
 and checks that every benchmark names its lane).  Addresses: those of
 each benchmark (127.0.0.2, 127.0.0.11 to .24, 127.0.2.x to 127.0.4.x,
-127.0.74.x for fleet.py, TEST-NET-1 in gateway_failover's namespaces).
+127.0.74.x for fleet.py, 127.0.82.1 for slot_turns.py, 127.0.83.1 for
+conductor_memory.py, TEST-NET-1 in gateway_failover's namespaces).
 """
 
 import pytest
