@@ -32,6 +32,7 @@ import json
 import os
 import pathlib
 import pwd
+import re
 import signal
 import socket
 import subprocess
@@ -124,8 +125,8 @@ class SiteSshd(sshd_mod.Sshd):
     def _config(self, addresses, index):
         text = super()._config(addresses, index)
         # A binary instead of internal-sftp, which ForceCommand replaces.
-        text = text.replace('Subsystem sftp internal-sftp',
-                            'Subsystem sftp %s' % sftp_server())
+        text = re.sub(r'(?m)^Subsystem sftp internal-sftp.*$',
+                      'Subsystem sftp %s' % sftp_server(), text)
         text += 'ForceCommand %s\n' % self.session_script
         if self.is_root:
             text += ('Match LocalAddress %s\n'
