@@ -41,8 +41,13 @@ pytestmark = pytest.mark.skipif(site_mod.unavailable() is not None,
                                 reason=str(site_mod.unavailable()))
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-#: The longest the hub may be kept from running (seconds): a property
-#: of the driver's I/O (every wait yields), not a speed claim.
+#: The longest the hub may be kept from running (seconds), the time its
+#: thread waited for a CPU aside (green_conductor.Heartbeat: what load
+#: adds is not counted): a property of the driver's I/O (every wait
+#: yields), not a speed claim.  A wait that does not yield lasts what it
+#: waits for: the other worker's hold of the lock (HOLD, 2 s), a
+#: playbook run (seconds); a hook's CPU between two yields is
+#: milliseconds.  Half of HOLD tells the two apart on any machine.
 MAX_STALL = 1.0
 CONTEXT = types.SimpleNamespace(project_id='runtimes')
 
