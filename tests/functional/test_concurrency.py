@@ -9,8 +9,8 @@ threads and once one after the other; the results must be identical.
 
 Addresses: 127.0.61.x and 127.0.62.x (.1 Ansible, .2 LB, .10 master,
 .20 to .23 workers): 127.0.61.1, 127.0.62.1 and the rest are this file's
-alone (127.0.7.x, where they were, is test_conductor's, which runs in
-the other lane at the same time).
+alone (the block they were in is test_conductor's, which runs in the
+other lane at the same time).
 """
 
 import json
