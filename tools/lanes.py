@@ -7,7 +7,10 @@ A is ``tox -e functional`` over the files not given to lane B; lane B is
 over its files.  Which file goes where is decided here, from the seconds
 each took in a measured run (``tests/durations.json``), longest first,
 each to the lane that would end sooner (a file never measured counts
-``DEFAULT`` seconds).  Nobody keeps a list by hand.
+``DEFAULT`` seconds).  Files that start servers on the same loopback
+addresses run in one lane; a functional file that shares addresses with
+what lane B runs anyway (the integration tests, the conformance layer)
+goes to lane B.  Nobody keeps a list by hand.
 
     tools/lanes.py split                 lane B's functional files
     tools/lanes.py report DIR [--write]  the 20 slowest tests and each
@@ -39,6 +42,13 @@ SLOWEST = 20
 #: of its own (tests/functional/conftest.py): shared by any files.
 SHARED_ADDRESSES = frozenset({'127.0.0.1', '127.0.0.2', '127.0.0.3'})
 _ADDRESS = re.compile(r'\b127\.\d{1,3}\.\d{1,3}\.\d{1,3}\b')
+#: A /24 but 127.0.0.0/24 (shared out host by host), named by an
+#: address in it, a computed one (``'127.0.7.%d' % i``) or ``127.0.7.x``:
+#: two files in one such block run in one lane.
+_BLOCK = re.compile(r'\b(127\.\d{1,3}\.\d{1,3})\.(?:\d{1,3}\b|%|x\b)')
+#: What lane B runs whatever the split (tox -e tacker, -e conformance).
+LANE_B_FILES = ('tests/integration/*.py',
+                'tests/functional/test_conformance.py')
 
 
 def _measured():
@@ -56,10 +66,24 @@ def functional_files():
                   if p.name != 'test_conformance.py')
 
 
+def lane_b_files():
+    """The files of :data:`LANE_B_FILES`."""
+    return sorted({str(p.relative_to(ROOT)) for pattern in LANE_B_FILES
+                   for p in ROOT.glob(pattern)})
+
+
+def _addresses(text):
+    """The loopback addresses and /24 blocks *text* names (but
+    :data:`SHARED_ADDRESSES` and 127.0.0.0/24 as a block)."""
+    blocks = {b + '.x' for b in _BLOCK.findall(text) if b != '127.0.0'}
+    return (set(_ADDRESS.findall(text)) - SHARED_ADDRESSES) | blocks
+
+
 def groups(files, read=lambda name: (ROOT / name).read_text()):
     """*files* in groups that must run in one lane: two files that name
-    the same loopback address (but :data:`SHARED_ADDRESSES`) would start
-    servers on it at once in two lanes."""
+    the same loopback address (but :data:`SHARED_ADDRESSES`), or
+    addresses of one /24 but 127.0.0.0/24, would start servers on them
+    at once in two lanes."""
     owner = {}
     parent = {name: name for name in files}
 
@@ -69,7 +93,7 @@ def groups(files, read=lambda name: (ROOT / name).read_text()):
         return name
 
     for name in files:
-        for address in set(_ADDRESS.findall(read(name))) - SHARED_ADDRESSES:
+        for address in _addresses(read(name)):
             if address in owner:
                 parent[root(name)] = root(owner[address])
             else:
@@ -80,22 +104,35 @@ def groups(files, read=lambda name: (ROOT / name).read_text()):
     return sorted(sorted(group) for group in together.values())
 
 
-def split(files, measured, read=None):
+def split(files, measured, read=None, pinned=None):
     """``(lane_a, lane_b, seconds_a, seconds_b)``: *files* shared out in
     :func:`groups`, longest first, each to the lane that would end
-    sooner."""
+    sooner; a group with a file of *pinned* (what lane B runs anyway,
+    :func:`lane_b_files` unless *read* reads other files; never listed)
+    goes to lane B."""
+    if pinned is None:
+        pinned = () if read else lane_b_files()
+    pinned = set(pinned) - set(files)
     lanes = {'a': [], 'b': []}
     seconds = {'a': 0.0,
                'b': sum(measured.get(env, DEFAULT) for env in LANE_B_ENVS)}
-    units = groups(files, read) if read else groups(files)
+    units = groups(list(files) + sorted(pinned), read) if read else \
+        groups(list(files) + sorted(pinned))
 
     def cost(group):
         return sum(measured.get(name, DEFAULT) for name in group)
 
-    for group in sorted(units, key=lambda g: (-cost(g), g)):
-        lane = min(seconds, key=lambda key: (seconds[key], key))
+    def place(lane, group):
+        group = [name for name in group if name not in pinned]
         lanes[lane].extend(group)
         seconds[lane] += cost(group)
+
+    for group in units:
+        if pinned & set(group):
+            place('b', group)
+    for group in sorted((g for g in units if not pinned & set(g)),
+                        key=lambda g: (-cost(g), g)):
+        place(min(seconds, key=lambda key: (seconds[key], key)), group)
     return sorted(lanes['a']), sorted(lanes['b']), seconds['a'], seconds['b']
 
 

@@ -6,6 +6,11 @@ conductor shares: the driver's known_hosts file and the Ansible server's
 ``transferring_inventory_path``, where each instance must get its own
 workspace.  The same lifecycle runs once with both VNFs in parallel
 threads and once one after the other; the results must be identical.
+
+Addresses: 127.0.61.x and 127.0.62.x (.1 Ansible, .2 LB, .10 master,
+.20 to .23 workers): 127.0.61.1, 127.0.62.1 and the rest are this file's
+alone (the block they were in is test_conductor's, which runs in the
+other lane at the same time).
 """
 
 import json
@@ -172,7 +177,7 @@ def _normalised(snapshot, addresses):
 
 
 def test_two_vnfs_in_parallel_equal_one_after_the_other(tmp_path):
-    addresses = {'a': _addresses(7), 'b': _addresses(8)}
+    addresses = {'a': _addresses(61), 'b': _addresses(62)}
     labs = {key: lab_mod.Lab(a.ansible, a.lb, a.masters, a.workers)
             for key, a in addresses.items()}
     try:

@@ -137,9 +137,12 @@ def test_a_forced_drain_of_a_dead_node_does_not_wait(seeded):
     seeded.stop_kubelet('w1')
     wait_not_ready(seeded, 'w1')
     started = time.monotonic()
-    result = drain(seeded, 'w1', '--timeout=30s', '--grace-period=0')
+    result = drain(seeded, 'w1', '--timeout=120s', '--grace-period=0')
     assert result.returncode == 0, result.stderr
-    assert time.monotonic() - started < 25
+    # A drain that waited would take its whole timeout; one that does
+    # not takes seconds, even beside busy processes: half the timeout
+    # tells them apart on any machine.
+    assert time.monotonic() - started < 60
     assert names_on(seeded, 'w1') == [
         p['name'] for p in seeded.pods_on('w1')
         if p['owner_kind'] == 'DaemonSet']

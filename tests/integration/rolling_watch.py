@@ -15,7 +15,10 @@ image of the new VM is broken, the rolling gate must fail.
 ``python -m tests.integration.rolling_watch kill STATE_DIR NODE`` waits
 until NODE left the cluster and a ``scale.yml`` run is under way, then
 kills the coordinate-VNF script (SIGKILL, as a conductor that stops takes
-its child with it).
+its child with it).  Both are this test's own: the script a descendant
+of the test process (the watcher's parent), the run one whose command
+line names the site's directory (its inventory is there); the other
+lane's runs and other test sessions' scripts are no sign and no target.
 """
 
 import json
@@ -26,6 +29,7 @@ import threading
 import time
 
 from mgmt_localsite import clusterstate
+from mgmt_localsite import procs
 
 
 def probe(out, address, *ports):
@@ -66,10 +70,13 @@ def break_kubelet(state_dir, node):
     print('broken', flush=True)
 
 
-def _processes(*words):
-    """The pids whose command line holds every one of *words*."""
+def _processes(*words, among=None):
+    """The pids whose command line holds every one of *words* (of
+    *among* only, when given)."""
     found = []
-    for pid in filter(str.isdigit, os.listdir('/proc')):
+    pids = filter(str.isdigit, os.listdir('/proc')) if among is None \
+        else map(str, among)
+    for pid in pids:
         try:
             with open('/proc/%s/cmdline' % pid, 'rb') as f:
                 line = f.read().replace(b'\0', b' ').decode(errors='replace')
@@ -83,9 +90,12 @@ def _processes(*words):
 def kill_coordinate(state_dir, node):
     while _present(state_dir, node):
         time.sleep(0.05)
+    site_root = os.path.dirname(os.path.abspath(state_dir))
     while True:
-        scripts = _processes('kubespray_coordinate_v2.py')
-        if scripts and _processes('ansible-playbook', 'scale.yml'):
+        scripts = _processes('kubespray_coordinate_v2.py',
+                             among=procs.descendants([os.getppid()]))
+        if scripts and _processes('ansible-playbook', 'scale.yml',
+                                  site_root + os.sep):
             break
         time.sleep(0.05)
     for pid in scripts:

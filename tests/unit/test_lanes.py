@@ -38,6 +38,34 @@ def test_files_naming_one_address_share_a_lane():
     assert {'a.py', 'b.py'} <= set(lane_a) or {'a.py', 'b.py'} <= set(lane_b)
 
 
+def test_a_computed_address_shares_its_block_but_127_0_0():
+    # test_concurrency computed '127.0.7.%d' while test_conductor named
+    # 127.0.7.10: one /24, one lane.  127.0.0.x is shared out by host.
+    texts = {'a.py': "X = '127.0.7.%d' % 10", 'b.py': "Y = '127.0.7.10'",
+             'c.py': 'Z: 127.0.8.x', 'd.py': "W = '127.0.8.1'",
+             'e.py': "V = '127.0.0.%d' % 20", 'f.py': "U = '127.0.0.21'"}
+    assert lanes.groups(sorted(texts), texts.get) == [
+        ['a.py', 'b.py'], ['c.py', 'd.py'], ['e.py'], ['f.py']]
+
+
+def test_a_file_sharing_addresses_with_lane_b_runs_in_lane_b():
+    # Lane B runs the integration files anyway, beside lane A: a
+    # functional file on their addresses must not run in lane A.
+    texts = {'big.py': "A = '127.0.41.200'", 'small.py': "B = '127.0.9.1'",
+             'integration.py': "C = '127.0.41.%d' % 1"}
+    lane_a, lane_b, a, b = lanes.split(
+        ['big.py', 'small.py'], {'big.py': 900, 'small.py': 10},
+        texts.get, pinned=['integration.py'])
+    assert (lane_a, lane_b) == (['small.py'], ['big.py'])
+    assert (a, b) == (10, 2 * lanes.DEFAULT + 900)
+
+
+def test_the_integration_files_are_pinned_to_lane_b():
+    pinned = lanes.lane_b_files()
+    assert 'tests/integration/test_conductor.py' in pinned
+    assert 'tests/functional/test_conformance.py' in pinned
+
+
 def test_a_file_never_measured_counts_the_default():
     _, lane_b, a, b = lanes.split(['new.py'], {}, lambda name: '')
     assert b == 2 * lanes.DEFAULT + (lanes.DEFAULT if lane_b else 0)
