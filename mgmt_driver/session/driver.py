@@ -755,7 +755,8 @@ class ClusterDriver:
         """
         path, host = self.workspace_path, self.spec.ansible.ip_address
         try:
-            self._workspace().remove()
+            self._workspace().remove(
+                self.conf.kubespray_mgmt.ssh_master_exit_timeout)
         except Exception as exc:  # whatever the remote side did
             self.warn('could not remove the workspace %s on the Ansible '
                       'server %s (remove it by hand): %s', path, host, exc)
