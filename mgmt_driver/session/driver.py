@@ -408,9 +408,8 @@ class ClusterDriver:
 
     def read_record(self, name, parse):
         """The workspace's record file *name*, parsed by *parse*
-        (``kubespray.Workspace.read_record``): the text the claim read
-        ahead, if it did and nothing wrote the file since, else read
-        now."""
+        (``kubespray.Workspace.read_record``): what the claim read
+        ahead, unless written since (:meth:`_record`)."""
         return self._workspace().read_record(name, parse, self._record(name))
 
     def write_record(self, name, text):
