@@ -396,12 +396,6 @@ def config_argv(option, text):
     return argv
 
 
-def _run(conn, settings, argv, check=True):
-    prefix = ['sudo', '-n'] if settings.sudo else []
-    return conn.run(prefix + list(argv), timeout=settings.timeout,
-                    check=check)
-
-
 def apply_config(conn, rendered, settings, secrets=()):
     """Install *rendered* as HAProxy's configuration and reload it, in
     one remote command (the program ``scripts/lb-apply.sh``).
@@ -430,7 +424,7 @@ def apply_config(conn, rendered, settings, secrets=()):
         timeout=settings.timeout, check=False), secrets)
     marks = [line for line in result.stdout.splitlines()
              if line.startswith(_MARK)]
-    if 'KL:SAME' in marks and result.ok:
+    if marks == ['KL:SAME'] and result.ok:
         LOG.info('%s configuration on %s is up to date', settings.program,
                  conn.host)
         return False
@@ -479,8 +473,9 @@ def _refused(conn, settings, result, marks):
     marks, its own exit status."""
     status = [m[len('KL:CHECKRC:'):] for m in marks
               if m.startswith('KL:CHECKRC:')]
-    rc = int(status[-1]) if status and status[-1].isdigit() else \
-        result.exit_code
+    # A status is at most 3 digits; anything else is not the check's.
+    rc = int(status[-1]) if status and status[-1].isdigit() and \
+        len(status[-1]) <= 3 else result.exit_code
     check = dataclasses.replace(result, exit_code=rc, stdout=''.join(
         line for line in result.stdout.splitlines(keepends=True)
         if not line.startswith(_MARK)))
