@@ -11,12 +11,18 @@ with empty output.  A rule for one of the remote programs
 reading records in one program) answers what the rules for
 ``ensure-workspace`` and ``detect-layout`` answer, then the records it
 is asked for from ``files``.
+``loadbalancer.APPLY`` (``lb-apply.sh``) is played as the commands it
+runs, each recorded and answered like any other (with ``sudo -n`` when
+the program runs under it): ``sha256sum`` under sudo or for a 0600
+file, else a read of the file, a write of ``<path>.new``, the check,
+``cp``, ``mv``, the reload.
 ``FakePool`` hands out one ``FakeConnection`` per host, like
 ``ssh.ConnectionPool``.  ``FakeRegistry`` stands in for
 ``registry.TackerVimRegistry``.
 """
 
 import base64
+import hashlib
 import io
 import re
 import shlex
@@ -27,6 +33,7 @@ from mgmt_driver.operations import etcdsnapshots
 from mgmt_driver.remote import connection
 from mgmt_driver.remote import detached
 from mgmt_driver.remote import kubespray
+from mgmt_driver.remote import loadbalancer
 from mgmt_driver.remote import programs
 from mgmt_driver.remote import ssh
 from mgmt_driver.state import registry
@@ -115,6 +122,8 @@ class FakeConnection(connection.Connection):
         kind = detached_call(command)
         if kind:
             return self._detached(kind, command, on_line)
+        if programs.name_of(command) == loadbalancer.APPLY:
+            return _LbApply(self, command, stdin).result(check)
         text = ssh.display_command(command, env)
         self.calls.append(('run', text))
         if stdin is not None:
@@ -383,3 +392,70 @@ class FakeRegistry:
 def joined(argv):
     """The display form of an argv list, as the fake records it."""
     return shlex.join(argv)
+
+
+class _LbApply:
+    """``lb-apply.sh`` on a :class:`FakeConnection`, as the commands it
+    runs (see the module's docstring)."""
+
+    def __init__(self, conn, command, stdin):
+        self.conn, self.text = conn, stdin
+        sudo = list(command[:2]) == ['sudo', '-n']
+        self.prefix = ['sudo', '-n'] if sudo else []
+        words = list(command[len(self.prefix) + 4:])
+        self.path, self.mode, self.digest = words[:3]
+        count = int(words[3])
+        self.check = words[4:4 + count]
+        self.reload = words[4 + count:]
+        self.out = []
+
+    def step(self, argv, name=None):
+        if name:
+            self.out.append('KL:STEP:%s\n' % name)
+        return self.conn.run(self.prefix + argv, check=False)
+
+    def answer(self, exit_code=0, stdout='', stderr=''):
+        return ssh.CommandResult(self.conn.host, 'sh -c lb-apply', ''.join(
+            self.out) + stdout, stderr, exit_code)
+
+    def result(self, check):
+        result = self._play()
+        if check and not result.ok:
+            raise exceptions.RemoteCommandFailed(result)
+        return result
+
+    def _current(self):
+        """Whether the file exists, and its text's SHA-256: under sudo
+        or for a secret file (mode 0600) as ``sha256sum`` (scriptable),
+        else from :attr:`files`."""
+        if self.prefix or not int(self.mode, 8) & 0o077:
+            found = self.step(['sha256sum', '--', self.path])
+            return found.ok, found.stdout[:64]
+        text = self.conn.read_file(self.path, missing_ok=True)
+        return text is not None, text is not None and hashlib.sha256(
+            text.encode('utf-8')).hexdigest()
+
+    def _play(self):
+        had, current = self._current()
+        if had and current == self.digest:
+            return self.answer(stdout='KL:SAME\n')
+        self.conn.write_file(self.path + '.new', self.text,
+                             mode=int(self.mode, 8))
+        found = self.step(self.check + [self.path + '.new'], 'check')
+        if not found.ok:
+            self.step(['rm', '-f', '--', self.path + '.new'])
+            return self.answer(90, found.stdout + 'KL:CHECKRC:%d\n' %
+                               found.exit_code, found.stderr)
+        for argv in ([['cp', '-p', '--', self.path, self.path + '.bak']]
+                     if had else []) + [
+                         ['mv', '-f', '--', self.path + '.new', self.path]]:
+            found = self.step(argv)
+            if not found.ok:
+                return self.answer(found.exit_code, found.stdout,
+                                   found.stderr)
+        found = self.step(self.reload, 'reload')
+        if found.ok:
+            return self.answer()
+        self.step(['mv', '-f', '--', self.path + '.bak', self.path] if had
+                  else ['rm', '-f', '--', self.path])
+        return self.answer(found.exit_code, found.stdout, found.stderr)

@@ -281,7 +281,7 @@ class LocalConnection(connection.Connection):
         argv = [str(arg) for arg in command]
         self.commands.append(argv)
         proc = subprocess.run(argv, capture_output=True, text=True,
-                              timeout=timeout or 60)
+                              input=stdin, timeout=timeout or 60)
         result = ssh.CommandResult(self.host, ssh.display_command(argv),
                                    proc.stdout, proc.stderr,
                                    proc.returncode)

@@ -58,6 +58,12 @@ ssh_opts = [
                help='Default timeout in seconds of one remote command. '
                     'Playbook runs use the playbook_timeout_* options '
                     'instead.'),
+    cfg.IntOpt('ssh_master_exit_timeout', default=5, min=1, max=300,
+               help='Seconds the Ansible server waits for one of the SSH '
+                    'master connections Ansible kept for a workspace '
+                    '(ControlPersist) to close when the workspace is '
+                    'removed. A master that does not answer within it is '
+                    'left, with a warning naming the host.'),
     cfg.IntOpt('sftp_timeout', default=120, min=1, max=3600,
                help='Seconds one SFTP exchange (starting the SFTP '
                     'subsystem, opening, reading, writing or renaming a '

@@ -157,7 +157,7 @@ def remove_from_kubernetes(drv, cluster, names, exclude=()):
 
     Which are removed undrained, as dead ones, is
     :func:`mgmt_driver.operations.gates.undrained`'s to say, given their
-    readiness (:func:`_readiness`),
+    readiness (:func:`_registered`),
     :attr:`~mgmt_driver.session.driver.ClusterDriver.known_dead` and whether
     SSH answers (:meth:`~mgmt_driver.session.driver.ClusterDriver.reachable`);
     each is named in a warning.
@@ -165,9 +165,9 @@ def remove_from_kubernetes(drv, cluster, names, exclude=()):
     :param exclude: control-plane nodes not to run kubectl on.
     """
     client = drv.kubectl_client(cluster, exclude=exclude)
-    present = [n for n in names if client.node_exists(n)]
+    present, ready = _registered(drv, client, names)
     dead = gates.undrained(
-        present, _readiness(drv, client, present), drv.known_dead,
+        present, ready, drv.known_dead,
         lambda name: drv.reachable(cluster.get(name)))
     for name, why in dead.items():
         drv.warn(_UNDRAINED[why], name)
@@ -182,16 +182,20 @@ def remove_from_kubernetes(drv, cluster, names, exclude=()):
     runner.remove_nodes(list(dead), reachable=False)
 
 
-def _readiness(drv, client, names):
-    """``{name: Ready condition}`` of the registered *names* (one
-    command per ``kubectl.NODES_PER_COMMAND``), or None when kubectl
-    printed no valid node (a warning: readiness then decides
-    nothing, :func:`mgmt_driver.operations.gates.undrained`)."""
+def _registered(drv, client, names):
+    """The registered ones of *names* and ``{name: Ready condition}``,
+    from one read (one command per ``kubectl.NODES_PER_COMMAND``).
+
+    When kubectl printed no valid node, each name is asked on its own
+    (``node_exists``) and readiness is None, with a warning: it then
+    decides nothing (:func:`mgmt_driver.operations.gates.undrained`).
+    """
     if not names:
-        return {}
+        return [], {}
     try:
-        return gates.readiness(client.nodes_named(names).values())
+        nodes = client.nodes_named(names)
     except exceptions.RemoteDataInvalid as exc:
         LOG.warning('[%s] readiness of %s unknown: %s', drv.instance_id,
                     ', '.join(names), exc)
-        return None
+        return [n for n in names if client.node_exists(n)], None
+    return [n for n in names if n in nodes], gates.readiness(nodes.values())

@@ -264,8 +264,8 @@ def plan_text(command):
         return '(detached, log in %s/%s/) cd %s && %s' % (
             ws, LOG_DIR, ssh.quote(root), ssh.display_command(argv))
     if name == REMOVE:
-        return 'rm -rf -- %s  # after stopping its playbook run, if any' % (
-            ssh.quote(command[4]))
+        return ('rm -rf -- %s  # after stopping its playbook run and its '
+                'SSH masters, if any' % ssh.quote(command[4]))
     if name in PROGRAMS and name != ENSURE:
         return None
     return False

@@ -47,7 +47,6 @@ STOP_COMMAND = ('systemctl', 'stop', 'keepalived')
 MAX_GATEWAYS = params.MAX_GATEWAYS
 
 _TEMPLATE_NAME = 'keepalived.conf.j2'
-_SUDO_STAGING = '.kubespray-mgmt-keepalived.conf'
 # Linux interface names: at most 15 characters, no "/" and no blank.
 _INTERFACE_RE = re.compile(r'[A-Za-z0-9_.:-]{1,15}')
 # "2: eth0    inet 192.0.2.11/24 brd ..." ("veth0@if5" for a veth).
@@ -309,8 +308,7 @@ def apply_settings(haproxy_settings, **overrides):
                                  'keepalived'),
               'sudo': haproxy_settings.sudo,
               'timeout': haproxy_settings.timeout,
-              'program': 'keepalived', 'mode': 0o600,
-              'staging': _SUDO_STAGING}
+              'program': 'keepalived', 'mode': 0o600}
     fields.update(overrides)
     return loadbalancer.ApplySettings(**fields)
 

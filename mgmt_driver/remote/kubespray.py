@@ -203,6 +203,10 @@ def _check_relative(name):
 DEAD_NODE_DRAIN = {'drain_grace_period': 0, 'drain_timeout': '60s'}
 
 
+#: A line of ``remove-workspace``: a master that did not close.
+_MASTER_LEFT = 'KR:MASTER:LEFT:'
+
+
 class Workspace:
     """The directory of one VNF instance on the Ansible server.
 
@@ -350,15 +354,24 @@ class Workspace:
                           + sorted(missing))
             self._made_dirs |= missing
 
-    def remove(self):
-        """Stop the playbook run holding the lock, if any, and delete the
-        workspace and everything in it: one command.
+    def remove(self, exit_timeout=5):
+        """Stop the playbook run holding the lock, if any, close the SSH
+        master connections Ansible kept for the workspace
+        (``ControlPersist``, in :func:`isolation.control_path_dir`) and
+        delete the workspace and everything in it: one command.
 
-        Deleting a workspace that is already gone succeeds.
+        Deleting a workspace that is already gone succeeds.  A master
+        that does not close is a warning naming the host.
+
+        :param exit_timeout: seconds one master may take to close
+            (``ssh_master_exit_timeout``).
         """
-        result = self.conn.run(programs.command(detached.REMOVE, self.path),
-                               check=False)
+        result = self.conn.run(programs.command(
+            detached.REMOVE, self.path,
+            isolation.control_path_dir(self.path), str(int(exit_timeout))),
+            check=False)
         self._raise_if_failed(result)
+        self._warn_masters_left(result.stdout)
         if 'KR:STOPPED:' in result.stdout:
             LOG.warning('Stopped the playbook run still running in %s on '
                         '%s', self.path, self.conn.host)
@@ -369,6 +382,16 @@ class Workspace:
                         self.conn.host)
         self._made_dirs.clear()
         LOG.info('Removed workspace %s on %s', self.path, self.conn.host)
+
+    def _warn_masters_left(self, stdout):
+        left = [line[len(_MASTER_LEFT):] for line in stdout.splitlines()
+                if line.startswith(_MASTER_LEFT)]
+        if left:
+            LOG.warning('%d SSH master connection(s) Ansible kept for %s '
+                        'did not close on the Ansible server %s (control '
+                        'socket %s): they end by ControlPersist', len(left),
+                        self.path, self.conn.host,
+                        exceptions.clip(', '.join(left), 200))
 
 
 # ------------------------------------------------------------- layout --

@@ -36,6 +36,7 @@ import jinja2
 from mgmt_driver.common import conf as kconf
 from mgmt_driver.common import exceptions
 from mgmt_driver.common import safetext
+from mgmt_driver.remote import programs
 
 LOG = safetext.logger(__name__)
 
@@ -331,11 +332,6 @@ def render(control_plane, workers=(), **options):
 
 # ---------------------------------------------------------------- apply --
 
-# Staging file for a non-root SSH user, relative to its home directory
-# (not /tmp, where other local users could plant a symlink).
-_SUDO_STAGING = '.kubespray-mgmt-haproxy.cfg'
-
-
 @dataclasses.dataclass(frozen=True)
 class ApplySettings:
     """Where the configuration lives on the LB VM and how to reload it.
@@ -343,13 +339,11 @@ class ApplySettings:
     :param config_path: the configuration file HAProxy loads.
     :param check_command: argv that checks a file; the path is appended.
     :param reload_command: argv that reloads HAProxy gracefully.
-    :param sudo: run the privileged commands under ``sudo -n``.
+    :param sudo: run the program that installs it under ``sudo -n``.
     :param timeout: seconds per remote command (None: the connection's).
     :param program: whose configuration it is, for messages.
     :param mode: permission bits of the file (0600 when it holds a
-        secret: then it is compared by digest, never read back).
-    :param staging: file in the login user's home the text goes through
-        under sudo.
+        secret).  Files are compared by digest, never read back.
     """
 
     config_path: str = DEFAULT_CONFIG_PATH
@@ -359,12 +353,6 @@ class ApplySettings:
     timeout: int | None = None
     program: str = 'HAProxy'
     mode: int = 0o644
-    staging: str = _SUDO_STAGING
-
-    @property
-    def secret(self):
-        """True when the file is readable by its owner only."""
-        return not self.mode & 0o077
 
     @property
     def temp_path(self):
@@ -408,81 +396,108 @@ def config_argv(option, text):
     return argv
 
 
-def _run(conn, settings, argv, check=True):
-    prefix = ['sudo', '-n'] if settings.sudo else []
-    return conn.run(prefix + list(argv), timeout=settings.timeout,
-                    check=check)
-
-
 def apply_config(conn, rendered, settings, secrets=()):
-    """Install *rendered* as HAProxy's configuration and reload it.
+    """Install *rendered* as HAProxy's configuration and reload it, in
+    one remote command (the program ``scripts/lb-apply.sh``).
 
-    Does nothing when the file already holds *rendered*.  Otherwise the
-    new text goes to ``<path>.new``, ``haproxy -c`` checks it, the old
-    file is copied to ``<path>.bak``, the new one renamed into place and
-    HAProxy reloaded.  If the reload fails the previous file is put back,
-    so a retry tries again instead of finding nothing to do.
+    Does nothing when the file already holds *rendered* (compared by
+    SHA-256: the file's text never travels back).  Otherwise the new
+    text goes to ``<path>.new`` (on standard input; under sudo the
+    whole program runs as root), the check command checks it, the old file is
+    copied to ``<path>.bak``, the new one renamed into place and HAProxy
+    reloaded.  If the reload fails the previous file is put back, so a
+    retry tries again instead of finding nothing to do.
 
     :param conn: a :class:`mgmt_driver.remote.ssh.Connection` to the LB VM.
     :param rendered: the configuration text (see :func:`render`).
     :param settings: an :class:`ApplySettings` (the program, file and
         commands: HAProxy's by default).
-    :param secrets: strings of *rendered* never to show: the check's
+    :param secrets: strings of *rendered* never to show: the command's
         output is scrubbed of them before it is logged or raised.
     :returns: True if the configuration was replaced and reloaded.
     :raises LoadBalancerConfigInvalid: the check refused the file; it was
         removed and the running configuration is untouched.
     :raises RemoteCommandFailed: a copy, rename or the reload failed.
     """
-    path = settings.config_path
-    current = _current(conn, settings, rendered)
-    if current is _SAME:
+    result = _scrub(conn.run(
+        apply_argv(rendered, settings), stdin=rendered,
+        timeout=settings.timeout, check=False), secrets)
+    marks = [line for line in result.stdout.splitlines()
+             if line.startswith(_MARK)]
+    if marks == ['KL:SAME'] and result.ok:
         LOG.info('%s configuration on %s is up to date', settings.program,
                  conn.host)
         return False
-    _stage(conn, rendered, settings)
-    _check(conn, settings, secrets)
-    if current is not None:
-        _run(conn, settings, ['cp', '-p', '--', path, settings.backup_path])
-    _run(conn, settings, ['mv', '-f', '--', settings.temp_path, path])
-    _reload(conn, settings, had_previous=current is not None)
+    if result.exit_code == _CHECK_REFUSED:
+        _refused(conn, settings, result, marks)
+    if result.failed:
+        _failed(conn, settings, result, marks)
     LOG.info('%s configuration on %s replaced and reloaded',
              settings.program, conn.host)
     return True
 
 
-_SAME = object()
-_DIGEST_RE = re.compile(r'([0-9a-f]{64})\s')
+#: The program that installs a configuration (``scripts/lb-apply.sh``).
+APPLY = 'lb-apply'
+_MARK = 'KL:'
+_CHECK_REFUSED = 90
 
 
-def _current(conn, settings, rendered):
-    """_SAME, None (no file) or something else (a different file).
+def apply_argv(rendered, settings):
+    """The argv of :data:`APPLY` for *rendered* under *settings* (the
+    text itself goes on standard input), the whole program under
+    ``sudo -n`` when *settings* say so."""
+    digest = hashlib.sha256(rendered.encode('utf-8')).hexdigest()
+    check = list(settings.check_command)
+    prefix = ['sudo', '-n'] if settings.sudo else []
+    return prefix + programs.command(
+        APPLY, settings.config_path, '%04o' % settings.mode, digest,
+        str(len(check)), *check, *settings.reload_command)
 
-    A secret file is compared by its SHA-256: its text never travels
-    back, and under sudo the login user could not read it anyway.
-    """
-    if not settings.secret:
-        current = conn.read_file(settings.config_path, missing_ok=True)
-        return _SAME if current == rendered else current
-    result = _run(conn, settings, ['sha256sum', '--', settings.config_path],
-                  check=False)
-    if result.failed:
+
+def plan_change(argv):
+    """How a dry run's summary shows an :data:`APPLY` command *argv*:
+    the file it installs and the command that reloads it (the check
+    only reads), or None for an argv of another shape."""
+    prefix = list(argv[:2]) if list(argv[:2]) == ['sudo', '-n'] else []
+    words = list(argv[len(prefix) + 4:])
+    if len(words) < 4 or not words[3].isdigit():
         return None
-    match = _DIGEST_RE.match(result.stdout[:80])
-    wanted = hashlib.sha256(rendered.encode('utf-8')).hexdigest()
-    return _SAME if match and match.group(1) == wanted else 'different'
+    return 'install %s (mode %s, if it differs and passes its check), ' \
+        'then %s' % (shlex.quote(words[0]), words[1], shlex.join(
+            prefix + words[4 + int(words[3]):]))
 
 
-def _stage(conn, rendered, settings):
-    """Put *rendered* at the temp path with the file's final mode."""
-    if not settings.sudo:
-        conn.write_file(settings.temp_path, rendered, mode=settings.mode)
-        return
-    conn.write_file(settings.staging, rendered, mode=settings.mode)
-    _run(conn, settings, ['install', '-m', '%04o' % settings.mode, '--',
-                          settings.staging, settings.temp_path])
-    conn.run(['rm', '-f', '--', settings.staging], timeout=settings.timeout,
-             check=False)
+def _refused(conn, settings, result, marks):
+    """Raise the check's refusal: its output without the program's
+    marks, its own exit status."""
+    status = [m[len('KL:CHECKRC:'):] for m in marks
+              if m.startswith('KL:CHECKRC:')]
+    # A status is at most 3 digits; anything else is not the check's.
+    rc = int(status[-1]) if status and status[-1].isdigit() and \
+        len(status[-1]) <= 3 else result.exit_code
+    check = dataclasses.replace(result, exit_code=rc, stdout=''.join(
+        line for line in result.stdout.splitlines(keepends=True)
+        if not line.startswith(_MARK)))
+    LOG.error('%s refused the new configuration on %s: %s',
+              settings.program, conn.host, check.tail(20))
+    if 'KL:CLEANUP:FAILED' in marks:
+        LOG.warning('Could not remove %s on %s', settings.temp_path,
+                    conn.host)
+    raise exceptions.LoadBalancerConfigInvalid(check, settings.temp_path,
+                                               settings.program)
+
+
+def _failed(conn, settings, result, marks):
+    """Log which step failed (a reload: the previous file was put back)
+    and raise ``RemoteCommandFailed``."""
+    if 'KL:STEP:reload' in marks:
+        LOG.error('%s reload failed on %s; putting the previous '
+                  'configuration back', settings.program, conn.host)
+    if 'KL:RESTORE:FAILED' in marks:
+        LOG.error('Could not restore %s on %s', settings.config_path,
+                  conn.host)
+    raise exceptions.RemoteCommandFailed(result)
 
 
 def _scrub(result, secrets):
@@ -493,40 +508,3 @@ def _scrub(result, secrets):
             out, err = (out.replace(secret, '***'),
                         err.replace(secret, '***'))
     return dataclasses.replace(result, stdout=out, stderr=err)
-
-
-def _check(conn, settings, secrets=()):
-    temp = settings.temp_path
-    result = _scrub(_run(conn, settings, list(settings.check_command) +
-                         [temp], check=False), secrets)
-    if result.ok:
-        return
-    LOG.error('%s refused the new configuration on %s: %s',
-              settings.program, conn.host, result.tail(20))
-    cleanup = _run(conn, settings, ['rm', '-f', '--', temp], check=False)
-    if cleanup.failed:
-        LOG.warning('Could not remove %s on %s: %s', temp, conn.host,
-                    cleanup.tail(5))
-    raise exceptions.LoadBalancerConfigInvalid(result, temp,
-                                               settings.program)
-
-
-def _reload(conn, settings, had_previous):
-    try:
-        _run(conn, settings, settings.reload_command)
-    except (exceptions.RemoteCommandFailed,
-            exceptions.RemoteCommandTimedOut):
-        LOG.error('%s reload failed on %s; putting the previous '
-                  'configuration back', settings.program, conn.host)
-        _restore(conn, settings, had_previous)
-        raise
-
-
-def _restore(conn, settings, had_previous):
-    path = settings.config_path
-    argv = (['mv', '-f', '--', settings.backup_path, path] if had_previous
-            else ['rm', '-f', '--', path])
-    result = _run(conn, settings, argv, check=False)
-    if result.failed:
-        LOG.error('Could not restore %s on %s: %s', path, conn.host,
-                  result.tail(5))

@@ -28,6 +28,7 @@ import urllib.parse
 from mgmt_driver.remote import connection
 from mgmt_driver.remote import detached
 from mgmt_driver.remote import kubespray
+from mgmt_driver.remote import loadbalancer
 from mgmt_driver.remote import programs
 from mgmt_driver.remote import ssh
 from mgmt_driver.state import records
@@ -352,6 +353,9 @@ def _change_of(step):
     # A shell program (mgmt_driver/remote/scripts/) says in its file whether it
     # changes the host; a detached run was shown by its playbook above.
     name = programs.name_of(step.argv or step.text)
+    if name == loadbalancer.APPLY and step.argv and \
+            loadbalancer.plan_change(step.argv):
+        return loadbalancer.plan_change(step.argv)
     if name is not None:
         return 'program %s' % name if programs.changes_host(name) else None
     return _plain_change(step)

@@ -17,9 +17,8 @@ hits; then scale-outs, upgrades, relabels, certificate renewals and
 * every instance converged (the nodes Tacker knows, all Ready, one
   kubelet version, the LB serving exactly them);
 * after terminate nothing is left: VIMs, records, workspaces, held
-  instance locks or playbook slots, processes below the site's sshd
-  (but the node-side sessions of the SSH masters Ansible keeps open,
-  which the last test counts: today they outlive terminate).
+  instance locks or playbook slots, processes below the site's sshd,
+  and the SSH masters Ansible kept open (the last test counts them).
 
 Addresses: 127.0.70.0/24 (no other test uses it).
 """
@@ -100,9 +99,7 @@ def test_nothing_leaks(day):
     assert day.leaks == []
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    'issue 40: terminate leaves the SSH master connections that Ansible '
-    'opened for the workspace (kubespray\'s ControlPersist=30m) open on '
-    'the Ansible server, one per node, for up to 30 minutes'))
 def test_terminate_closes_the_ansible_ssh_masters(day):
+    """Removing the workspace closes the SSH master connections Ansible
+    kept for it (``ssh -O exit`` on each control socket)."""
     assert day.masters_left == 0

@@ -212,7 +212,9 @@ def test_broken_config_is_refused_and_haproxy_keeps_serving(
     assert "unknown keyword 'no-such-keyword'" in str(err.value)
     assert config.read_text() == good
     assert not (tmp_path / 'haproxy.cfg.new').exists()
-    assert not any(argv[0] in ('kill', 'mv') for argv in conn.commands)
+    # one command, which stopped at the check: no backup, swap or reload
+    assert len(conn.commands) == 1
+    assert not (tmp_path / 'haproxy.cfg.bak').exists()
     assert proc.poll() is None
     assert {n for n, _ in names_through(ports['api'], 6)} == CP_NAMES
 
@@ -244,11 +246,14 @@ def test_apply_config_swaps_and_reloads_master_worker(tmp_path, ports,
         assert (tmp_path / 'haproxy.cfg.bak').read_text() == old_text
         assert not (tmp_path / 'haproxy.cfg.new').exists()
         assert kept.echo('across USR2') == 'across USR2'
-        # same text again: nothing to do, no command run
-        before = len(conn.commands)
+        assert len(conn.commands) == 1  # compare, stage, check, swap, reload
+        # same text again: one command that compares, nothing changed
+        backup = (tmp_path / 'haproxy.cfg.bak').stat().st_mtime_ns
         assert lb.apply_config(conn, lb.render_haproxy_config(grown),
                                settings) is False
-        assert len(conn.commands) == before
+        assert len(conn.commands) == 2
+        assert (tmp_path / 'haproxy.cfg.bak').stat().st_mtime_ns == backup
+        assert not (tmp_path / 'haproxy.cfg.new').exists()
         assert master.poll() is None
     finally:
         kept.close()

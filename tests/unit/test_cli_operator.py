@@ -76,7 +76,11 @@ def test_gateways_with_a_vip_have_a_dry_run(capsys, tmp_path):
                               str(REPO / 'vnf_packages' / 'kubespray_ha_lb'))
     assert code == cli.EXIT_OK, err
     assert out.count('# assumed: the address is on eth0, /24') == 2
-    assert 'keepalived -t -f /etc/keepalived/keepalived.conf.new' in out
+    # one program installs it: checked by keepalived -t -f, reloaded
+    assert ' sh /etc/keepalived/keepalived.conf 0600 ' in out
+    assert ' 3 keepalived -t -f systemctl reload-or-restart keepalived' \
+        in out
+    assert 'install /etc/keepalived/keepalived.conf (mode 0600' in out
 
 
 # --- csar check ./DIR, csar build -o -----------------------------------------

@@ -133,7 +133,8 @@ def test_the_plan_shows_the_start_and_the_removal_only():
         '(detached, log in %s/logs/) cd /ks && ansible-playbook -i '
         '%s/hosts.yaml cluster.yml' % (WS, WS))
     assert detached.plan_text(programs.command(detached.REMOVE, WS)) == (
-        'rm -rf -- %s  # after stopping its playbook run, if any' % WS)
+        'rm -rf -- %s  # after stopping its playbook run and its SSH '
+        'masters, if any' % WS)
     assert detached.plan_text(programs.command(detached.END, WS, STEM,
                                                '1', '9')) is None
     assert detached.plan_text(programs.command(detached.ENSURE, WS)) is False

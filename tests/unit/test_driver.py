@@ -379,7 +379,8 @@ def test_terminate_end_unregisters_and_removes_workspace(conf):
     assert h.registry.calls == [('register', 'kubernetes_vim_simple'),
                                 ('unregister', 'kubernetes_vim_simple')]
     assert any('rm -rf -- "$1"' in c and c.endswith(
-        ' sh /home/ubuntu/kubespray/inventory/mycluster/inst-1')
+        ' sh /home/ubuntu/kubespray/inventory/mycluster/inst-1 '
+        '/home/ubuntu/kubespray/inventory/mycluster/inst-1/.ansible/cp 5')
         for c in h.ansible.commands)
     assert h.playbooks() == ['cluster.yml']
 

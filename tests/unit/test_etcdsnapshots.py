@@ -7,6 +7,7 @@ heal of a master or an upgrade that cannot have one changes nothing;
 a PATCH's tag takes one snapshot once.
 """
 
+import base64
 import json
 
 import pytest
@@ -428,6 +429,27 @@ def test_a_risky_operation_pins_its_snapshot_until_it_finishes(conf):
     assert snaps.parse_pinned(ansible.files[PINNED]) == [
         (taken['name'], 'upgrade')]
     snaps.finished(drv, 'upgrade')
+    assert snaps.parse_pinned(ansible.files[PINNED]) == []
+
+
+def test_the_claim_reads_the_pins_ahead_and_a_written_one_again(conf):
+    """The pinned snapshots (every heal's end reads them) come with the
+    claim's one command, not a transfer of their own; once written in
+    the hook they are read from the server again."""
+    assert snaps.PINNED_RECORD in driver._OPENED_RECORDS
+    drv, cluster, pool = _context(conf)
+    ansible = pool.connection(ANSIBLE)
+    text = 'upgrade %s\n' % _names('090000')[0]
+    ansible.files[PINNED] = text
+    ansible.script(r'^program:open-workspace ', first=True, stdout=(
+        LAYOUT + 'KO:FILE:%s:%d:%s\n' % (
+            snaps.PINNED_RECORD, len(text),
+            base64.b64encode(text.encode()).decode())))
+    drv.claim()
+    snaps.finished(drv, 'heal')  # another operation's pin: kept
+    assert ('read_file', PINNED) not in ansible.calls
+    snaps.finished(drv, 'upgrade')
+    assert ('read_file', PINNED) in ansible.calls
     assert snaps.parse_pinned(ansible.files[PINNED]) == []
 
 

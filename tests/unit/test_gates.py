@@ -466,6 +466,13 @@ def test_a_not_ready_node_is_removed_without_waiting_for_a_drain(conf):  # noqa
     vars_file = yaml.safe_load(h.workspace_files()['remove-node-vars.yaml'])
     assert vars_file['reset_nodes'] is False
     assert vars_file['allow_ungraceful_removal'] is True
+    # whether it is registered and whether it is Ready: one read
+    assert [c for c in h.master.commands
+            if ' get node %s ' % W2 in c] == [
+        c for c in h.master.commands if c.endswith(
+            'get node %s --ignore-not-found -o json' % W2)]
+    assert len([c for c in h.master.commands
+                if ' get node %s ' % W2 in c]) == 1
 
 
 # ------------------------------------------------------ command line --

@@ -298,14 +298,13 @@ def test_an_unchanged_secret_file_is_compared_by_digest_not_read():
     assert 'cp -p -- %s %s.bak' % (KA_PATH, KA_PATH) in conn.commands
 
 
-def test_under_sudo_the_staged_secret_is_0600_too():
+def test_under_sudo_the_new_secret_is_0600_too():
     settings = keepalived.apply_settings(lb.ApplySettings(sudo=True))
     conn = FakeConnection('gw-a')
     lb.apply_config(conn, keepalived.render_keepalived_config(one()),
                     settings)
-    assert conn.modes['.kubespray-mgmt-keepalived.conf'] == 0o600
-    assert ('sudo -n install -m 0600 -- .kubespray-mgmt-keepalived.conf '
-            '%s.new' % KA_PATH) in conn.commands
+    assert conn.modes[KA_PATH + '.new'] == 0o600
+    assert lb.apply_argv('x', settings)[:2] == ['sudo', '-n']
     assert 'sudo -n sha256sum -- %s' % KA_PATH in conn.commands
 
 

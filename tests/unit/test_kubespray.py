@@ -3,8 +3,10 @@
 import io
 import logging
 import os
+import pathlib
 import re
 import shlex
+import socket
 import subprocess
 import tarfile
 
@@ -15,6 +17,7 @@ from oslo_config import cfg
 from mgmt_driver.common import conf as kconf
 from mgmt_driver.common import exceptions
 from mgmt_driver.remote import detached
+from mgmt_driver.remote import isolation
 from mgmt_driver.remote import kubespray
 from mgmt_driver.remote import programs
 from mgmt_driver.remote import ssh
@@ -277,15 +280,65 @@ def test_unsafe_document_names_are_refused_before_any_write(name):
 
 def test_remove_stops_a_run_and_deletes_the_workspace_in_one_command():
     conn = FakeConnection('ansible')
-    kubespray.Workspace(conn, WS).remove()
+    kubespray.Workspace(conn, WS).remove(7)
     assert conn.commands == [
-        joined(programs.command(detached.REMOVE, WS))]
+        joined(programs.command(detached.REMOVE, WS, WS + '/.ansible/cp',
+                                '7'))]
+
+
+def _masters_site(tmp_path, monkeypatch, ssh_exit):
+    """A workspace whose control path directory holds two sockets and a
+    file, and an ``ssh`` on PATH that logs its argv and exits with
+    *ssh_exit* (-O exit) or 0 (-O check)."""
+    home, bin_dir, ws = tmp_path / 'home', tmp_path / 'bin', tmp_path / 'w'
+    for d in (home, bin_dir, ws):
+        d.mkdir(mode=0o700)
+    monkeypatch.setenv('HOME', str(home))
+    control = isolation.control_path_dir(str(ws)).replace('~', str(home), 1)
+    os.makedirs(control)
+    monkeypatch.chdir(control)  # a socket's path has at most 107 bytes
+    for name in ('0123456789', '9%c'):
+        socket.socket(socket.AF_UNIX).bind(name)
+    (pathlib.Path(control) / 'not-a-socket').write_text('')
+    log = tmp_path / 'ssh.log'
+    (bin_dir / 'ssh').write_text(
+        '#!/bin/sh\nprintf "%%s " "$@" >> %s\necho >> %s\n'
+        'case "$*" in *"-O exit"*) exit %d ;; esac\n' % (
+            shlex.quote(str(log)), shlex.quote(str(log)), ssh_exit))
+    (bin_dir / 'ssh').chmod(0o755)
+    monkeypatch.setenv('PATH', '%s:%s' % (bin_dir, os.environ['PATH']))
+    return ws, control, log
+
+
+def test_remove_tells_each_ssh_master_of_the_workspace_to_exit(
+        tmp_path, monkeypatch):
+    ws, control, log = _masters_site(tmp_path, monkeypatch, 0)
+    kubespray.Workspace(LocalShell(), str(ws)).remove(3)
+    opts = '-F /dev/null -o BatchMode=yes -o ControlPath=%s/%s -O exit ' \
+        'kubespray-mgmt-master '
+    sent = log.read_text().splitlines() if log.exists() else []
+    assert sorted(sent) == sorted([
+        opts % (control, '0123456789'), opts % (control, '9%%c')])
+    assert not ws.exists()
+
+
+def test_a_master_that_stays_is_a_warning_naming_the_host(
+        tmp_path, monkeypatch, caplog):
+    ws, control, log = _masters_site(tmp_path, monkeypatch, 255)
+    kubespray.Workspace(LocalShell(), str(ws)).remove(3)
+    assert not ws.exists()
+    warned = [r.getMessage() for r in caplog.records
+              if r.levelno == logging.WARNING]
+    assert len(warned) == 1, warned
+    assert 'did not close on the Ansible server local' in warned[0]
+    assert '2 SSH master' in warned[0]
 
 
 def test_workspace_path_with_spaces_is_quoted():
     conn = FakeConnection('ansible')
     kubespray.Workspace(conn, '/srv/k m/vnf 1').remove()
-    assert conn.commands[0].endswith(" sh '/srv/k m/vnf 1'")
+    assert conn.commands[0].endswith(
+        " sh '/srv/k m/vnf 1' '/srv/k m/vnf 1/.ansible/cp' 5")
 
 
 # -------------------------------------------------------------- layout --

@@ -1,8 +1,14 @@
 """Unit tests of mgmt_driver.remote.loadbalancer: pure rendering and apply
 logic."""
 
+import dataclasses
+import hashlib
+import os
+import pathlib
 import random
 import re
+import subprocess
+import types
 
 import pytest
 from oslo_config import cfg
@@ -10,6 +16,7 @@ from oslo_config import cfg
 from mgmt_driver.common import conf as kconf
 from mgmt_driver.common import exceptions
 from mgmt_driver.remote import loadbalancer as lb
+from mgmt_driver.remote import ssh
 from tests.fakes import FakeConnection
 
 MASTERS_1 = [('master-10-0-0-11', '10.0.0.11')]
@@ -241,27 +248,18 @@ def test_unchanged_config_is_left_alone():
     assert conn.calls == [('read_file', PATH)]
 
 
-def test_changed_config_is_checked_backed_up_swapped_and_reloaded():
-    conn = lb_host(current='old config\n')
-    assert lb.apply_config(conn, NEW, SETTINGS) is True
-    assert conn.calls == [
-        ('read_file', PATH),
-        ('write_file', PATH + '.new'),
-        ('run', 'haproxy -c -f %s.new' % PATH),
-        ('run', 'cp -p -- %s %s.bak' % (PATH, PATH)),
-        ('run', 'mv -f -- %s.new %s' % (PATH, PATH)),
-        ('run', 'systemctl reload haproxy'),
-    ]
-    assert conn.files[PATH + '.new'] == NEW
-    assert conn.modes[PATH + '.new'] == 0o644
-
-
-def test_first_config_has_nothing_to_back_up():
-    conn = lb_host(current=None)
-    assert lb.apply_config(conn, NEW, SETTINGS) is True
-    assert not any(c.startswith('cp ') for c in conn.commands)
-    assert conn.commands[-2:] == ['mv -f -- %s.new %s' % (PATH, PATH),
-                                  'systemctl reload haproxy']
+def test_custom_paths_and_commands_go_as_words():
+    settings = lb.ApplySettings(
+        config_path='/etc/haproxy dir/lb.cfg',
+        check_command=('/opt/haproxy/sbin/haproxy', '-c', '-f'),
+        reload_command=('kill', '-USR2', '1234'))
+    argv = lb.apply_argv(NEW, settings)
+    assert argv[4:] == [
+        '/etc/haproxy dir/lb.cfg', '0644', sha256(NEW), '3',
+        '/opt/haproxy/sbin/haproxy', '-c', '-f', 'kill', '-USR2', '1234']
+    assert argv[:2] == ['sh', '-c']
+    sudo = lb.apply_argv(NEW, dataclasses.replace(settings, sudo=True))
+    assert sudo == ['sudo', '-n'] + argv
 
 
 HAPROXY_ALERT = (
@@ -272,80 +270,161 @@ HAPROXY_ALERT = (
     '[ALERT]    (11) : config : Fatal errors found in configuration.\n')
 
 
-def test_refused_config_is_removed_and_nothing_applied():
-    conn = lb_host(current='old config\n')
-    conn.script(r'^haproxy -c -f ', stderr=HAPROXY_ALERT, exit_code=1)
+def sha256(text):
+    return hashlib.sha256(text.encode('utf-8')).hexdigest()
+
+
+class Shell:
+    """The LB VM as this machine's shell: the program runs for real,
+    with ``haproxy``, ``systemctl`` and ``sudo`` of :func:`lb_vm`."""
+
+    host = '192.0.2.10'
+
+    def __init__(self):
+        self.commands = []
+
+    def run(self, command, timeout=None, check=True, stdin=None, **kwargs):
+        self.commands.append(command)
+        done = subprocess.run(command, input=stdin, capture_output=True,
+                              text=True, timeout=30)
+        result = ssh.CommandResult(self.host, 'sh -c ...', done.stdout,
+                                   done.stderr, done.returncode)
+        if check and result.failed:
+            raise exceptions.RemoteCommandFailed(result)
+        return result
+
+    # SFTP, counted as commands (what apply_config once used).
+    def read_file(self, path, missing_ok=False):
+        self.commands.append(('read', path))
+        if missing_ok and not os.path.exists(path):
+            return None
+        return pathlib.Path(path).read_text()
+
+    def write_file(self, path, content, mode=0o600):
+        self.commands.append(('write', path))
+        pathlib.Path(path).write_text(content)
+        os.chmod(path, mode)
+
+
+@pytest.fixture
+def lb_vm(tmp_path, monkeypatch):
+    """A directory for the configuration, and stand-ins that log their
+    words to ``log`` and fail as ``fail`` (a file) says."""
+    bin_dir, home = tmp_path / 'bin', tmp_path / 'home'
+    bin_dir.mkdir()
+    home.mkdir()
+    vm = types.SimpleNamespace(path=str(tmp_path / 'etc' / 'haproxy.cfg'),
+                               log=tmp_path / 'log', home=home,
+                               fail=tmp_path / 'fail')
+    (tmp_path / 'etc').mkdir()
+    for name, body in (
+            ('haproxy', 'grep -qx haproxy "$F" && { printf %s "$ALERT" >&2;'
+                        ' exit 1; }'),
+            ('systemctl', 'grep -qx reload "$F" && { echo haproxy.service '
+                          'is not active, cannot reload. >&2; exit 1; }'),
+            ('sudo', '[ "$1" = -n ] && shift; exec "$@"')):
+        # sudo logs its first two words only (then comes a program)
+        words = '$1 $2' if name == 'sudo' else '$*'
+        (bin_dir / name).write_text('#!/bin/sh\necho "%s %s" >> "$L"\n%s\n'
+                                    'exit 0\n' % (name, words, body))
+        (bin_dir / name).chmod(0o755)
+    monkeypatch.setenv('PATH', '%s:%s' % (bin_dir, os.environ['PATH']))
+    monkeypatch.setenv('HOME', str(home))
+    monkeypatch.setenv('L', str(vm.log))
+    monkeypatch.setenv('F', str(vm.fail))
+    monkeypatch.setenv('ALERT', HAPROXY_ALERT)
+    vm.settings = lb.ApplySettings(config_path=vm.path)
+    vm.logged = lambda: vm.log.read_text().splitlines() \
+        if vm.log.exists() else []
+    return vm
+
+
+def test_changed_config_is_checked_swapped_and_reloaded_in_one_command(
+        lb_vm):
+    pathlib.Path(lb_vm.path).write_text('old config\n')
+    conn = Shell()
+    assert lb.apply_config(conn, NEW, lb_vm.settings) is True
+    assert len(conn.commands) == 1
+    assert lb_vm.logged() == ['haproxy -c -f %s.new' % lb_vm.path,
+                              'systemctl reload haproxy']
+    assert pathlib.Path(lb_vm.path).read_text() == NEW
+    assert pathlib.Path(lb_vm.path + '.bak').read_text() == 'old config\n'
+    assert os.stat(lb_vm.path).st_mode & 0o777 == 0o644
+    assert not os.path.exists(lb_vm.path + '.new')
+    # again: nothing to do, nothing run
+    assert lb.apply_config(conn, NEW, lb_vm.settings) is False
+    assert len(lb_vm.logged()) == 2 and len(conn.commands) == 2
+
+
+def test_first_config_has_nothing_to_back_up(lb_vm):
+    assert lb.apply_config(Shell(), NEW, lb_vm.settings) is True
+    assert pathlib.Path(lb_vm.path).read_text() == NEW
+    assert not os.path.exists(lb_vm.path + '.bak')
+
+
+def test_refused_config_is_removed_and_nothing_applied(lb_vm):
+    pathlib.Path(lb_vm.path).write_text('old config\n')
+    lb_vm.fail.write_text('haproxy\n')
     with pytest.raises(exceptions.LoadBalancerConfigInvalid) as err:
-        lb.apply_config(conn, NEW + 'bogus\n', SETTINGS)
+        lb.apply_config(Shell(), NEW + 'bogus\n', lb_vm.settings)
     message = str(err.value)
     assert "unknown keyword 'bogus'" in message
     assert 'Fatal errors found' in message
-    assert '192.0.2.10' in message and PATH + '.new' in message
-    assert '[NOTICE]' not in message
+    assert '192.0.2.10' in message and lb_vm.path + '.new' in message
+    assert '[NOTICE]' not in message and 'KL:' not in message
     assert err.value.result.exit_code == 1
-    assert conn.commands == ['haproxy -c -f %s.new' % PATH,
-                             'rm -f -- %s.new' % PATH]
-    assert conn.files[PATH] == 'old config\n'
+    assert lb_vm.logged() == ['haproxy -c -f %s.new' % lb_vm.path]
+    assert pathlib.Path(lb_vm.path).read_text() == 'old config\n'
+    assert not os.path.exists(lb_vm.path + '.new')
 
 
-def test_refused_config_error_survives_failed_cleanup():
-    conn = lb_host(current='old config\n')
-    conn.script(r'^haproxy -c', stderr=HAPROXY_ALERT, exit_code=1)
-    conn.script(r'^rm ', stderr='rm: read-only file system', exit_code=1)
-    with pytest.raises(exceptions.LoadBalancerConfigInvalid):
-        lb.apply_config(conn, NEW, SETTINGS)
-    assert not any(c.startswith(('mv ', 'systemctl'))
-                   for c in conn.commands)
+def test_refused_config_output_is_scrubbed_of_secrets(lb_vm, monkeypatch):
+    monkeypatch.setenv('ALERT', 'bad line: password s3cret\n')
+    lb_vm.fail.write_text('haproxy\n')
+    with pytest.raises(exceptions.LoadBalancerConfigInvalid) as err:
+        lb.apply_config(Shell(), NEW, lb_vm.settings, secrets=['s3cret'])
+    assert 's3cret' not in str(err.value) and '***' in str(err.value)
 
 
-def test_failed_reload_puts_previous_config_back():
-    conn = lb_host(current='old config\n')
-    conn.script(r'^systemctl reload', stderr='haproxy.service is not '
-                'active, cannot reload.', exit_code=1)
+def test_failed_reload_puts_previous_config_back(lb_vm, caplog):
+    pathlib.Path(lb_vm.path).write_text('old config\n')
+    lb_vm.fail.write_text('reload\n')
     with pytest.raises(exceptions.RemoteCommandFailed) as err:
-        lb.apply_config(conn, NEW, SETTINGS)
+        lb.apply_config(Shell(), NEW, lb_vm.settings)
     assert 'not active' in str(err.value)
-    assert conn.commands[-2:] == [
-        'systemctl reload haproxy',
-        'mv -f -- %s.bak %s' % (PATH, PATH)]
+    assert pathlib.Path(lb_vm.path).read_text() == 'old config\n'
+    assert 'putting the previous configuration back' in caplog.text
 
 
-def test_failed_first_reload_removes_the_new_file():
-    conn = lb_host(current=None)
-    conn.script(r'^systemctl reload', exit_code=1)
+def test_failed_first_reload_removes_the_new_file(lb_vm):
+    lb_vm.fail.write_text('reload\n')
     with pytest.raises(exceptions.RemoteCommandFailed):
-        lb.apply_config(conn, NEW, SETTINGS)
-    assert conn.commands[-1] == 'rm -f -- %s' % PATH
+        lb.apply_config(Shell(), NEW, lb_vm.settings)
+    assert not os.path.exists(lb_vm.path)
 
 
-def test_sudo_stages_in_home_and_prefixes_privileged_commands():
-    settings = lb.ApplySettings(sudo=True)
-    conn = lb_host(current='old config\n')
+def test_sudo_runs_the_whole_program_as_root(lb_vm):
+    settings = dataclasses.replace(lb_vm.settings, sudo=True)
+    pathlib.Path(lb_vm.path).write_text('old config\n')
+    conn = Shell()
     assert lb.apply_config(conn, NEW, settings) is True
-    staging = '.kubespray-mgmt-haproxy.cfg'
-    assert ('write_file', staging) in conn.calls
-    assert conn.files[staging] == NEW
-    assert conn.commands == [
-        'sudo -n install -m 0644 -- %s %s.new' % (staging, PATH),
-        'rm -f -- %s' % staging,
-        'sudo -n haproxy -c -f %s.new' % PATH,
-        'sudo -n cp -p -- %s %s.bak' % (PATH, PATH),
-        'sudo -n mv -f -- %s.new %s' % (PATH, PATH),
-        'sudo -n systemctl reload haproxy',
-    ]
+    assert conn.commands[0][:4] == ['sudo', '-n', 'sh', '-c']
+    assert lb_vm.logged() == ['sudo -n sh',
+                              'haproxy -c -f %s.new' % lb_vm.path,
+                              'systemctl reload haproxy']
+    assert pathlib.Path(lb_vm.path).read_text() == NEW
+    assert list(lb_vm.home.iterdir()) == []  # nothing staged there
 
 
-def test_custom_paths_and_commands_are_quoted():
-    settings = lb.ApplySettings(
-        config_path='/etc/haproxy dir/lb.cfg',
-        check_command=('/opt/haproxy/sbin/haproxy', '-c', '-f'),
-        reload_command=('kill', '-USR2', '1234'))
-    conn = FakeConnection('lb')
-    lb.apply_config(conn, NEW, settings)
-    assert conn.commands == [
-        "/opt/haproxy/sbin/haproxy -c -f '/etc/haproxy dir/lb.cfg.new'",
-        "mv -f -- '/etc/haproxy dir/lb.cfg.new' '/etc/haproxy dir/lb.cfg'",
-        'kill -USR2 1234']
+def test_a_secret_file_is_compared_by_digest(lb_vm):
+    settings = dataclasses.replace(lb_vm.settings, sudo=True, mode=0o600)
+    pathlib.Path(lb_vm.path).write_text(NEW)
+    conn = Shell()
+    assert lb.apply_config(conn, NEW, settings) is False
+    assert lb_vm.logged() == ['sudo -n sh']
+    assert lb.apply_config(conn, NEW + '# more\n', settings) is True
+    assert os.stat(lb_vm.path).st_mode & 0o777 == 0o600
+    assert os.stat(lb_vm.path + '.bak').st_mode & 0o777 == 0o644
 
 
 # ------------------------------------------------------------ settings --

@@ -110,8 +110,9 @@ def test_the_summary_says_what_changes_on_each_host(dry_run):
            '    - write /opt/kubespray/inventory/c1/' \
            'kubespray-mgmt/hosts.yaml (mode 0644)\n' in summary
     assert '    - run cluster.yml\n' in summary
-    assert '    - sudo -n mv -f -- /etc/haproxy/haproxy.cfg.new ' \
-           '/etc/haproxy/haproxy.cfg\n' in summary
+    assert '    - install /etc/haproxy/haproxy.cfg (mode 0644, if it ' \
+           'differs and passes its check), then sudo -n systemctl reload ' \
+           'haproxy\n' in summary
     assert 'get secret' not in summary and 'haproxy -c' not in summary
     assert 'program detect-layout' not in summary  # it only reads
 

@@ -11,6 +11,7 @@ from mgmt_driver.operations import etcdsnapshots
 from mgmt_driver.remote import detached
 from mgmt_driver.remote import factcache
 from mgmt_driver.remote import kubespray
+from mgmt_driver.remote import loadbalancer
 from mgmt_driver.remote import plan
 from mgmt_driver.remote import programs
 
@@ -92,6 +93,7 @@ def test_every_shipped_program_is_sent_by_the_driver():
             status._QUEUE,
             certificates.RENEW_PROGRAM, doctor.TOOLS_PROGRAM,
             etcdsnapshots.LIST_PROGRAM, etcdsnapshots.SAVE_PROGRAM,
+            loadbalancer.APPLY,
             'sudo-password'}  # escalation.SCRIPT
     assert used == set(SHIPPED)
 
@@ -101,7 +103,7 @@ def test_every_shipped_program_is_sent_by_the_driver():
 #: Programs that write, start or stop something on their host: the dry
 #: run must list them under "What would change".
 WRITERS = {'ensure-workspace', 'open-workspace', 'replace-workspace',
-           'remove-workspace',
+           'remove-workspace', 'lb-apply',
            'renew-certs', 'etcd-snapshot-save', 'run-start', 'run-stop'}
 
 
