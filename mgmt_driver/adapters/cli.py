@@ -1088,9 +1088,15 @@ def _add_doctor_command(subparsers):
 
 def _list(args):
     found = listing.entries(records.RecordStore.from_conf())
+    # A conductor whose shared store is not mounted lists its own, often
+    # empty, directory: "no instance" must not read as "no cluster".
+    not_shared = statestore.identity_problems(only=('records_dir',))
+    for problem in not_shared:
+        _say('kubespray-mgmt: warning: not the shared state store, this '
+             'list may miss instances: %s' % problem, file=sys.stderr)
     if args.output == 'json':
         _print_json({'records_dir': records.default_directory(),
-                     'instances': found})
+                     'not_shared': not_shared, 'instances': found})
     elif found:
         sys.stdout.write(terminal_safe(listing.format_text(found)))
     else:
@@ -1107,7 +1113,9 @@ def _add_list_command(subparsers):
         'list', help='list the instances the driver owns here (records_dir '
                      'of --config-file; reads no host): VIM, Ansible '
                      'server, node counts, last operation and its result')
-    _add_output(command, 'records_dir, instances: [{instance_id, vims, '
+    _add_output(command, 'records_dir, not_shared (why the state store '
+                         'is not the shared one: [text], empty when it '
+                         'is), instances: [{instance_id, vims, '
                          'ansible_server, masters, workers, gateways, '
                          'workspace, last_operation, error, reason}]; exit 2 '
                          'when a record cannot be read')

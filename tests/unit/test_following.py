@@ -309,3 +309,27 @@ def test_list_cells_are_clipped_and_escaped():
     assert max(len(cell) for cell in lines[1].split()) <= 60 + len(
         ' [...] ')
     assert '10.0.0.1\\x0aforged' in lines[1]
+
+
+def test_list_warns_when_the_store_is_not_the_shared_one(tmp_path, capsys):
+    """Issue 41, low item: a conductor whose shared state directory is not
+    mounted listed its own empty directory as if no cluster existed."""
+    config = tmp_path / 'kubespray-mgmt.conf'
+    config.write_text('[kubespray_mgmt]\nrecords_dir = %s\n'
+                      'state_store_id = prod-1\n' % (tmp_path / 'records'))
+    argv = ['--config-file', str(config), 'list']
+    assert cli.main(argv) == cli.EXIT_OK
+    err = capsys.readouterr().err
+    assert err.startswith('kubespray-mgmt: warning: not the shared state '
+                          'store, this list may miss instances: '
+                          '[kubespray_mgmt] records_dir: ')
+    assert statestore.MARKER in err
+    assert cli.main(argv + ['-o', 'json']) == cli.EXIT_OK
+    shown = json.loads(capsys.readouterr().out)
+    assert len(shown['not_shared']) == 1
+    assert 'records_dir' in shown['not_shared'][0]
+    # Mounted: the marker names the configured store, no warning.
+    (tmp_path / statestore.MARKER).write_text('prod-1\n')
+    assert cli.main(argv + ['-o', 'json']) == cli.EXIT_OK
+    out = capsys.readouterr()
+    assert json.loads(out.out)['not_shared'] == [] and 'warning' not in out.err
