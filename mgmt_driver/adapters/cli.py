@@ -1000,9 +1000,61 @@ def _logs(args):
                                ssh.credentials_for(login), login.port)
         path = detached.show_log(conn, workspace, _say, stem=args.run,
                                  follow=args.follow)
+        if args.follow and args.run is None:
+            path = _follow_operation(conn, workspace, args.instance_id, path)
     _say('# log: %s on %s' % (path, spec.ansible.ip_address),
          file=sys.stderr)
     return EXIT_OK
+
+
+def _operation_running(store, instance_id):
+    """The instance's running operation (its record's last one), or
+    None: no record, or its last operation ended."""
+    if store.state(instance_id) != records.PRESENT:
+        return None
+    try:
+        last = store.load(instance_id).last_operation or {}
+    except exceptions.InstanceRecordInvalid:
+        return None
+    return last.get('operation') \
+        if last.get('result') == statestore.RUNNING else None
+
+
+def _follow_operation(conn, workspace, instance_id, path):
+    """After the run of *path* ended: follow the next runs of the
+    operation (a heal or a scale-in runs several playbooks in turn) while
+    the instance's record says it runs, waiting ``logs_follow_poll``
+    between looks and at most ``logs_follow_next_wait`` for each run.
+
+    :returns: the last followed run's log path.
+    """
+    group = cfg.CONF[kconf.GROUP]
+    store = records.RecordStore.from_conf()
+    followed = posixpath.basename(path)[:-len('.log')]
+    operation = _operation_running(store, instance_id)
+    began = time.monotonic()
+    while operation:
+        # The record before the runs: a run that started and ended
+        # between two looks, the operation's last, is still shown.
+        running = _operation_running(store, instance_id)
+        info = detached.last_run(conn, workspace)
+        if info.stem and info.stem != followed:
+            _say('# %s goes on: next run %s' % (operation, info.stem),
+                 file=sys.stderr)
+            path = detached.show_log(conn, workspace, _say, follow=True)
+            followed = posixpath.basename(path)[:-len('.log')]
+            began = time.monotonic()
+        elif not running:
+            break
+        elif time.monotonic() - began >= group.logs_follow_next_wait:
+            _say('# %s still runs, but started no playbook for %d s '
+                 '(logs_follow_next_wait): stopped following' % (
+                     operation, group.logs_follow_next_wait),
+                 file=sys.stderr)
+            break
+        else:
+            time.sleep(group.logs_follow_poll)
+    return path
 
 
 def _add_logs_command(subparsers):
@@ -1022,7 +1074,9 @@ def _add_logs_command(subparsers):
                               'with or without .log); default: the last '
                               'run')
     command.add_argument('-f', '--follow', action='store_true',
-                         help='go on printing until the run ends')
+                         help='go on printing until the run ends, and '
+                              '(without --run) the next runs of the '
+                              'operation until its record says it ended')
     command.set_defaults(func=_logs)
 
 
@@ -1088,9 +1142,15 @@ def _add_doctor_command(subparsers):
 
 def _list(args):
     found = listing.entries(records.RecordStore.from_conf())
+    # A conductor whose shared store is not mounted lists its own, often
+    # empty, directory: "no instance" must not read as "no cluster".
+    not_shared = statestore.identity_problems(only=('records_dir',))
+    for problem in not_shared:
+        _say('kubespray-mgmt: warning: not the shared state store, this '
+             'list may miss instances: %s' % problem, file=sys.stderr)
     if args.output == 'json':
         _print_json({'records_dir': records.default_directory(),
-                     'instances': found})
+                     'not_shared': not_shared, 'instances': found})
     elif found:
         sys.stdout.write(terminal_safe(listing.format_text(found)))
     else:
@@ -1107,7 +1167,9 @@ def _add_list_command(subparsers):
         'list', help='list the instances the driver owns here (records_dir '
                      'of --config-file; reads no host): VIM, Ansible '
                      'server, node counts, last operation and its result')
-    _add_output(command, 'records_dir, instances: [{instance_id, vims, '
+    _add_output(command, 'records_dir, not_shared (why the state store '
+                         'is not the shared one: [text], empty when it '
+                         'is), instances: [{instance_id, vims, '
                          'ansible_server, masters, workers, gateways, '
                          'workspace, last_operation, error, reason}]; exit 2 '
                          'when a record cannot be read')

@@ -113,6 +113,16 @@ kubespray_opts = [
                help='Logs of playbook runs kept in each instance\'s '
                     'workspace on the Ansible server (logs/); older ones '
                     'are deleted when a run starts.'),
+    cfg.IntOpt('logs_follow_poll', default=5, min=1, max=300,
+               help='Seconds "kubespray-mgmt logs --follow" waits between '
+                    'looks for the next playbook run of the operation '
+                    'still running (as the instance\'s record says) once '
+                    'the run it followed ended.'),
+    cfg.IntOpt('logs_follow_next_wait', default=1800, min=0, max=86400,
+               help='Seconds "kubespray-mgmt logs --follow" waits at most '
+                    'for the next playbook run of a running operation '
+                    'before it stops (a record left "running" by a '
+                    'conductor that died ends no other way).'),
     cfg.IntOpt('playbook_lock_wait', default=0, min=0, max=86400,
                help='Seconds an operation waits for another playbook run '
                     'of the same cluster (another operation, or one left '

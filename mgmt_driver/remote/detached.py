@@ -220,6 +220,14 @@ def wait_while_busy(peek, accept, lock_wait, host, workspace_path,
         sleep(poll)
 
 
+def last_run(conn, workspace_path):
+    """The :class:`RunInfo` of the workspace's last run (its ``stem``
+    None when there is no workspace or no run)."""
+    found = _markers(conn.run(programs.command(SHOW, workspace_path,
+                                               '')).stdout)
+    return RunInfo.parse(v for k, v in found if k == 'INFO')
+
+
 def show_log(conn, workspace_path, on_line, stem=None, follow=False,
              timeout=86400):
     """Send the log of the last run (or of run *stem*) to *on_line*.

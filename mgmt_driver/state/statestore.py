@@ -109,9 +109,11 @@ def read_marker(path):
     return lines[0].strip() if lines else ''
 
 
-def identity_problems(conf=None):
+def identity_problems(conf=None, only=None):
     """What keeps the configured store from being the shared one.
 
+    :param only: the option names (``records_dir``...) of the locations
+        to check; None: every one of :func:`locations`.
     :returns: one text per state location that is not in the store named
         by ``state_store_id``; empty when it is unset (one conductor).
     """
@@ -120,6 +122,8 @@ def identity_problems(conf=None):
         return []
     problems = []
     for option, directory in locations(conf):
+        if only is not None and option not in only:
+            continue
         marker = find_marker(directory)
         if marker is None:
             problems.append(

@@ -177,3 +177,14 @@ def test_the_ansible_server_learns_no_conductor_host_or_pid(caplog):
     # Nothing else in the command comes from the conductor process.
     first, second = conn.commands
     assert first[:10] + first[11:] == second[:10] + second[11:]
+
+
+def test_last_run_is_the_run_info_or_nothing():
+    conn = FakeConnection('ansible')
+    conn.script(r'^program:run-show ',
+                stdout='KR:INFO:stem=%s\nKR:INFO:pid=7\n' % STEM)
+    info = detached.last_run(conn, WS)
+    assert (info.stem, info.pid) == (STEM, 7)
+    conn = FakeConnection('ansible')
+    conn.script(r'^program:run-show ', stdout='KR:NORUN\n')
+    assert detached.last_run(conn, WS).stem is None

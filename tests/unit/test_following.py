@@ -4,6 +4,7 @@
 convention of the commands that write files."""
 
 import json
+import pathlib
 import types
 
 import pytest
@@ -309,3 +310,117 @@ def test_list_cells_are_clipped_and_escaped():
     assert max(len(cell) for cell in lines[1].split()) <= 60 + len(
         ' [...] ')
     assert '10.0.0.1\\x0aforged' in lines[1]
+
+
+def test_list_warns_when_the_store_is_not_the_shared_one(tmp_path, capsys):
+    """Issue 41, low item: a conductor whose shared state directory is not
+    mounted listed its own empty directory as if no cluster existed."""
+    config = tmp_path / 'kubespray-mgmt.conf'
+    config.write_text('[kubespray_mgmt]\nrecords_dir = %s\n'
+                      'state_store_id = prod-1\n' % (tmp_path / 'records'))
+    argv = ['--config-file', str(config), 'list']
+    assert cli.main(argv) == cli.EXIT_OK
+    err = capsys.readouterr().err
+    assert err.startswith('kubespray-mgmt: warning: not the shared state '
+                          'store, this list may miss instances: '
+                          '[kubespray_mgmt] records_dir: ')
+    assert statestore.MARKER in err
+    assert cli.main(argv + ['-o', 'json']) == cli.EXIT_OK
+    shown = json.loads(capsys.readouterr().out)
+    assert len(shown['not_shared']) == 1
+    assert 'records_dir' in shown['not_shared'][0]
+    # Mounted: the marker names the configured store, no warning.
+    (tmp_path / statestore.MARKER).write_text('prod-1\n')
+    assert cli.main(argv + ['-o', 'json']) == cli.EXIT_OK
+    out = capsys.readouterr()
+    assert json.loads(out.out)['not_shared'] == [] and 'warning' not in out.err
+
+
+# ------------------------------------------------------- logs --follow --
+
+_PARAMS = str(pathlib.Path(__file__).parents[2] / 'samples'
+              / 'instantiate_simple.json')
+_RUNS = ['20261126T100000Z-scale_end-facts',
+         '20261126T100500Z-scale_end-remove-node',
+         '20261126T101000Z-scale_end-scale']
+
+
+class _Operation:
+    """An operation on the Ansible server and in the record: each sleep of
+    ``logs --follow`` moves it on by one event of *events*."""
+
+    def __init__(self, store, events):
+        self.store, self.events = store, list(events)
+        self.current, self.now, self.sleeps = 0, 0.0, 0
+        self._note('running')
+
+    def _note(self, result):
+        self.store.set_last_operation('vnf-1', {
+            'operation': 'scale_end', 'result': result,
+            'started': '2026-11-26T10:00:00+00:00', 'ended': None,
+            'error': None}, create=True)
+
+    def sleep(self, seconds):
+        self.sleeps += 1
+        self.now += seconds
+        if self.events:
+            event = self.events.pop(0)
+            if event == 'next run':
+                self.current += 1
+            elif event == 'last run, ended':
+                self.current += 1
+                self._note('succeeded')
+
+    def show_log(self, conn, workspace, on_line, stem=None, follow=False):
+        assert stem is None and follow
+        on_line('log of ' + _RUNS[self.current])
+        return '%s/logs/%s.log' % (workspace, _RUNS[self.current])
+
+    def last_run(self, conn, workspace):
+        return detached.RunInfo(stem=_RUNS[self.current])
+
+
+def _follow(monkeypatch, tmp_path, capsys, events, extra=''):
+    config = tmp_path / 'kubespray-mgmt.conf'
+    config.write_text('[kubespray_mgmt]\nrecords_dir = %s\n%s'
+                      % (tmp_path / 'records', extra))
+    operation = _Operation(records.RecordStore(str(tmp_path / 'records')),
+                           events)
+    monkeypatch.setattr(cli.ssh.ConnectionPool, 'connection',
+                        lambda self, *args, **kwargs: 'conn')
+    monkeypatch.setattr(cli.detached, 'show_log', operation.show_log)
+    monkeypatch.setattr(cli.detached, 'last_run', operation.last_run,
+                        raising=False)
+    monkeypatch.setattr(cli, 'time', types.SimpleNamespace(
+        sleep=operation.sleep, monotonic=lambda: operation.now))
+    code = cli.main(['--config-file', str(config), 'logs', '--params',
+                     _PARAMS, '--instance-id', 'vnf-1', '--follow'])
+    out = capsys.readouterr()
+    return code, out.out, out.err, operation
+
+
+def test_logs_follow_goes_on_with_the_operations_next_runs(
+        monkeypatch, tmp_path, capsys):
+    """Issue 41, low item: ``logs --follow`` stopped after the first
+    playbook of a scale-in (facts, remove-node, scale).  The last run
+    starts and ends between two looks: it is still shown."""
+    code, out, err, operation = _follow(
+        monkeypatch, tmp_path, capsys, ['next run', 'last run, ended'])
+    assert code == cli.EXIT_OK
+    assert out.splitlines() == ['log of ' + run for run in _RUNS]
+    assert '# scale_end goes on: next run %s' % _RUNS[2] in err
+    assert '/logs/%s.log on ' % _RUNS[2] in err.splitlines()[-1]
+    assert operation.sleeps == 2
+
+
+def test_logs_follow_stops_when_no_next_run_comes(monkeypatch, tmp_path,
+                                                  capsys):
+    """A record left running (its conductor died) is followed for at most
+    logs_follow_next_wait seconds after the last run ended."""
+    code, out, err, operation = _follow(
+        monkeypatch, tmp_path, capsys, [],
+        'logs_follow_poll = 5\nlogs_follow_next_wait = 10\n')
+    assert code == cli.EXIT_OK
+    assert out.splitlines() == ['log of ' + _RUNS[0]]
+    assert 'started no playbook for 10 s (logs_follow_next_wait)' in err
+    assert operation.sleeps == 2
