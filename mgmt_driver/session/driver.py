@@ -425,11 +425,9 @@ class ClusterDriver:
         self._workspace().upload({name: text}, mode=inventory.PUBLIC_MODE)
 
     def rendered_spec(self):
-        """The spec the documents are rendered from: the request's, with
-        the Kubernetes version of the last upgrade recorded in the
-        workspace, if any (:attr:`spec` itself never changes), spelled
-        as the request spelled its own (a "v" for kubespray up to
-        v2.27), without a "v" when it gave none."""
+        """The request's spec (never changed) with the Kubernetes version
+        the last upgrade recorded, if any, spelled as the request spelled
+        its own (with or without a "v": kubespray up to v2.27 wants one)."""
         version = self._reads.kube_version
         if version is None:
             return self.spec
