@@ -28,8 +28,9 @@ double; on a real fleet every VM has them at the same path).
 workers NotReady, with one automatic heal per instance it hits, then
 scale-outs, upgrades, relabels, certificate renewals and ``status``
 probes spread over a window); :class:`Sampler` samples the conductor's
-RSS and threads and, by PID below the site's sshd, the
-``ansible-playbook`` runs and the SSH sessions to the Ansible server.
+RSS and threads, the ``ansible-playbook`` runs of the fleet's workspaces
+(by the workspace path in their command lines: detached runs are no
+descendants of sshd) and the SSH sessions to the Ansible server.
 :func:`leaks` and :func:`divergence` say what is left and what is not
 converged.  ``benchmarks/fleet.py`` prints the figures,
 ``tests/functional/test_fleet.py`` checks the invariants.
@@ -563,25 +564,35 @@ def _established_to(address, port):
     return count
 
 
-def playbook_runs(roots):
-    """``ansible-playbook`` runs below *roots* (PIDs): the processes of
-    that name whose parent is not one (Ansible forks workers), but the
-    ``ansible-playbook --version`` each hook's claim asks (detect-layout:
-    no playbook, no slot)."""
-    below = set(procs.descendants(roots))
+def playbook_runs(workspaces):
+    """``ansible-playbook`` runs of the workspaces under *workspaces* (a
+    path): the processes of that name whose command line names a path
+    below it (the inventory, ``-i``) and whose parent is not one (Ansible
+    forks workers).
+
+    By command line, not by PID below the site's sshd: a detached run
+    (:mod:`mgmt_driver.remote.detached`) is started with ``setsid`` by a
+    shell that exits, so it is no descendant of its SSH session.  The
+    path holds the fleet's random root: another test's runs are never
+    counted.  The ``ansible-playbook --version`` each hook's claim asks
+    (no playbook, no slot) names no workspace.
+    """
+    where = str(workspaces).rstrip('/') + '/'
     parents = procs.parents()
     runs = 0
-    for pid in below:
-        if _is_playbook(pid) and not _is_playbook(parents.get(pid)) and \
-                '--version' not in procs.cmdline(pid):
+    for pid in parents:
+        words = procs.cmdline(pid)
+        if _is_playbook(pid, words) and '--version' not in words and \
+                any(w.startswith(where) for w in words) and \
+                not _is_playbook(parents.get(pid)):
             runs += 1
     return runs
 
 
-def _is_playbook(pid):
+def _is_playbook(pid, words=None):
     if pid is None:
         return False
-    words = procs.cmdline(pid)
+    words = procs.cmdline(pid) if words is None else words
     return any(os.path.basename(w) == 'ansible-playbook' for w in words[:2])
 
 
@@ -613,10 +624,9 @@ class Sampler:
         self.peak = dict.fromkeys(self.peak, 0)
 
     def _loop(self):
-        roots = self.fleet.sshd_pids()
         while not self._stop.wait(self.period):
             now = {'rss_kib': _rss_kib(), 'threads': threading.active_count(),
-                   'playbooks': playbook_runs(roots),
+                   'playbooks': playbook_runs(self.fleet.inventories),
                    'ansible_ssh': _established_to(self.fleet.ansible,
                                                   self.fleet.sshd.port)}
             self.samples += 1
