@@ -301,7 +301,10 @@ class Conductor:
     workers; LCM operations of one instance one at a time (see the
     module docstring)."""
 
-    def __init__(self, threads=CONDUCTOR_THREADS):
+    def __init__(self, threads=CONDUCTOR_THREADS, runners=None):
+        #: ``{kind: function(op)}``: how an operation of each kind runs
+        #: (default :data:`RUNNERS`, Tacker v1's hook calls).
+        self.runners = RUNNERS if runners is None else runners
         self.executor = concurrent.futures.ThreadPoolExecutor(
             threads, thread_name_prefix='conductor')
         self._lock = threading.Lock()
@@ -328,7 +331,7 @@ class Conductor:
     def _run(self, op):
         op.started = time.monotonic()
         try:
-            RUNNERS[op.kind](op)
+            self.runners[op.kind](op)
             op.outcome = 'done'
         except REFUSALS as exc:
             op.outcome, op.error = 'refused', '%s: %s' % (
@@ -812,12 +815,17 @@ def _ended_or_raise(conductor, ops, timeout, what):
             '%s: %s' % (op.instance.id[:8], op.error) for op in failed)))
 
 
-def bad_day(fleet, count, window, timeout):
+def bad_day(fleet, count, window, timeout, conductor=None):
     """Instantiate every instance, lose a rack, play a burst of *count*
     operations over *window* seconds, wait at most *timeout* seconds for
     them, check convergence, terminate every instance and look for
-    leaks, all on one :class:`Conductor`."""
-    conductor = Conductor()
+    leaks, all on one :class:`Conductor`.
+
+    :param conductor: what runs the operations instead (an object with
+        :class:`Conductor`'s ``submit``, ``wait``, ``run_all`` and
+        ``shutdown``), e.g. several conductors behind one router.
+    """
+    conductor = conductor or Conductor()
     try:
         with Sampler(fleet) as sampler:
             started = time.monotonic()
