@@ -415,19 +415,21 @@ def _patch(op, **metadata):
     op.instance.call('modify_information_end')
 
 
-def _upgrade(op):
-    _patch(op, kube_version=UPGRADE_TO)
+def patch_metadata(op):
+    """The PATCH metadata of an upgrade, relabel or renewal *op*."""
+    if op.kind == 'upgrade':
+        return {'kube_version': UPGRADE_TO}
+    if op.kind == 'relabel':
+        inst = op.instance
+        inst.relabels += 1
+        return {'relabel_nodes': op.args['node'],
+                'relabel_labels': 'fleet.example.com/burst=r%d'
+                                  % inst.relabels}
+    return {'renew_certificates': 'fleet-%s' % op.args['tag']}
 
 
-def _relabel(op):
-    inst = op.instance
-    inst.relabels += 1
-    _patch(op, relabel_nodes=op.args['node'],
-           relabel_labels='fleet.example.com/burst=r%d' % inst.relabels)
-
-
-def _renew(op):
-    _patch(op, renew_certificates='fleet-%s' % op.args['tag'])
+def _modify(op):
+    _patch(op, **patch_metadata(op))
 
 
 def _status(op):
@@ -453,8 +455,8 @@ def _terminate(op):
 
 
 RUNNERS = {'instantiate': _instantiate, 'heal': _heal,
-           'scale_out': _scale_out, 'upgrade': _upgrade,
-           'relabel': _relabel, 'renew': _renew, 'status': _status,
+           'scale_out': _scale_out, 'upgrade': _modify,
+           'relabel': _modify, 'renew': _modify, 'status': _status,
            'terminate': _terminate}
 
 
@@ -852,6 +854,48 @@ def bad_day(fleet, count, window, timeout, conductor=None):
     return Day(instantiate_s, ops, burst_s, peak, Sampler.max_rss_kib(),
                lost, all_ended, diverged, terminate_problems, left,
                len(ssh_masters(fleet)))
+
+
+def unbounded(day):
+    """The operations of *day* that did not end done or refused with a
+    message, or ran past their :func:`bound`.
+
+    :returns: a list of problems (empty: all fine).
+    """
+    problems = []
+    for op in day.ops:
+        if op.outcome not in ('done', 'refused'):
+            problems.append('%s %s: %s' % (op.kind, op.outcome, op.error))
+        elif op.outcome == 'refused' and not op.error.split(
+                ': ', 1)[-1].strip():
+            problems.append('%s refused without a reason' % op.kind)
+        elif op.ended - op.started > bound(op):
+            problems.append('%s ran %.0f s, past its bound' % (
+                op.kind, op.ended - op.started))
+    return problems
+
+
+def starved(ops):
+    """The operations of *ops* that waited longer than the bounds of
+    the operations of their instance that arrived before them, plus
+    their own.
+
+    :returns: a list of problems (empty: no instance starved).
+    """
+    by_instance = collections.defaultdict(list)
+    for op in sorted(ops, key=lambda o: o.submitted):
+        by_instance[op.instance].append(op)
+    problems = []
+    for mine in by_instance.values():
+        ahead = 0.0
+        for op in mine:
+            if op.started is None or op.wait > ahead + bound(op):
+                problems.append('%s of %s waited %s (%.0f s ahead)' % (
+                    op.kind, op.instance.id[:8], op.started and op.wait,
+                    ahead))
+            if op.kind != 'status':
+                ahead += bound(op)
+    return problems
 
 
 def remove(fleet):

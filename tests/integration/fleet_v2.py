@@ -97,6 +97,11 @@ class V2Fleet:
             '%s.%d' % (prefix, HEAT_HOST), fleet.root)
         self._lock = threading.Lock()
         self.configs = {}
+        #: Every script call: ``(instance, operation, exit status)``.
+        self.calls = []
+        #: Most script processes that ran at once.
+        self.peak_scripts = 0
+        self._running = 0
 
     def __enter__(self):
         self.publish()
@@ -184,9 +189,17 @@ class V2Fleet:
                 'user_script_err_handling_data': dict(carried or {})}
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
         env[v2.CONFIG_ENV] = str(self.configs[inst])
-        done = subprocess.run([sys.executable, v2.script_path()],
-                              input=pickle.dumps(data), capture_output=True,
-                              env=env, check=False)
+        with self._lock:
+            self._running += 1
+            self.peak_scripts = max(self.peak_scripts, self._running)
+        try:
+            done = subprocess.run([sys.executable, v2.script_path()],
+                                  input=pickle.dumps(data),
+                                  capture_output=True, env=env, check=False)
+        finally:
+            with self._lock:
+                self._running -= 1
+        self.calls.append((inst, operation, done.returncode))
         output = pickle.loads(done.stdout) if done.stdout else {}
         if done.returncode != 0:
             raise ScriptFailed(operation, done.returncode,
@@ -255,19 +268,8 @@ def _patch(op, **metadata):
         _v2(op).call(op.instance, hook, request)
 
 
-def _upgrade(op):
-    _patch(op, kube_version=fleet_site.UPGRADE_TO)
-
-
-def _relabel(op):
-    inst = op.instance
-    inst.relabels += 1
-    _patch(op, relabel_nodes=op.args['node'],
-           relabel_labels='fleet.example.com/burst=r%d' % inst.relabels)
-
-
-def _renew(op):
-    _patch(op, renew_certificates='fleet-%s' % op.args['tag'])
+def _modify(op):
+    _patch(op, **fleet_site.patch_metadata(op))
 
 
 def _terminate(op):
@@ -277,8 +279,8 @@ def _terminate(op):
 
 
 V2_RUNNERS = dict(fleet_site.RUNNERS, instantiate=_instantiate, heal=_heal,
-                  scale_out=_scale_out, upgrade=_upgrade, relabel=_relabel,
-                  renew=_renew, terminate=_terminate)
+                  scale_out=_scale_out, upgrade=_modify, relabel=_modify,
+                  renew=_modify, terminate=_terminate)
 
 
 class _Refusal(exceptions.MgmtDriverOtherError):
@@ -350,13 +352,13 @@ def mixed_day(fleet, v2_instances, count, window, timeout):
     """:func:`fleet_site.bad_day` with *v2_instances* on a
     :class:`ProcessConductor` and the others on the threaded one.
 
-    :returns: ``(day, conductors)``.
+    :returns: ``(day, conductors, v2fleet)``.
     """
     with V2Fleet(fleet, v2_instances) as v2fleet:
         conductors = Conductors(fleet_site.Conductor(),
                                 ProcessConductor(v2fleet), v2_instances)
         day = fleet_site.bad_day(fleet, count, window, timeout, conductors)
-    return day, conductors
+    return day, conductors, v2fleet
 
 
 def v2_leaks(fleet, v2_instances):
