@@ -39,6 +39,7 @@ import pickle
 import subprocess
 import sys
 import threading
+import time
 
 from mgmt_localsite import site as site_mod
 
@@ -335,8 +336,11 @@ class Conductors:
         self.of(op).submit(op)
 
     def wait(self, timeout):
-        # the second wait gets what the first left of the timeout
-        return self.threaded.wait(timeout) and self.processes.wait(timeout)
+        """:meth:`fleet_site.Conductor.wait` of both, within one
+        *timeout*."""
+        deadline = time.monotonic() + timeout
+        return self.threaded.wait(timeout) and self.processes.wait(
+            max(0.0, deadline - time.monotonic()))
 
     def run_all(self, ops, timeout):
         for op in ops:
