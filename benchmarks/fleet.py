@@ -21,9 +21,12 @@ first ends, so its wait counts from its first arrival.  Printed:
   p50/max (arrival until a conductor worker runs it: the instance's
   earlier operations, then the executor's queue);
 * the conductor's peak RSS (sampled and the kernel's ``ru_maxrss``) and
-  threads; the most ``ansible-playbook`` runs at once and SSH sessions
-  to the Ansible server at once (sampled every 0.25 s by PID below the
-  site's sshd, and established TCP connections to its address);
+  threads; the most concurrent ``ansible-playbook`` runs on the Ansible
+  server (sampled every 0.25 s: the processes of that name whose command
+  line names a path in this fleet's workspace parent; detached runs are
+  started with ``setsid`` and are no descendants of the site's sshd) and
+  the most SSH sessions to it at once (established TCP connections to
+  its address);
 * whether every instance converged and what terminate left.
 
 Usage (from the repository root, as root or a user that may run sshd)::
@@ -127,8 +130,9 @@ def summary(result):
         'conductor: peak RSS %.0f MiB sampled (ru_maxrss %.0f MiB), '
         'peak threads %d' % (r['peak_rss_mib'], r['ru_maxrss_mib'],
                              r['peak_threads']),
-        'Ansible server: at most %d ansible-playbook runs and %d SSH '
-        'sessions at once' % (r['peak_playbooks'], r['peak_ansible_ssh']),
+        'Ansible server: at most %d concurrent ansible-playbook runs '
+        '(by workspace path) and %d SSH sessions at once' % (
+            r['peak_playbooks'], r['peak_ansible_ssh']),
         'load average at the end: %.1f %.1f %.1f' % tuple(r['load_average']),
         'after terminate: %d SSH masters of Ansible still open' % (
             r['ssh_masters_left']),

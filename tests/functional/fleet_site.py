@@ -28,8 +28,9 @@ double; on a real fleet every VM has them at the same path).
 workers NotReady, with one automatic heal per instance it hits, then
 scale-outs, upgrades, relabels, certificate renewals and ``status``
 probes spread over a window); :class:`Sampler` samples the conductor's
-RSS and threads and, by PID below the site's sshd, the
-``ansible-playbook`` runs and the SSH sessions to the Ansible server.
+RSS and threads, the ``ansible-playbook`` runs of the fleet's workspaces
+(by the workspace path in their command lines: detached runs are no
+descendants of sshd) and the SSH sessions to the Ansible server.
 :func:`leaks` and :func:`divergence` say what is left and what is not
 converged.  ``benchmarks/fleet.py`` prints the figures,
 ``tests/functional/test_fleet.py`` checks the invariants.
@@ -300,7 +301,10 @@ class Conductor:
     workers; LCM operations of one instance one at a time (see the
     module docstring)."""
 
-    def __init__(self, threads=CONDUCTOR_THREADS):
+    def __init__(self, threads=CONDUCTOR_THREADS, runners=None):
+        #: ``{kind: function(op)}``: how an operation of each kind runs
+        #: (default :data:`RUNNERS`, Tacker v1's hook calls).
+        self.runners = RUNNERS if runners is None else runners
         self.executor = concurrent.futures.ThreadPoolExecutor(
             threads, thread_name_prefix='conductor')
         self._lock = threading.Lock()
@@ -327,7 +331,7 @@ class Conductor:
     def _run(self, op):
         op.started = time.monotonic()
         try:
-            RUNNERS[op.kind](op)
+            self.runners[op.kind](op)
             op.outcome = 'done'
         except REFUSALS as exc:
             op.outcome, op.error = 'refused', '%s: %s' % (
@@ -411,19 +415,21 @@ def _patch(op, **metadata):
     op.instance.call('modify_information_end')
 
 
-def _upgrade(op):
-    _patch(op, kube_version=UPGRADE_TO)
+def patch_metadata(op):
+    """The PATCH metadata of an upgrade, relabel or renewal *op*."""
+    if op.kind == 'upgrade':
+        return {'kube_version': UPGRADE_TO}
+    if op.kind == 'relabel':
+        inst = op.instance
+        inst.relabels += 1
+        return {'relabel_nodes': op.args['node'],
+                'relabel_labels': 'fleet.example.com/burst=r%d'
+                                  % inst.relabels}
+    return {'renew_certificates': 'fleet-%s' % op.args['tag']}
 
 
-def _relabel(op):
-    inst = op.instance
-    inst.relabels += 1
-    _patch(op, relabel_nodes=op.args['node'],
-           relabel_labels='fleet.example.com/burst=r%d' % inst.relabels)
-
-
-def _renew(op):
-    _patch(op, renew_certificates='fleet-%s' % op.args['tag'])
+def _modify(op):
+    _patch(op, **patch_metadata(op))
 
 
 def _status(op):
@@ -449,8 +455,8 @@ def _terminate(op):
 
 
 RUNNERS = {'instantiate': _instantiate, 'heal': _heal,
-           'scale_out': _scale_out, 'upgrade': _upgrade,
-           'relabel': _relabel, 'renew': _renew, 'status': _status,
+           'scale_out': _scale_out, 'upgrade': _modify,
+           'relabel': _modify, 'renew': _modify, 'status': _status,
            'terminate': _terminate}
 
 
@@ -563,25 +569,35 @@ def _established_to(address, port):
     return count
 
 
-def playbook_runs(roots):
-    """``ansible-playbook`` runs below *roots* (PIDs): the processes of
-    that name whose parent is not one (Ansible forks workers), but the
-    ``ansible-playbook --version`` each hook's claim asks (detect-layout:
-    no playbook, no slot)."""
-    below = set(procs.descendants(roots))
+def playbook_runs(workspaces):
+    """``ansible-playbook`` runs of the workspaces under *workspaces* (a
+    path): the processes of that name whose command line names a path
+    below it (the inventory, ``-i``) and whose parent is not one (Ansible
+    forks workers).
+
+    By command line, not by PID below the site's sshd: a detached run
+    (:mod:`mgmt_driver.remote.detached`) is started with ``setsid`` by a
+    shell that exits, so it is no descendant of its SSH session.  The
+    path holds the fleet's random root: another test's runs are never
+    counted.  The ``ansible-playbook --version`` each hook's claim asks
+    (no playbook, no slot) names no workspace.
+    """
+    where = str(workspaces).rstrip('/') + '/'
     parents = procs.parents()
     runs = 0
-    for pid in below:
-        if _is_playbook(pid) and not _is_playbook(parents.get(pid)) and \
-                '--version' not in procs.cmdline(pid):
+    for pid in parents:
+        words = procs.cmdline(pid)
+        if _is_playbook(pid, words) and '--version' not in words and \
+                any(w.startswith(where) for w in words) and \
+                not _is_playbook(parents.get(pid)):
             runs += 1
     return runs
 
 
-def _is_playbook(pid):
+def _is_playbook(pid, words=None):
     if pid is None:
         return False
-    words = procs.cmdline(pid)
+    words = procs.cmdline(pid) if words is None else words
     return any(os.path.basename(w) == 'ansible-playbook' for w in words[:2])
 
 
@@ -613,10 +629,9 @@ class Sampler:
         self.peak = dict.fromkeys(self.peak, 0)
 
     def _loop(self):
-        roots = self.fleet.sshd_pids()
         while not self._stop.wait(self.period):
             now = {'rss_kib': _rss_kib(), 'threads': threading.active_count(),
-                   'playbooks': playbook_runs(roots),
+                   'playbooks': playbook_runs(self.fleet.inventories),
                    'ansible_ssh': _established_to(self.fleet.ansible,
                                                   self.fleet.sshd.port)}
             self.samples += 1
@@ -802,12 +817,17 @@ def _ended_or_raise(conductor, ops, timeout, what):
             '%s: %s' % (op.instance.id[:8], op.error) for op in failed)))
 
 
-def bad_day(fleet, count, window, timeout):
+def bad_day(fleet, count, window, timeout, conductor=None):
     """Instantiate every instance, lose a rack, play a burst of *count*
     operations over *window* seconds, wait at most *timeout* seconds for
     them, check convergence, terminate every instance and look for
-    leaks, all on one :class:`Conductor`."""
-    conductor = Conductor()
+    leaks, all on one :class:`Conductor`.
+
+    :param conductor: what runs the operations instead (an object with
+        :class:`Conductor`'s ``submit``, ``wait``, ``run_all`` and
+        ``shutdown``), e.g. several conductors behind one router.
+    """
+    conductor = conductor or Conductor()
     try:
         with Sampler(fleet) as sampler:
             started = time.monotonic()
@@ -834,6 +854,48 @@ def bad_day(fleet, count, window, timeout):
     return Day(instantiate_s, ops, burst_s, peak, Sampler.max_rss_kib(),
                lost, all_ended, diverged, terminate_problems, left,
                len(ssh_masters(fleet)))
+
+
+def unbounded(day):
+    """The operations of *day* that did not end done or refused with a
+    message, or ran past their :func:`bound`.
+
+    :returns: a list of problems (empty: all fine).
+    """
+    problems = []
+    for op in day.ops:
+        if op.outcome not in ('done', 'refused'):
+            problems.append('%s %s: %s' % (op.kind, op.outcome, op.error))
+        elif op.outcome == 'refused' and not op.error.split(
+                ': ', 1)[-1].strip():
+            problems.append('%s refused without a reason' % op.kind)
+        elif op.ended - op.started > bound(op):
+            problems.append('%s ran %.0f s, past its bound' % (
+                op.kind, op.ended - op.started))
+    return problems
+
+
+def starved(ops):
+    """The operations of *ops* that waited longer than the bounds of
+    the operations of their instance that arrived before them, plus
+    their own.
+
+    :returns: a list of problems (empty: no instance starved).
+    """
+    by_instance = collections.defaultdict(list)
+    for op in sorted(ops, key=lambda o: o.submitted):
+        by_instance[op.instance].append(op)
+    problems = []
+    for mine in by_instance.values():
+        ahead = 0.0
+        for op in mine:
+            if op.started is None or op.wait > ahead + bound(op):
+                problems.append('%s of %s waited %s (%.0f s ahead)' % (
+                    op.kind, op.instance.id[:8], op.started and op.wait,
+                    ahead))
+            if op.kind != 'status':
+                ahead += bound(op)
+    return problems
 
 
 def remove(fleet):
