@@ -121,7 +121,7 @@ class NetnsConnection(site_haproxy.LocalConnection):
     def run(self, command, timeout=None, check=True, env=None, stdin=None,
             on_line=None, keep_tail=False):
         return super().run([IP, 'netns', 'exec', self.netns, *command],
-                           timeout=timeout, check=check)
+                           timeout=timeout, check=check, stdin=stdin)
 
 
 def _enter(netns):
