@@ -32,7 +32,6 @@ import json
 import os
 import pathlib
 import pwd
-import re
 import signal
 import socket
 import subprocess
@@ -125,8 +124,8 @@ class SiteSshd(sshd_mod.Sshd):
     def _config(self, addresses, index):
         text = super()._config(addresses, index)
         # A binary instead of internal-sftp, which ForceCommand replaces.
-        text = re.sub(r'(?m)^Subsystem sftp internal-sftp.*$',
-                      'Subsystem sftp %s' % sftp_server(), text)
+        text = text.replace('Subsystem sftp internal-sftp',
+                            'Subsystem sftp %s' % sftp_server())
         text += 'ForceCommand %s\n' % self.session_script
         if self.is_root:
             text += ('Match LocalAddress %s\n'

@@ -123,16 +123,6 @@ class Sshd:
         self.scratch = self._path('scratch')
         os.mkdir(self.scratch)
         os.chmod(self.scratch, 0o1777)
-        #: The sessions' ``HOME`` (sshd's ``SetEnv``), this sshd's own:
-        #: every test sshd logs in the same account, and what the driver
-        #: keeps under ``~`` (playbook slots, the Ansible control
-        #: sockets, kubeconfigs) must not be shared by two tests that run
-        #: at once, in two CI lanes.
-        self.account_home = self._path('account-home')
-        os.mkdir(self.account_home, 0o700)
-        if self.is_root:
-            entry = pwd.getpwnam(self.user)
-            os.chown(self.account_home, entry.pw_uid, entry.pw_gid)
         self.client_key = self._path('id_ed25519')
         #: Where the client keys are (the driver's ``ssh_key_dirs``).
         self.key_dir = self.root
@@ -179,9 +169,7 @@ class Sshd:
             'MaxSessions 100\n'
             'MaxStartups 200\n'
             'LogLevel VERBOSE\n'
-            'SetEnv HOME=%s\n' % self.account_home +
-            # SFTP's relative paths start there too (not in pw_dir).
-            'Subsystem sftp internal-sftp -d %s\n' % self.account_home)
+            'Subsystem sftp internal-sftp\n')
 
     def _chunks(self):
         step = MAX_LISTEN_ADDRESSES
