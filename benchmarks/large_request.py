@@ -24,7 +24,6 @@ emitter and parser, as before issue 40, for comparison in one checkout::
 """
 
 import argparse
-import ipaddress
 import pathlib
 import sys
 import tempfile
@@ -33,7 +32,6 @@ import time
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 from mgmt_driver.common import safeyaml  # noqa: E402
-from mgmt_driver.model import core  # noqa: E402
 from mgmt_driver.model import labels  # noqa: E402
 from mgmt_driver.model import nodes  # noqa: E402
 from mgmt_driver.model import params  # noqa: E402
@@ -47,17 +45,8 @@ QUICK_LANE = 'unit'
 
 def request(workers):
     """A request naming *workers* workers (10.20.0.12 on)."""
-    base = int(ipaddress.ip_address('10.20.0.10'))
-    master, lb, *rest = [str(ipaddress.ip_address(base + i))
-                         for i in range(workers + 2)]
-    doc = params_data.minimal()
-    root = doc[core.ROOT]
-    root['nodes'] = [{'role': 'master', 'ssh_ip': master},
-                     {'role': 'external_lb', 'ssh_ip': lb}] + [
-        {'role': 'worker', 'ssh_ip': ip} for ip in rest]
-    root['worker_node']['labels'] = {'example.com/tier': 'bench',
-                                     'example.com/zone': 'z1'}
-    return doc
+    return params_data.with_workers(workers, {'example.com/tier': 'bench',
+                                              'example.com/zone': 'z1'})
 
 
 #: ``{step: best CPU seconds}`` of the last :func:`measure` (the wall

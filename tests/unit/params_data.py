@@ -1,6 +1,7 @@
 """Requests shared by the params, nodes, inventory and CLI unit tests."""
 
 import copy
+import ipaddress
 import json
 import pathlib
 
@@ -79,3 +80,20 @@ def minimal():
         'external_lb_param': {'ssh_username': 'ubuntu',
                               'ssh_password': 'lb-pass'},
     }}
+
+
+def with_workers(workers, worker_labels=None):
+    """:func:`minimal` with explicit nodes: one master, an external LB
+    and *workers* workers, from 10.20.0.10 on (the large-request
+    tests and benchmark); the workers carry *worker_labels*."""
+    base = int(ipaddress.ip_address('10.20.0.10'))
+    master, lb, *rest = [str(ipaddress.ip_address(base + i))
+                         for i in range(workers + 2)]
+    request = minimal()
+    root = request['k8s_cluster_installation_param']
+    root['nodes'] = [{'role': 'master', 'ssh_ip': master},
+                     {'role': 'external_lb', 'ssh_ip': lb}] + [
+        {'role': 'worker', 'ssh_ip': ip} for ip in rest]
+    if worker_labels is not None:
+        root['worker_node']['labels'] = worker_labels
+    return request

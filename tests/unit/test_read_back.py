@@ -5,12 +5,10 @@ writes (issue 40 item 5): the reader's entry budget must not refuse the
 driver's own records, or a large cluster is locked out of every later
 hook."""
 
-import ipaddress
 import string
 
 from mgmt_driver.common import safeyaml
 from mgmt_driver.common import untrusted
-from mgmt_driver.model import core
 from mgmt_driver.model import labels
 from mgmt_driver.model import nodes
 from mgmt_driver.model import params
@@ -29,15 +27,7 @@ DENSE_LABELS = {c: 'v' for c in string.ascii_letters + string.digits}
 def _rendered(workers, worker_labels):
     """``(hosts.yaml, labels record, worker names)`` of a request of
     one master, an external LB and *workers* workers."""
-    base = int(ipaddress.ip_address('10.20.0.10'))
-    master, lb, *rest = [str(ipaddress.ip_address(base + i))
-                         for i in range(workers + 2)]
-    request = params_data.minimal()
-    root = request[core.ROOT]
-    root['nodes'] = [{'role': 'master', 'ssh_ip': master},
-                     {'role': 'external_lb', 'ssh_ip': lb}] + [
-        {'role': 'worker', 'ssh_ip': ip} for ip in rest]
-    root['worker_node']['labels'] = worker_labels
+    request = params_data.with_workers(workers, worker_labels)
     spec = params.parse_params(request, need_cp_names=False,
                                max_size=64 * 1024 * 1024)
     cluster = nodes.nodes_from_spec(spec)
