@@ -63,28 +63,14 @@ def test_the_burst_is_a_bad_day(day):
 
 def test_every_operation_ends_done_or_refused_within_its_bound(day):
     assert day.all_ended
+    assert fleet_site.unbounded(day) == []
     for op in day.ops:
-        assert op.outcome in ('done', 'refused'), (op.kind, op.error)
-        if op.outcome == 'refused':
-            assert op.error.split(': ', 1)[1].strip(), op
-        assert op.ended - op.started <= fleet_site.bound(op), (
-            op.kind, op.ended - op.started)
         if op.kind == 'status':
             assert op.args['failed_sections'] == [], op.args
 
 
 def test_no_instance_starves(day):
-    by_instance = {}
-    for op in sorted(day.ops, key=lambda o: o.submitted):
-        by_instance.setdefault(op.instance, []).append(op)
-    for ops in by_instance.values():
-        ahead = 0.0
-        for op in ops:
-            assert op.started is not None, op
-            assert op.wait <= ahead + fleet_site.bound(op), (
-                op.kind, op.wait, ahead)
-            if op.kind != 'status':
-                ahead += fleet_site.bound(op)
+    assert fleet_site.starved(day.ops) == []
 
 
 def test_every_instance_converges(day):
