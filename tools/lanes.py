@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """The two test lanes of tools/run-tests, balanced from measured durations.
 
-tools/run-tests runs the functional tests in two lanes side by side: lane
-A is ``tox -e functional`` over the files not given to lane B; lane B is
-``tox -e tacker``, ``tox -e conformance``, then ``tox -e functional-b``
-over its files.  Which file goes where is decided here, from the seconds
+tools/run-tests runs every test in two lanes side by side: lane A is
+``tox -e pep8,py3,docs`` (lint, unit tests, documentation), then ``tox -e
+functional`` over the files not given to lane B; lane B is ``tox -e
+tacker``, ``tox -e conformance``, then ``tox -e functional-b`` over its
+files.  Which file goes where is decided here, from the seconds
 each took in a measured run (``tests/durations.json``), longest first,
 each to the lane that would end sooner (a file never measured counts
 ``DEFAULT`` seconds).  Files that start servers on the same loopback
@@ -32,7 +33,10 @@ import xml.etree.ElementTree as ET
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 DURATIONS = ROOT / 'tests' / 'durations.json'
 FUNCTIONAL = ROOT / 'tests' / 'functional'
-#: Run by lane B before its functional files, whole tox environments.
+#: Run by each lane before its functional files, whole tox environments
+#: (their wall time, from the ``NAME.seconds`` files tools/run-tests
+#: writes beside the JUnit reports).
+LANE_A_ENVS = ('tox:pep8,py3,docs',)
 LANE_B_ENVS = ('tox:tacker', 'tox:conformance')
 #: Seconds assumed for a test file no run has measured yet.
 DEFAULT = 60.0
@@ -114,8 +118,8 @@ def split(files, measured, read=None, pinned=None):
         pinned = () if read else lane_b_files()
     pinned = set(pinned) - set(files)
     lanes = {'a': [], 'b': []}
-    seconds = {'a': 0.0,
-               'b': sum(measured.get(env, DEFAULT) for env in LANE_B_ENVS)}
+    seconds = {lane: sum(measured.get(env, DEFAULT) for env in envs)
+               for lane, envs in (('a', LANE_A_ENVS), ('b', LANE_B_ENVS))}
     units = groups(list(files) + sorted(pinned), read) if read else \
         groups(list(files) + sorted(pinned))
 
@@ -148,6 +152,21 @@ def _cases(directory):
                    float(case.get('time') or 0), path.stem)
 
 
+def _environments(directory, per_suite):
+    """The seconds of each of :data:`LANE_A_ENVS` and :data:`LANE_B_ENVS`
+    a run measured: its wall time (``DIR/NAME.seconds``) or, without
+    one, the time in its tests."""
+    measured = {}
+    for env in LANE_A_ENVS + LANE_B_ENVS:
+        name = env.split(':')[1]
+        wall = pathlib.Path(directory) / (name + '.seconds')
+        if wall.is_file():
+            measured[env] = round(float(wall.read_text()), 1)
+        elif name in per_suite:
+            measured[env] = round(per_suite[name], 1)
+    return measured
+
+
 def report(directory, write=False, out=sys.stdout):
     cases = list(_cases(directory))
     per_file = collections.Counter()
@@ -164,9 +183,7 @@ def report(directory, write=False, out=sys.stdout):
     if write:
         measured = {name: round(s, 1) for name, s in per_file.items()
                     if name.startswith('tests/functional/')}
-        for env in LANE_B_ENVS:
-            if env.split(':')[1] in per_suite:
-                measured[env] = round(per_suite[env.split(':')[1]], 1)
+        measured.update(_environments(directory, per_suite))
         DURATIONS.write_text(json.dumps(measured, indent=1, sort_keys=True)
                              + '\n')
         print('wrote %s' % DURATIONS.relative_to(ROOT), file=out)
@@ -183,10 +200,12 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.command == 'split':
         lane_a, lane_b, a, b = split(functional_files(), _measured())
-        print('lanes: A %d files, about %.0f s; B tacker, conformance and '
-              '%d files, about %.0f s' % (len(lane_a), a, len(lane_b), b),
+        print('lanes: A pep8, py3, docs and %d files, about %.0f s; '
+              'B tacker, conformance and %d files, about %.0f s'
+              % (len(lane_a), a, len(lane_b), b),
               file=sys.stderr)
-        print('\n'.join(lane_b))
+        for name in lane_b:
+            print(name)
     else:
         report(args.directory, args.write)
     return 0

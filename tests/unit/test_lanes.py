@@ -3,6 +3,7 @@ measured durations, and the report of a run's slowest tests."""
 
 import importlib.util
 import io
+import json
 import pathlib
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -14,6 +15,7 @@ _spec.loader.exec_module(lanes)
 
 def test_the_longest_files_go_first_each_to_the_lane_that_ends_sooner():
     measured = {'tox:tacker': 100, 'tox:conformance': 50,
+                'tox:pep8,py3,docs': 0,
                 'a.py': 300, 'b.py': 200, 'c.py': 120, 'd.py': 10}
     names = ['a.py', 'b.py', 'c.py', 'd.py']
     texts = {n: "HOST = '127.0.%d.1'" % i for i, n in enumerate(names)}
@@ -57,7 +59,7 @@ def test_a_file_sharing_addresses_with_lane_b_runs_in_lane_b():
         ['big.py', 'small.py'], {'big.py': 900, 'small.py': 10},
         texts.get, pinned=['integration.py'])
     assert (lane_a, lane_b) == (['small.py'], ['big.py'])
-    assert (a, b) == (10, 2 * lanes.DEFAULT + 900)
+    assert (a, b) == (lanes.DEFAULT + 10, 2 * lanes.DEFAULT + 900)
 
 
 def test_the_integration_files_are_pinned_to_lane_b():
@@ -69,7 +71,39 @@ def test_the_integration_files_are_pinned_to_lane_b():
 def test_a_file_never_measured_counts_the_default():
     _, lane_b, a, b = lanes.split(['new.py'], {}, lambda name: '')
     assert b == 2 * lanes.DEFAULT + (lanes.DEFAULT if lane_b else 0)
-    assert a == (0 if lane_b else lanes.DEFAULT)
+    assert a == lanes.DEFAULT + (0 if lane_b else lanes.DEFAULT)
+
+
+def test_lane_a_starts_with_lint_unit_tests_and_docs():
+    # Lane A runs pep8, py3 and docs before its functional files, while
+    # lane B runs tacker and conformance: 400 s against 150 s, so the
+    # 200 s file goes to B.
+    measured = {'tox:pep8,py3,docs': 400, 'tox:tacker': 100,
+                'tox:conformance': 50, 'a.py': 200}
+    lane_a, lane_b, a, b = lanes.split(['a.py'], measured,
+                                       lambda name: '')
+    assert (lane_a, lane_b, a, b) == ([], ['a.py'], 400, 350)
+
+
+def test_a_tox_run_s_wall_time_is_stored_over_its_tests_time(tmp_path,
+                                                              monkeypatch):
+    # py3's tests took 5 s, but the run of pep8, py3 and docs 140 s;
+    # tacker has no wall time: its tests' time stands in.
+    (tmp_path / 'py3.xml').write_text(_junit('tests.unit.test_x', 5.0))
+    (tmp_path / 'tacker.xml').write_text(
+        _junit('tests.integration.test_y', 30.0))
+    (tmp_path / 'pep8,py3,docs.seconds').write_text('140\n')
+    durations = tmp_path / 'durations.json'
+    monkeypatch.setattr(lanes, 'DURATIONS', durations)
+    monkeypatch.setattr(lanes, 'ROOT', tmp_path)
+    lanes.report(tmp_path, write=True, out=io.StringIO())
+    stored = json.loads(durations.read_text())
+    assert stored == {'tox:pep8,py3,docs': 140.0, 'tox:tacker': 30.0}
+
+
+def _junit(classname, seconds):
+    return ('<testsuites><testsuite><testcase classname="%s" name="t" '
+            'time="%s"/></testsuite></testsuites>' % (classname, seconds))
 
 
 def test_every_functional_file_is_in_one_lane_but_conformance():
