@@ -1031,12 +1031,11 @@ def _follow_operation(conn, workspace, instance_id, path):
     group = cfg.CONF[kconf.GROUP]
     store = records.RecordStore.from_conf()
     followed = posixpath.basename(path)[:-len('.log')]
-    operation = _operation_running(store, instance_id)
+    operation = running = _operation_running(store, instance_id)
     began = time.monotonic()
     while operation:
-        # The record before the runs: a run that started and ended
-        # between two looks, the operation's last, is still shown.
-        running = _operation_running(store, instance_id)
+        # *running* is read before the runs: a run that started and
+        # ended between two looks, the operation's last, is still shown.
         info = detached.last_run(conn, workspace)
         if info.stem and info.stem != followed:
             _say('# %s goes on: next run %s' % (operation, info.stem),
@@ -1054,6 +1053,7 @@ def _follow_operation(conn, workspace, instance_id, path):
             break
         else:
             time.sleep(group.logs_follow_poll)
+        running = _operation_running(store, instance_id)
     return path
 
 

@@ -424,3 +424,20 @@ def test_logs_follow_stops_when_no_next_run_comes(monkeypatch, tmp_path,
     assert out.splitlines() == ['log of ' + _RUNS[0]]
     assert 'started no playbook for 10 s (logs_follow_next_wait)' in err
     assert operation.sleeps == 2
+
+
+def test_logs_follow_reads_the_record_once_a_look(monkeypatch, tmp_path,
+                                                  capsys):
+    """One read of the record before the first look, then one after each
+    wait: three looks (two waits, then logs_follow_next_wait is over)
+    read it three times, not once more on the first look (the fourth
+    read is the fake operation's own, noting it runs)."""
+    reads = []
+    load = records.RecordStore.load
+    monkeypatch.setattr(records.RecordStore, 'load', lambda self, *a, **k: (
+        reads.append(a), load(self, *a, **k))[1])
+    code, _, _, operation = _follow(
+        monkeypatch, tmp_path, capsys, [],
+        'logs_follow_poll = 5\nlogs_follow_next_wait = 10\n')
+    assert code == cli.EXIT_OK and operation.sleeps == 2
+    assert len(reads) == 4
