@@ -13,16 +13,16 @@ reading records in one program) answers what the rules for
 is asked for from ``files``.
 ``loadbalancer.APPLY`` (``lb-apply.sh``) is played as the commands it
 runs, each recorded and answered like any other (with ``sudo -n`` when
-the program runs under it): ``sha256sum`` under sudo or for a 0600
-file, else a read of the file, a write of ``<path>.new``, the check,
-``cp``, ``mv``, the reload.
+the program runs under it): a write of ``<path>.new`` (mode 0600, then
+the program's), ``cmp -- <path>.new <path>`` when a rule answers it or
+:attr:`files` holds ``<path>`` (unscripted: from :attr:`files`), then
+its ``rm`` (equal) or the check, ``cp``, ``mv``, the reload.
 ``FakePool`` hands out one ``FakeConnection`` per host, like
 ``ssh.ConnectionPool``.  ``FakeRegistry`` stands in for
 ``registry.TackerVimRegistry``.
 """
 
 import base64
-import hashlib
 import io
 import re
 import shlex
@@ -403,10 +403,10 @@ class _LbApply:
         sudo = list(command[:2]) == ['sudo', '-n']
         self.prefix = ['sudo', '-n'] if sudo else []
         words = list(command[len(self.prefix) + 4:])
-        self.path, self.mode, self.digest = words[:3]
-        count = int(words[3])
-        self.check = words[4:4 + count]
-        self.reload = words[4 + count:]
+        self.path, self.mode = words[:2]
+        count = int(words[2])
+        self.check = words[3:3 + count]
+        self.reload = words[3 + count:]
         self.out = []
 
     def step(self, argv, name=None):
@@ -424,23 +424,31 @@ class _LbApply:
             raise exceptions.RemoteCommandFailed(result)
         return result
 
-    def _current(self):
-        """Whether the file exists, and its text's SHA-256: under sudo
-        or for a secret file (mode 0600) as ``sha256sum`` (scriptable),
-        else from :attr:`files`."""
-        if self.prefix or not int(self.mode, 8) & 0o077:
-            found = self.step(['sha256sum', '--', self.path])
-            return found.ok, found.stdout[:64]
-        text = self.conn.read_file(self.path, missing_ok=True)
-        return text is not None, text is not None and hashlib.sha256(
-            text.encode('utf-8')).hexdigest()
+    def _compare(self):
+        """Write ``<path>.new``; whether ``<path>`` exists, and ``cmp``'s
+        status (0: equal, 1: they differ): as a rule for ``cmp``
+        answers (the file exists then), else from :attr:`files`."""
+        new = self.path + '.new'
+        self.conn.write_file(new, self.text, mode=0o600)
+        text = joined(self.prefix + ['cmp', '--', new, self.path])
+        rule = self.conn._match(text)
+        if rule is None and self.path not in self.conn.files:
+            return False, 1
+        self.conn.calls.append(('run', text))
+        if rule is None:
+            return True, int(self.conn.files[self.path] != self.text)
+        return True, rule['exit_code']
 
     def _play(self):
-        had, current = self._current()
-        if had and current == self.digest:
+        had, differs = self._compare()
+        if differs == 0:
+            self.step(['rm', '-f', '--', self.path + '.new'])
+            del self.conn.files[self.path + '.new'], \
+                self.conn.modes[self.path + '.new']
             return self.answer(stdout='KL:SAME\n')
-        self.conn.write_file(self.path + '.new', self.text,
-                             mode=int(self.mode, 8))
+        if differs != 1:
+            return self.answer(differs)
+        self.conn.modes[self.path + '.new'] = int(self.mode, 8)
         found = self.step(self.check + [self.path + '.new'], 'check')
         if not found.ok:
             self.step(['rm', '-f', '--', self.path + '.new'])

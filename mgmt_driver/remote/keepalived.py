@@ -16,8 +16,9 @@ whose HAProxy answers.  Same two layers as
   gateway and raises once, naming each gateway that failed.
 
 The VRRP password sits in keepalived's file only: the file is staged and
-installed with mode 0600, compared by digest instead of read back, and
-the password is masked in whatever ``keepalived -t`` prints.  It never
+installed with mode 0600, compared on the gateway (``cmp``) instead of
+read back, and the password is masked in whatever ``keepalived -t``
+prints.  Neither it nor anything derived from it (a digest of the file)
 appears on a command line.  Adverts go unicast to the peers (clouds drop
 multicast); every gateway starts as BACKUP with ``nopreempt``, so a
 healed gateway joins as BACKUP and the VIP does not move twice.

@@ -25,7 +25,6 @@ the gateway VMs.
 
 import dataclasses
 import functools
-import hashlib
 import ipaddress
 import os
 import re
@@ -343,7 +342,7 @@ class ApplySettings:
     :param timeout: seconds per remote command (None: the connection's).
     :param program: whose configuration it is, for messages.
     :param mode: permission bits of the file (0600 when it holds a
-        secret).  Files are compared by digest, never read back.
+        secret).  Files are compared on the LB VM, never read back.
     """
 
     config_path: str = DEFAULT_CONFIG_PATH
@@ -400,13 +399,15 @@ def apply_config(conn, rendered, settings, secrets=()):
     """Install *rendered* as HAProxy's configuration and reload it, in
     one remote command (the program ``scripts/lb-apply.sh``).
 
-    Does nothing when the file already holds *rendered* (compared by
-    SHA-256: the file's text never travels back).  Otherwise the new
-    text goes to ``<path>.new`` (on standard input; under sudo the
-    whole program runs as root), the check command checks it, the old file is
-    copied to ``<path>.bak``, the new one renamed into place and HAProxy
-    reloaded.  If the reload fails the previous file is put back, so a
-    retry tries again instead of finding nothing to do.
+    The new text goes to ``<path>.new`` (on standard input; under sudo
+    the whole program runs as root) and is compared with the file there:
+    the file's text never travels back, and nothing derived from it is
+    on the command line (any user of the LB VM reads those).  An equal
+    file: ``<path>.new`` is removed, nothing else done.  Otherwise the
+    check command checks it, the old file is copied to ``<path>.bak``,
+    the new one renamed into place and HAProxy reloaded.  If the reload
+    fails the previous file is put back, so a retry tries again instead
+    of finding nothing to do.
 
     :param conn: a :class:`mgmt_driver.remote.ssh.Connection` to the LB VM.
     :param rendered: the configuration text (see :func:`render`).
@@ -420,7 +421,7 @@ def apply_config(conn, rendered, settings, secrets=()):
     :raises RemoteCommandFailed: a copy, rename or the reload failed.
     """
     result = _scrub(conn.run(
-        apply_argv(rendered, settings), stdin=rendered,
+        apply_argv(settings), stdin=rendered,
         timeout=settings.timeout, check=False), secrets)
     marks = [line for line in result.stdout.splitlines()
              if line.startswith(_MARK)]
@@ -443,15 +444,14 @@ _MARK = 'KL:'
 _CHECK_REFUSED = 90
 
 
-def apply_argv(rendered, settings):
-    """The argv of :data:`APPLY` for *rendered* under *settings* (the
-    text itself goes on standard input), the whole program under
-    ``sudo -n`` when *settings* say so."""
-    digest = hashlib.sha256(rendered.encode('utf-8')).hexdigest()
+def apply_argv(settings):
+    """The argv of :data:`APPLY` under *settings*, the whole program
+    under ``sudo -n`` when *settings* say so.  The text goes on standard
+    input; no word depends on it (the text may hold a secret)."""
     check = list(settings.check_command)
     prefix = ['sudo', '-n'] if settings.sudo else []
     return prefix + programs.command(
-        APPLY, settings.config_path, '%04o' % settings.mode, digest,
+        APPLY, settings.config_path, '%04o' % settings.mode,
         str(len(check)), *check, *settings.reload_command)
 
 
@@ -461,11 +461,11 @@ def plan_change(argv):
     only reads), or None for an argv of another shape."""
     prefix = list(argv[:2]) if list(argv[:2]) == ['sudo', '-n'] else []
     words = list(argv[len(prefix) + 4:])
-    if len(words) < 4 or not words[3].isdigit():
+    if len(words) < 3 or not words[2].isdigit():
         return None
     return 'install %s (mode %s, if it differs and passes its check), ' \
         'then %s' % (shlex.quote(words[0]), words[1], shlex.join(
-            prefix + words[4 + int(words[3]):]))
+            prefix + words[3 + int(words[2]):]))
 
 
 def _refused(conn, settings, result, marks):

@@ -259,10 +259,6 @@ def staged(conn):
     return conn.files[KA_PATH + '.new']
 
 
-def _digest_of(conn):
-    return hashlib.sha256(staged(conn).encode()).hexdigest()
-
-
 def test_apply_gateway_installs_both_files_checked_first():
     conn = FakeConnection('gw-a')
     layout = layouts()['gw-a']
@@ -281,21 +277,51 @@ def test_apply_gateway_installs_both_files_checked_first():
     assert not any(PASSWORD in c for c in commands)
 
 
-def test_an_unchanged_secret_file_is_compared_by_digest_not_read():
+def test_an_unchanged_secret_file_is_compared_on_the_gateway_not_read():
     conn = FakeConnection('gw-a')
     layout = layouts()['gw-a']
     text = keepalived.render_keepalived_config(layout)
-    conn.files[KA_PATH] = text
-    conn.script('^sha256sum -- %s$' % re.escape(KA_PATH), stdout='%s  %s\n'
-                % (hashlib.sha256(text.encode()).hexdigest(), KA_PATH))
+    compare = 'cmp -- %s.new %s' % (KA_PATH, KA_PATH)
+    conn.script('^%s$' % re.escape(compare), exit_code=0)
     assert not lb.apply_config(conn, text, KA_SETTINGS)
     assert ('read_file', KA_PATH) not in conn.calls
+    assert compare in conn.commands
     assert not any(c.startswith(('mv ', 'systemctl')) for c in conn.commands)
-    # A different digest means a different file: replaced.
+    assert KA_PATH + '.new' not in conn.files  # removed again
+    # cmp says they differ: replaced.
     conn = FakeConnection('gw-a')
-    conn.script('^sha256sum', stdout='%s  %s\n' % ('0' * 64, KA_PATH))
+    conn.script('^cmp ', exit_code=1)
     assert lb.apply_config(conn, text, KA_SETTINGS)
     assert 'cp -p -- %s %s.bak' % (KA_PATH, KA_PATH) in conn.commands
+
+
+class Recording(FakeConnection):
+    """A fake that keeps the argv of every command (the fake plays
+    ``lb-apply`` as the commands it runs: its own words are here)."""
+
+    def __init__(self, host):
+        super().__init__(host)
+        self.argvs = []
+
+    def run(self, command, **kwargs):
+        self.argvs.append(command)
+        return super().run(command, **kwargs)
+
+
+def test_no_word_of_a_command_derives_from_the_secret_file():
+    # Any user of the gateway reads every process's words: a digest of
+    # a known template holding an 8-character password gives it away.
+    conn = Recording('gw-a')
+    keepalived.apply_gateway(conn, HAPROXY_TEXT, layouts()['gw-a'],
+                             HAPROXY_SETTINGS, KA_SETTINGS)
+    data = staged(conn).encode()
+    assert 'auth_pass %s' % PASSWORD in staged(conn)
+    secret = [PASSWORD] + [hashlib.new(name, data).hexdigest() for name in
+                           ('md5', 'sha1', 'sha256', 'sha512')]
+    words = [w for argv in conn.argvs
+             for w in ([argv] if isinstance(argv, str) else argv)]
+    assert KA_PATH in words
+    assert not [w for w in words for s in secret if s in w]
 
 
 def test_under_sudo_the_new_secret_is_0600_too():
@@ -304,8 +330,7 @@ def test_under_sudo_the_new_secret_is_0600_too():
     lb.apply_config(conn, keepalived.render_keepalived_config(one()),
                     settings)
     assert conn.modes[KA_PATH + '.new'] == 0o600
-    assert lb.apply_argv('x', settings)[:2] == ['sudo', '-n']
-    assert 'sudo -n sha256sum -- %s' % KA_PATH in conn.commands
+    assert lb.apply_argv(settings)[:2] == ['sudo', '-n']
 
 
 def test_a_refused_file_is_not_applied_and_its_password_not_shown(caplog):
@@ -345,7 +370,7 @@ def test_configure_gateways_again_changes_nothing():
         conns, HAPROXY_TEXT, layouts(), HAPROXY_SETTINGS, KA_SETTINGS)
     assert set(first.values()) == {(True, True)}
     for conn in conns.values():
-        conn.script('^sha256sum', stdout='%s  x\n' % _digest_of(conn))
+        conn.files[KA_PATH] = staged(conn)
         conn.files[lb.DEFAULT_CONFIG_PATH] = HAPROXY_TEXT
     again = keepalived.configure_gateways(
         conns, HAPROXY_TEXT, layouts(), HAPROXY_SETTINGS, KA_SETTINGS)

@@ -245,7 +245,10 @@ def lb_host(current=None):
 def test_unchanged_config_is_left_alone():
     conn = lb_host(current=NEW)
     assert lb.apply_config(conn, NEW, SETTINGS) is False
-    assert conn.calls == [('read_file', PATH)]
+    assert conn.calls == [('write_file', PATH + '.new'),
+                          ('run', 'cmp -- %s.new %s' % (PATH, PATH)),
+                          ('run', 'rm -f -- %s.new' % PATH)]
+    assert PATH + '.new' not in conn.files
 
 
 def test_custom_paths_and_commands_go_as_words():
@@ -253,12 +256,12 @@ def test_custom_paths_and_commands_go_as_words():
         config_path='/etc/haproxy dir/lb.cfg',
         check_command=('/opt/haproxy/sbin/haproxy', '-c', '-f'),
         reload_command=('kill', '-USR2', '1234'))
-    argv = lb.apply_argv(NEW, settings)
+    argv = lb.apply_argv(settings)
     assert argv[4:] == [
-        '/etc/haproxy dir/lb.cfg', '0644', sha256(NEW), '3',
+        '/etc/haproxy dir/lb.cfg', '0644', '3',
         '/opt/haproxy/sbin/haproxy', '-c', '-f', 'kill', '-USR2', '1234']
     assert argv[:2] == ['sh', '-c']
-    sudo = lb.apply_argv(NEW, dataclasses.replace(settings, sudo=True))
+    sudo = lb.apply_argv(dataclasses.replace(settings, sudo=True))
     assert sudo == ['sudo', '-n'] + argv
 
 
@@ -268,10 +271,6 @@ HAPROXY_ALERT = (
     "[ALERT]    (11) : config : parsing [/etc/haproxy/haproxy.cfg.new:40] "
     ": unknown keyword 'bogus' in 'backend' section\n"
     '[ALERT]    (11) : config : Fatal errors found in configuration.\n')
-
-
-def sha256(text):
-    return hashlib.sha256(text.encode('utf-8')).hexdigest()
 
 
 class Shell:
@@ -416,15 +415,51 @@ def test_sudo_runs_the_whole_program_as_root(lb_vm):
     assert list(lb_vm.home.iterdir()) == []  # nothing staged there
 
 
-def test_a_secret_file_is_compared_by_digest(lb_vm):
+SECRET_TEXT = NEW + '# auth_pass Vr:p4ss\n'
+
+
+def digests(text):
+    """The usual hex digests of *text*: none may be on a command line
+    (a short secret in a known template is found from any of them)."""
+    data = text.encode('utf-8')
+    return [hashlib.new(name, data).hexdigest()
+            for name in ('md5', 'sha1', 'sha256', 'sha512')]
+
+
+def test_a_secret_file_is_compared_on_the_host_not_by_a_digest(lb_vm):
     settings = dataclasses.replace(lb_vm.settings, sudo=True, mode=0o600)
-    pathlib.Path(lb_vm.path).write_text(NEW)
+    pathlib.Path(lb_vm.path).write_text(SECRET_TEXT)
+    os.chmod(lb_vm.path, 0o600)
+    before = os.stat(lb_vm.path)
     conn = Shell()
-    assert lb.apply_config(conn, NEW, settings) is False
+    assert lb.apply_config(conn, SECRET_TEXT, settings) is False
     assert lb_vm.logged() == ['sudo -n sh']
-    assert lb.apply_config(conn, NEW + '# more\n', settings) is True
+    after = os.stat(lb_vm.path)
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino,
+                                                 before.st_mtime_ns)
+    assert not os.path.exists(lb_vm.path + '.new')
+    assert lb.apply_config(conn, SECRET_TEXT + '# more\n', settings) is True
+    assert pathlib.Path(lb_vm.path).read_text() == SECRET_TEXT + '# more\n'
     assert os.stat(lb_vm.path).st_mode & 0o777 == 0o600
-    assert os.stat(lb_vm.path + '.bak').st_mode & 0o777 == 0o644
+    assert os.stat(lb_vm.path + '.bak').st_mode & 0o777 == 0o600
+    secret = digests(SECRET_TEXT) + digests(SECRET_TEXT + '# more\n')
+    words = [w for argv in conn.commands for w in argv[3:]]
+    assert len(conn.commands) == 2 and '0600' in words
+    assert not [w for w in words for d in secret + ['Vr:p4ss'] if d in w]
+
+
+def test_a_planted_temporary_file_is_replaced_not_followed(lb_vm, tmp_path):
+    # A symlink (or a stale file another user can read) where PATH.new
+    # goes: the secret must land in a new file of the owner's only.
+    victim = tmp_path / 'victim'
+    victim.write_text('untouched\n')
+    os.symlink(victim, lb_vm.path + '.new')
+    settings = dataclasses.replace(lb_vm.settings, mode=0o600)
+    assert lb.apply_config(Shell(), SECRET_TEXT, settings) is True
+    assert victim.read_text() == 'untouched\n'
+    assert pathlib.Path(lb_vm.path).read_text() == SECRET_TEXT
+    assert not os.path.islink(lb_vm.path)
+    assert os.stat(lb_vm.path).st_mode & 0o777 == 0o600
 
 
 # ------------------------------------------------------------ settings --
