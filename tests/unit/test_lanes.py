@@ -85,8 +85,8 @@ def test_lane_a_starts_with_lint_unit_tests_and_docs():
     assert (lane_a, lane_b, a, b) == ([], ['a.py'], 400, 350)
 
 
-def test_a_tox_run_s_wall_time_is_stored_over_its_tests_time(tmp_path,
-                                                              monkeypatch):
+def test_a_tox_run_s_wall_time_is_stored_over_its_tests_time(
+        tmp_path, monkeypatch):
     # py3's tests took 5 s, but the run of pep8, py3 and docs 140 s;
     # tacker has no wall time: its tests' time stands in.
     (tmp_path / 'py3.xml').write_text(_junit('tests.unit.test_x', 5.0))
