@@ -176,8 +176,10 @@ def remove_from_kubernetes(drv, cluster, names, exclude=()):
         drv.step('draining %s', name)
         client.drain(name, timeout=drv.settings.drain_timeout)
         client.wait_evacuated(name, timeout=drv.settings.drain_timeout)
-    drv.upload_inventory(cluster)
     runner = drv.runner()
+    # The first run's vars ride in the inventory's transfer.
+    drv.upload_inventory(cluster, extra=runner.removal_vars(
+        drained or list(dead), reachable=bool(drained)))
     runner.remove_nodes(drained, reachable=True)
     runner.remove_nodes(list(dead), reachable=False)
 

@@ -519,12 +519,15 @@ class ClusterDriver:
 
     # Documents.
 
-    def upload_inventory(self, cluster):
+    def upload_inventory(self, cluster, extra=None):
         """Write the inventory of *cluster* into the workspace.
 
         Private keys named in the request are uploaded too (0600), and
         host_vars of nodes no longer in the cluster are deleted; all in
         one transfer (:meth:`~mgmt_driver.remote.kubespray.Workspace.replace`).
+
+        :param extra: more top-level documents for the same transfer,
+            ``{name: (text, mode)}`` (a playbook's vars file), or None.
         """
         self._remember([_host_of(n)
                         for n in cluster.k8s_nodes + cluster.gateways])
@@ -562,7 +565,7 @@ class ClusterDriver:
         # One transfer and one command whatever the node count; host_vars/
         # is replaced as a whole, so a removed node's file is gone.
         self._wrote(documents)
-        runner.workspace.replace(documents)
+        runner.workspace.replace({**(extra or {}), **documents})
         self._reads.recorded_hosts = documents[inventory.HOSTS_FILE][0]
         self.set_node_settings(settings)
         self._record_cluster(cluster)

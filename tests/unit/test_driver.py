@@ -326,6 +326,23 @@ def test_scale_start_drains_and_removes(conf):
     assert ('192.168.10.22', 22) in h.pool.forgotten
 
 
+def test_scale_in_sends_the_removal_vars_with_the_inventory(conf):
+    # remove-node-vars.yaml rides in the inventory's tar: no transfer
+    # of its own (issue 40 item 5).
+    h = Harness(conf)
+    extra = _heat_like(h, 2, {'worker-10-10-0-22': 'gone'})
+    h.master.script(r'get node worker-10-10-0-22',
+                    stdout='node/worker-10-10-0-22\n')
+    h.master.script(r'get pods', stdout=json.dumps({'items': []}))
+    h.hooks.scale_start(None, h.instance(extra),
+                        _request({}, type='SCALE_IN'), None, None,
+                        scale_out_id_list=['gone'])
+    assert [c for c in h.ansible.calls if c[0] == 'write_file'] == []
+    assert yaml.safe_load(h.workspace_files()['remove-node-vars.yaml'])[
+        'node'] == 'worker-10-10-0-22'
+    assert h.playbooks() == ['remove-node.yml']
+
+
 def _heat_like(h, workers, stacks):
     """Params without a nodes list; the VMs come as Heat would give them."""
     spec = params.parse_params(_instantiate_params(workers))

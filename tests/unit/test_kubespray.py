@@ -638,6 +638,20 @@ def test_remove_refuses_patterns_that_widen(names):
     assert runner.conn.calls == []
 
 
+def test_removal_vars_sent_in_a_replace_are_not_written_again():
+    runner = make_runner(NEW)
+    sent = runner.removal_vars(['worker-10-0-0-21'])
+    runner.workspace.replace(sent)
+    runner.remove_nodes(['worker-10-0-0-21'])
+    assert [c[0] for c in runner.conn.calls] == ['run', 'run', 'follow',
+                                                 'end']
+    # Other vars than those sent: written.
+    runner.remove_nodes(['worker-10-0-0-21'], reachable=False)
+    assert runner.conn.calls[4] == ('write_file',
+                                    WS + '/remove-node-vars.yaml')
+    assert remove_vars(runner)['reset_nodes'] is False
+
+
 def test_remove_nothing_runs_nothing():
     runner = make_runner()
     assert runner.remove_nodes([]) is None
