@@ -32,6 +32,7 @@ from mgmt_driver.common import exceptions
 from mgmt_driver.operations import etcdsnapshots
 from mgmt_driver.remote import connection
 from mgmt_driver.remote import detached
+from mgmt_driver.remote import kubectl
 from mgmt_driver.remote import kubespray
 from mgmt_driver.remote import loadbalancer
 from mgmt_driver.remote import programs
@@ -124,6 +125,8 @@ class FakeConnection(connection.Connection):
             return self._detached(kind, command, on_line)
         if programs.name_of(command) == loadbalancer.APPLY:
             return _LbApply(self, command, stdin).result(check)
+        if programs.name_of(command) == kubectl.NODES_PROGRAM:
+            return self._kubectl_nodes(list(command[4:]), timeout, check)
         text = ssh.display_command(command, env)
         self.calls.append(('run', text))
         if stdin is not None:
@@ -143,6 +146,33 @@ class FakeConnection(connection.Connection):
         if on_line:
             for line in result.stdout.splitlines():
                 on_line(line)
+        if rule['timeout']:
+            raise exceptions.RemoteCommandTimedOut(result, timeout)
+        if check and not result.ok:
+            raise exceptions.RemoteCommandFailed(result)
+        return result
+
+    def _kubectl_nodes(self, prefix, timeout, check):
+        """``kubectl.NODES_PROGRAM KUBECTL...``: the rules of ``KUBECTL
+        version --client``, then of ``KUBECTL get nodes -o json``, as the
+        program runs them; one command, recorded as both (``&&``)."""
+        probe, listing = (ssh.display_command(prefix + words) for words in (
+            ['version', '--client'], ['get', 'nodes', '-o', 'json']))
+        text = probe + ' && ' + listing
+        self.calls.append(('run', text))
+        first = self._match(probe) or self._default_answer(probe)
+        if first['timeout'] or first['exit_code']:
+            result = ssh.CommandResult(
+                host=self.host, command=text, stdout='',
+                stderr=first['stderr'].rstrip('\n') + '\nKN:NOCLIENT\n',
+                exit_code=97)
+            rule = first
+        else:
+            rule = self._match(listing) or self._default_answer(listing)
+            result = ssh.CommandResult(
+                host=self.host, command=text, stdout=rule['stdout'],
+                stderr='KN:CLIENT\n' + rule['stderr'],
+                exit_code=rule['exit_code'])
         if rule['timeout']:
             raise exceptions.RemoteCommandTimedOut(result, timeout)
         if check and not result.ok:

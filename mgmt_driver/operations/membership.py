@@ -118,8 +118,8 @@ def reconcile(drv, cluster, exclude=()):
     masters = set(drv.recorded_masters())
     drv.forget_node_settings(
         set(drv.node_settings()) - set(cluster.names))
-    client = drv.kubectl_client(cluster, exclude=exclude)
-    known = set(client.node_names())
+    client, listed = drv.kubectl_nodes(cluster, exclude=exclude)
+    known = set(listed.names)
     for name in sorted(known - set(cluster.names) - masters):
         drv.step('%s has no VM any more: deleting its Kubernetes '
                  'node', name)
@@ -186,7 +186,10 @@ def remove_from_kubernetes(drv, cluster, names, exclude=()):
 
 def _registered(drv, client, names):
     """The registered ones of *names* and ``{name: Ready condition}``,
-    from one read (one command per ``kubectl.NODES_PER_COMMAND``).
+    from one read: the claim's node list when it holds them all and no
+    playbook ran since
+    (:meth:`~mgmt_driver.session.driver.ClusterDriver.node_read`), else
+    one command per ``kubectl.NODES_PER_COMMAND``.
 
     When kubectl printed no valid node, each name is asked on its own
     (``node_exists``) and readiness is None, with a warning: it then
@@ -194,6 +197,13 @@ def _registered(drv, client, names):
     """
     if not names:
         return [], {}
+    # The claim's node list read a moment ago (reconcile) serves, when
+    # it holds them all: one command less.
+    listed = drv.node_read()
+    if listed is not None and listed.infos is not None and \
+            set(names) <= set(listed.infos):
+        nodes = {name: listed.infos[name] for name in names}
+        return list(names), gates.readiness(nodes.values())
     try:
         nodes = client.nodes_named(names)
     except exceptions.RemoteDataInvalid as exc:

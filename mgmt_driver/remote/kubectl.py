@@ -22,6 +22,7 @@ import contextlib
 import dataclasses
 import json
 import re
+import shlex
 import time
 
 import yaml
@@ -32,6 +33,7 @@ from mgmt_driver.common import safetext
 from mgmt_driver.common import safeyaml
 from mgmt_driver.common import untrusted
 from mgmt_driver.model import validation
+from mgmt_driver.remote import programs
 
 LOG = safetext.logger(__name__)
 
@@ -562,6 +564,38 @@ def admin_manifest(name='tacker-admin', namespace='kube-system',
                        'items': documents}, indent=2) + '\n'
 
 
+@dataclasses.dataclass(frozen=True)
+class NodeList:
+    """One ``kubectl get nodes -o json``.
+
+    :param names: every node's name.
+    :param infos: ``{name: NodeInfo}``, or None when an item is no
+        valid :class:`NodeInfo` (the names alone are checked then, as
+        :meth:`KubectlClient.node_names` does).
+    """
+
+    names: list
+    infos: dict = None
+
+
+def _node_list(host, stdout):
+    """The :class:`NodeList` of ``get nodes -o json`` on *host*.
+
+    :raises RemoteDataInvalid: the output is no list of named objects.
+    """
+    with parsing(host, 'output of kubectl get nodes'):
+        items = json_field(load_json(stdout), 'items', list, 'the output',
+                           default=[])
+        names = [_name_of(item, 'items[%d]' % index)
+                 for index, item in enumerate(items)]
+    try:
+        infos = [_node_info(item, 'items[%d]' % index)
+                 for index, item in enumerate(items)]
+    except BadShape:
+        return NodeList(names)
+    return NodeList(names, {info.name: info for info in infos})
+
+
 class KubectlClient:
     """kubectl commands on one host.
 
@@ -622,6 +656,14 @@ class KubectlClient:
         :raises RemoteDataInvalid: kubectl printed no node list.
         """
         return self._items(_name_of, 'get', 'nodes')
+
+    def node_list(self):
+        """The :class:`NodeList` of the cluster: one command.
+
+        :raises RemoteDataInvalid: kubectl printed no node list.
+        """
+        result = self._run('get', 'nodes', '-o', 'json')
+        return _node_list(self.conn.host, result.stdout)
 
     def nodes(self):
         """Every node with its roles, readiness, version and labels.
@@ -1049,11 +1091,20 @@ def first_reachable(connections, command=('kubectl', 'version', '--client'),
         (the operator must act on that, as the error says).
     :raises NoReachableHost: none did; names every host and why.
     """
+    def attempt(conn):
+        conn.run(list(command), timeout=timeout)
+        return conn
+    return _on_first(connections, attempt, command)
+
+
+def _on_first(connections, attempt, command):
+    """``attempt(conn)`` of the first of *connections* where it raises
+    no :data:`_HOST_ERRORS`; *command* (an argv) is what the errors say
+    was tried (:func:`first_reachable`'s)."""
     tried, changed = [], []
     for conn in connections:
         try:
-            conn.run(list(command), timeout=timeout)
-            return conn
+            return attempt(conn)
         except _HOST_ERRORS as exc:
             LOG.warning('%s cannot run %s: %s', conn.host, command[0], exc)
             tried.append('%s (%s)' % (conn.host, exc))
@@ -1078,6 +1129,81 @@ def client_on_first_reachable(connections, **kwargs):
     client.conn = first_reachable(
         connections, command=client.argv('version', '--client'))
     return client
+
+
+#: The program that asks ``version --client`` and lists the nodes in
+#: one command (``scripts/kubectl-nodes.sh``).
+NODES_PROGRAM = 'kubectl-nodes'
+#: Its exit status when ``version --client`` failed, and its marks on
+#: standard error before and after the list.
+_NO_CLIENT_EXIT = 97
+_NO_CLIENT, _CLIENT = 'KN:NOCLIENT', 'KN:CLIENT'
+
+
+def nodes_on_first_reachable(connections, timeout=30, **kwargs):
+    """:func:`client_on_first_reachable`, then
+    :meth:`KubectlClient.node_list` there, in one command per host tried
+    (:data:`NODES_PROGRAM`).  A host where ``kubectl version --client``
+    fails is passed over, with the error that command had alone; a
+    failure of the list is raised as :meth:`KubectlClient.node_list`
+    raises it, naming ``kubectl get nodes``.
+
+    :param timeout: seconds for ``version --client`` on each host (the
+        list has the client's ``command_timeout`` on top).
+    :param kwargs: :class:`KubectlClient` arguments.
+    :returns: ``(KubectlClient, NodeList)``.
+    :raises HostKeyChanged: as :func:`first_reachable`.
+    :raises NoReachableHost: no host could run ``kubectl version
+        --client``; names every host and why.
+    :raises RemoteCommandFailed: the list failed.
+    :raises RemoteCommandTimedOut: the list ran past its timeout.
+    :raises RemoteDataInvalid: kubectl printed no node list.
+    """
+    client = KubectlClient(None, **kwargs)
+
+    def attempt(conn):
+        return conn, _nodes_there(client, conn,
+                                  timeout + client.settings.command_timeout)
+    client.conn, listed = _on_first(connections, attempt,
+                                    client.argv('version', '--client'))
+    if isinstance(listed, Exception):
+        # The list's own failure: raised here, where no next host is
+        # asked (first_reachable's choice is made).
+        raise listed
+    return client, listed
+
+
+def _nodes_there(client, conn, timeout):
+    """The :class:`NodeList` of :data:`NODES_PROGRAM` on *conn*, or the
+    error of the list (returned); the error of ``version --client``
+    (raised: the next host is tried)."""
+    probe = client.argv('version', '--client')
+    listing = client.argv('get', 'nodes', '-o', 'json')
+    try:
+        result = conn.run(programs.command(NODES_PROGRAM, *client.argv()),
+                          timeout=timeout, check=False)
+    except exceptions.RemoteCommandTimedOut as exc:
+        if _CLIENT not in exc.result.stderr:
+            raise exceptions.RemoteCommandTimedOut(
+                _as_run(exc.result, probe), exc.timeout) from None
+        return exceptions.RemoteCommandTimedOut(
+            _as_run(exc.result, listing), exc.timeout)
+    if result.exit_code == _NO_CLIENT_EXIT and \
+            _NO_CLIENT in result.stderr:
+        raise exceptions.RemoteCommandFailed(_as_run(result, probe))
+    result = _as_run(result, listing)
+    if not result.ok:
+        return exceptions.RemoteCommandFailed(result)
+    return _node_list(conn.host, result.stdout)
+
+
+def _as_run(result, argv):
+    """*result* as if *argv* had run alone: its command, its standard
+    error without the program's marks."""
+    stderr = ''.join(line for line in result.stderr.splitlines(True)
+                     if line.rstrip('\n') not in (_CLIENT, _NO_CLIENT))
+    return dataclasses.replace(result, command=shlex.join(argv),
+                               stderr=stderr)
 
 
 def parse_etcd_members(text, host):

@@ -27,6 +27,7 @@ import urllib.parse
 
 from mgmt_driver.remote import connection
 from mgmt_driver.remote import detached
+from mgmt_driver.remote import kubectl
 from mgmt_driver.remote import kubespray
 from mgmt_driver.remote import loadbalancer
 from mgmt_driver.remote import programs
@@ -82,6 +83,7 @@ def _interface_answer(command):
 _PROGRAM_ANSWERS = {
     detached.START: 'KR:STARTED:20000101T000000Z-dry_run-playbook:1\n',
     detached.END: 'KR:RC:0\nKR:TAIL\n',
+    kubectl.NODES_PROGRAM: json.dumps({'items': []}),
 }
 
 

@@ -166,6 +166,9 @@ class Reads:
     #: ``{key: KubectlClient}``: the control-plane node kubectl answered
     #: on, per list of candidates (:meth:`ClusterDriver.kubectl_client`).
     kubectl: dict = dataclasses.field(default_factory=dict)
+    #: ``(playbook runs then, kubectl.NodeList)`` of the last
+    #: :meth:`ClusterDriver.kubectl_nodes`, or None.
+    nodes: tuple | None = None
     #: The text of the inventory last uploaded (``hosts.yaml``; None:
     #: none), as read or written by this claim; :data:`UNREAD` before.
     recorded_hosts: object = UNREAD
@@ -609,6 +612,45 @@ class ClusterDriver:
 
     def kubectl_client(self, cluster, exclude=()):
         """kubectl on the first control-plane node that answers."""
+        key, masters = self._kubectl_key(cluster, exclude)
+        if key not in self._reads.kubectl:
+            self._reads.kubectl[key] = kubectl.client_on_first_reachable(
+                [self.connection(n) for n in masters],
+                **self._kubectl_args())
+        return self._reads.kubectl[key]
+
+    def kubectl_nodes(self, cluster, exclude=()):
+        """:meth:`kubectl_client` and the cluster's node list read there:
+        one command when no client was chosen yet
+        (:func:`~mgmt_driver.remote.kubectl.nodes_on_first_reachable`).
+        The list is kept for :meth:`node_read` until a playbook runs.
+
+        :returns: ``(KubectlClient, kubectl.NodeList)``.
+        """
+        key, masters = self._kubectl_key(cluster, exclude)
+        if key in self._reads.kubectl:
+            client = self._reads.kubectl[key]
+            listed = client.node_list()
+        else:
+            client, listed = kubectl.nodes_on_first_reachable(
+                [self.connection(n) for n in masters],
+                **self._kubectl_args())
+            self._reads.kubectl[key] = client
+        self._reads.nodes = (len(self.playbook_runs), listed)
+        return client, listed
+
+    def node_read(self):
+        """The node list :meth:`kubectl_nodes` read last, if no playbook
+        ran since (its nodes' readiness is as fresh as a new read's in
+        the same step), else None."""
+        if self._reads.nodes is None or \
+                self._reads.nodes[0] != len(self.playbook_runs):
+            return None
+        return self._reads.nodes[1]
+
+    def _kubectl_key(self, cluster, exclude):
+        """The cache key of kubectl's host among *cluster*'s masters not
+        in *exclude*, and those masters."""
         exclude = set(exclude)
         masters = [n for n in cluster.masters if n.name not in exclude]
         if not masters:
@@ -621,13 +663,10 @@ class ClusterDriver:
                sum(1 for run in self.playbook_runs
                    if posixpath.basename(run['playbook'])
                    not in _KEEPS_MASTERS))
-        if key not in self._reads.kubectl:
-            self._reads.kubectl[key] = self._first_kubectl(masters)
-        return self._reads.kubectl[key]
+        return key, masters
 
-    def _first_kubectl(self, masters):
-        return kubectl.client_on_first_reachable(
-            [self.connection(n) for n in masters],
+    def _kubectl_args(self):
+        return dict(
             kubectl=self.settings.kubectl_command,
             kubeconfig=self.settings.kubectl_kubeconfig,
             sudo=kconf.use_sudo(self.settings.kubectl_sudo,

@@ -68,7 +68,9 @@ def _secret():
 
 
 def _nodes_json(names):
-    return json.dumps({'items': [{'metadata': {'name': n}} for n in names]})
+    return json.dumps({'items': [{'metadata': {'name': n}, 'status': {
+        'conditions': [{'type': 'Ready', 'status': 'True'}]}}
+        for n in names]})
 
 
 class Harness:
@@ -341,6 +343,22 @@ def test_scale_in_sends_the_removal_vars_with_the_inventory(conf):
     assert yaml.safe_load(h.workspace_files()['remove-node-vars.yaml'])[
         'node'] == 'worker-10-10-0-22'
     assert h.playbooks() == ['remove-node.yml']
+
+
+def test_scale_in_finds_kubectl_and_reads_the_nodes_once(conf):
+    # One command proves kubectl runs and lists the nodes; the removed
+    # node's readiness comes from that list (issue 40 item 5).
+    names = ['master-10-10-0-11', 'worker-10-10-0-21', 'worker-10-10-0-22']
+    h = Harness(conf, k8s_nodes=names)
+    extra = _heat_like(h, 2, {'worker-10-10-0-22': 'gone'})
+    h.master.script(r'get pods', stdout=json.dumps({'items': []}))
+    h.hooks.scale_start(None, h.instance(extra),
+                        _request({}, type='SCALE_IN'), None, None,
+                        scale_out_id_list=['gone'])
+    reads = [c for c in h.master.commands
+             if ' get node' in c or 'version --client' in c]
+    assert len(reads) == 1 and 'version --client && ' in reads[0]
+    assert [c for c in h.master.commands if ' drain worker-10-10-0-22' in c]
 
 
 def _heat_like(h, workers, stacks):
