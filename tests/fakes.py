@@ -127,6 +127,8 @@ class FakeConnection(connection.Connection):
             return _LbApply(self, command, stdin).result(check)
         if programs.name_of(command) == kubectl.NODES_PROGRAM:
             return self._kubectl_nodes(list(command[4:]), timeout, check)
+        if programs.name_of(command) == kubectl.DRAIN_PROGRAM:
+            return self._kubectl_drain(list(command[4:]), timeout, check)
         text = ssh.display_command(command, env)
         self.calls.append(('run', text))
         if stdin is not None:
@@ -173,6 +175,34 @@ class FakeConnection(connection.Connection):
                 host=self.host, command=text, stdout=rule['stdout'],
                 stderr='KN:CLIENT\n' + rule['stderr'],
                 exit_code=rule['exit_code'])
+        if rule['timeout']:
+            raise exceptions.RemoteCommandTimedOut(result, timeout)
+        if check and not result.ok:
+            raise exceptions.RemoteCommandFailed(result)
+        return result
+
+    def _kubectl_drain(self, args, timeout, check):
+        """``kubectl.DRAIN_PROGRAM NODE N KUBECTL... drain ...``: the
+        rule of the drain, then (when it succeeds) of the pod list, as
+        the program runs them; one command, recorded as both (``&&``)."""
+        node, prefix = args[0], args[2:2 + int(args[1])]
+        drain = ssh.display_command(args[2:])
+        pods = ssh.display_command(prefix + [
+            'get', 'pods', '-A', '--field-selector',
+            'spec.nodeName=' + node, '-o', 'json'])
+        text = drain + ' && ' + pods
+        self.calls.append(('run', text))
+        rule = self._match(drain) or self._default_answer(drain)
+        stdout, stderr, code = rule['stdout'], rule['stderr'], \
+            rule['exit_code']
+        if not (rule['timeout'] or code):
+            rule = self._match(pods) or self._default_answer(pods)
+            stdout += 'KD:PODS\n' + rule['stdout']
+            stderr += 'KD:PODS\n' + rule['stderr']
+            code = rule['exit_code']
+        result = ssh.CommandResult(host=self.host, command=text,
+                                   stdout=stdout, stderr=stderr,
+                                   exit_code=code)
         if rule['timeout']:
             raise exceptions.RemoteCommandTimedOut(result, timeout)
         if check and not result.ok:

@@ -174,8 +174,7 @@ def remove_from_kubernetes(drv, cluster, names, exclude=()):
     drained = [n for n in present if n not in dead]
     for name in drained:
         drv.step('draining %s', name)
-        client.drain(name, timeout=drv.settings.drain_timeout)
-        client.wait_evacuated(name, timeout=drv.settings.drain_timeout)
+        client.evacuate(name, timeout=drv.settings.drain_timeout)
     runner = drv.runner()
     # The first run's vars ride in the inventory's transfer.
     drv.upload_inventory(cluster, extra=runner.removal_vars(

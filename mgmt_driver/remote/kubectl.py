@@ -641,9 +641,13 @@ class KubectlClient:
         :raises RemoteDataInvalid: the output is not such a list.
         """
         result = self._run(*args, '-o', 'json')
+        return self._parsed_items(parse, result.stdout, args[:2])
+
+    def _parsed_items(self, parse, stdout, verb):
+        """:meth:`_items` of the output *stdout* of ``kubectl VERB...``."""
         with parsing(self.conn.host, 'output of kubectl %s'
-                     % ' '.join(args[:2])):
-            items = json_field(load_json(result.stdout), 'items', list,
+                     % ' '.join(verb)):
+            items = json_field(load_json(stdout), 'items', list,
                                'the output', default=[])
             return [parse(item, 'items[%d]' % index)
                     for index, item in enumerate(items)]
@@ -752,15 +756,67 @@ class KubectlClient:
         :raises RemoteCommandFailed: the drain failed or timed out.
         """
         timeout = int(timeout or self.settings.drain_timeout)
-        args = ['drain', _check_node_name(name), '--ignore-daemonsets',
-                '--delete-emptydir-data']
-        if force:
-            args.append('--force')
-        if grace_period is not None:
-            args.append('--grace-period=%d' % int(grace_period))
-        args.append('--timeout=%ds' % timeout)
+        args = _drain_args(name, timeout, force, grace_period)
         result = self._run(*args, timeout=timeout + DRAIN_MARGIN,
                            check=False)
+        return self._drained(name, result)
+
+    def evacuate(self, name, timeout=None):
+        """:meth:`drain` (forced, the pods' own grace period), then
+        :meth:`wait_evacuated`, whose first read runs in the drain's
+        command (:data:`DRAIN_PROGRAM`): one command when the drain
+        leaves no pod to wait for.
+
+        :param timeout: seconds for the drain, and again for the wait
+            (default: drain_timeout).
+        :returns: False when the node does not exist (nothing to do).
+        :raises DrainBlocked, RemoteCommandFailed: as :meth:`drain`; a
+            failed pod list names ``kubectl get pods``.
+        :raises RemoteCommandTimedOut: the drain or the list ran past its
+            timeout (the message names which).
+        :raises WaitTimedOut: as :meth:`wait_evacuated`.
+        """
+        timeout = int(timeout or self.settings.drain_timeout)
+        drain = _drain_args(name, timeout, True, None)
+        prefix = self.argv()
+        try:
+            result = self.conn.run(
+                programs.command(DRAIN_PROGRAM, name, str(len(prefix)),
+                                 *prefix, *drain),
+                timeout=timeout + DRAIN_MARGIN +
+                self.settings.command_timeout, check=False)
+        except exceptions.RemoteCommandTimedOut as exc:
+            raise exceptions.RemoteCommandTimedOut(
+                self._drain_parts(exc.result, drain, name)[-1],
+                exc.timeout) from None
+        drained, *listed = self._drain_parts(result, drain, name)
+        if not self._drained(name, drained):
+            return False
+        if not listed[0].ok:
+            raise exceptions.RemoteCommandFailed(listed[0])
+        left = self._left_on(self._parsed_items(
+            _pod_entry, listed[0].stdout, ('get', 'pods')))
+        self.wait_evacuated(name, timeout, left=left)
+        return True
+
+    def _drain_parts(self, result, drain, name):
+        """*result* of :data:`DRAIN_PROGRAM` as the results of the
+        drain and, if it ran, of the pod list (each its own command,
+        output and error, without the program's marks)."""
+        parts = [text.split(_PODS_MARK + '\n', 1)
+                 for text in (result.stdout, result.stderr)]
+        drained = dataclasses.replace(
+            result, command=shlex.join(self.argv(*drain)),
+            stdout=parts[0][0], stderr=parts[1][0],
+            exit_code=result.exit_code if len(parts[0]) == 1 else 0)
+        if len(parts[0]) == 1:
+            return [drained]
+        return [drained, dataclasses.replace(
+            result, command=shlex.join(self.argv(*_pods_args(name))),
+            stdout=parts[0][1], stderr=parts[1][-1])]
+
+    def _drained(self, name, result):
+        """:meth:`drain`'s outcome of its command's *result*."""
         if result.ok:
             return True
         if _NOT_FOUND.search(result.stderr):
@@ -861,24 +917,29 @@ class KubectlClient:
         :returns: ``namespace/name`` strings, sorted.
         :raises RemoteDataInvalid: kubectl printed no valid pod list.
         """
-        pods = self._items(_pod_entry, 'get', 'pods', '-A',
-                           '--field-selector',
-                           'spec.nodeName=' + _check_node_name(name))
+        return self._left_on(self._items(_pod_entry,
+                                         *_pods_args(name)[:-2]))
+
+    @staticmethod
+    def _left_on(pods):
         return sorted(name for name, evacuated in pods if not evacuated)
 
-    def wait_evacuated(self, name, timeout=None):
+    def wait_evacuated(self, name, timeout=None, left=None):
         """Poll until no pod but DaemonSet/static ones runs on *name*.
 
         One command per poll, with exponential backoff.
 
         :param timeout: seconds (default: drain_timeout).
+        :param left: what a read just made found (:meth:`pods_left`'s
+            answer): the first poll, which costs no command; None: read.
         :raises WaitTimedOut: pods are still there at the deadline; the
             message names them.
         """
         timeout = timeout or self.settings.drain_timeout
+        first = [] if left is None else [left]
 
         def probe():
-            pods = self.pods_left(name)
+            pods = first.pop() if first else self.pods_left(name)
             return not pods, pods
 
         done, pods = poll(probe, timeout, self.settings, self._sleep,
@@ -1129,6 +1190,36 @@ def client_on_first_reachable(connections, **kwargs):
     client.conn = first_reachable(
         connections, command=client.argv('version', '--client'))
     return client
+
+
+#: The program that drains a node and lists the pods left on it in one
+#: command (``scripts/kubectl-drain.sh``), and its mark between the two.
+DRAIN_PROGRAM = 'kubectl-drain'
+_PODS_MARK = 'KD:PODS'
+
+
+def _drain_args(name, timeout, force, grace_period):
+    """The words after kubectl of :meth:`KubectlClient.drain`."""
+    args = ['drain', _check_node_name(name), '--ignore-daemonsets',
+            '--delete-emptydir-data']
+    if force:
+        args.append('--force')
+    if grace_period is not None:
+        args.append('--grace-period=%d' % int(grace_period))
+    return args + ['--timeout=%ds' % timeout]
+
+
+def _pods_args(name):
+    """The words after kubectl that list the pods of node *name*."""
+    return ['get', 'pods', '-A', '--field-selector',
+            'spec.nodeName=' + _check_node_name(name), '-o', 'json']
+
+
+def drain_of(argv):
+    """The drain (``kubectl ... drain NODE ...``) that *argv*, a
+    :data:`DRAIN_PROGRAM` command, runs: what a dry run shows ('' for
+    no drain)."""
+    return shlex.join(argv[6:])
 
 
 #: The program that asks ``version --client`` and lists the nodes in

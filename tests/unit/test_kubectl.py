@@ -590,3 +590,86 @@ def test_nodes_program_on_a_real_shell(tmp_path):
     listed = run(0)
     assert (listed.returncode, listed.stdout, listed.stderr) == (
         3, 'listed get nodes -o json\n', 'KN:CLIENT\n')
+
+
+# -------------------------------------------- drain and pods at once --
+
+def _evacuating(**drain):
+    conn = RecordingConnection('10.0.0.11')
+    if drain:
+        conn.script(r' drain ', **drain)
+    return conn, kubectl.KubectlClient(conn, settings=SETTINGS,
+                                       sleep=lambda s: None)
+
+
+def test_evacuate_drains_and_reads_the_pods_in_one_command():
+    conn, client = _evacuating()
+    conn.script(r'get pods', stdout=json.dumps({'items': []}))
+    assert client.evacuate('worker-1') is True
+    [command] = conn.commands
+    assert command.startswith('kubectl drain worker-1 ') and command.endswith(
+        ' && kubectl get pods -A --field-selector spec.nodeName=worker-1 '
+        '-o json')
+    assert conn.timeouts == [600 + kubectl.DRAIN_MARGIN + 120]
+
+
+def test_evacuate_polls_on_while_pods_are_left():
+    conn, client = _evacuating()
+    conn.script(r'get pods', times=1, stdout=json.dumps({'items': [
+        {'metadata': {'name': 'p', 'namespace': 'ns'},
+         'status': {'phase': 'Running'}}]}))
+    conn.script(r'get pods', stdout=json.dumps({'items': []}))
+    assert client.evacuate('worker-1') is True
+    assert len(conn.commands) == 2 and conn.commands[1].startswith(
+        'kubectl get pods -A ')
+
+
+def test_evacuate_a_failed_drain_is_the_drains_error():
+    conn, client = _evacuating(exit_code=1, stderr='error: cannot drain\n')
+    with pytest.raises(exceptions.RemoteCommandFailed) as info:
+        client.evacuate('worker-1')
+    assert info.value.result.command.startswith('kubectl drain worker-1 ')
+    assert 'cannot drain' in str(info.value)
+    assert len(conn.commands) == 1
+
+
+def test_evacuate_of_an_unknown_node_does_nothing():
+    conn, client = _evacuating(
+        exit_code=1, stderr='Error from server (NotFound): nodes '
+                            '"worker-1" not found\n')
+    assert client.evacuate('worker-1') is False
+
+
+@pytest.mark.parametrize('timeout', [False, True])
+def test_evacuate_a_failed_pod_list_names_it(timeout):
+    conn, client = _evacuating()
+    conn.script(r'get pods', exit_code=1, timeout=timeout,
+                stderr='Unable to connect to the server\n')
+    error = exceptions.RemoteCommandTimedOut if timeout else \
+        exceptions.RemoteCommandFailed
+    with pytest.raises(error) as info:
+        client.evacuate('worker-1')
+    assert info.value.result.command.startswith('kubectl get pods -A ')
+    assert 'Unable to connect' in str(info.value)
+    assert 'KD:' not in str(info.value)
+
+
+@pytest.mark.parametrize('drain_rc', [0, 5])
+def test_drain_program_on_a_real_shell(tmp_path, drain_rc):
+    fake = tmp_path / 'kubectl'
+    fake.write_text('#!/bin/sh\necho "ran $*"\n'
+                    '[ "$2" = drain ] && exit "$DRAIN_RC"\nexit 3\n')
+    fake.chmod(0o755)
+    done = subprocess.run(
+        programs.command(kubectl.DRAIN_PROGRAM, 'n-1', '2', str(fake),
+                         '-v', 'drain', 'n-1', '--force'),
+        capture_output=True, text=True, check=False,
+        env={'DRAIN_RC': str(drain_rc), 'PATH': '/usr/bin:/bin'})
+    drained = 'ran -v drain n-1 --force\n'
+    if drain_rc:
+        assert (done.returncode, done.stdout, done.stderr) == (
+            5, drained, '')
+    else:
+        assert (done.returncode, done.stdout, done.stderr) == (
+            3, drained + 'KD:PODS\nran -v get pods -A --field-selector '
+            'spec.nodeName=n-1 -o json\n', 'KD:PODS\n')

@@ -94,7 +94,7 @@ def test_every_shipped_program_is_sent_by_the_driver():
             status._QUEUE,
             certificates.RENEW_PROGRAM, doctor.TOOLS_PROGRAM,
             etcdsnapshots.LIST_PROGRAM, etcdsnapshots.SAVE_PROGRAM,
-            loadbalancer.APPLY, kubectl.NODES_PROGRAM,
+            loadbalancer.APPLY, kubectl.NODES_PROGRAM, kubectl.DRAIN_PROGRAM,
             'sudo-password'}  # escalation.SCRIPT
     assert used == set(SHIPPED)
 
@@ -104,7 +104,7 @@ def test_every_shipped_program_is_sent_by_the_driver():
 #: Programs that write, start or stop something on their host: the dry
 #: run must list them under "What would change".
 WRITERS = {'ensure-workspace', 'open-workspace', 'replace-workspace',
-           'remove-workspace', 'lb-apply',
+           'remove-workspace', 'lb-apply', 'kubectl-drain',
            'renew-certs', 'etcd-snapshot-save', 'run-start', 'run-stop'}
 
 
