@@ -135,7 +135,7 @@ class FakeConnection(connection.Connection):
             self.stdin_of[text] = stdin
         if isinstance(stdin, bytes) and \
                 programs.name_of(command) == kubespray.REPLACE:
-            self._unpack(command[-1], stdin)
+            self._unpack(command[4], stdin)
         name = programs.name_of(command)
         rule = self._match(text, name and _PROGRAM_TAG % name)
         if rule is None and name == kubespray.OPEN:

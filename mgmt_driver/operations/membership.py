@@ -146,7 +146,9 @@ def remove_workers(drv, cluster, names, rejoin=False):
         remove_from_kubernetes(drv, cluster, names)
     if not rejoin:
         drv.forget_node_settings(names)
-    drv.upload_inventory(remaining)
+    # Ansible's SSH masters to them close with this command.
+    drv.upload_inventory(remaining, gone=[
+        node for node in cluster.k8s_nodes if node.name in set(names)])
     drv.forget_host_keys(cluster, names)
     return remaining
 

@@ -335,7 +335,7 @@ class Workspace:
             self.upload(changed, mode=mode)
         return [self.file(name) for name in documents]
 
-    def replace(self, documents):
+    def replace(self, documents, gone=(), exit_timeout=5):
         """Write a whole document set: one transfer, one command.
 
         The set travels as a tar stream on the command's standard input
@@ -346,19 +346,34 @@ class Workspace:
         the new one lacks, such as a removed node's ``host_vars``, are
         gone.  The cost is the same for 3 nodes or 300.
 
+        The same command then tells the SSH master connections Ansible
+        kept for the workspace (``ControlPersist``, in
+        :func:`isolation.control_path_dir`) to the hosts *gone* to exit:
+        a removed node's would live on until ControlPersist ends.  One
+        that does not close is a warning naming its socket.
+
         :param documents: ``{relative path: (text or bytes, mode)}``;
             directories get mode 0700.
+        :param gone: addresses (``ansible_host``) of hosts the inventory
+            no longer has.
+        :param exit_timeout: seconds one master may take to close
+            (``ssh_master_exit_timeout``).
         :returns: the absolute paths written.
         :raises UnsafeRemotePath: a name is absolute or has ``..``.
         """
         names = {_check_relative(name): body
                  for name, body in documents.items()}
+        closing = [isolation.control_path_dir(self.path),
+                   str(int(exit_timeout)), *gone] if gone else []
         # Whatever happens, what was known written may be gone now.
         self._sent.clear()
-        self._raise_if_failed(self.conn.run(
-            programs.command(REPLACE, self.path),
-            stdin=_tar(names), check=False))
+        result = self.conn.run(
+            programs.command(REPLACE, self.path, *closing),
+            stdin=_tar(names), check=False)
+        self._raise_if_failed(result)
         self._sent.update(names)
+        if gone:
+            self._warn_masters_left(result.stdout)
         LOG.debug('Wrote %d file(s) into %s on %s', len(names), self.path,
                   self.conn.host)
         return [posixpath.join(self.path, name) for name in names]

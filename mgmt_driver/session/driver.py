@@ -522,7 +522,7 @@ class ClusterDriver:
 
     # Documents.
 
-    def upload_inventory(self, cluster, extra=None):
+    def upload_inventory(self, cluster, extra=None, gone=()):
         """Write the inventory of *cluster* into the workspace.
 
         Private keys named in the request are uploaded too (0600), and
@@ -531,6 +531,8 @@ class ClusterDriver:
 
         :param extra: more top-level documents for the same transfer,
             ``{name: (text, mode)}`` (a playbook's vars file), or None.
+        :param gone: nodes a removal took out: the SSH masters Ansible
+            kept to them are closed by the same command.
         """
         self._remember([_host_of(n)
                         for n in cluster.k8s_nodes + cluster.gateways])
@@ -568,7 +570,10 @@ class ClusterDriver:
         # One transfer and one command whatever the node count; host_vars/
         # is replaced as a whole, so a removed node's file is gone.
         self._wrote(documents)
-        runner.workspace.replace({**(extra or {}), **documents})
+        runner.workspace.replace(
+            {**(extra or {}), **documents},
+            gone=sorted({n.ssh_address for n in gone}),
+            exit_timeout=self.conf.kubespray_mgmt.ssh_master_exit_timeout)
         self._reads.recorded_hosts = documents[inventory.HOSTS_FILE][0]
         self.set_node_settings(settings)
         self._record_cluster(cluster)

@@ -363,6 +363,11 @@ def test_scale_in_finds_kubectl_and_reads_the_nodes_once(conf):
     [drain] = [c for c in h.master.commands if ' drain ' in c or
                ' get pods ' in c]
     assert ' drain worker-10-10-0-22 ' in drain and ' && ' in drain
+    # The last inventory's command closes Ansible's SSH master to it.
+    replaces = [c for c in h.ansible.commands
+                if 'kubespray-mgmt-script: replace-workspace' in c]
+    assert replaces[-1].endswith('/.ansible/cp 5 192.168.10.22')
+    assert not replaces[0].endswith('192.168.10.22')
 
 
 def _heat_like(h, workers, stacks):

@@ -8,6 +8,7 @@ import re
 import shlex
 import socket
 import subprocess
+import sys
 import tarfile
 
 import pytest
@@ -334,6 +335,46 @@ def test_a_master_that_stays_is_a_warning_naming_the_host(
     assert '2 SSH master' in warned[0]
 
 
+def test_replace_closes_the_ssh_masters_to_the_hosts_gone(
+        tmp_path, monkeypatch):
+    # A removal's inventory: Ansible's master to the removed node is told
+    # to exit, the others stay (issue 40: none lives on to ControlPersist).
+    ws, control, log = _masters_site(tmp_path, monkeypatch, 0)
+    masters = {}
+    for name, address in (('0123456789', '10.0.0.21'),
+                          ('9%c', '10.0.0.22')):
+        # A process whose argv holds the address, as an ssh master's.
+        masters[name] = subprocess.Popen(
+            [sys.executable, '-c', 'import time; time.sleep(60)', address])
+        (pathlib.Path(control) / (name + '.pid')).write_text(
+            str(masters[name].pid))
+    (tmp_path / 'bin' / 'ssh').write_text(
+        '#!/bin/sh\nprintf "%%s " "$@" >> %s\necho >> %s\n'
+        'for a; do case $a in ControlPath=*) cp=${a#ControlPath=} ;; esac; '
+        'done\ncase "$*" in *"-O check"*) echo "Master running '
+        '(pid=$(cat "$(printf %%s "$cp" | sed s/%%%%/%%/g).pid"))" >&2'
+        ' ;; esac\n' % (shlex.quote(str(log)), shlex.quote(str(log))))
+    try:
+        kubespray.Workspace(LocalShell(), str(ws)).replace(
+            {'hosts.yaml': ('all: {}\n', 0o644)}, gone=['10.0.0.22'],
+            exit_timeout=3)
+    finally:
+        for process in masters.values():
+            process.kill()
+            process.wait()
+    exits = [line for line in log.read_text().splitlines()
+             if '-O exit' in line]
+    assert exits == ['-F /dev/null -o BatchMode=yes -o ControlPath=%s/9%%%%c'
+                     ' -O exit kubespray-mgmt-master ' % control]
+    assert (ws / 'hosts.yaml').read_text() == 'all: {}\n'
+
+
+def test_replace_without_hosts_gone_asks_no_master():
+    conn = FakeConnection('ansible')
+    kubespray.Workspace(conn, WS).replace({'hosts.yaml': ('x', 0o644)})
+    assert conn.commands[0].endswith(' sh %s' % WS)
+
+
 def test_workspace_path_with_spaces_is_quoted():
     conn = FakeConnection('ansible')
     kubespray.Workspace(conn, '/srv/k m/vnf 1').remove()
@@ -395,10 +436,12 @@ class LocalShell:
     def run(self, command, timeout=None, check=True, env=None, stdin=None,
             on_line=None):
         text = ssh.display_command(command, env)
+        if isinstance(stdin, str):
+            stdin = stdin.encode()
         done = subprocess.run(['sh', '-c', text], capture_output=True,
-                              text=True, timeout=30, check=False)
-        return ssh.CommandResult('local', text, done.stdout, done.stderr,
-                                 done.returncode)
+                              input=stdin, timeout=30, check=False)
+        return ssh.CommandResult('local', text, done.stdout.decode(),
+                                 done.stderr.decode(), done.returncode)
 
 
 def make_checkout(root, facts, remove_text, inventory_groups, galaxy=None):
