@@ -350,12 +350,15 @@ class Workspace:
         kept for the workspace (``ControlPersist``, in
         :func:`isolation.control_path_dir`) to the hosts *gone* to exit:
         a removed node's would live on until ControlPersist ends.  One
-        that does not close is a warning naming its socket.
+        that does not close is a warning naming its socket.  A master's
+        socket is known by its name
+        (:func:`isolation.control_socket_name`): a master's process
+        title names its socket, not its host.
 
         :param documents: ``{relative path: (text or bytes, mode)}``;
             directories get mode 0700.
-        :param gone: addresses (``ansible_host``) of hosts the inventory
-            no longer has.
+        :param gone: ``(ansible_host, ansible_port, ansible_user)`` of
+            each host the inventory no longer has.
         :param exit_timeout: seconds one master may take to close
             (``ssh_master_exit_timeout``).
         :returns: the absolute paths written.
@@ -364,7 +367,9 @@ class Workspace:
         names = {_check_relative(name): body
                  for name, body in documents.items()}
         closing = [isolation.control_path_dir(self.path),
-                   str(int(exit_timeout)), *gone] if gone else []
+                   str(int(exit_timeout)), *sorted(
+                       isolation.control_socket_name(*host)
+                       for host in gone)] if gone else []
         # Whatever happens, what was known written may be gone now.
         self._sent.clear()
         result = self.conn.run(

@@ -572,7 +572,8 @@ class ClusterDriver:
         self._wrote(documents)
         runner.workspace.replace(
             {**(extra or {}), **documents},
-            gone=sorted({n.ssh_address for n in gone}),
+            gone=[(n.ssh_address, n.ssh_port,
+                   self.spec.login_for(n.role).username) for n in gone],
             exit_timeout=self.conf.kubespray_mgmt.ssh_master_exit_timeout)
         self._reads.recorded_hosts = documents[inventory.HOSTS_FILE][0]
         self.set_node_settings(settings)

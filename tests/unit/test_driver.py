@@ -20,6 +20,7 @@ from mgmt_driver.operations import gateways
 from mgmt_driver.remote import detached
 from mgmt_driver.remote import heat
 from mgmt_driver.remote import inventory
+from mgmt_driver.remote import isolation
 from mgmt_driver.remote import kubespray
 from mgmt_driver.remote import programs
 from mgmt_driver.session import driver
@@ -366,8 +367,10 @@ def test_scale_in_finds_kubectl_and_reads_the_nodes_once(conf):
     # The last inventory's command closes Ansible's SSH master to it.
     replaces = [c for c in h.ansible.commands
                 if 'kubespray-mgmt-script: replace-workspace' in c]
-    assert replaces[-1].endswith('/.ansible/cp 5 192.168.10.22')
-    assert not replaces[0].endswith('192.168.10.22')
+    socket_name = isolation.control_socket_name('192.168.10.22', 22,
+                                                'ubuntu')
+    assert replaces[-1].endswith('/.ansible/cp 5 ' + socket_name)
+    assert socket_name not in replaces[0]
 
 
 def _heat_like(h, workers, stacks):

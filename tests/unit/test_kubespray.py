@@ -1,5 +1,6 @@
 """Unit tests of mgmt_driver.remote.kubespray with the recording SSH fake."""
 
+import hashlib
 import io
 import logging
 import os
@@ -8,7 +9,6 @@ import re
 import shlex
 import socket
 import subprocess
-import sys
 import tarfile
 
 import pytest
@@ -340,33 +340,24 @@ def test_replace_closes_the_ssh_masters_to_the_hosts_gone(
     # A removal's inventory: Ansible's master to the removed node is told
     # to exit, the others stay (issue 40: none lives on to ControlPersist).
     ws, control, log = _masters_site(tmp_path, monkeypatch, 0)
-    masters = {}
-    for name, address in (('0123456789', '10.0.0.21'),
-                          ('9%c', '10.0.0.22')):
-        # A process whose argv holds the address, as an ssh master's.
-        masters[name] = subprocess.Popen(
-            [sys.executable, '-c', 'import time; time.sleep(60)', address])
-        (pathlib.Path(control) / (name + '.pid')).write_text(
-            str(masters[name].pid))
-    (tmp_path / 'bin' / 'ssh').write_text(
-        '#!/bin/sh\nprintf "%%s " "$@" >> %s\necho >> %s\n'
-        'for a; do case $a in ControlPath=*) cp=${a#ControlPath=} ;; esac; '
-        'done\ncase "$*" in *"-O check"*) echo "Master running '
-        '(pid=$(cat "$(printf %%s "$cp" | sed s/%%%%/%%/g).pid"))" >&2'
-        ' ;; esac\n' % (shlex.quote(str(log)), shlex.quote(str(log))))
-    try:
-        kubespray.Workspace(LocalShell(), str(ws)).replace(
-            {'hosts.yaml': ('all: {}\n', 0o644)}, gone=['10.0.0.22'],
-            exit_timeout=3)
-    finally:
-        for process in masters.values():
-            process.kill()
-            process.wait()
-    exits = [line for line in log.read_text().splitlines()
-             if '-O exit' in line]
-    assert exits == ['-F /dev/null -o BatchMode=yes -o ControlPath=%s/9%%%%c'
-                     ' -O exit kubespray-mgmt-master ' % control]
+    gone, kept = ('10.0.0.22', 22, 'ubuntu'), ('10.0.0.21', 22, 'ubuntu')
+    for host in (gone, kept):
+        socket.socket(socket.AF_UNIX).bind(
+            isolation.control_socket_name(*host))
+    kubespray.Workspace(LocalShell(), str(ws)).replace(
+        {'hosts.yaml': ('all: {}\n', 0o644)}, gone=[gone], exit_timeout=3)
+    assert log.read_text().splitlines() == [
+        '-F /dev/null -o BatchMode=yes -o ControlPath=%s/%s -O exit '
+        'kubespray-mgmt-master ' % (control,
+                                    isolation.control_socket_name(*gone))]
     assert (ws / 'hosts.yaml').read_text() == 'all: {}\n'
+
+
+def test_the_control_socket_name_is_ansibles():
+    # ansible's ssh connection plugin, _create_control_path: the SHA-1
+    # of "host-port-user", its first 10 hex digits.
+    assert isolation.control_socket_name('10.0.0.22', 22, 'ubuntu') == \
+        hashlib.sha1(b'10.0.0.22-22-ubuntu').hexdigest()[:10]
 
 
 def test_replace_without_hosts_gone_asks_no_master():

@@ -29,20 +29,6 @@ close_master() {
   fi
   return 1
 }
-# master_to SOCKET ADDRESS...: the master at SOCKET is an ssh whose
-# argv holds one of the ADDRESSes as a word (Ansible gives ssh the
-# host's ansible_host so); its pid is what "ssh -O check" says.
-master_to() {
-  escaped=$(printf '%s' "$1" | sed 's/%/%%/g')
-  pid=$(mux check "$escaped" 2>&1 | sed -n 's/.*(pid=\([0-9][0-9]*\)).*/\1/p')
-  shift
-  [ -n "$pid" ] && [ -r "/proc/$pid/cmdline" ] || return 1
-  for address in "$@"; do
-    tr '\000' '\n' < "/proc/$pid/cmdline" | grep -Fxq -e "$address" &&
-      return 0
-  done
-  return 1
-}
 # control_dir DIR: DIR with a leading "~/" made the home directory's.
 control_dir() {
   case $1 in \~/*) printf '%s\n' "$HOME/${1#\~/}" ;; *) printf '%s\n' "$1" ;; esac
