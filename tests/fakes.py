@@ -32,6 +32,7 @@ from mgmt_driver.common import exceptions
 from mgmt_driver.operations import etcdsnapshots
 from mgmt_driver.remote import connection
 from mgmt_driver.remote import detached
+from mgmt_driver.remote import kubectl
 from mgmt_driver.remote import kubespray
 from mgmt_driver.remote import loadbalancer
 from mgmt_driver.remote import programs
@@ -124,13 +125,17 @@ class FakeConnection(connection.Connection):
             return self._detached(kind, command, on_line)
         if programs.name_of(command) == loadbalancer.APPLY:
             return _LbApply(self, command, stdin).result(check)
+        if programs.name_of(command) == kubectl.NODES_PROGRAM:
+            return self._kubectl_nodes(list(command[4:]), timeout, check)
+        if programs.name_of(command) == kubectl.DRAIN_PROGRAM:
+            return self._kubectl_drain(list(command[4:]), timeout, check)
         text = ssh.display_command(command, env)
         self.calls.append(('run', text))
         if stdin is not None:
             self.stdin_of[text] = stdin
         if isinstance(stdin, bytes) and \
                 programs.name_of(command) == kubespray.REPLACE:
-            self._unpack(command[-1], stdin)
+            self._unpack(command[4], stdin)
         name = programs.name_of(command)
         rule = self._match(text, name and _PROGRAM_TAG % name)
         if rule is None and name == kubespray.OPEN:
@@ -143,6 +148,61 @@ class FakeConnection(connection.Connection):
         if on_line:
             for line in result.stdout.splitlines():
                 on_line(line)
+        if rule['timeout']:
+            raise exceptions.RemoteCommandTimedOut(result, timeout)
+        if check and not result.ok:
+            raise exceptions.RemoteCommandFailed(result)
+        return result
+
+    def _kubectl_nodes(self, prefix, timeout, check):
+        """``kubectl.NODES_PROGRAM KUBECTL...``: the rules of ``KUBECTL
+        version --client``, then of ``KUBECTL get nodes -o json``, as the
+        program runs them; one command, recorded as both (``&&``)."""
+        probe, listing = (ssh.display_command(prefix + words) for words in (
+            ['version', '--client'], ['get', 'nodes', '-o', 'json']))
+        text = probe + ' && ' + listing
+        self.calls.append(('run', text))
+        first = self._match(probe) or self._default_answer(probe)
+        if first['timeout'] or first['exit_code']:
+            result = ssh.CommandResult(
+                host=self.host, command=text, stdout='',
+                stderr=first['stderr'].rstrip('\n') + '\nKN:NOCLIENT\n',
+                exit_code=97)
+            rule = first
+        else:
+            rule = self._match(listing) or self._default_answer(listing)
+            result = ssh.CommandResult(
+                host=self.host, command=text, stdout=rule['stdout'],
+                stderr='KN:CLIENT\n' + rule['stderr'],
+                exit_code=rule['exit_code'])
+        if rule['timeout']:
+            raise exceptions.RemoteCommandTimedOut(result, timeout)
+        if check and not result.ok:
+            raise exceptions.RemoteCommandFailed(result)
+        return result
+
+    def _kubectl_drain(self, args, timeout, check):
+        """``kubectl.DRAIN_PROGRAM NODE N KUBECTL... drain ...``: the
+        rule of the drain, then (when it succeeds) of the pod list, as
+        the program runs them; one command, recorded as both (``&&``)."""
+        node, prefix = args[0], args[2:2 + int(args[1])]
+        drain = ssh.display_command(args[2:])
+        pods = ssh.display_command(prefix + [
+            'get', 'pods', '-A', '--field-selector',
+            'spec.nodeName=' + node, '-o', 'json'])
+        text = drain + ' && ' + pods
+        self.calls.append(('run', text))
+        rule = self._match(drain) or self._default_answer(drain)
+        stdout, stderr, code = rule['stdout'], rule['stderr'], \
+            rule['exit_code']
+        if not (rule['timeout'] or code):
+            rule = self._match(pods) or self._default_answer(pods)
+            stdout += 'KD:PODS\n' + rule['stdout']
+            stderr += 'KD:PODS\n' + rule['stderr']
+            code = rule['exit_code']
+        result = ssh.CommandResult(host=self.host, command=text,
+                                   stdout=stdout, stderr=stderr,
+                                   exit_code=code)
         if rule['timeout']:
             raise exceptions.RemoteCommandTimedOut(result, timeout)
         if check and not result.ok:

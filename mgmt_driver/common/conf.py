@@ -62,7 +62,8 @@ ssh_opts = [
                help='Seconds the Ansible server waits for one of the SSH '
                     'master connections Ansible kept for a workspace '
                     '(ControlPersist) to close when the workspace is '
-                    'removed. A master that does not answer within it is '
+                    'removed, or when a scale-in or heal took its node '
+                    'out. A master that does not answer within it is '
                     'left, with a warning naming the host.'),
     cfg.IntOpt('sftp_timeout', default=120, min=1, max=3600,
                help='Seconds one SFTP exchange (starting the SFTP '

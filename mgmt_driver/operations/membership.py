@@ -118,8 +118,8 @@ def reconcile(drv, cluster, exclude=()):
     masters = set(drv.recorded_masters())
     drv.forget_node_settings(
         set(drv.node_settings()) - set(cluster.names))
-    client = drv.kubectl_client(cluster, exclude=exclude)
-    known = set(client.node_names())
+    client, listed = drv.kubectl_nodes(cluster, exclude=exclude)
+    known = set(listed.names)
     for name in sorted(known - set(cluster.names) - masters):
         drv.step('%s has no VM any more: deleting its Kubernetes '
                  'node', name)
@@ -146,7 +146,9 @@ def remove_workers(drv, cluster, names, rejoin=False):
         remove_from_kubernetes(drv, cluster, names)
     if not rejoin:
         drv.forget_node_settings(names)
-    drv.upload_inventory(remaining)
+    # Ansible's SSH masters to them close with this command.
+    drv.upload_inventory(remaining, gone=[
+        node for node in cluster.k8s_nodes if node.name in set(names)])
     drv.forget_host_keys(cluster, names)
     return remaining
 
@@ -174,17 +176,21 @@ def remove_from_kubernetes(drv, cluster, names, exclude=()):
     drained = [n for n in present if n not in dead]
     for name in drained:
         drv.step('draining %s', name)
-        client.drain(name, timeout=drv.settings.drain_timeout)
-        client.wait_evacuated(name, timeout=drv.settings.drain_timeout)
-    drv.upload_inventory(cluster)
+        client.evacuate(name, timeout=drv.settings.drain_timeout)
     runner = drv.runner()
+    # The first run's vars ride in the inventory's transfer.
+    drv.upload_inventory(cluster, extra=runner.removal_vars(
+        drained or list(dead), reachable=bool(drained)))
     runner.remove_nodes(drained, reachable=True)
     runner.remove_nodes(list(dead), reachable=False)
 
 
 def _registered(drv, client, names):
     """The registered ones of *names* and ``{name: Ready condition}``,
-    from one read (one command per ``kubectl.NODES_PER_COMMAND``).
+    from one read: the claim's node list when it holds them all and no
+    playbook ran since
+    (:meth:`~mgmt_driver.session.driver.ClusterDriver.node_read`), else
+    one command per ``kubectl.NODES_PER_COMMAND``.
 
     When kubectl printed no valid node, each name is asked on its own
     (``node_exists``) and readiness is None, with a warning: it then
@@ -192,6 +198,13 @@ def _registered(drv, client, names):
     """
     if not names:
         return [], {}
+    # The claim's node list read a moment ago (reconcile) serves, when
+    # it holds them all: one command less.
+    listed = drv.node_read()
+    if listed is not None and listed.infos is not None and \
+            set(names) <= set(listed.infos):
+        nodes = {name: listed.infos[name] for name in names}
+        return list(names), gates.readiness(nodes.values())
     try:
         nodes = client.nodes_named(names)
     except exceptions.RemoteDataInvalid as exc:

@@ -78,6 +78,17 @@ def control_path_dir(workspace_path):
     return '%s/%s' % (HOME_CONTROL_BASE, digest[:16])
 
 
+def control_socket_name(host, port, user):
+    """The name Ansible gives, in :func:`control_path_dir`, the socket of
+    its SSH master to *host*: ``ANSIBLE_SSH_CONTROL_PATH`` is empty
+    (:func:`playbook_env`), so its ssh connection plugin names it by the
+    first 10 hex digits of the SHA-1 of ``HOST-PORT-USER`` (the host's
+    ``ansible_host``, ``ansible_port`` and ``ansible_user``)."""
+    text = '%s-%s-%s' % (host, port, user)
+    return hashlib.sha1(text.encode('utf-8'),
+                        usedforsecurity=False).hexdigest()[:10]
+
+
 def playbook_env(workspace_path):
     """Environment variables that give a run the workspace's own fact
     cache and SSH masters, and an inventory that cannot be a script.

@@ -22,6 +22,7 @@ import contextlib
 import dataclasses
 import json
 import re
+import shlex
 import time
 
 import yaml
@@ -32,6 +33,7 @@ from mgmt_driver.common import safetext
 from mgmt_driver.common import safeyaml
 from mgmt_driver.common import untrusted
 from mgmt_driver.model import validation
+from mgmt_driver.remote import programs
 
 LOG = safetext.logger(__name__)
 
@@ -562,6 +564,38 @@ def admin_manifest(name='tacker-admin', namespace='kube-system',
                        'items': documents}, indent=2) + '\n'
 
 
+@dataclasses.dataclass(frozen=True)
+class NodeList:
+    """One ``kubectl get nodes -o json``.
+
+    :param names: every node's name.
+    :param infos: ``{name: NodeInfo}``, or None when an item is no
+        valid :class:`NodeInfo` (the names alone are checked then, as
+        :meth:`KubectlClient.node_names` does).
+    """
+
+    names: list
+    infos: dict = None
+
+
+def _node_list(host, stdout):
+    """The :class:`NodeList` of ``get nodes -o json`` on *host*.
+
+    :raises RemoteDataInvalid: the output is no list of named objects.
+    """
+    with parsing(host, 'output of kubectl get nodes'):
+        items = json_field(load_json(stdout), 'items', list, 'the output',
+                           default=[])
+        names = [_name_of(item, 'items[%d]' % index)
+                 for index, item in enumerate(items)]
+    try:
+        infos = [_node_info(item, 'items[%d]' % index)
+                 for index, item in enumerate(items)]
+    except BadShape:
+        return NodeList(names)
+    return NodeList(names, {info.name: info for info in infos})
+
+
 class KubectlClient:
     """kubectl commands on one host.
 
@@ -607,9 +641,13 @@ class KubectlClient:
         :raises RemoteDataInvalid: the output is not such a list.
         """
         result = self._run(*args, '-o', 'json')
+        return self._parsed_items(parse, result.stdout, args[:2])
+
+    def _parsed_items(self, parse, stdout, verb):
+        """:meth:`_items` of the output *stdout* of ``kubectl VERB...``."""
         with parsing(self.conn.host, 'output of kubectl %s'
-                     % ' '.join(args[:2])):
-            items = json_field(load_json(result.stdout), 'items', list,
+                     % ' '.join(verb)):
+            items = json_field(load_json(stdout), 'items', list,
                                'the output', default=[])
             return [parse(item, 'items[%d]' % index)
                     for index, item in enumerate(items)]
@@ -622,6 +660,14 @@ class KubectlClient:
         :raises RemoteDataInvalid: kubectl printed no node list.
         """
         return self._items(_name_of, 'get', 'nodes')
+
+    def node_list(self):
+        """The :class:`NodeList` of the cluster: one command.
+
+        :raises RemoteDataInvalid: kubectl printed no node list.
+        """
+        result = self._run('get', 'nodes', '-o', 'json')
+        return _node_list(self.conn.host, result.stdout)
 
     def nodes(self):
         """Every node with its roles, readiness, version and labels.
@@ -710,15 +756,67 @@ class KubectlClient:
         :raises RemoteCommandFailed: the drain failed or timed out.
         """
         timeout = int(timeout or self.settings.drain_timeout)
-        args = ['drain', _check_node_name(name), '--ignore-daemonsets',
-                '--delete-emptydir-data']
-        if force:
-            args.append('--force')
-        if grace_period is not None:
-            args.append('--grace-period=%d' % int(grace_period))
-        args.append('--timeout=%ds' % timeout)
+        args = _drain_args(name, timeout, force, grace_period)
         result = self._run(*args, timeout=timeout + DRAIN_MARGIN,
                            check=False)
+        return self._drained(name, result)
+
+    def evacuate(self, name, timeout=None):
+        """:meth:`drain` (forced, the pods' own grace period), then
+        :meth:`wait_evacuated`, whose first read runs in the drain's
+        command (:data:`DRAIN_PROGRAM`): one command when the drain
+        leaves no pod to wait for.
+
+        :param timeout: seconds for the drain, and again for the wait
+            (default: drain_timeout).
+        :returns: False when the node does not exist (nothing to do).
+        :raises DrainBlocked, RemoteCommandFailed: as :meth:`drain`; a
+            failed pod list names ``kubectl get pods``.
+        :raises RemoteCommandTimedOut: the drain or the list ran past its
+            timeout (the message names which).
+        :raises WaitTimedOut: as :meth:`wait_evacuated`.
+        """
+        timeout = int(timeout or self.settings.drain_timeout)
+        drain = _drain_args(name, timeout, True, None)
+        prefix = self.argv()
+        try:
+            result = self.conn.run(
+                programs.command(DRAIN_PROGRAM, name, str(len(prefix)),
+                                 *prefix, *drain),
+                timeout=timeout + DRAIN_MARGIN +
+                self.settings.command_timeout, check=False)
+        except exceptions.RemoteCommandTimedOut as exc:
+            raise exceptions.RemoteCommandTimedOut(
+                self._drain_parts(exc.result, drain, name)[-1],
+                exc.timeout) from None
+        drained, *listed = self._drain_parts(result, drain, name)
+        if not self._drained(name, drained):
+            return False
+        if not listed[0].ok:
+            raise exceptions.RemoteCommandFailed(listed[0])
+        left = self._left_on(self._parsed_items(
+            _pod_entry, listed[0].stdout, ('get', 'pods')))
+        self.wait_evacuated(name, timeout, left=left)
+        return True
+
+    def _drain_parts(self, result, drain, name):
+        """*result* of :data:`DRAIN_PROGRAM` as the results of the
+        drain and, if it ran, of the pod list (each its own command,
+        output and error, without the program's marks)."""
+        parts = [text.split(_PODS_MARK + '\n', 1)
+                 for text in (result.stdout, result.stderr)]
+        drained = dataclasses.replace(
+            result, command=shlex.join(self.argv(*drain)),
+            stdout=parts[0][0], stderr=parts[1][0],
+            exit_code=result.exit_code if len(parts[0]) == 1 else 0)
+        if len(parts[0]) == 1:
+            return [drained]
+        return [drained, dataclasses.replace(
+            result, command=shlex.join(self.argv(*_pods_args(name))),
+            stdout=parts[0][1], stderr=parts[1][-1])]
+
+    def _drained(self, name, result):
+        """:meth:`drain`'s outcome of its command's *result*."""
         if result.ok:
             return True
         if _NOT_FOUND.search(result.stderr):
@@ -819,24 +917,29 @@ class KubectlClient:
         :returns: ``namespace/name`` strings, sorted.
         :raises RemoteDataInvalid: kubectl printed no valid pod list.
         """
-        pods = self._items(_pod_entry, 'get', 'pods', '-A',
-                           '--field-selector',
-                           'spec.nodeName=' + _check_node_name(name))
+        return self._left_on(self._items(_pod_entry,
+                                         *_pods_args(name)[:-2]))
+
+    @staticmethod
+    def _left_on(pods):
         return sorted(name for name, evacuated in pods if not evacuated)
 
-    def wait_evacuated(self, name, timeout=None):
+    def wait_evacuated(self, name, timeout=None, left=None):
         """Poll until no pod but DaemonSet/static ones runs on *name*.
 
         One command per poll, with exponential backoff.
 
         :param timeout: seconds (default: drain_timeout).
+        :param left: what a read just made found (:meth:`pods_left`'s
+            answer): the first poll, which costs no command; None: read.
         :raises WaitTimedOut: pods are still there at the deadline; the
             message names them.
         """
         timeout = timeout or self.settings.drain_timeout
+        first = [] if left is None else [left]
 
         def probe():
-            pods = self.pods_left(name)
+            pods = first.pop() if first else self.pods_left(name)
             return not pods, pods
 
         done, pods = poll(probe, timeout, self.settings, self._sleep,
@@ -1049,11 +1152,20 @@ def first_reachable(connections, command=('kubectl', 'version', '--client'),
         (the operator must act on that, as the error says).
     :raises NoReachableHost: none did; names every host and why.
     """
+    def attempt(conn):
+        conn.run(list(command), timeout=timeout)
+        return conn
+    return _on_first(connections, attempt, command)
+
+
+def _on_first(connections, attempt, command):
+    """``attempt(conn)`` of the first of *connections* where it raises
+    no :data:`_HOST_ERRORS`; *command* (an argv) is what the errors say
+    was tried (:func:`first_reachable`'s)."""
     tried, changed = [], []
     for conn in connections:
         try:
-            conn.run(list(command), timeout=timeout)
-            return conn
+            return attempt(conn)
         except _HOST_ERRORS as exc:
             LOG.warning('%s cannot run %s: %s', conn.host, command[0], exc)
             tried.append('%s (%s)' % (conn.host, exc))
@@ -1078,6 +1190,111 @@ def client_on_first_reachable(connections, **kwargs):
     client.conn = first_reachable(
         connections, command=client.argv('version', '--client'))
     return client
+
+
+#: The program that drains a node and lists the pods left on it in one
+#: command (``scripts/kubectl-drain.sh``), and its mark between the two.
+DRAIN_PROGRAM = 'kubectl-drain'
+_PODS_MARK = 'KD:PODS'
+
+
+def _drain_args(name, timeout, force, grace_period):
+    """The words after kubectl of :meth:`KubectlClient.drain`."""
+    args = ['drain', _check_node_name(name), '--ignore-daemonsets',
+            '--delete-emptydir-data']
+    if force:
+        args.append('--force')
+    if grace_period is not None:
+        args.append('--grace-period=%d' % int(grace_period))
+    return args + ['--timeout=%ds' % timeout]
+
+
+def _pods_args(name):
+    """The words after kubectl that list the pods of node *name*."""
+    return ['get', 'pods', '-A', '--field-selector',
+            'spec.nodeName=' + _check_node_name(name), '-o', 'json']
+
+
+def drain_of(argv):
+    """The drain (``kubectl ... drain NODE ...``) that *argv*, a
+    :data:`DRAIN_PROGRAM` command, runs: what a dry run shows ('' for
+    no drain)."""
+    return shlex.join(argv[6:])
+
+
+#: The program that asks ``version --client`` and lists the nodes in
+#: one command (``scripts/kubectl-nodes.sh``).
+NODES_PROGRAM = 'kubectl-nodes'
+#: Its exit status when ``version --client`` failed, and its marks on
+#: standard error before and after the list.
+_NO_CLIENT_EXIT = 97
+_NO_CLIENT, _CLIENT = 'KN:NOCLIENT', 'KN:CLIENT'
+
+
+def nodes_on_first_reachable(connections, timeout=30, **kwargs):
+    """:func:`client_on_first_reachable`, then
+    :meth:`KubectlClient.node_list` there, in one command per host tried
+    (:data:`NODES_PROGRAM`).  A host where ``kubectl version --client``
+    fails is passed over, with the error that command had alone; a
+    failure of the list is raised as :meth:`KubectlClient.node_list`
+    raises it, naming ``kubectl get nodes``.
+
+    :param timeout: seconds for ``version --client`` on each host (the
+        list has the client's ``command_timeout`` on top).
+    :param kwargs: :class:`KubectlClient` arguments.
+    :returns: ``(KubectlClient, NodeList)``.
+    :raises HostKeyChanged: as :func:`first_reachable`.
+    :raises NoReachableHost: no host could run ``kubectl version
+        --client``; names every host and why.
+    :raises RemoteCommandFailed: the list failed.
+    :raises RemoteCommandTimedOut: the list ran past its timeout.
+    :raises RemoteDataInvalid: kubectl printed no node list.
+    """
+    client = KubectlClient(None, **kwargs)
+
+    def attempt(conn):
+        return conn, _nodes_there(client, conn,
+                                  timeout + client.settings.command_timeout)
+    client.conn, listed = _on_first(connections, attempt,
+                                    client.argv('version', '--client'))
+    if isinstance(listed, Exception):
+        # The list's own failure: raised here, where no next host is
+        # asked (first_reachable's choice is made).
+        raise listed
+    return client, listed
+
+
+def _nodes_there(client, conn, timeout):
+    """The :class:`NodeList` of :data:`NODES_PROGRAM` on *conn*, or the
+    error of the list (returned); the error of ``version --client``
+    (raised: the next host is tried)."""
+    probe = client.argv('version', '--client')
+    listing = client.argv('get', 'nodes', '-o', 'json')
+    try:
+        result = conn.run(programs.command(NODES_PROGRAM, *client.argv()),
+                          timeout=timeout, check=False)
+    except exceptions.RemoteCommandTimedOut as exc:
+        if _CLIENT not in exc.result.stderr:
+            raise exceptions.RemoteCommandTimedOut(
+                _as_run(exc.result, probe), exc.timeout) from None
+        return exceptions.RemoteCommandTimedOut(
+            _as_run(exc.result, listing), exc.timeout)
+    if result.exit_code == _NO_CLIENT_EXIT and \
+            _NO_CLIENT in result.stderr:
+        raise exceptions.RemoteCommandFailed(_as_run(result, probe))
+    result = _as_run(result, listing)
+    if not result.ok:
+        return exceptions.RemoteCommandFailed(result)
+    return _node_list(conn.host, result.stdout)
+
+
+def _as_run(result, argv):
+    """*result* as if *argv* had run alone: its command, its standard
+    error without the program's marks."""
+    stderr = ''.join(line for line in result.stderr.splitlines(True)
+                     if line.rstrip('\n') not in (_CLIENT, _NO_CLIENT))
+    return dataclasses.replace(result, command=shlex.join(argv),
+                               stderr=stderr)
 
 
 def parse_etcd_members(text, host):

@@ -220,6 +220,9 @@ class Workspace:
         self.conn = conn
         self.path = _check_workspace_path(path)
         self._made_dirs = set()
+        # {relative name: (body, mode)} of the files this object wrote
+        # (upload_changed skips a file whose text is there already).
+        self._sent = {}
 
     def __repr__(self):
         return '<Workspace %s:%s>' % (self.conn.host, self.path)
@@ -313,9 +316,26 @@ class Workspace:
         self._make_dirs(posixpath.dirname(path) for path, _ in targets)
         for path, text in targets:
             self.conn.write_file(path, text, mode=mode)
+        self._sent.update((name, (text, mode)) for name, text in
+                          documents.items())
         return [path for path, _ in targets]
 
-    def replace(self, documents):
+    def upload_changed(self, documents, mode=0o600):
+        """:meth:`upload` of the *documents* this object has not written
+        with the same text and mode already (by :meth:`upload` or in
+        :meth:`replace`'s set), so a file that rode in the inventory's
+        transfer costs no second one.
+
+        :returns: the absolute paths of all *documents*, in order.
+        :raises UnsafeRemotePath: a name is absolute or has ``..``.
+        """
+        changed = {name: text for name, text in documents.items()
+                   if self._sent.get(name) != (text, mode)}
+        if changed:
+            self.upload(changed, mode=mode)
+        return [self.file(name) for name in documents]
+
+    def replace(self, documents, gone=(), exit_timeout=5):
         """Write a whole document set: one transfer, one command.
 
         The set travels as a tar stream on the command's standard input
@@ -326,16 +346,39 @@ class Workspace:
         the new one lacks, such as a removed node's ``host_vars``, are
         gone.  The cost is the same for 3 nodes or 300.
 
+        The same command then tells the SSH master connections Ansible
+        kept for the workspace (``ControlPersist``, in
+        :func:`isolation.control_path_dir`) to the hosts *gone* to exit:
+        a removed node's would live on until ControlPersist ends.  One
+        that does not close is a warning naming its socket.  A master's
+        socket is known by its name
+        (:func:`isolation.control_socket_name`): a master's process
+        title names its socket, not its host.
+
         :param documents: ``{relative path: (text or bytes, mode)}``;
             directories get mode 0700.
+        :param gone: ``(ansible_host, ansible_port, ansible_user)`` of
+            each host the inventory no longer has.
+        :param exit_timeout: seconds one master may take to close
+            (``ssh_master_exit_timeout``).
         :returns: the absolute paths written.
         :raises UnsafeRemotePath: a name is absolute or has ``..``.
         """
         names = {_check_relative(name): body
                  for name, body in documents.items()}
-        self._raise_if_failed(self.conn.run(
-            programs.command(REPLACE, self.path),
-            stdin=_tar(names), check=False))
+        closing = [isolation.control_path_dir(self.path),
+                   str(int(exit_timeout)), *sorted(
+                       isolation.control_socket_name(*host)
+                       for host in gone)] if gone else []
+        # Whatever happens, what was known written may be gone now.
+        self._sent.clear()
+        result = self.conn.run(
+            programs.command(REPLACE, self.path, *closing),
+            stdin=_tar(names), check=False)
+        self._raise_if_failed(result)
+        self._sent.update(names)
+        if gone:
+            self._warn_masters_left(result.stdout)
         LOG.debug('Wrote %d file(s) into %s on %s', len(names), self.path,
                   self.conn.host)
         return [posixpath.join(self.path, name) for name in names]
@@ -381,6 +424,7 @@ class Workspace:
                         'stale, or /proc is missing)', self.path,
                         self.conn.host)
         self._made_dirs.clear()
+        self._sent.clear()
         LOG.info('Removed workspace %s on %s', self.path, self.conn.host)
 
     def _warn_masters_left(self, stdout):
@@ -833,6 +877,18 @@ def run_entry(host, playbook, limit, outcome, seconds):
             'reused': bool(outcome and outcome.reused)}
 
 
+def _removal_names(names):
+    """*names* checked for ``remove-node.yml``: host names, none a
+    pattern that matches every host."""
+    names = _host_names(names, 'node')
+    wide = _WIDE_PATTERNS.intersection(names)
+    if wide:
+        raise exceptions.MgmtDriverParamInvalid(
+            param='node name %r (it would match every host)'
+                  % sorted(wide)[0])
+    return names
+
+
 def _host_names(names, what):
     """*names* as a list without duplicates, each a plain host name."""
     if isinstance(names, str):
@@ -1055,21 +1111,32 @@ class Runner:
             ``drain_timeout``), or None.
         :returns: the :class:`PlaybookRun`, or None for no names.
         """
-        names = _host_names(names, 'node')
+        names = _removal_names(names)
         if not names:
             LOG.info('No node to remove with remove-node.yml')
             return None
-        wide = _WIDE_PATTERNS.intersection(names)
-        if wide:
-            raise exceptions.MgmtDriverParamInvalid(
-                param='node name %r (it would match every host)'
-                      % sorted(wide)[0])
         path = self._write_vars(REMOVE_VARS_FILE,
                                 self._remove_vars(names, reachable,
                                                   extra_vars))
         return self._run('remove-node.yml', len(names),
                          limit=names + list(REMOVAL_GROUPS),
                          vars_files=[path])
+
+    def removal_vars(self, names, reachable=True, extra_vars=None):
+        """The ``remove-node-vars.yaml`` :meth:`remove_nodes` writes for
+        the same arguments, as a :meth:`Workspace.replace` document: sent
+        in the inventory's transfer, it costs :meth:`remove_nodes` no
+        second one (:meth:`Workspace.upload_changed`).
+
+        :returns: ``{name: (text, 0600)}``, empty for no names.
+        :raises MgmtDriverParamInvalid: as :meth:`remove_nodes`.
+        """
+        names = _removal_names(names)
+        if not names:
+            return {}
+        return {REMOVE_VARS_FILE: (self._vars_text(
+            REMOVE_VARS_FILE, self._remove_vars(names, reachable,
+                                                extra_vars)), 0o600)}
 
     def _remove_vars(self, names, reachable, extra_vars):
         values = dict(extra_vars or {})
@@ -1115,7 +1182,11 @@ class Runner:
                          vars_files=[path])
 
     def _write_vars(self, name, values):
+        return self.workspace.upload_changed(
+            {name: self._vars_text(name, values)})[0]
+
+    @staticmethod
+    def _vars_text(name, values):
         text = yaml.safe_dump(values, default_flow_style=False,
                               sort_keys=False)
-        return self.workspace.upload({name: inventory.check_inert(
-            name, text)})[0]
+        return inventory.check_inert(name, text)

@@ -27,6 +27,7 @@ import urllib.parse
 
 from mgmt_driver.remote import connection
 from mgmt_driver.remote import detached
+from mgmt_driver.remote import kubectl
 from mgmt_driver.remote import kubespray
 from mgmt_driver.remote import loadbalancer
 from mgmt_driver.remote import programs
@@ -82,6 +83,8 @@ def _interface_answer(command):
 _PROGRAM_ANSWERS = {
     detached.START: 'KR:STARTED:20000101T000000Z-dry_run-playbook:1\n',
     detached.END: 'KR:RC:0\nKR:TAIL\n',
+    kubectl.NODES_PROGRAM: json.dumps({'items': []}),
+    kubectl.DRAIN_PROGRAM: 'KD:PODS\n' + json.dumps({'items': []}),
 }
 
 
@@ -356,6 +359,9 @@ def _change_of(step):
     if name == loadbalancer.APPLY and step.argv and \
             loadbalancer.plan_change(step.argv):
         return loadbalancer.plan_change(step.argv)
+    if name == kubectl.DRAIN_PROGRAM and step.argv and \
+            kubectl.drain_of(step.argv):
+        return kubectl.drain_of(step.argv)
     if name is not None:
         return 'program %s' % name if programs.changes_host(name) else None
     return _plain_change(step)

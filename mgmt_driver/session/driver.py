@@ -85,6 +85,7 @@ class Settings:
     admin_service_account: str = 'tacker-admin'
     drain_timeout: int = 600
     fact_cache_margin: int = 3600
+    master_exit_timeout: int = 5
 
     @classmethod
     def from_conf(cls, conf=None):
@@ -94,7 +95,8 @@ class Settings:
                    kubectl_sudo=group.kubectl_sudo,
                    admin_service_account=group.admin_service_account,
                    drain_timeout=group.drain_timeout,
-                   fact_cache_margin=group.fact_cache_margin)
+                   fact_cache_margin=group.fact_cache_margin,
+                   master_exit_timeout=group.ssh_master_exit_timeout)
 
 
 #: Workspace documents every later operation reads back (through
@@ -166,6 +168,9 @@ class Reads:
     #: ``{key: KubectlClient}``: the control-plane node kubectl answered
     #: on, per list of candidates (:meth:`ClusterDriver.kubectl_client`).
     kubectl: dict = dataclasses.field(default_factory=dict)
+    #: ``(playbook runs then, kubectl.NodeList)`` of the last
+    #: :meth:`ClusterDriver.kubectl_nodes`, or None.
+    nodes: tuple | None = None
     #: The text of the inventory last uploaded (``hosts.yaml``; None:
     #: none), as read or written by this claim; :data:`UNREAD` before.
     recorded_hosts: object = UNREAD
@@ -519,12 +524,16 @@ class ClusterDriver:
 
     # Documents.
 
-    def upload_inventory(self, cluster):
+    def upload_inventory(self, cluster, extra=None, gone=()):
         """Write the inventory of *cluster* into the workspace.
 
         Private keys named in the request are uploaded too (0600), and
         host_vars of nodes no longer in the cluster are deleted; all in
         one transfer (:meth:`~mgmt_driver.remote.kubespray.Workspace.replace`).
+
+        :param extra: ``{name: (text, mode)}`` more top-level documents
+            for the same transfer (a playbook's vars file), or None.
+        :param gone: nodes taken out: Ansible's SSH masters to them close.
         """
         self._remember([_host_of(n)
                         for n in cluster.k8s_nodes + cluster.gateways])
@@ -562,7 +571,9 @@ class ClusterDriver:
         # One transfer and one command whatever the node count; host_vars/
         # is replaced as a whole, so a removed node's file is gone.
         self._wrote(documents)
-        runner.workspace.replace(documents)
+        runner.workspace.replace({**(extra or {}), **documents}, gone=[
+            (n.ssh_address, n.ssh_port, self.spec.login_for(n.role).username)
+            for n in gone], exit_timeout=self.settings.master_exit_timeout)
         self._reads.recorded_hosts = documents[inventory.HOSTS_FILE][0]
         self.set_node_settings(settings)
         self._record_cluster(cluster)
@@ -606,30 +617,25 @@ class ClusterDriver:
 
     def kubectl_client(self, cluster, exclude=()):
         """kubectl on the first control-plane node that answers."""
-        exclude = set(exclude)
-        masters = [n for n in cluster.masters if n.name not in exclude]
-        if not masters:
-            raise exceptions.MgmtDriverOtherError(
-                error_message='no control-plane node is left to run '
-                              'kubectl on')
-        # The node that answered a moment ago answers again, unless a
-        # playbook that removes or resets nodes ran since: ask once.
-        key = (tuple((n.name, n.ssh_address, n.ssh_port) for n in masters),
-               sum(1 for run in self.playbook_runs
-                   if posixpath.basename(run['playbook'])
-                   not in _KEEPS_MASTERS))
+        key, masters = _kubectl_key(cluster, exclude, self.playbook_runs)
         if key not in self._reads.kubectl:
-            self._reads.kubectl[key] = self._first_kubectl(masters)
+            self._reads.kubectl[key] = kubectl.client_on_first_reachable(
+                [self.connection(n) for n in masters],
+                **_kubectl_args(self.settings, self.conf, self.spec))
         return self._reads.kubectl[key]
 
-    def _first_kubectl(self, masters):
-        return kubectl.client_on_first_reachable(
+    def kubectl_nodes(self, cluster, exclude=()):
+        """``(KubectlClient, kubectl.NodeList)`` of :meth:`kubectl_client`:
+        one command if no client was chosen yet; see :meth:`node_read`."""
+        key, masters = _kubectl_key(cluster, exclude, self.playbook_runs)
+        return _nodes_read(self._reads, key, len(self.playbook_runs), lambda: (
             [self.connection(n) for n in masters],
-            kubectl=self.settings.kubectl_command,
-            kubeconfig=self.settings.kubectl_kubeconfig,
-            sudo=kconf.use_sudo(self.settings.kubectl_sudo,
-                                self.spec.master.login.username),
-            settings=kubectl.KubectlSettings.from_conf(self.conf))
+            _kubectl_args(self.settings, self.conf, self.spec)))
+
+    def node_read(self):
+        """:meth:`kubectl_nodes`' last list if no playbook ran since."""
+        runs, listed = self._reads.nodes or (None, None)
+        return listed if runs == len(self.playbook_runs) else None
 
     def cluster_access(self, cluster, name):
         """Admin token and CA of the cluster, reached through the LB."""
@@ -763,14 +769,60 @@ class ClusterDriver:
         """
         path, host = self.workspace_path, self.spec.ansible.ip_address
         try:
-            self._workspace().remove(
-                self.conf.kubespray_mgmt.ssh_master_exit_timeout)
+            self._workspace().remove(self.settings.master_exit_timeout)
         except Exception as exc:  # whatever the remote side did
             self.warn('could not remove the workspace %s on the Ansible '
                       'server %s (remove it by hand): %s', path, host, exc)
             return False
         self.step('workspace %s removed', path)
         return True
+
+
+def _kubectl_key(cluster, exclude, playbook_runs):
+    """The cache key of kubectl's host among *cluster*'s masters not in
+    *exclude*, and those masters.
+
+    :raises MgmtDriverOtherError: no master is left.
+    """
+    exclude = set(exclude)
+    masters = [n for n in cluster.masters if n.name not in exclude]
+    if not masters:
+        raise exceptions.MgmtDriverOtherError(
+            error_message='no control-plane node is left to run '
+                          'kubectl on')
+    # The node that answered a moment ago answers again, unless a
+    # playbook that removes or resets nodes ran since: ask once.
+    key = (tuple((n.name, n.ssh_address, n.ssh_port) for n in masters),
+           sum(1 for run in playbook_runs
+               if posixpath.basename(run['playbook']) not in _KEEPS_MASTERS))
+    return key, masters
+
+
+def _nodes_read(reads, key, runs, candidates):
+    """:meth:`ClusterDriver.kubectl_nodes` on the claim's *reads*: the
+    client cached at *key*, or the first of ``candidates()`` (the
+    connections and the client's arguments) where kubectl runs, chosen
+    by the same command that lists the nodes."""
+    if key in reads.kubectl:
+        client = reads.kubectl[key]
+        listed = client.node_list()
+    else:
+        connections, args = candidates()
+        client, listed = kubectl.nodes_on_first_reachable(connections,
+                                                          **args)
+        reads.kubectl[key] = client
+    reads.nodes = (runs, listed)
+    return client, listed
+
+
+def _kubectl_args(settings, conf, spec):
+    """The :class:`~mgmt_driver.remote.kubectl.KubectlClient` arguments."""
+    return dict(
+        kubectl=settings.kubectl_command,
+        kubeconfig=settings.kubectl_kubeconfig,
+        sudo=kconf.use_sudo(settings.kubectl_sudo,
+                            spec.master.login.username),
+        settings=kubectl.KubectlSettings.from_conf(conf))
 
 
 def _deadline_of(conf, operation):

@@ -36,6 +36,8 @@ from mgmt_localsite import site as site_mod
 
 from mgmt_driver.common import exceptions
 from mgmt_driver.model import core
+from mgmt_driver.remote import isolation
+from mgmt_driver.remote import kubectl
 from mgmt_driver.remote import ssh
 from mgmt_driver.state import registry
 from tests.functional import tacker_fakes
@@ -152,8 +154,8 @@ class FaultLab(lab_mod.Lab):
 
 
 HANG_WRAPPER = '''#!/bin/sh
-# kubectl that hangs on "get node" while %(flag)s exists.
-if [ -e %(flag)s ] && [ "$1" = get ] && [ "$2" = node ]; then
+# kubectl that hangs on "drain" while %(flag)s exists.
+if [ -e %(flag)s ] && [ "$1" = drain ]; then
     echo $$ > %(pid)s
     exec sleep 300
 fi
@@ -237,6 +239,32 @@ class Cluster:
         return healthy[0]
 
     # Observations.
+
+    def master_socket(self, address):
+        """The name of the control socket of Ansible's SSH master to the
+        worker at *address*, from the inventory's host and login."""
+        node = site_mod.name_of(WORKER, address)
+        ws = pathlib.Path(self.workspace)
+        host = yaml.safe_load((ws / 'hosts.yaml').read_text())[
+            'all']['hosts'][node] or {}
+        host_vars = ws / 'host_vars' / (node + '.yaml')
+        if host_vars.exists():
+            host = {**host, **yaml.safe_load(host_vars.read_text())}
+        return isolation.control_socket_name(
+            host['ansible_host'], host['ansible_port'], host['ansible_user'])
+
+    def ssh_masters(self, socket_name):
+        """PIDs of the SSH masters (``ControlPersist``) at *socket_name*
+        of the workspace: a master's title is ``ssh: SOCKET [mux]``."""
+        control = isolation.control_path_dir(str(self.workspace))
+        control = control[2:] if control.startswith('~/') else control
+        found = []
+        for entry in os.listdir('/proc'):
+            argv = procs.cmdline(int(entry)) if entry.isdigit() else []
+            if argv and argv[0].startswith('ssh: ') and control in argv[0] \
+                    and argv[0].split()[1].endswith('/' + socket_name):
+                found.append(int(entry))
+        return found
 
     @property
     def workspace(self):
@@ -378,29 +406,37 @@ def test_haproxy_check_refuses_config_at_scale_in(cluster):
     assert c.snapshot() == before  # haproxy.cfg, no haproxy.cfg.new
     c.check()  # the old backends are still served
 
+    # Ansible's SSH master to the worker (ControlPersist, from the
+    # instantiate) closes with its removal, not when ControlPersist ends.
+    socket_name = c.master_socket(gone)
+    assert c.ssh_masters(socket_name)
     c.call('scale_start', request, **kwargs)
+    assert c.ssh_masters(socket_name) == []
     c.scaled_in(gone)
     c.check()
 
 
 def test_kubectl_hangs_at_scale_in(cluster):
-    """Case 5: kubectl on the master hangs: RemoteCommandTimedOut after
-    kubectl_timeout naming the master and the command, the hung process
-    is stopped on the host; converges once kubectl answers again."""
+    """Case 5: kubectl on the master hangs (its drain): RemoteCommandTimedOut
+    after the drain's bound (drain_timeout, its margin and kubectl_timeout
+    for the pod list that shares its command) naming the master and the
+    command, the hung process is stopped on the host; converges once
+    kubectl answers again."""
     c = cluster
     gone = c.removable()
     request, kwargs = c.scale_in_args(gone)
     before = c.snapshot()
     c.hang_flag.touch()
     try:
-        with c.option('kubectl_timeout', 5):
+        with c.option('kubectl_timeout', 5), c.option('drain_timeout', 10):
             error = c.fails(exceptions.RemoteCommandTimedOut, 'scale_start',
                             request, **kwargs)
     finally:
         c.hang_flag.unlink()
     message = str(error)
-    assert 'on %s timed out after 5 s' % MASTERS[0] in message
-    assert 'kubectl-wrapper get node %s' % name(gone) in message
+    assert 'on %s timed out after %d s' % (
+        MASTERS[0], 10 + kubectl.DRAIN_MARGIN + 5) in message
+    assert 'kubectl-wrapper drain %s ' % name(gone) in message
     hung = int(c.hang_pid.read_text())
     assert process_gone(hung), 'the hung kubectl (pid %d) still runs' % hung
     # The LB stopped sending to the worker first (the driver's order);

@@ -381,14 +381,13 @@ def test_v2_nodes_carry_their_vnfc_info_ids(conf):  # noqa: F811
 def test_v2_automatic_heal_removes_the_dead_worker_undrained(conf, caplog):  # noqa: F811,E501
     h, test_v2 = _v2_harness(conf, ['worker-10-10-0-21'])
     worker = h.vnf.vnfc(test_v2.WORKERS[0][0])
-    # Its readiness cannot be read at the removal ("get node NAME -o
-    # json" answers no JSON here): the guard rails' finding decides.
+    # Its readiness at the removal: the claim's node list (Unknown).
     with caplog.at_level(logging.WARNING, logger='mgmt_driver'):
         h.run('heal_start', {'vnfcInstanceId': ['info-' + worker['id']]},
               test_v2._removing(worker))
     assert not [c for c in h.master.commands if ' drain ' in c]
-    assert 'worker-10-10-0-21 is being replaced as a dead node: removing ' \
-        'it without draining' in caplog.text
+    assert 'worker-10-10-0-21 is NotReady (its kubelet does not answer): ' \
+        'removing it without draining' in caplog.text
     assert 'remove-node.yml' in h.playbooks()
     [vars_text] = [t for p, t in h.ansible.files.items()
                    if p.endswith('remove-node-vars.yaml')]
@@ -396,7 +395,8 @@ def test_v2_automatic_heal_removes_the_dead_worker_undrained(conf, caplog):  # n
 
 
 def test_v2_requested_heal_drains(conf):  # noqa: F811
-    h, test_v2 = _v2_harness(conf, ['worker-10-10-0-21'])
+    # A Ready node an operator heals: not known dead, drained.
+    h, test_v2 = _v2_harness(conf, [])
     worker = h.vnf.vnfc(test_v2.WORKERS[0][0])
     h.master.script(r'get pods', stdout=json.dumps({'items': []}))
     h.run('heal_start', {'vnfcInstanceId': ['info-' + worker['id']],

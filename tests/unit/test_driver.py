@@ -20,6 +20,7 @@ from mgmt_driver.operations import gateways
 from mgmt_driver.remote import detached
 from mgmt_driver.remote import heat
 from mgmt_driver.remote import inventory
+from mgmt_driver.remote import isolation
 from mgmt_driver.remote import kubespray
 from mgmt_driver.remote import programs
 from mgmt_driver.session import driver
@@ -68,7 +69,9 @@ def _secret():
 
 
 def _nodes_json(names):
-    return json.dumps({'items': [{'metadata': {'name': n}} for n in names]})
+    return json.dumps({'items': [{'metadata': {'name': n}, 'status': {
+        'conditions': [{'type': 'Ready', 'status': 'True'}]}}
+        for n in names]})
 
 
 class Harness:
@@ -324,6 +327,50 @@ def test_scale_start_drains_and_removes(conf):
     hosts = yaml.safe_load(h.workspace_files()['hosts.yaml'])
     assert 'worker-10-10-0-22' not in hosts['all']['hosts']
     assert ('192.168.10.22', 22) in h.pool.forgotten
+
+
+def test_scale_in_sends_the_removal_vars_with_the_inventory(conf):
+    # remove-node-vars.yaml rides in the inventory's tar: no transfer
+    # of its own (issue 40 item 5).
+    h = Harness(conf)
+    extra = _heat_like(h, 2, {'worker-10-10-0-22': 'gone'})
+    h.master.script(r'get node worker-10-10-0-22',
+                    stdout='node/worker-10-10-0-22\n')
+    h.master.script(r'get pods', stdout=json.dumps({'items': []}))
+    h.hooks.scale_start(None, h.instance(extra),
+                        _request({}, type='SCALE_IN'), None, None,
+                        scale_out_id_list=['gone'])
+    assert [c for c in h.ansible.calls if c[0] == 'write_file'] == []
+    assert yaml.safe_load(h.workspace_files()['remove-node-vars.yaml'])[
+        'node'] == 'worker-10-10-0-22'
+    assert h.playbooks() == ['remove-node.yml']
+
+
+def test_scale_in_finds_kubectl_and_reads_the_nodes_once(conf):
+    # One command proves kubectl runs and lists the nodes; the removed
+    # node's readiness comes from that list; one drains and reads the
+    # pods left (issue 40 item 5).
+    names = ['master-10-10-0-11', 'worker-10-10-0-21', 'worker-10-10-0-22']
+    h = Harness(conf, k8s_nodes=names)
+    extra = _heat_like(h, 2, {'worker-10-10-0-22': 'gone'})
+    h.master.script(r'get pods', stdout=json.dumps({'items': []}))
+    h.hooks.scale_start(None, h.instance(extra),
+                        _request({}, type='SCALE_IN'), None, None,
+                        scale_out_id_list=['gone'])
+    reads = [c for c in h.master.commands
+             if ' get node' in c or 'version --client' in c]
+    assert len(reads) == 1 and 'version --client && ' in reads[0]
+    # The drain and its first look at the pods left: one command.
+    [drain] = [c for c in h.master.commands if ' drain ' in c or
+               ' get pods ' in c]
+    assert ' drain worker-10-10-0-22 ' in drain and ' && ' in drain
+    # The last inventory's command closes Ansible's SSH master to it.
+    replaces = [c for c in h.ansible.commands
+                if 'kubespray-mgmt-script: replace-workspace' in c]
+    socket_name = isolation.control_socket_name('192.168.10.22', 22,
+                                                'ubuntu')
+    assert replaces[-1].endswith('/.ansible/cp 5 ' + socket_name)
+    assert socket_name not in replaces[0]
 
 
 def _heat_like(h, workers, stacks):

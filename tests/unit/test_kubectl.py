@@ -3,6 +3,7 @@
 import base64
 import json
 import logging
+import subprocess
 
 import pytest
 from oslo_config import cfg
@@ -10,6 +11,7 @@ from oslo_config import cfg
 from mgmt_driver.common import conf as kconf
 from mgmt_driver.common import exceptions
 from mgmt_driver.remote import kubectl
+from mgmt_driver.remote import programs
 from mgmt_driver.remote import ssh
 from tests.fakes import FakeConnection
 
@@ -388,12 +390,17 @@ class DownConnection(RecordingConnection):
                                          attempts=3, reason='timed out')
 
 
-def test_first_reachable_skips_dead_and_broken_hosts():
-    down = DownConnection('10.0.0.11')
+def _down_broken_good():
+    """A host SSH does not reach, one without kubectl, a good one."""
     broken = RecordingConnection('10.0.0.12')
-    broken.script(r'kubectl', exit_code=127,
+    broken.script(r'version', exit_code=127,
                   stderr='sh: 1: kubectl: not found\n')
-    good = RecordingConnection('10.0.0.13')
+    return (DownConnection('10.0.0.11'), broken,
+            RecordingConnection('10.0.0.13'))
+
+
+def test_first_reachable_skips_dead_and_broken_hosts():
+    down, broken, good = _down_broken_good()
     assert kubectl.first_reachable([down, broken, good]) is good
     for conn in (down, broken, good):
         assert conn.commands == ['kubectl version --client']
@@ -517,3 +524,152 @@ def test_first_reachable_raises_a_changed_host_key_when_no_host_works():
         kubectl.first_reachable([down, other])
     ok = FakeConnection('10.0.0.13')
     assert kubectl.first_reachable([down, ok]) is ok
+
+
+# ------------------------------------------- version and nodes at once --
+
+def _nodes(*names, ready='True'):
+    return json.dumps({'items': [{'metadata': {'name': n}, 'status': {
+        'conditions': [{'type': 'Ready', 'status': ready}]}}
+        for n in names]})
+
+
+def test_nodes_on_first_reachable_asks_both_in_one_command():
+    # issue 40 item 5: the hook's client probe and its node list are one
+    # command; a host where kubectl does not run is passed over.
+    down, broken, good = _down_broken_good()
+    good.script(r'get nodes -o json', stdout=_nodes('m1', 'w1'))
+    client, listed = kubectl.nodes_on_first_reachable(
+        [down, broken, good], sudo=True, settings=SETTINGS)
+    assert client.conn is good and listed.names == ['m1', 'w1']
+    assert listed.infos['w1'].ready == 'True'
+    assert len(good.calls) == 1 and len(broken.calls) == 1
+    assert good.commands == ['sudo -n kubectl version --client && '
+                             'sudo -n kubectl get nodes -o json']
+
+
+def test_nodes_on_first_reachable_names_the_failed_command():
+    broken = RecordingConnection('10.0.0.12')
+    broken.script(r'version', exit_code=127,
+                  stderr='sh: 1: kubectl: not found\n')
+    with pytest.raises(exceptions.NoReachableHost) as info:
+        kubectl.nodes_on_first_reachable([broken], settings=SETTINGS)
+    message = str(info.value)
+    assert 'kubectl version --client' in message
+    assert 'kubectl: not found' in message and 'KN:' not in message
+
+
+@pytest.mark.parametrize('timeout', [False, True])
+def test_a_failed_node_list_is_raised_not_passed_over(timeout):
+    first, second = RecordingConnection('a'), RecordingConnection('b')
+    first.script(r'get nodes', exit_code=1, timeout=timeout,
+                 stderr='The connection to the server was refused\n')
+    error = exceptions.RemoteCommandTimedOut if timeout else \
+        exceptions.RemoteCommandFailed
+    with pytest.raises(error) as info:
+        kubectl.nodes_on_first_reachable([first, second], settings=SETTINGS)
+    assert info.value.result.command == 'kubectl get nodes -o json'
+    assert 'refused' in str(info.value) and 'KN:' not in str(info.value)
+    assert second.calls == []
+
+
+def test_nodes_program_on_a_real_shell(tmp_path):
+    fake = tmp_path / 'kubectl'
+    fake.write_text('#!/bin/sh\n[ "$1" = version ] && exit "$VERSION_RC"\n'
+                    'echo "listed $*"; exit 3\n')
+    fake.chmod(0o755)
+
+    def run(version_rc):
+        return subprocess.run(
+            programs.command(kubectl.NODES_PROGRAM, str(fake)),
+            capture_output=True, text=True, check=False,
+            env={'VERSION_RC': str(version_rc), 'PATH': '/usr/bin:/bin'})
+    failed = run(1)
+    assert (failed.returncode, failed.stdout, failed.stderr) == (
+        97, '', 'KN:NOCLIENT\n')
+    listed = run(0)
+    assert (listed.returncode, listed.stdout, listed.stderr) == (
+        3, 'listed get nodes -o json\n', 'KN:CLIENT\n')
+
+
+# -------------------------------------------- drain and pods at once --
+
+def _evacuating(**drain):
+    conn = RecordingConnection('10.0.0.11')
+    if drain:
+        conn.script(r' drain ', **drain)
+    return conn, kubectl.KubectlClient(conn, settings=SETTINGS,
+                                       sleep=lambda s: None)
+
+
+def test_evacuate_drains_and_reads_the_pods_in_one_command():
+    conn, client = _evacuating()
+    conn.script(r'get pods', stdout=json.dumps({'items': []}))
+    assert client.evacuate('worker-1') is True
+    [command] = conn.commands
+    assert command.startswith('kubectl drain worker-1 ') and command.endswith(
+        ' && kubectl get pods -A --field-selector spec.nodeName=worker-1 '
+        '-o json')
+    assert conn.timeouts == [600 + kubectl.DRAIN_MARGIN + 120]
+
+
+def test_evacuate_polls_on_while_pods_are_left():
+    conn, client = _evacuating()
+    conn.script(r'get pods', times=1, stdout=json.dumps({'items': [
+        {'metadata': {'name': 'p', 'namespace': 'ns'},
+         'status': {'phase': 'Running'}}]}))
+    conn.script(r'get pods', stdout=json.dumps({'items': []}))
+    assert client.evacuate('worker-1') is True
+    assert len(conn.commands) == 2 and conn.commands[1].startswith(
+        'kubectl get pods -A ')
+
+
+def test_evacuate_a_failed_drain_is_the_drains_error():
+    conn, client = _evacuating(exit_code=1, stderr='error: cannot drain\n')
+    with pytest.raises(exceptions.RemoteCommandFailed) as info:
+        client.evacuate('worker-1')
+    assert info.value.result.command.startswith('kubectl drain worker-1 ')
+    assert 'cannot drain' in str(info.value)
+    assert len(conn.commands) == 1
+
+
+def test_evacuate_of_an_unknown_node_does_nothing():
+    conn, client = _evacuating(
+        exit_code=1, stderr='Error from server (NotFound): nodes '
+                            '"worker-1" not found\n')
+    assert client.evacuate('worker-1') is False
+
+
+@pytest.mark.parametrize('timeout', [False, True])
+def test_evacuate_a_failed_pod_list_names_it(timeout):
+    conn, client = _evacuating()
+    conn.script(r'get pods', exit_code=1, timeout=timeout,
+                stderr='Unable to connect to the server\n')
+    error = exceptions.RemoteCommandTimedOut if timeout else \
+        exceptions.RemoteCommandFailed
+    with pytest.raises(error) as info:
+        client.evacuate('worker-1')
+    assert info.value.result.command.startswith('kubectl get pods -A ')
+    assert 'Unable to connect' in str(info.value)
+    assert 'KD:' not in str(info.value)
+
+
+@pytest.mark.parametrize('drain_rc', [0, 5])
+def test_drain_program_on_a_real_shell(tmp_path, drain_rc):
+    fake = tmp_path / 'kubectl'
+    fake.write_text('#!/bin/sh\necho "ran $*"\n'
+                    '[ "$2" = drain ] && exit "$DRAIN_RC"\nexit 3\n')
+    fake.chmod(0o755)
+    done = subprocess.run(
+        programs.command(kubectl.DRAIN_PROGRAM, 'n-1', '2', str(fake),
+                         '-v', 'drain', 'n-1', '--force'),
+        capture_output=True, text=True, check=False,
+        env={'DRAIN_RC': str(drain_rc), 'PATH': '/usr/bin:/bin'})
+    drained = 'ran -v drain n-1 --force\n'
+    if drain_rc:
+        assert (done.returncode, done.stdout, done.stderr) == (
+            5, drained, '')
+    else:
+        assert (done.returncode, done.stdout, done.stderr) == (
+            3, drained + 'KD:PODS\nran -v get pods -A --field-selector '
+            'spec.nodeName=n-1 -o json\n', 'KD:PODS\n')

@@ -1,5 +1,6 @@
 """Unit tests of mgmt_driver.remote.kubespray with the recording SSH fake."""
 
+import hashlib
 import io
 import logging
 import os
@@ -334,6 +335,37 @@ def test_a_master_that_stays_is_a_warning_naming_the_host(
     assert '2 SSH master' in warned[0]
 
 
+def test_replace_closes_the_ssh_masters_to_the_hosts_gone(
+        tmp_path, monkeypatch):
+    # A removal's inventory: Ansible's master to the removed node is told
+    # to exit, the others stay (issue 40: none lives on to ControlPersist).
+    ws, control, log = _masters_site(tmp_path, monkeypatch, 0)
+    gone, kept = ('10.0.0.22', 22, 'ubuntu'), ('10.0.0.21', 22, 'ubuntu')
+    for host in (gone, kept):
+        socket.socket(socket.AF_UNIX).bind(
+            isolation.control_socket_name(*host))
+    kubespray.Workspace(LocalShell(), str(ws)).replace(
+        {'hosts.yaml': ('all: {}\n', 0o644)}, gone=[gone], exit_timeout=3)
+    assert log.read_text().splitlines() == [
+        '-F /dev/null -o BatchMode=yes -o ControlPath=%s/%s -O exit '
+        'kubespray-mgmt-master ' % (control,
+                                    isolation.control_socket_name(*gone))]
+    assert (ws / 'hosts.yaml').read_text() == 'all: {}\n'
+
+
+def test_the_control_socket_name_is_ansibles():
+    # ansible's ssh connection plugin, _create_control_path: the SHA-1
+    # of "host-port-user", its first 10 hex digits.
+    assert isolation.control_socket_name('10.0.0.22', 22, 'ubuntu') == \
+        hashlib.sha1(b'10.0.0.22-22-ubuntu').hexdigest()[:10]
+
+
+def test_replace_without_hosts_gone_asks_no_master():
+    conn = FakeConnection('ansible')
+    kubespray.Workspace(conn, WS).replace({'hosts.yaml': ('x', 0o644)})
+    assert conn.commands[0].endswith(' sh %s' % WS)
+
+
 def test_workspace_path_with_spaces_is_quoted():
     conn = FakeConnection('ansible')
     kubespray.Workspace(conn, '/srv/k m/vnf 1').remove()
@@ -395,10 +427,12 @@ class LocalShell:
     def run(self, command, timeout=None, check=True, env=None, stdin=None,
             on_line=None):
         text = ssh.display_command(command, env)
+        if isinstance(stdin, str):
+            stdin = stdin.encode()
         done = subprocess.run(['sh', '-c', text], capture_output=True,
-                              text=True, timeout=30, check=False)
-        return ssh.CommandResult('local', text, done.stdout, done.stderr,
-                                 done.returncode)
+                              input=stdin, timeout=30, check=False)
+        return ssh.CommandResult('local', text, done.stdout.decode(),
+                                 done.stderr.decode(), done.returncode)
 
 
 def make_checkout(root, facts, remove_text, inventory_groups, galaxy=None):
@@ -636,6 +670,20 @@ def test_remove_refuses_patterns_that_widen(names):
     with pytest.raises(exceptions.MgmtDriverParamInvalid):
         runner.remove_nodes(names)
     assert runner.conn.calls == []
+
+
+def test_removal_vars_sent_in_a_replace_are_not_written_again():
+    runner = make_runner(NEW)
+    sent = runner.removal_vars(['worker-10-0-0-21'])
+    runner.workspace.replace(sent)
+    runner.remove_nodes(['worker-10-0-0-21'])
+    assert [c[0] for c in runner.conn.calls] == ['run', 'run', 'follow',
+                                                 'end']
+    # Other vars than those sent: written.
+    runner.remove_nodes(['worker-10-0-0-21'], reachable=False)
+    assert runner.conn.calls[4] == ('write_file',
+                                    WS + '/remove-node-vars.yaml')
+    assert remove_vars(runner)['reset_nodes'] is False
 
 
 def test_remove_nothing_runs_nothing():

@@ -59,8 +59,8 @@ def _scripted(k8s_nodes, inventory):
                 'kube_control_plane': {'hosts': {ALL[0]: {}}}}}})
     master = pool.connection(MASTER)
     master.script(r'get secret', stdout=SECRET)
-    master.script(r'get nodes -o json', stdout=json.dumps(
-        {'items': [{'metadata': {'name': n}} for n in k8s_nodes]}))
+    master.script(r'get nodes -o json', stdout=_nodes_in(
+        dict.fromkeys(k8s_nodes, 'True')))
     master.script(r'get node worker', stdout='node/x\n')
     master.script(r'get pods', stdout=json.dumps({'items': []}))
     master.script(r'get configmap cluster-info', stdout=json.dumps(
@@ -234,16 +234,21 @@ NODE_STATES = {
 WORKER_ADDRESSES = {ALL[1]: '10.10.0.21', ALL[2]: '10.10.0.22'}
 
 
+def _nodes_in(states):
+    """``get nodes -o json`` of ``{name: Ready condition}``."""
+    return json.dumps({'items': [{
+        'metadata': {'name': name},
+        'status': {'conditions': [{'type': 'Ready', 'status': ready}]}}
+        for name, ready in states.items()]})
+
+
 def _in_states(states):
     pool = _scripted(ALL, ALL)
-    pool.connection(MASTER).script(r'get node .* -o json', first=True,
-                                   stdout=json.dumps({'items': [{
-                                       'metadata': {'name': name},
-                                       'status': {'conditions': [{
-                                           'type': 'Ready',
-                                           'status': ready}]}}
-                                       for name, (ready, _) in
-                                       states.items()]}))
+    ready = {name: ready for name, (ready, _) in states.items()}
+    # The claim's node list (and a node read, if one is asked).
+    pool.connection(MASTER).script(r'get nodes? .*-o json', first=True,
+                                   stdout=_nodes_in(
+                                       {ALL[0]: 'True', **ready}))
     pool.unreachable.update(WORKER_ADDRESSES[name] for name, (_, answers)
                             in states.items() if not answers)
     return pool

@@ -10,6 +10,7 @@ from mgmt_driver.operations import certificates
 from mgmt_driver.operations import etcdsnapshots
 from mgmt_driver.remote import detached
 from mgmt_driver.remote import factcache
+from mgmt_driver.remote import kubectl
 from mgmt_driver.remote import kubespray
 from mgmt_driver.remote import loadbalancer
 from mgmt_driver.remote import plan
@@ -93,7 +94,7 @@ def test_every_shipped_program_is_sent_by_the_driver():
             status._QUEUE,
             certificates.RENEW_PROGRAM, doctor.TOOLS_PROGRAM,
             etcdsnapshots.LIST_PROGRAM, etcdsnapshots.SAVE_PROGRAM,
-            loadbalancer.APPLY,
+            loadbalancer.APPLY, kubectl.NODES_PROGRAM, kubectl.DRAIN_PROGRAM,
             'sudo-password'}  # escalation.SCRIPT
     assert used == set(SHIPPED)
 
@@ -103,7 +104,7 @@ def test_every_shipped_program_is_sent_by_the_driver():
 #: Programs that write, start or stop something on their host: the dry
 #: run must list them under "What would change".
 WRITERS = {'ensure-workspace', 'open-workspace', 'replace-workspace',
-           'remove-workspace', 'lb-apply',
+           'remove-workspace', 'lb-apply', 'kubectl-drain',
            'renew-certs', 'etcd-snapshot-save', 'run-start', 'run-stop'}
 
 

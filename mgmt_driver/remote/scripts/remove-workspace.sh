@@ -26,36 +26,14 @@ if [ -f "$1/run.info" ] && command -v flock >/dev/null 2>&1 &&
     echo "KR:NOTOURS:$pid"
   fi
 fi 2>/dev/null
-# ssh(1) reads no config file (-F /dev/null: no Match exec, no
-# ProxyCommand of the account's), and expands % tokens in ControlPath:
-# each % of the path is doubled.  A socket whose master is gone already
-# fails both -O exit and -O check at once: nothing to close; one that
-# does not answer within the bound (timeout's 124 or more) is left.
-mux() {
-  set -- -F /dev/null -o BatchMode=yes -o "ControlPath=$2" -O "$1" \
-    kubespray-mgmt-master
-  if command -v timeout >/dev/null 2>&1; then
-    timeout -k 1 "$secs" ssh "$@"
-  else
-    ssh "$@"
-  fi
-}
+. lib/ssh_masters.sh
 if [ -n "$2" ] && command -v ssh >/dev/null 2>&1; then
-  case $2 in \~/*) cp="$HOME/${2#\~/}" ;; *) cp=$2 ;; esac
+  cp=$(control_dir "$2")
   secs=$3 closed=0
   case $secs in ''|*[!0-9]*) secs=5 ;; esac
   for sock in "$cp"/*; do
     [ -S "$sock" ] || continue
-    escaped=$(printf '%s' "$sock" | sed 's/%/%%/g')
-    if mux exit "$escaped" >/dev/null 2>&1; then
-      closed=$((closed + 1))
-    else
-      mux check "$escaped" >/dev/null 2>&1
-      rc=$?
-      if [ "$rc" -eq 0 ] || [ "$rc" -ge 124 ]; then
-        echo "KR:MASTER:LEFT:${sock##*/}"
-      fi
-    fi
+    close_master "$sock" && closed=$((closed + 1))
   done
   echo "KR:MASTERS:$closed"
   case $2 in \~/*) rmdir -- "$cp" 2>/dev/null ;; esac
