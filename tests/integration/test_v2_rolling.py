@@ -48,7 +48,10 @@ WORKERS = ['127.0.60.41', '127.0.60.42']
 SAMPLE = packages.REPO / 'samples' / 'v2' / 'change_vnfpkg_rolling.json'
 OLD_IMAGE, NEW_IMAGE = 'ubuntu-22.04', 'ubuntu-24.04'
 #: Seconds a re-created VM takes to boot (nothing answers on it then).
-BOOT = 1.0
+#: Half a second is enough for the probes (one every ~20 ms per port) to
+#: meet the outage many times if the LB still sent traffic to the VM;
+#: the test re-creates 11 VMs, so every second here costs 11.
+BOOT = 0.5
 
 
 class FakeHeatClient:
