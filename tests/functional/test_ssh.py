@@ -257,7 +257,7 @@ def test_each_sshd_has_a_home_of_its_own(sshd, tmp_path):
                             _settings(tmp_path)) as one, \
                 ssh.Connection('127.0.0.4', _key_creds(other), other.port,
                                _settings(tmp_path)) as two:
-            one.run('printf %%s %s > %s' % (token, name))
+            one.run('printf %%s %s > %s' % (ssh.quote(token), ssh.quote(name)))
             assert one.read_file(name) == token
             assert two.read_file(name, missing_ok=True) is None
             two.write_file(name, 'other')
