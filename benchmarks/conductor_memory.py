@@ -34,6 +34,8 @@ import types
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
+from mgmt_localsite import sshd as sshd_site  # noqa: E402
+
 from tests.functional import slot_queue_site  # noqa: E402
 
 #: Where CI runs ``--quick`` (tests/functional/test_benchmarks_quick.py).
@@ -151,7 +153,7 @@ def main(argv=None):
         print(json.dumps(child(int(args.child[0]),
                                json.loads(args.child[1]))))
         return 0
-    site = slot_queue_site.OwnHomeSshd((ADDRESS,)).start()
+    site = sshd_site.Sshd((ADDRESS,)).start()
     try:
         with tempfile.TemporaryDirectory() as tmp:
             known_hosts = os.path.join(tmp, 'known_hosts')

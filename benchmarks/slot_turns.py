@@ -31,6 +31,8 @@ import tempfile
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
+from mgmt_localsite import sshd as sshd_site  # noqa: E402
+
 from tests.functional import slot_queue_site  # noqa: E402
 
 #: Where CI runs ``--quick`` (tests/functional/test_benchmarks_quick.py).
@@ -97,7 +99,7 @@ def main(argv=None):
         args.upgrades, args.hold = 4, 1.0
     if not args.slots < args.upgrades <= 60:
         parser.error('--upgrades: more than --slots, at most 60')
-    site = slot_queue_site.OwnHomeSshd((ADDRESS,)).start()
+    site = sshd_site.Sshd((ADDRESS,)).start()
     try:
         with tempfile.TemporaryDirectory() as tmp:
             known_hosts = os.path.join(tmp, 'known_hosts')

@@ -4,7 +4,8 @@ One machine plays the Ansible server, the masters, the workers and the
 external load balancer, each on its own 127.0.0.x address:
 
 * :class:`SiteSshd`: one real ``sshd`` on all of them.  Every session
-  starts in a home directory of the site (``<sshd root>/home/<user>``),
+  starts in a home directory of the site (``<sshd root>/home/<user>``,
+  as on every :class:`mgmt_localsite.sshd.Sshd`),
   never in the real home of the user running the tests, so what the
   driver writes home-relative (the LB's ``.kube/config``) stays inside
   the site.  Run as root, the Ansible server's address also logs ``root``
@@ -58,23 +59,12 @@ DEADLINE = 20.0
 #: Bytes of a UNIX socket path Linux takes (sun_path is 108, NUL ended).
 _MAX_SOCKET_PATH = 107
 
-_SFTP_SERVERS = ('/usr/lib/openssh/sftp-server',
-                 '/usr/libexec/openssh/sftp-server',
-                 '/usr/libexec/sftp-server', '/usr/lib/ssh/sftp-server')
-
-
-def sftp_server():
-    return next((p for p in _SFTP_SERVERS if os.access(p, os.X_OK)), None)
-
-
 def unavailable():
     """Why the end-to-end site cannot run here, or None."""
     reason = (sshd_mod.available() or haproxy_site.available()
               or etcd.available())
     if reason:
         return reason
-    if not sftp_server():
-        return 'no sftp-server binary (apt-get install openssh-sftp-server)'
     if not os.access(ANSIBLE_PLAYBOOK, os.X_OK):
         return 'ansible-playbook not found at %s' % ANSIBLE_PLAYBOOK
     return None
@@ -87,15 +77,6 @@ def name_of(role, address):
 
 # ------------------------------------------------------------- sshd --
 
-_SESSION_SCRIPT = '''#!/bin/sh
-# Local site: each SSH session runs in a home directory of the site.
-HOME=%(homes)s/$(id -un)
-export HOME
-mkdir -p -m 0700 "$HOME" && cd "$HOME" || exit 1
-exec /bin/sh -c "$SSH_ORIGINAL_COMMAND"
-'''
-
-
 class SiteSshd(sshd_mod.Sshd):
     """The site's sshd (see the module docstring).
 
@@ -107,26 +88,11 @@ class SiteSshd(sshd_mod.Sshd):
     def __init__(self, addresses, ansible_address):
         super().__init__(addresses=addresses)
         self.ansible_address = ansible_address
-        self.homes = os.path.join(self.root, 'home')
-        os.mkdir(self.homes)
-        os.chmod(self.homes, 0o1777)
-        self.session_script = os.path.join(self.root, 'session')
-        with open(self.session_script, 'w') as f:
-            f.write(_SESSION_SCRIPT % {'homes': self.homes})
-        os.chmod(self.session_script, 0o755)
         #: Who runs ansible-playbook on the Ansible server.
         self.ansible_user = 'root' if self.is_root else self.user
 
-    def home(self, user=None):
-        """The site home of *user* (default: the nodes' SSH user)."""
-        return pathlib.Path(self.homes) / (user or self.user)
-
     def _config(self, addresses, index):
         text = super()._config(addresses, index)
-        # A binary instead of internal-sftp, which ForceCommand replaces.
-        text = text.replace('Subsystem sftp internal-sftp',
-                            'Subsystem sftp %s' % sftp_server())
-        text += 'ForceCommand %s\n' % self.session_script
         if self.is_root:
             text += ('Match LocalAddress %s\n'
                      '    AllowUsers %s root\n'

@@ -3,6 +3,11 @@
 :class:`Sshd` writes its own host key, client keys and ``sshd_config`` in
 a fresh directory, listens on one free port of one or more 127.0.0.x
 addresses and stops in :meth:`Sshd.stop`, leaving nothing running.
+Every session (a command, a shell, SFTP) starts in a home directory of
+that sshd (:meth:`Sshd.home`, ``HOME`` too), never in the account's
+passwd home: every test sshd of the machine logs in the same account,
+and what the driver keeps under ``~`` (playbook slots, Ansible control
+sockets, kubeconfigs) must not be shared by two tests running at once.
 Run as root (as CI does), it logs in a dedicated test user with a random
 password and with keys; as another user it can only log that user in with
 a key, so password tests skip.
@@ -10,9 +15,11 @@ a key, so password tests skip.
 
 import getpass
 import os
+import pathlib
 import pwd
 import re
 import secrets
+import shlex
 import shutil
 import signal
 import socket
@@ -29,11 +36,23 @@ TEST_USER = 'kmgmt-test'
 MAX_LISTEN_ADDRESSES = 16
 
 
+_SFTP_SERVERS = ('/usr/lib/openssh/sftp-server',
+                 '/usr/libexec/openssh/sftp-server',
+                 '/usr/libexec/sftp-server', '/usr/lib/ssh/sftp-server')
+
+
+def sftp_server():
+    """The path of OpenSSH's ``sftp-server`` binary, or None."""
+    return next((p for p in _SFTP_SERVERS if os.access(p, os.X_OK)), None)
+
+
 def available():
     """Why the site cannot run here, or None if it can."""
     for tool in (SSHD, SSH_KEYGEN):
         if not os.access(tool, os.X_OK):
             return '%s not found (apt-get install openssh-server)' % tool
+    if not sftp_server():
+        return 'no sftp-server binary (apt-get install openssh-sftp-server)'
     return None
 
 
@@ -102,6 +121,21 @@ def _ensure_test_user():
     return password
 
 
+#: sshd's ``ForceCommand``: sshd itself would start a session in the
+#: passwd home whatever ``HOME`` says (``SetEnv HOME`` alone parts the
+#: relative paths of commands from SFTP's), so the session moves there
+#: before it runs the command, the shell or the SFTP server (a
+#: subsystem's command reaches a forced command as the original one).
+_SESSION_SCRIPT = '''#!/bin/sh
+# A test sshd: each SSH session runs in a home directory of that sshd.
+HOME=%(homes)s/$(id -un)
+export HOME
+mkdir -p -m 0700 "$HOME" && cd "$HOME" || exit 1
+[ -n "${SSH_ORIGINAL_COMMAND+set}" ] || exec /bin/sh -l
+exec /bin/sh -c "$SSH_ORIGINAL_COMMAND"
+'''
+
+
 class Sshd:
     """One sshd process serving *addresses* on one port.
 
@@ -123,6 +157,7 @@ class Sshd:
         self.scratch = self._path('scratch')
         os.mkdir(self.scratch)
         os.chmod(self.scratch, 0o1777)
+        self._make_homes()
         self.client_key = self._path('id_ed25519')
         #: Where the client keys are (the driver's ``ssh_key_dirs``).
         self.key_dir = self.root
@@ -138,6 +173,32 @@ class Sshd:
 
     def _path(self, name):
         return os.path.join(self.root, name)
+
+    def _make_homes(self):
+        """The accounts' homes on this sshd and the session script that
+        starts every session in its account's home."""
+        self.homes = self._path('home')
+        os.mkdir(self.homes)
+        os.chmod(self.homes, 0o1777)
+        home = self.home()
+        os.mkdir(home, 0o700)
+        if self.is_root:
+            entry = pwd.getpwnam(self.user)
+            os.chown(home, entry.pw_uid, entry.pw_gid)
+        self.session_script = self._path('session')
+        with open(self.session_script, 'w') as f:
+            f.write(_SESSION_SCRIPT % {'homes': shlex.quote(self.homes)})
+        os.chmod(self.session_script, 0o755)
+
+    def home(self, user=None):
+        """The home on this sshd of *user* (default: :attr:`user`), where
+        its sessions start and its ``HOME`` points (removed with the
+        sshd's files by :meth:`cleanup`).
+
+        :param user: an account this sshd logs in.
+        :returns: a :class:`pathlib.Path`.
+        """
+        return pathlib.Path(self.homes) / (user or self.user)
 
     def _write_authorized_keys(self):
         lines = []
@@ -169,7 +230,10 @@ class Sshd:
             'MaxSessions 100\n'
             'MaxStartups 200\n'
             'LogLevel VERBOSE\n'
-            'Subsystem sftp internal-sftp\n')
+            # A binary instead of internal-sftp, which ForceCommand
+            # replaces.
+            'Subsystem sftp %s\n' % sftp_server() +
+            'ForceCommand %s\n' % self.session_script)
 
     def _chunks(self):
         step = MAX_LISTEN_ADDRESSES

@@ -13,16 +13,11 @@ waits while ``<base>/gates/<ws>`` exists, so a test hands out slot
 turns one by one.
 """
 
-import os
 import pathlib
-import pwd
 import re
 import threading
 import time
 import uuid
-
-import pytest
-from mgmt_localsite import sshd as sshd_site
 
 from mgmt_driver.remote import detached
 from mgmt_driver.remote import kubespray
@@ -47,38 +42,6 @@ echo "ok: [node-1]"
 echo "PLAY RECAP ***"
 echo "node-1 : ok=1 changed=0 unreachable=0 failed=0 skipped=0"
 '''
-
-class OwnHomeSshd(sshd_site.Sshd):
-    """The local site's sshd, its account's ``HOME`` a directory of its
-    own (sshd's ``SetEnv``): the playbook slots live under ``HOME``, and
-    every other sshd of the machine's tests logs in as the same account,
-    so a queue of its own keeps other tests' runs out of the count."""
-
-    def __init__(self, addresses):
-        super().__init__(addresses)
-        self.home = self._path('home')
-        os.mkdir(self.home, 0o700)
-        if self.is_root:
-            entry = pwd.getpwnam(self.user)
-            os.chown(self.home, entry.pw_uid, entry.pw_gid)
-
-    def _config(self, addresses, index):
-        return super()._config(addresses, index) + 'SetEnv HOME=%s\n' % (
-            self.home)
-
-
-def serve(addresses):
-    """Yield a started :class:`OwnHomeSshd` and clean it up after; skip
-    where sshd cannot run.  Use as ``yield from serve(ADDRESSES)``."""
-    reason = sshd_site.available()
-    if reason:
-        pytest.skip(reason)
-    site = OwnHomeSshd(tuple(addresses))
-    try:
-        yield site.start()
-    finally:
-        site.cleanup()
-
 
 _EVENT = re.compile(r'(start|end) (ws-[0-9a-z]+) ([0-9]+[.][0-9]+)')
 

@@ -17,8 +17,9 @@ running playbook) and counts turns, never seconds:
   waits 19 turns, and no run fails or is refused;
 * never more than 2 playbooks at once.
 
-The sshd gives the account a ``HOME`` of its own, so the slots and the
-queue are this test's alone (every test sshd logs in as one account).
+The sshd gives the account a home of its own (every test sshd does:
+``mgmt_localsite.sshd``), so the slots and the queue are this test's
+alone although every test sshd logs in as one account.
 
 Addresses: 127.0.81.1 only.
 """
@@ -27,6 +28,7 @@ import pytest
 
 from mgmt_driver.remote import kubespray
 from tests.functional import slot_queue_site
+from tests.functional import sshd_fixture
 
 ADDRESS = '127.0.81.1'
 SLOTS = 2
@@ -35,7 +37,7 @@ UPGRADES = 20
 
 @pytest.fixture(scope='module')
 def sshd():
-    yield from slot_queue_site.serve((ADDRESS,))
+    yield from sshd_fixture.serve((ADDRESS,))
 
 
 def test_a_heal_behind_20_queued_upgrades_waits_one_turn_none_starves(

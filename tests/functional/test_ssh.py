@@ -1,9 +1,11 @@
 """mgmt_driver.remote.ssh against a real OpenSSH sshd on loopback."""
 
 import os
+import pwd
 import stat
 import subprocess
 import time
+import uuid
 
 import pytest
 
@@ -223,6 +225,54 @@ def test_refused_until_sshd_comes_up(sshd, tmp_path):
             assert conn.run(['echo', 'up']).stdout == 'up\n'
     finally:
         late.cleanup()
+
+
+def _where(connection):
+    """``[working directory, HOME]`` of a command's session."""
+    return connection.run('pwd -P; printf "%s\\n" "$HOME"').stdout.split()
+
+
+def _shell_where(site, address, tmp_path):
+    """The same, of a shell session (no command: OpenSSH's client)."""
+    return subprocess.run(
+        ['ssh', '-T', '-i', site.client_key, '-p', str(site.port),
+         '-o', 'BatchMode=yes', '-o', 'StrictHostKeyChecking=no',
+         '-o', 'UserKnownHostsFile=%s' % (tmp_path / 'client_known_hosts'),
+         '%s@%s' % (site.user, address)], input='pwd -P; echo "$HOME"\n',
+        capture_output=True, text=True, timeout=30, check=True
+    ).stdout.split()
+
+
+def test_each_sshd_has_a_home_of_its_own(sshd, tmp_path):
+    """Two plain test sshds at once (two CI lanes' tests log in the same
+    account): each starts commands, shells and SFTP in one home of its
+    own, ``HOME`` too, and removes it when it stops; a relative path
+    names one file for a command and for SFTP (SFTP once started in the
+    passwd home while commands ran elsewhere)."""
+    from mgmt_localsite import sshd as sshd_site
+    other = sshd_site.Sshd(addresses=('127.0.0.4',)).start()
+    name, token = 'rel-' + uuid.uuid4().hex[:8], uuid.uuid4().hex
+    try:
+        with ssh.Connection('127.0.0.2', _key_creds(sshd), sshd.port,
+                            _settings(tmp_path)) as one, \
+                ssh.Connection('127.0.0.4', _key_creds(other), other.port,
+                               _settings(tmp_path)) as two:
+            one.run('printf %%s %s > %s' % (ssh.quote(token), ssh.quote(name)))
+            assert one.read_file(name) == token
+            assert two.read_file(name, missing_ok=True) is None
+            two.write_file(name, 'other')
+            assert two.run(['cat', name]).stdout == 'other'
+            assert one.read_file(name) == token
+            homes = [os.path.realpath(s.home()) for s in (sshd, other)]
+            assert _where(one) == [homes[0]] * 2
+            assert _where(two) == [homes[1]] * 2
+            assert _shell_where(other, '127.0.0.4', tmp_path) == \
+                [homes[1]] * 2
+    finally:
+        other.cleanup()
+    assert homes[0] != homes[1]
+    assert pwd.getpwnam(sshd.user).pw_dir not in homes
+    assert not os.path.exists(homes[1])
 
 
 class TestHostKeys:
