@@ -24,6 +24,7 @@ import pytest
 from mgmt_driver.common import exceptions
 from mgmt_driver.remote import detached
 from mgmt_driver.remote import kubespray
+from mgmt_driver.remote import programs
 from mgmt_driver.remote import ssh
 from tests.functional import tacker_fakes
 from tests.functional import test_faults
@@ -363,6 +364,42 @@ def test_logs_follow_a_running_run_to_its_end(server):
         detached.show_log(conn, server.workspace, print,
                           stem='20200101T000000Z-none-scale')
     assert 'no such run' in str(info.value)
+
+
+def test_following_ends_with_the_exit_status_not_the_pid(server):
+    """A run's end is its exit status file: following stops once it is
+    written, although the pid it was given still answers ``kill -0``
+    (the run's process is an orphan: its zombie answers until the
+    server's PID 1 reaps it, seconds late on some machines, never in a
+    container without a reaping init)."""
+    server.gate.touch()
+    job = Background(server.runner())
+    server.wait_for_runs(1)
+    stem = server.info().stem
+    conn = server.connection()
+    alive = conn.run(['sh', '-c', 'sleep 300 </dev/null >/dev/null 2>&1 & '
+                      'echo $!']).stdout.strip()
+    try:
+        lines = []
+        # Its own bound is past the join's: only the end of the run can
+        # end it in time.
+        follower = threading.Thread(target=lambda: server.connection().run(
+            programs.command(detached.FOLLOW, server.workspace, stem, '1',
+                             alive), timeout=120, on_line=lines.append),
+            daemon=True)
+        follower.start()
+        deadline = time.monotonic() + 60
+        while not lines:  # following, the run held by the gate
+            assert time.monotonic() < deadline, 'nothing followed'
+            time.sleep(0.05)
+        server.gate.unlink()
+        assert isinstance(job.result(), kubespray.PlaybookRun)
+        follower.join(60)
+        assert not follower.is_alive(), 'followed until the pid ended'
+        assert lines[-1].startswith('node-1 : ok=2')  # the whole log
+        assert conn.run(['kill', '-0', alive], check=False).ok
+    finally:
+        conn.run(['kill', alive], check=False)
 
 
 def test_old_logs_are_pruned(server):
