@@ -393,6 +393,17 @@ class Site:
         self._fix_owner()
         return path
 
+    def hold(self, playbook):
+        """Make the next run of *playbook* pause, at the point
+        :meth:`slow_down` would, until the function returned is called
+        (or 600 s pass): ``release = site.hold('cluster.yml')``."""
+        held = self.state_dir / (clusterstate.HELD_PREFIX + playbook)
+        held.touch()
+        path = self.state_dir / (clusterstate.SLOW_PREFIX + playbook)
+        path.write_text(clusterstate.HOLD)
+        self._fix_owner()
+        return lambda: held.unlink(missing_ok=True)
+
     def inject_failure(self, playbook, host=''):
         """Make the next run of *playbook* fail mid-run.
 

@@ -35,6 +35,9 @@ CA_FILE = 'ca.crt'
 FAIL_PREFIX = 'fail-next-'
 #: ``slow-next-<playbook>`` holds seconds the next run of it pauses.
 SLOW_PREFIX = 'slow-next-'
+#: ... or :data:`HOLD`: it pauses while ``held-<playbook>`` exists.
+HOLD = 'hold'
+HELD_PREFIX = 'held-'
 DEFAULT_KUBE_VERSION = 'v1.33.5'
 
 #: Tunables a test may change in ``state['settings']``.

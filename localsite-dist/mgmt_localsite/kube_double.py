@@ -402,6 +402,10 @@ def _take(state_dir, prefix, playbook, wanted=lambda text: True):
         return text
 
 
+#: Longest pause of :func:`pause_if_asked` (seconds).
+MAX_PAUSE = 600.0
+
+
 def check_fail(state_dir, playbook, host):
     """Consume ``fail-next-<playbook>`` if it targets *host*.
 
@@ -416,10 +420,21 @@ def check_fail(state_dir, playbook, host):
 
 def pause_if_asked(state_dir, playbook):
     """Consume ``slow-next-<playbook>`` and sleep the seconds it holds:
-    the run lasts long enough for a test to cut or kill something."""
+    the run lasts long enough for a test to cut or kill something.
+
+    ``hold`` instead of seconds: wait while ``held-<playbook>`` exists
+    (at most :data:`MAX_PAUSE`), so that a test releases the run when
+    it has done what needed the run still going, not after a guess.
+    """
     text = _take(state_dir, cs.SLOW_PREFIX, playbook) or ''
+    if text == cs.HOLD:
+        held = os.path.join(state_dir, cs.HELD_PREFIX + playbook)
+        end = time.monotonic() + MAX_PAUSE
+        while os.path.exists(held) and time.monotonic() < end:
+            time.sleep(0.05)
+        return
     seconds = float(text) if text.replace('.', '', 1).isdigit() else 0.0
-    time.sleep(min(seconds, 600.0))
+    time.sleep(min(seconds, MAX_PAUSE))
 
 
 def _node_command(sub, name):

@@ -7,6 +7,8 @@ when a run ends.  The runs really are detached on the "Ansible server"
 processes there and read its log and lock files.
 """
 
+import contextlib
+import logging
 import multiprocessing
 import os
 import pathlib
@@ -22,6 +24,7 @@ import pytest
 from mgmt_driver.common import exceptions
 from mgmt_driver.remote import detached
 from mgmt_driver.remote import kubespray
+from mgmt_driver.remote import programs
 from mgmt_driver.remote import ssh
 from tests.functional import tacker_fakes
 from tests.functional import test_faults
@@ -363,6 +366,42 @@ def test_logs_follow_a_running_run_to_its_end(server):
     assert 'no such run' in str(info.value)
 
 
+def test_following_ends_with_the_exit_status_not_the_pid(server):
+    """A run's end is its exit status file: following stops once it is
+    written, although the pid it was given still answers ``kill -0``
+    (the run's process is an orphan: its zombie answers until the
+    server's PID 1 reaps it, seconds late on some machines, never in a
+    container without a reaping init)."""
+    server.gate.touch()
+    job = Background(server.runner())
+    server.wait_for_runs(1)
+    stem = server.info().stem
+    conn = server.connection()
+    alive = conn.run(['sh', '-c', 'sleep 300 </dev/null >/dev/null 2>&1 & '
+                      'echo $!']).stdout.strip()
+    try:
+        lines = []
+        # Its own bound is past the join's: only the end of the run can
+        # end it in time.
+        follower = threading.Thread(target=lambda: server.connection().run(
+            programs.command(detached.FOLLOW, server.workspace, stem, '1',
+                             alive), timeout=120, on_line=lines.append),
+            daemon=True)
+        follower.start()
+        deadline = time.monotonic() + 60
+        while not lines:  # following, the run held by the gate
+            assert time.monotonic() < deadline, 'nothing followed'
+            time.sleep(0.05)
+        server.gate.unlink()
+        assert isinstance(job.result(), kubespray.PlaybookRun)
+        follower.join(60)
+        assert not follower.is_alive(), 'followed until the pid ended'
+        assert lines[-1].startswith('node-1 : ok=2')  # the whole log
+        assert conn.run(['kill', '-0', alive], check=False).ok
+    finally:
+        conn.run(['kill', alive], check=False)
+
+
 def test_old_logs_are_pruned(server):
     for _ in range(3):
         server.runner(keep=2).scale(['node-1'])
@@ -396,6 +435,10 @@ CONTEXT = types.SimpleNamespace(project_id='durable-project')
 OPTIONS = {'ssh_connect_retries': 0, 'ssh_connect_timeout': 5}
 #: How long the Ansible server is unreachable.
 CUT_SECONDS = 30
+#: How long cluster.yml is held after the server is back: the hook's
+#: reconnection attempts come 1+2+4+8+16 s after the cut, so the one
+#: that succeeds finds the run still going.
+HELD_AFTER = 5
 
 
 @pytest.fixture(scope='module')
@@ -427,18 +470,25 @@ def test_instantiate_survives_the_ansible_server_gone_for_30_s(site, caplog):
     lab = site.lab
     sshd = lab.aside[ANSIBLE]
     before = len(lab.site.runs())
-    lab.site.slow_down('cluster.yml', CUT_SECONDS + 15)
+    # Held, not paused for a guessed time: the run goes on through the
+    # whole cut whatever the machine's load.
+    release = lab.site.hold('cluster.yml')
     back = threading.Timer(CUT_SECONDS, sshd.start)
+    later = threading.Timer(CUT_SECONDS + HELD_AFTER, release)
 
     def cut():
         test_faults.kill_vm_sshd(sshd)
         back.start()
+        later.start()
 
     try:
         with test_faults.at_first_play('cluster.yml', cut) as fired:
             _instantiate(site)
     finally:
-        back.join(CUT_SECONDS + 5)
+        release()
+        if fired:
+            back.join(CUT_SECONDS + 5)
+            later.cancel()
     assert fired
     assert 'Lost the connection to %s' % ANSIBLE in caplog.text
     assert len(_cluster_runs(site, before)) == 1
@@ -461,6 +511,26 @@ def _hook_in_child():
 
 
 _CHILD_SITE = []
+#: What the driver logs when it follows a run instead of starting one.
+FOLLOWING = 'already running on %s for the same operation'
+
+
+@contextlib.contextmanager
+def _on_warning(text, action):
+    """Call *action* when mgmt_driver.remote.detached logs *text* (with
+    the Ansible server's address in it)."""
+    class Trigger(logging.Handler):
+        def emit(self, record):
+            if text % ANSIBLE in record.getMessage():
+                action()
+
+    logger = logging.getLogger(detached.__name__)
+    trigger = Trigger(logging.WARNING)
+    logger.addHandler(trigger)
+    try:
+        yield
+    finally:
+        logger.removeHandler(trigger)
 
 
 def test_a_hook_killed_mid_playbook_is_followed_when_run_again(site,
@@ -472,22 +542,26 @@ def test_a_hook_killed_mid_playbook_is_followed_when_run_again(site,
     logs = lab.workspace(site.vnf.id) / 'logs'
     before_runs = len(lab.site.runs())
     before_logs = _logs_in(logs)
-    lab.site.slow_down('cluster.yml', 20)
+    # Held until the new hook says it follows the run (released then):
+    # no guess of how long the kill and the new hook take.
+    release = lab.site.hold('cluster.yml')
     _CHILD_SITE[:] = [site]
     child = multiprocessing.get_context('fork').Process(
         target=_hook_in_child)
     child.start()
-    deadline = time.monotonic() + 60
-    while not [p for p in _logs_in(logs) - before_logs
-               if p.suffix == '.log' and 'PLAY [' in p.read_text()]:
-        assert time.monotonic() < deadline, 'cluster.yml did not start'
-        time.sleep(0.2)
-    os.kill(child.pid, signal.SIGKILL)
-    child.join(10)
-
-    _instantiate(site)
-    assert 'already running on %s for the same operation' % ANSIBLE in \
-        caplog.text
+    try:
+        deadline = time.monotonic() + 60
+        while not [p for p in _logs_in(logs) - before_logs
+                   if p.suffix == '.log' and 'PLAY [' in p.read_text()]:
+            assert time.monotonic() < deadline, 'cluster.yml did not start'
+            time.sleep(0.2)
+        os.kill(child.pid, signal.SIGKILL)
+        child.join(10)
+        with _on_warning(FOLLOWING, release):
+            _instantiate(site)
+    finally:
+        release()
+    assert FOLLOWING % ANSIBLE in caplog.text
     runs = _cluster_runs(site, before_runs)
     assert len(runs) == 1 and runs[0]['ok']
     new_logs = [p for p in _logs_in(logs) - before_logs

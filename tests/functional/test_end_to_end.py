@@ -38,6 +38,9 @@ from tests.functional.tacker_fakes import scale_request
 ANSIBLE = '127.0.0.140'
 LB = '127.0.0.160'
 LB_DOWN = '127.0.0.161'  # no sshd there
+#: The LB of the cluster the tests of :func:`one_master` share (alive
+#: beside the other tests' clusters, so not on LB).
+LB_SHARED = '127.0.0.162'
 MASTERS = ['127.0.0.%d' % i for i in range(141, 146)]
 WORKERS = ['127.0.0.%d' % i for i in range(151, 159)]
 MASTER, WORKER = core.ROLE_MASTER, core.ROLE_WORKER
@@ -53,8 +56,9 @@ def world():
     busy = [a for a in MASTERS if not e2e.bindable(a, e2e.APISERVER_PORT)]
     if busy:
         pytest.skip('port %d is in use on %s' % (e2e.APISERVER_PORT, busy))
-    ports = haproxy_site.free_ports(3, [LB] + WORKERS)
-    sshd = e2e.SiteSshd([ANSIBLE, LB] + MASTERS + WORKERS, ANSIBLE)
+    ports = haproxy_site.free_ports(3, [LB, LB_SHARED] + WORKERS)
+    sshd = e2e.SiteSshd([ANSIBLE, LB, LB_SHARED] + MASTERS + WORKERS,
+                        ANSIBLE)
     backends = None
     try:
         sshd.start()
@@ -71,24 +75,28 @@ class Cluster:
     """One VNF instance on a fresh site: its hooks, Heat and checks.
 
     :param explicit: give the VMs as the ``nodes`` parameter (no Heat).
+    :param lb: the LB VM's address.
     """
 
-    def __init__(self, world, tmp_path, masters, workers, explicit=False):
+    def __init__(self, world, tmp_path, masters, workers, explicit=False,
+                 lb=LB):
         self.world = world
+        self.lb = lb
+        self.masters, self.workers = list(masters), list(workers)
         sshd = world.sshd
         self.site = localsite.materialise(
             sshd.scratch + '/site-' + uuid.uuid4().hex[:8], owner=sshd.user)
-        self.haproxy = e2e.LbHaproxy(self.site.root / 'lb', LB,
+        self.haproxy = e2e.LbHaproxy(self.site.root / 'lb', lb,
                                      world.api_port, sshd.user)
         self.known_hosts = tmp_path / 'known_hosts'
         self.conf = e2e.make_conf(self.site, self.haproxy,
                                   self.known_hosts, [sshd.key_dir])
-        extra = {'nodes': e2e.explicit_nodes(masters, workers, LB)} \
+        extra = {'nodes': e2e.explicit_nodes(masters, workers, lb)} \
             if explicit else {}
         additional = e2e.cluster_params(sshd, self.site, ANSIBLE,
                                         world.api_port, world.nodeports,
                                         **extra)
-        self.vnf = tacker_fakes.TackerVnf(additional, masters, workers, LB)
+        self.vnf = tacker_fakes.TackerVnf(additional, masters, workers, lb)
         self.registry = tacker_fakes.FakeRegistry()
         self.stats = None
         self.hooks = v1.LcmHooks(
@@ -158,13 +166,14 @@ class Cluster:
             inventory must have.
         """
         check_cluster(self.site, self.workspace, self.world, masters,
-                      workers)
+                      workers, self.lb)
 
     def check_access(self):
         """The cluster is registered, and kubectl works on the LB."""
         name = registry.default_vim_name(self.vnf.id)
         access = self.registry.current[name]
-        assert access.server == 'https://%s:%d' % (LB, self.world.api_port)
+        assert access.server == 'https://%s:%d' % (
+            self.lb, self.world.api_port)
         assert access.token and 'CERTIFICATE' in access.ca_cert
         kubeconfig = self.world.sshd.home() / '.kube' / 'config'
         assert kubeconfig.stat().st_mode & 0o777 == 0o600
@@ -172,7 +181,7 @@ class Cluster:
         assert doc['users'][0]['user']['token'] == access.token
 
 
-def check_cluster(site, workspace, world, masters, workers):
+def check_cluster(site, workspace, world, masters, workers, lb=LB):
     """See :meth:`Cluster.check`."""
     master_names = [e2e.name_of(MASTER, a) for a in masters]
     worker_names = sorted(e2e.name_of(WORKER, a) for a in workers)
@@ -193,15 +202,15 @@ def check_cluster(site, workspace, world, masters, workers):
     assert all(node['ready'] for node in nodes.values())
     assert all(nodes[n]['schedulable'] for n in worker_names)
     assert sorted(site.etcd_members()) == sorted(master_names)
-    check_served(world, masters, workers)
+    check_served(world, masters, workers, lb)
 
 
-def check_served(world, masters, workers):
+def check_served(world, masters, workers, lb=LB):
     """HAProxy sends the API port to the masters, NodePorts to workers."""
-    e2e.wait_served(LB, world.api_port,
+    e2e.wait_served(lb, world.api_port,
                     {(a, e2e.APISERVER_PORT) for a in masters})
     for port in world.nodeports:
-        e2e.wait_served(LB, port, {(a, port) for a in workers})
+        e2e.wait_served(lb, port, {(a, port) for a in workers})
 
 
 @pytest.fixture
@@ -217,6 +226,24 @@ def cluster_factory(world, tmp_path):
     finally:
         for cluster in made:
             cluster.stop()
+
+
+@pytest.fixture(scope='module')
+def one_master(world, tmp_path_factory):
+    """One instantiated cluster (a master, two workers) that the tests
+    using it share: cluster.yml runs once for all of them, not once
+    each.  Each of them leaves it serving the workers its Heat stack has
+    (``cluster.workers``) and starts from whatever that is, so they
+    still pass in any order and alone.  Its master and LB are no other
+    test's: it stays up beside their clusters."""
+    c = Cluster(world, tmp_path_factory.mktemp('one-master'), MASTERS[3:4],
+                WORKERS[:2], lb=LB_SHARED).start()
+    try:
+        c.call('instantiate_end',
+               instantiate_request(c.vnf.additional_params))
+        yield c
+    finally:
+        c.stop()
 
 
 # ------------------------------------------------------------------ tests --
@@ -621,41 +648,42 @@ def _new_host_key(known_hosts, address, tmp_path):
                              '%s %s' % (kind, blob)), address
 
 
-def test_heal_the_load_balancer_vnfc(cluster_factory, tmp_path):
+def test_heal_the_load_balancer_vnfc(one_master, tmp_path):
     """The LB VM is re-created empty, with a new host key: heal_end
     installs it again (HAProxy config, kubeconfig) and runs no playbook."""
-    masters, workers = MASTERS[:1], WORKERS[:1]
-    c = cluster_factory(masters, workers)
-    c.call('instantiate_end', instantiate_request(c.vnf.additional_params))
+    c = one_master
+    c.check(c.masters, c.workers)
     runs = len(c.site.runs())
-    lb = c.vnf.vm(LB)
+    lb = c.vnf.vm(c.lb)
     c.call('heal_start', heal_request([lb], 'e2e'))
     c.vnf.recreate_vm(lb)
     c.haproxy.start()  # a fresh HAProxy with its placeholder config
     (c.world.sshd.home() / '.kube' / 'config').unlink()
-    _new_host_key(c.known_hosts, LB, tmp_path)
+    _new_host_key(c.known_hosts, c.lb, tmp_path)
     c.call('heal_end', heal_request([lb], 'e2e'))
-    c.check(masters, workers)
+    c.check(c.masters, c.workers)
     c.check_access()
     assert c.site.runs()[runs:] == []
 
 
-def test_no_node_outlives_its_vm(cluster_factory):
+def test_no_node_outlives_its_vm(one_master):
     """A scale-out that fails and that Tacker rolls back (no hook, the new
     VMs deleted), then a worker VM deleted outside Tacker: Kubernetes,
     the inventory and HAProxy keep matching Heat's VMs."""
-    masters, workers = MASTERS[:1], WORKERS[:2]
-    c = cluster_factory(masters, workers)
-    c.call('instantiate_end', instantiate_request(c.vnf.additional_params))
-    new = [c.vnf.add_vm(WORKER, a) for a in WORKERS[2:4]]
+    c = one_master
+    masters, workers = c.masters, c.workers
+    c.check(masters, workers)
+    spare = [a for a in WORKERS if a not in workers]
+    new = [c.vnf.add_vm(WORKER, a) for a in spare[:2]]
     c.site.inject_failure('scale.yml', host=new[1].name)
     c.fails('scale_end', scale_request('SCALE_OUT'),
             scale_out_id_list=[vm.stack_id for vm in new])
     for vm in new:  # Tacker's rollback of the scale-out
         c.vnf.remove_vm(vm)
     c.check(masters, workers)
-    c.vnf.remove_vm(c.vnf.vm(WORKERS[1]))
-    later = c.vnf.add_vm(WORKER, WORKERS[4])
+    c.vnf.remove_vm(c.vnf.vm(workers[1]))
+    later = c.vnf.add_vm(WORKER, spare[2])
     c.call('scale_end', scale_request('SCALE_OUT'),
            scale_out_id_list=[later.stack_id])
-    c.check(masters, [WORKERS[0], WORKERS[4]])
+    c.workers = [workers[0], spare[2]]
+    c.check(masters, c.workers)
