@@ -148,11 +148,7 @@ class FakeConnection(connection.Connection):
         if on_line:
             for line in result.stdout.splitlines():
                 on_line(line)
-        if rule['timeout']:
-            raise exceptions.RemoteCommandTimedOut(result, timeout)
-        if check and not result.ok:
-            raise exceptions.RemoteCommandFailed(result)
-        return result
+        return self._finish(result, rule, timeout, check)
 
     def _kubectl_nodes(self, prefix, timeout, check):
         """``kubectl.NODES_PROGRAM KUBECTL...``: the rules of ``KUBECTL
@@ -162,7 +158,7 @@ class FakeConnection(connection.Connection):
             ['version', '--client'], ['get', 'nodes', '-o', 'json']))
         text = probe + ' && ' + listing
         self.calls.append(('run', text))
-        first = self._match(probe) or self._default_answer(probe)
+        first = self._answer(probe)
         if first['timeout'] or first['exit_code']:
             result = ssh.CommandResult(
                 host=self.host, command=text, stdout='',
@@ -170,16 +166,12 @@ class FakeConnection(connection.Connection):
                 exit_code=97)
             rule = first
         else:
-            rule = self._match(listing) or self._default_answer(listing)
+            rule = self._answer(listing)
             result = ssh.CommandResult(
                 host=self.host, command=text, stdout=rule['stdout'],
                 stderr='KN:CLIENT\n' + rule['stderr'],
                 exit_code=rule['exit_code'])
-        if rule['timeout']:
-            raise exceptions.RemoteCommandTimedOut(result, timeout)
-        if check and not result.ok:
-            raise exceptions.RemoteCommandFailed(result)
-        return result
+        return self._finish(result, rule, timeout, check)
 
     def _kubectl_drain(self, args, timeout, check):
         """``kubectl.DRAIN_PROGRAM NODE N KUBECTL... drain ...``: the
@@ -192,22 +184,32 @@ class FakeConnection(connection.Connection):
             'spec.nodeName=' + node, '-o', 'json'])
         text = drain + ' && ' + pods
         self.calls.append(('run', text))
-        rule = self._match(drain) or self._default_answer(drain)
+        rule = self._answer(drain)
         stdout, stderr, code = rule['stdout'], rule['stderr'], \
             rule['exit_code']
         if not (rule['timeout'] or code):
-            rule = self._match(pods) or self._default_answer(pods)
+            rule = self._answer(pods)
             stdout += 'KD:PODS\n' + rule['stdout']
             stderr += 'KD:PODS\n' + rule['stderr']
             code = rule['exit_code']
         result = ssh.CommandResult(host=self.host, command=text,
                                    stdout=stdout, stderr=stderr,
                                    exit_code=code)
+        return self._finish(result, rule, timeout, check)
+
+    @staticmethod
+    def _finish(result, rule, timeout, check):
+        """*result* as :meth:`run` gives it back under *rule*: a timeout,
+        a failure when *check*, else the result."""
         if rule['timeout']:
             raise exceptions.RemoteCommandTimedOut(result, timeout)
         if check and not result.ok:
             raise exceptions.RemoteCommandFailed(result)
         return result
+
+    def _answer(self, command):
+        """The rule *command* matches, or the default answer."""
+        return self._match(command) or self._default_answer(command)
 
     #: Where the fake etcd snapshot script says it saved a snapshot.
     SNAPSHOT_PATH = '/tmp/kubespray-mgmt-etcd.FAKE0001/snapshot.db'
