@@ -147,8 +147,9 @@ def remove_workers(drv, cluster, names, rejoin=False):
     if not rejoin:
         drv.forget_node_settings(names)
     # Ansible's SSH masters to them close with this command.
+    taken = set(names)
     drv.upload_inventory(remaining, gone=[
-        node for node in cluster.k8s_nodes if node.name in set(names)])
+        node for node in cluster.k8s_nodes if node.name in taken])
     drv.forget_host_keys(cluster, names)
     return remaining
 
