@@ -130,6 +130,10 @@ kubespray_opts = [
                     'running by a conductor that died) to end before it '
                     'is refused. A hook run again for the same operation '
                     'follows its own running playbook instead.'),
+    cfg.IntOpt('playbook_lock_poll', default=5, min=1, max=300,
+               help='Seconds between two looks at the playbook run that '
+                    'holds the cluster\'s lock while an operation waits '
+                    'for it (playbook_lock_wait).'),
     cfg.IntOpt('max_parallel_playbooks_per_server', default=4, min=0,
                max=1000,
                help='Playbook runs one Ansible server account runs at once, '

@@ -191,8 +191,8 @@ def busy_holder(stdout):
 
 
 def wait_while_busy(peek, accept, lock_wait, host, workspace_path,
-                    progress=None, sleep=time.sleep, clock=time.monotonic,
-                    poll=5.0):
+                    poll, progress=None, sleep=time.sleep,
+                    clock=time.monotonic):
     """Call *peek* until no other run holds the cluster's lock.
 
     :param peek: returns the :class:`RunInfo` of the run holding the
@@ -200,6 +200,7 @@ def wait_while_busy(peek, accept, lock_wait, host, workspace_path,
     :param accept: ``(RunInfo)`` -> True when that run is no obstacle
         (e.g. the same operation's).
     :param lock_wait: seconds to wait at most.
+    :param poll: seconds between two calls (``playbook_lock_poll``).
     :param progress: called with a line each time it waits.
     :returns: what *peek* returned last.
     :raises ClusterBusy: still held after *lock_wait* seconds.
@@ -453,6 +454,7 @@ class DetachedRuns:
     :param workspace_path: the instance's workspace (absolute, checked).
     :param keep_logs: how many run logs to keep.
     :param lock_wait: seconds to wait for another run to end.
+    :param lock_poll: seconds between two looks at that run.
     :param sleep: the sleep function (tests).
     :param clock: a monotonic clock (tests).
     :param max_parallel: playbook runs the Ansible server account runs at
@@ -465,17 +467,16 @@ class DetachedRuns:
     grace = 15.0
     #: Longest pause between two reconnection attempts.
     max_backoff = 30.0
-    #: Seconds between two looks at a run holding the lock.
-    poll_interval = 5.0
 
     def __init__(self, conn, workspace_path, keep_logs=30, lock_wait=0,
                  sleep=time.sleep, clock=time.monotonic, max_parallel=0,
-                 slots=None, on_wait=None):
+                 slots=None, on_wait=None, lock_poll=5):
         self.conn = conn
         self.on_wait = on_wait
         self.workspace = workspace_path
         self.keep_logs = int(keep_logs)
         self.lock_wait = lock_wait
+        self.lock_poll = lock_poll
         self.max_parallel = int(max_parallel)
         self.slots = slots or SlotPolicy()
         #: The hook's deadline (the connection carries it).
@@ -607,8 +608,8 @@ class DetachedRuns:
             return None
 
         wait_while_busy(attempt, lambda holder: False, self.lock_wait,
-                        self.conn.host, self.workspace, sleep=self._sleep,
-                        clock=self._clock, poll=self.poll_interval)
+                        self.conn.host, self.workspace, self.lock_poll,
+                        sleep=self._sleep, clock=self._clock)
         found = answers[-1]
         kinds = dict(found)
         info = RunInfo.parse(v for k, v in found if k == 'INFO')

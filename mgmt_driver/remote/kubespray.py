@@ -798,6 +798,7 @@ class PlaybookSettings:
         into a virtualenv works).
     :param keep_logs: run logs kept in the workspace.
     :param lock_wait: seconds to wait for another run of the cluster.
+    :param lock_poll: seconds between two looks at that run.
     :param max_parallel: playbook runs at once on the Ansible server
         account (0: no limit).
     :param slots: a ``detached.SlotPolicy``: how runs wait for and hold
@@ -810,6 +811,7 @@ class PlaybookSettings:
     ansible_playbook: str = 'ansible-playbook'
     keep_logs: int = 30
     lock_wait: int = 0
+    lock_poll: int = 5
     max_parallel: int = 0
     slots: detached.SlotPolicy = detached.SlotPolicy()
 
@@ -829,6 +831,7 @@ class PlaybookSettings:
                    group.ansible_playbook_command,
                    keep_logs=group.playbook_logs_keep,
                    lock_wait=group.playbook_lock_wait,
+                   lock_poll=group.playbook_lock_poll,
                    max_parallel=group.max_parallel_playbooks_per_server,
                    slots=detached.SlotPolicy(
                        wait=group.playbook_slot_wait,
@@ -1010,7 +1013,8 @@ class Runner:
             self.conn, self.workspace.path, self.settings.keep_logs,
             self.settings.lock_wait,
             max_parallel=self.settings.max_parallel,
-            slots=self.settings.slots, on_wait=self.on_wait)
+            slots=self.settings.slots, on_wait=self.on_wait,
+            lock_poll=self.settings.lock_poll)
         started = time.monotonic()
         outcome = None
         try:

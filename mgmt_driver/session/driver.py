@@ -326,11 +326,12 @@ class ClusterDriver:
             self.operation = operation
         self._forget_reads()
         workspace = self._workspace()
+        group = self.conf.kubespray_mgmt
         detached.wait_while_busy(
             lambda: self._open(workspace),
             lambda holder: holder.operation == self.operation,
-            self.conf.kubespray_mgmt.playbook_lock_wait, workspace.conn.host,
-            workspace.path, progress=self.step)
+            group.playbook_lock_wait, workspace.conn.host, workspace.path,
+            group.playbook_lock_poll, progress=self.step)
         self._reads.workspace_ready = True
 
     def _open(self, workspace):

@@ -7,9 +7,12 @@ import re
 import socket
 
 import pytest
+from oslo_config import cfg
 
+from mgmt_driver.common import conf as kconf
 from mgmt_driver.common import exceptions
 from mgmt_driver.remote import detached
+from mgmt_driver.remote import kubespray
 from mgmt_driver.remote import programs
 from mgmt_driver.remote import ssh
 from tests.fakes import FakeConnection
@@ -73,7 +76,7 @@ def test_wait_while_busy_refuses_after_lock_wait():
 
     with pytest.raises(exceptions.ClusterBusy) as info:
         detached.wait_while_busy(peek, lambda h: False, 12, 'ansible', WS,
-                                 sleep=clock.sleep, clock=clock)
+                                 5, sleep=clock.sleep, clock=clock)
     assert peeks == [0.0, 5.0, 10.0, 15.0]
     assert '%s/logs/%s.log' % (WS, STEM) in str(info.value)
     assert 'scale_end' in str(info.value)
@@ -83,13 +86,52 @@ def test_wait_while_busy_returns_when_free_or_accepted():
     clock = Clock()
     answers = [detached.RunInfo(operation='a'), None]
     assert detached.wait_while_busy(lambda: answers.pop(0), lambda h: False,
-                                    60, 'h', WS, sleep=clock.sleep,
+                                    60, 'h', WS, 5, sleep=clock.sleep,
                                     clock=clock) is None
     assert clock.now == 5.0
     same = detached.RunInfo(operation='heal_end')
     assert detached.wait_while_busy(
-        lambda: same, lambda h: h.operation == 'heal_end', 0, 'h', WS) \
+        lambda: same, lambda h: h.operation == 'heal_end', 0, 'h', WS, 5) \
         is same
+
+
+class BusyThenStarted:
+    """Answers the first two starts with a run holding the lock, then
+    starts."""
+
+    host = 'ansible'
+
+    def __init__(self):
+        self.answers = ['KR:BUSY\nKR:INFO:operation=heal_end\n'] * 2 + [
+            'KR:STARTED:%s:4242\n' % STEM]
+
+    def run(self, command, **kwargs):
+        return ssh.CommandResult('ansible', 'start', self.answers.pop(0),
+                                 '', 0)
+
+
+def test_a_start_looks_at_the_lock_every_playbook_lock_poll_seconds():
+    """Before: every 5 s, a constant of the class."""
+    config = cfg.ConfigOpts()
+    kconf.register_opts(config)
+    config([], project='kubespray-mgmt-test', default_config_files=[])
+    config.set_override('playbook_lock_wait', 60, 'kubespray_mgmt')
+    config.set_override('playbook_lock_poll', 2, 'kubespray_mgmt')
+    settings = kubespray.PlaybookSettings.from_conf(config)
+    clock, slept = Clock(), []
+
+    def sleep(seconds):
+        slept.append(seconds)
+        clock.sleep(seconds)
+    runs = detached.DetachedRuns(BusyThenStarted(), WS,
+                                 lock_wait=settings.lock_wait,
+                                 lock_poll=settings.lock_poll, sleep=sleep,
+                                 clock=clock)
+    assert runs._start('/ks', ['ansible-playbook', 'scale.yml'],
+                       'scale_end', 'scale.yml',
+                       runs._bounds('scale_end', 'scale.yml', 60),
+                       1e9) == (STEM, 4242)
+    assert slept == [2, 2]
 
 
 def test_operation_names_are_tokens():
