@@ -578,22 +578,41 @@ class NodeList:
     infos: dict = None
 
 
+def _parsed_items(host, parse, stdout, verb):
+    """``parse(item, 'items[i]')`` of each item of the output *stdout*
+    of ``kubectl VERB... -o json`` on *host*.
+
+    :raises RemoteDataInvalid: the output is not such a list, or
+        *parse* raised :class:`BadShape`.
+    """
+    with parsing(host, 'output of kubectl %s' % ' '.join(verb)):
+        items = json_field(load_json(stdout), 'items', list,
+                           'the output', default=[])
+        return [parse(item, 'items[%d]' % index)
+                for index, item in enumerate(items)]
+
+
+def _name_and_info(item, where):
+    """``(name, NodeInfo or None)`` of one listed node: a node that is
+    no valid :class:`NodeInfo` still has its name checked."""
+    try:
+        info = _node_info(item, where)
+    except BadShape:
+        return _name_of(item, where), None
+    return info.name, info
+
+
 def _node_list(host, stdout):
-    """The :class:`NodeList` of ``get nodes -o json`` on *host*.
+    """The :class:`NodeList` of ``get nodes -o json`` on *host*: each
+    item parsed once.
 
     :raises RemoteDataInvalid: the output is no list of named objects.
     """
-    with parsing(host, 'output of kubectl get nodes'):
-        items = json_field(load_json(stdout), 'items', list, 'the output',
-                           default=[])
-        names = [_name_of(item, 'items[%d]' % index)
-                 for index, item in enumerate(items)]
-    try:
-        infos = [_node_info(item, 'items[%d]' % index)
-                 for index, item in enumerate(items)]
-    except BadShape:
+    pairs = _parsed_items(host, _name_and_info, stdout, ('get', 'nodes'))
+    names = [name for name, _ in pairs]
+    if any(info is None for _, info in pairs):
         return NodeList(names)
-    return NodeList(names, {info.name: info for info in infos})
+    return NodeList(names, {info.name: info for _, info in pairs})
 
 
 class KubectlClient:
@@ -645,12 +664,7 @@ class KubectlClient:
 
     def _parsed_items(self, parse, stdout, verb):
         """:meth:`_items` of the output *stdout* of ``kubectl VERB...``."""
-        with parsing(self.conn.host, 'output of kubectl %s'
-                     % ' '.join(verb)):
-            items = json_field(load_json(stdout), 'items', list,
-                               'the output', default=[])
-            return [parse(item, 'items[%d]' % index)
-                    for index, item in enumerate(items)]
+        return _parsed_items(self.conn.host, parse, stdout, verb)
 
     # Nodes.
 

@@ -143,13 +143,25 @@ def _b64(data):
     ('[' * 100000 + ']' * 100000, 'nested deeper than 64'),
     ('{"items": ' + '[' * 70 + ']' * 70 + '}', 'nested deeper than 64'),
 ])
-def test_hostile_node_lists(stdout, problem):
+@pytest.mark.parametrize('method', ['node_names', 'node_list'])
+def test_hostile_node_lists(stdout, problem, method):
     client = _client('get nodes', stdout)
     with pytest.raises(exceptions.RemoteDataInvalid) as info:
-        client.node_names()
+        getattr(client, method)()
     message = str(info.value)
     assert 'output of kubectl get nodes from 10.0.0.11' in message
     assert problem in message and len(message) < 300
+
+
+def test_a_node_list_with_a_node_of_odd_fields_keeps_the_names_only():
+    stdout = json.dumps({'items': [
+        {'metadata': {'name': 'm1'}},
+        {'metadata': {'name': 'w1', 'labels': {'a': 1}}}]})
+    listed = _client('get nodes', stdout).node_list()
+    assert listed == kubectl.NodeList(['m1', 'w1'])
+    listed = _client('get nodes', stdout.replace('1}', '"1"}')).node_list()
+    assert listed.names == ['m1', 'w1'] and sorted(listed.infos) == [
+        'm1', 'w1'] and listed.infos['w1'].labels == {'a': '1'}
 
 
 def _pods(*pods):
