@@ -1232,8 +1232,15 @@ def _pods_args(name):
 def drain_of(argv):
     """The drain (``kubectl ... drain NODE ...``) that *argv*, a
     :data:`DRAIN_PROGRAM` command, runs: what a dry run shows ('' for
-    no drain)."""
-    return shlex.join(argv[6:])
+    no drain).  Found by the program's arguments (``NODE N KUBECTL...
+    drain NODE ...``, N words of kubectl), not by a place in *argv*."""
+    args = programs.args_of(argv) or []
+    if len(args) < 2 or not args[1].isdigit():
+        return ''
+    node, count, drain = args[0], int(args[1]), args[2:]
+    if drain[count:count + 2] != ['drain', node]:
+        return ''
+    return shlex.join(drain)
 
 
 #: The program that asks ``version --client`` and lists the nodes in

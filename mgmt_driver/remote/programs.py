@@ -104,6 +104,17 @@ def command(name, *args):
     return ['sh', '-c', program(name), 'sh', *args]
 
 
+def args_of(command):
+    """The words *command* (an argv) gives its program as ``$1``...:
+    those after the program's own word and its ``$0``, wherever that
+    word is (a ``sudo -n`` before ``sh -c`` moves it); None when no word
+    of *command* is a program."""
+    for index, word in enumerate(command):
+        if isinstance(word, str) and _MARKED.match(word):
+            return list(command[index + 2:])
+    return None
+
+
 def name_of(command):
     """The name of the program *command* runs, or None.
 

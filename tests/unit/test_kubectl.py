@@ -673,3 +673,22 @@ def test_drain_program_on_a_real_shell(tmp_path, drain_rc):
         assert (done.returncode, done.stdout, done.stderr) == (
             3, drained + 'KD:PODS\nran -v get pods -A --field-selector '
             'spec.nodeName=n-1 -o json\n', 'KD:PODS\n')
+
+
+def test_drain_of_finds_the_drain_by_the_programs_arguments():
+    """Before: ``argv[6:]``, the words after ``sh -c PROGRAM sh NODE N``:
+    a word before ``sh`` (``sudo -n``) gave a wrong drain."""
+    argv = programs.command(kubectl.DRAIN_PROGRAM, 'worker-1', '4', 'sudo',
+                            '-n', 'kubectl', '--kubeconfig=/k', 'drain',
+                            'worker-1', '--force', '--timeout=60s')
+    drain = ('sudo -n kubectl --kubeconfig=/k drain worker-1 --force '
+             '--timeout=60s')
+    assert kubectl.drain_of(argv) == drain
+    assert kubectl.drain_of(['sudo', '-n'] + argv) == drain
+    # Arguments of another shape are no drain.
+    for args in (['worker-1'], ['worker-1', 'x', 'kubectl', 'drain'],
+                 ['worker-1', '1', 'kubectl', 'drain', 'worker-2'],
+                 ['worker-1', '2', 'kubectl', 'drain', 'worker-1']):
+        assert kubectl.drain_of(
+            programs.command(kubectl.DRAIN_PROGRAM, *args)) == ''
+    assert kubectl.drain_of(['kubectl', 'drain', 'worker-1']) == ''
