@@ -309,14 +309,13 @@ class ClusterDriver:
     def claim(self, operation=None):
         """Begin *operation*: ready the workspace and check the lock.
 
-        One command.  A playbook run of another operation holding the
-        cluster's lock (see :mod:`mgmt_driver.remote.detached`) makes this wait
-        up to ``playbook_lock_wait`` and then refuse, before anything is
-        changed; one of the same operation (a hook run again after its
-        conductor died) is followed when its playbook comes.  What an
-        earlier claim of this context read is read afresh, as a new
-        hook would (the command line runs both halves of a heal in one
-        context).
+        One command.  A playbook run of another operation holding the cluster's
+        lock (see :mod:`mgmt_driver.remote.detached`) makes this wait up to
+        ``playbook_lock_wait`` and then refuse, before anything is changed; one
+        of the same operation (a hook run again after its conductor died) is
+        followed when its playbook comes.  What an earlier claim of this
+        context read is read afresh, as a new hook would (the command line runs
+        both halves of a heal in one context).
 
         :param operation: the hook or command (``scale_end``); names the
             playbook logs (default: the one given to the constructor).
