@@ -15,8 +15,8 @@ before an operation meets it half way:
   commands the detached runs use, ``ansible-playbook`` and its version
   against the range the kubespray checkout accepts, the checkout's own
   version against ``kubespray.version``), and each load balancer
-  (reachable; sudo, when ``haproxy_sudo`` asks for it, and the HAProxy
-  check command under it).
+  (reachable; sudo, when ``haproxy_sudo`` asks for it, and under it the
+  HAProxy check command and :data:`LB_TOOLS`).
 
 Nothing is changed on any host.  Host keys follow ``host_key_policy``
 as for an operation: with ``accept-new`` the doctor's first login to a
@@ -55,6 +55,11 @@ EXIT_BOTH = EXIT_LOCAL | EXIT_REMOTE
 #: (:mod:`mgmt_driver.remote.detached`, ``Workspace.replace``).
 ANSIBLE_SERVER_TOOLS = ('flock', 'setsid', 'timeout', 'sha256sum', 'tar',
                         'mktemp')
+#: What the load balancer's configuration installer (the remote program
+#: ``lb-apply``, :mod:`mgmt_driver.remote.loadbalancer`) needs on each
+#: gateway besides the HAProxy and keepalived commands: ``cmp``
+#: (diffutils) compares the new file with the installed one.
+LB_TOOLS = {'cmp': 'diffutils'}
 #: The program :func:`_find_tools` sends.
 TOOLS_PROGRAM = 'doctor-tools'
 
@@ -262,7 +267,8 @@ def _checkout_findings(conn, spec, command):
 
 def check_load_balancers(spec, cluster, pool, conf):
     """Each gateway of *cluster*: reachable, sudo when ``haproxy_sudo``
-    uses it, and the HAProxy check command under it."""
+    uses it, and the HAProxy check command and :data:`LB_TOOLS` under
+    it."""
     login = spec.external_lb.login if spec.external_lb else None
     if login is None or not cluster.gateways:
         return []
@@ -279,7 +285,8 @@ def _gateway_findings(node, login, pool, sudo, checker):
     try:
         conn = pool.connection(where, ssh.credentials_for(login),
                                node.ssh_port)
-        found, missing = _find_tools(conn, (checker,), sudo=sudo)
+        found, missing = _find_tools(conn, (checker,) + tuple(LB_TOOLS),
+                                     sudo=sudo)
     except _REMOTE_ERRORS as exc:
         return [Finding(PROBLEM, where, 'cannot log in as %s: %s' % (
             login.username, exceptions.plain_message(exc)))]
@@ -289,10 +296,21 @@ def _gateway_findings(node, login, pool, sudo, checker):
         return [Finding(PROBLEM, where, 'the load balancer\'s commands run '
                         '%s, which failed: %s' % (how, missing))]
     if missing:
-        return [Finding(PROBLEM, where, '%s (haproxy_check_command) not '
-                        'found %s' % (checker, how))]
+        return [Finding(PROBLEM, where,
+                        _missing_on_gateway(tool, checker, how))
+                for tool in missing]
     return [Finding(OK, where, 'logged in as %s; %s found %s' % (
-        login.username, checker, how))]
+        login.username, ', '.join((checker,) + tuple(LB_TOOLS)), how))]
+
+
+def _missing_on_gateway(tool, checker, how):
+    """What a gateway without *tool* is told: the option that names it,
+    or what needs it and the package that has it."""
+    if tool == checker:
+        return '%s (haproxy_check_command) not found %s' % (checker, how)
+    return ('%s not found %s: the driver compares each new load balancer '
+            'configuration with the installed one with it (install %s)'
+            % (tool, how, LB_TOOLS[tool]))
 
 
 def check_all(conf, spec=None, cluster=None, pool=None,

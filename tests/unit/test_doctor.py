@@ -250,6 +250,7 @@ def test_remote_checks_pass_and_say_what_they_found(tmp_path):
                               'ansible-playbook',)) + 'KD:DONE\n',
             _LAYOUT + 'KS:ANSIBLE:ansible-playbook [core 2.16.14]\n')
     pool.connection(LB).script('doctor-tools', stdout='KD:HAVE:haproxy\n'
+                                                      'KD:HAVE:cmp\n'
                                                       'KD:DONE\n')
     findings = doctor.check_ansible_server(spec, pool, conf) + \
         doctor.check_load_balancers(spec, cluster, pool, conf)
@@ -257,11 +258,30 @@ def test_remote_checks_pass_and_say_what_they_found(tmp_path):
     lines = [f.line() for f in findings]
     assert ('ok: %s: ansible-playbook 2.16.14, in the range the checkout '
             'accepts (2.16.4 <= version < 2.17.0)' % ANSIBLE) in lines
-    assert ('ok: %s: logged in as ubuntu; haproxy found without sudo '
+    assert ('ok: %s: logged in as ubuntu; haproxy, cmp found without sudo '
             '([kubespray_mgmt] haproxy_sudo)' % LB) in lines
     # No sudo where haproxy_sudo = never; the tools as arguments, quoted.
     assert not any('sudo' in c.split()[0] for c in
                    pool.connection(LB).commands)
+
+
+def test_a_load_balancer_without_cmp_is_a_problem_naming_it(tmp_path):
+    """lb-apply compares each new file with cmp (diffutils): before, the
+    doctor asked the gateway for haproxy alone and said all was well."""
+    conf, _ = _conf(tmp_path, '[kubespray_mgmt]\n', haproxy_sudo='always')
+    spec, cluster = _spec_and_cluster()
+    pool = fakes.FakePool()
+    lb = pool.connection(LB)
+    lb.script('doctor-tools', stdout='KD:HAVE:haproxy\nKD:MISSING:cmp\n'
+                                     'KD:DONE\n')
+    findings = doctor.check_load_balancers(spec, cluster, pool, conf)
+    assert [f.line() for f in findings] == [
+        'problem: %s: cmp not found under sudo -n: the driver compares '
+        'each new load balancer configuration with the installed one with '
+        'it (install diffutils)' % LB]
+    assert doctor.exit_code(findings) == doctor.EXIT_REMOTE
+    assert lb.commands[0].startswith('sudo -n sh -c ')
+    assert lb.commands[0].endswith(' haproxy cmp')
 
 
 def test_an_ansible_outside_the_checkouts_range_is_a_problem(tmp_path):
