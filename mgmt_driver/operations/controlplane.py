@@ -126,7 +126,10 @@ def remove(drv, cluster, names):
     remaining = cluster.remove(*names)
     gateways.update(drv, remaining)
     membership.remove_from_kubernetes(drv, cluster, names, exclude=names)
-    drv.upload_inventory(remaining)
+    # Ansible's SSH masters to them close with this command: the VM
+    # re-created at the same address is not reached through them.
+    drv.upload_inventory(remaining, gone=[
+        n for n in cluster.masters if n.name in chosen])
     drv.forget_host_keys(cluster, names)
     gateways.point_cluster_info(drv, remaining)
     return remaining

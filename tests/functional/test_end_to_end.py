@@ -30,6 +30,7 @@ from mgmt_driver.common import exceptions
 from mgmt_driver.model import core
 from mgmt_driver.remote import ssh
 from mgmt_driver.state import registry
+from tests.functional import ansible_masters
 from tests.functional import tacker_fakes
 from tests.functional.tacker_fakes import heal_request
 from tests.functional.tacker_fakes import instantiate_request
@@ -375,7 +376,13 @@ def test_heal_masters_including_the_first(cluster_factory):
         # which needs the workers' facts: gathered again, for them only.
         c.site.age_fact_cache(c.site.fact_cache_timeout() + 60)
         runs = len(c.site.runs())
+        # Ansible's SSH master to it (ControlPersist) closes with its
+        # removal: the new VM is not reached through the old one's.
+        socket_name = ansible_masters.socket_of(
+            c.workspace, e2e.name_of(MASTER, sick_address))
+        assert ansible_masters.running(c.workspace, socket_name)
         c.call('heal_start', heal_request([sick], 'e2e'))
+        assert ansible_masters.running(c.workspace, socket_name) == []
         facts = [r for r in c.site.runs()[runs:]
                  if r['playbook'] == 'playbooks/facts.yml']
         if sick_address == masters[0]:

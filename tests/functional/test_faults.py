@@ -36,10 +36,10 @@ from mgmt_localsite import site as site_mod
 
 from mgmt_driver.common import exceptions
 from mgmt_driver.model import core
-from mgmt_driver.remote import isolation
 from mgmt_driver.remote import kubectl
 from mgmt_driver.remote import ssh
 from mgmt_driver.state import registry
+from tests.functional import ansible_masters
 from tests.functional import tacker_fakes
 from tests.functional.tacker_fakes import instantiate_request
 from tests.functional.tacker_fakes import scale_request
@@ -242,29 +242,13 @@ class Cluster:
 
     def master_socket(self, address):
         """The name of the control socket of Ansible's SSH master to the
-        worker at *address*, from the inventory's host and login."""
-        node = site_mod.name_of(WORKER, address)
-        ws = pathlib.Path(self.workspace)
-        host = yaml.safe_load((ws / 'hosts.yaml').read_text())[
-            'all']['hosts'][node] or {}
-        host_vars = ws / 'host_vars' / (node + '.yaml')
-        if host_vars.exists():
-            host = {**host, **yaml.safe_load(host_vars.read_text())}
-        return isolation.control_socket_name(
-            host['ansible_host'], host['ansible_port'], host['ansible_user'])
+        worker at *address*."""
+        return ansible_masters.socket_of(
+            self.workspace, site_mod.name_of(WORKER, address))
 
     def ssh_masters(self, socket_name):
-        """PIDs of the SSH masters (``ControlPersist``) at *socket_name*
-        of the workspace: a master's title is ``ssh: SOCKET [mux]``."""
-        control = isolation.control_path_dir(str(self.workspace))
-        control = control[2:] if control.startswith('~/') else control
-        found = []
-        for entry in os.listdir('/proc'):
-            argv = procs.cmdline(int(entry)) if entry.isdigit() else []
-            if argv and argv[0].startswith('ssh: ') and control in argv[0] \
-                    and argv[0].split()[1].endswith('/' + socket_name):
-                found.append(int(entry))
-        return found
+        """PIDs of the workspace's SSH masters at *socket_name*."""
+        return ansible_masters.running(self.workspace, socket_name)
 
     @property
     def workspace(self):

@@ -9,11 +9,14 @@ import pytest
 from mgmt_driver.common import exceptions
 from mgmt_driver.operations import controlplane
 from mgmt_driver.operations import etcdwait
+from mgmt_driver.operations import gateways
 from mgmt_driver.operations import lcm
 from mgmt_driver.operations import membership
+from mgmt_driver.remote import isolation
 from mgmt_driver.remote import kubectl
 from mgmt_driver.remote import kubespray
 from mgmt_driver.state import records
+from tests.unit.test_driver import ANSIBLE
 from tests.unit.test_etcdsnapshots import MASTERS
 from tests.unit.test_etcdsnapshots import _context
 from tests.unit.test_etcdsnapshots import conf  # noqa: F401 (fixture)
@@ -290,3 +293,33 @@ def test_a_healed_master_s_host_key_is_recorded(conf,  # noqa: F811
     endpoint = (healed.ssh_address, healed.ssh_port)
     record = records.RecordStore.from_conf(conf).load('inst-1')
     assert record.keys[endpoint] == pool.known[endpoint]
+
+
+# ------------------- the removed master's SSH master on the Ansible server
+
+REPLACE = 'kubespray-mgmt-script: replace-workspace'
+
+
+@pytest.mark.parametrize('first', [False, True])
+def test_a_master_removal_closes_ansible_s_ssh_master_to_it(
+        conf, monkeypatch, first):  # noqa: F811
+    """ControlPersist would keep Ansible's master to the removed node
+    open, and the VM re-created at its address reached through it: the
+    last inventory's command closes it (the first master's removal
+    writes one before, with it still first of the moved ones)."""
+    drv, cluster, pool = _context(conf)
+    monkeypatch.setattr(gateways, 'update', lambda *args: None)
+    monkeypatch.setattr(gateways, 'point_cluster_info', lambda *args: None)
+    monkeypatch.setattr(membership, 'remove_from_kubernetes',
+                        lambda *args, **kwargs: None)
+    drv.reachable = lambda node: False  # no cluster.yml re-run
+    healed = cluster.masters[0 if first else 1]
+    controlplane.remove(drv, cluster, [healed.name])
+    replaces = [c for c in pool.connection(ANSIBLE).commands
+                if REPLACE in c]
+    socket_name = isolation.control_socket_name(
+        healed.ssh_address, healed.ssh_port,
+        drv.spec.master.login.username)
+    assert len(replaces) == 1 + first
+    assert replaces[-1].endswith('/.ansible/cp 5 ' + socket_name)
+    assert not [c for c in replaces[:-1] if socket_name in c]
