@@ -10,12 +10,14 @@ eagerly again.  A fresh interpreter: this process has imported them all.
 """
 
 import json
+import pickle
 import subprocess
 import sys
 
 import paramiko
 import pytest
 
+from mgmt_driver.adapters import v2
 from mgmt_driver.remote import ssh
 
 #: Imported on first use only: paramiko (with invoke) and tenacity by
@@ -42,6 +44,39 @@ def _imported(entry, names, then='None'):
                          capture_output=True, text=True, check=True,
                          timeout=120)
     return json.loads(out.stdout)
+
+
+_SCRIPT_PROBE = '''
+import json, os, runpy, sys
+try:
+    runpy.run_path(sys.argv[1], run_name='__main__')
+except SystemExit as exit:
+    status = exit.code
+os.write(2, json.dumps([status] + sorted(
+    name for name in sys.argv[2:] if name in sys.modules)).encode())
+'''
+
+
+def script_run(script, names, call):
+    """Run the v2 script *script* as Tacker does, its input the pickled
+    *call*.
+
+    :returns: its exit status and which of *names* it imported, and the
+        unpickled output (None when it wrote none).
+    """
+    out = subprocess.run([sys.executable, '-c', _SCRIPT_PROBE, script,
+                          *names], input=pickle.dumps(call),
+                         capture_output=True, check=True, timeout=120)
+    return json.loads(out.stderr.decode().splitlines()[-1]), \
+        (pickle.loads(out.stdout) if out.stdout else None)
+
+
+def test_a_v2_hook_with_nothing_to_do_imports_none_of_them():
+    imported, output = script_run(
+        v2.script_path(), DEFERRED + ('tacker',),
+        {'operation': 'instantiate_start', 'vnf_instance': {'id': 'i-1'},
+         'request': {}})
+    assert imported == [0] and output == {}
 
 
 @pytest.mark.parametrize('entry', ENTRIES)
