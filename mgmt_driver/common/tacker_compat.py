@@ -3,22 +3,28 @@
 Inside tacker-conductor the driver must subclass Tacker's
 ``VnflcmMgmtAbstractDriver`` and raise Tacker's own exception classes, so
 that Tacker records a readable error on the LCM operation.  Outside Tacker
-(the ``kubespray-mgmt`` command, unit tests) the stand-ins below have the
-same names, constructor keywords and message templates, so the rest of the
-package never needs to know which one it got.
+(the ``kubespray-mgmt`` command, unit tests), and in a v2 script, which
+Tacker runs as a process of its own (:func:`without_tacker`), the stand-ins
+below have the same names, constructor keywords and message templates, so
+the rest of the package never needs to know which one it got.
 """
 
 import abc
+import importlib
 
-try:  # pragma: no cover - exercised by the tests/integration layer
-    from tacker.common import exceptions as _tacker_exceptions
-    from tacker.vnfm.mgmt_drivers import vnflcm_abstract_driver as _tacker_base
-except ImportError:
-    _tacker_exceptions = None
-    _tacker_base = None
+#: Tacker's exception classes this module gives, by name (the stand-in
+#: of each is ``_StandIn<name>``).
+_EXCEPTIONS = ('TackerException', 'MgmtDriverOtherError',
+               'MgmtDriverParamInvalid', 'MgmtDriverNotFound',
+               'MgmtDriverRemoteCommandError',
+               'MgmtDriverRemoteCommandTimeOut')
+_BASE = 'VnflcmMgmtAbstractDriver'
 
-#: True when the classes below are Tacker's own.
-TACKER_AVAILABLE = _tacker_exceptions is not None
+#: Set by :func:`without_tacker`.
+_standalone = False
+#: The classes given, by name, and ``TACKER_AVAILABLE``: chosen once, at
+#: the first use of one of them (see :func:`__getattr__`).
+_chosen = None
 
 
 class _StandInTackerException(Exception):
@@ -153,21 +159,53 @@ class _StandInVnflcmMgmtAbstractDriver(metaclass=abc.ABCMeta):
         """After a modify-information operation."""
 
 
-if TACKER_AVAILABLE:  # pragma: no cover - exercised by tests/integration
-    VnflcmMgmtAbstractDriver = _tacker_base.VnflcmMgmtAbstractDriver
-    TackerException = _tacker_exceptions.TackerException
-    MgmtDriverOtherError = _tacker_exceptions.MgmtDriverOtherError
-    MgmtDriverParamInvalid = _tacker_exceptions.MgmtDriverParamInvalid
-    MgmtDriverNotFound = _tacker_exceptions.MgmtDriverNotFound
-    MgmtDriverRemoteCommandError = (
-        _tacker_exceptions.MgmtDriverRemoteCommandError)
-    MgmtDriverRemoteCommandTimeOut = (
-        _tacker_exceptions.MgmtDriverRemoteCommandTimeOut)
-else:
-    VnflcmMgmtAbstractDriver = _StandInVnflcmMgmtAbstractDriver
-    TackerException = _StandInTackerException
-    MgmtDriverOtherError = _StandInMgmtDriverOtherError
-    MgmtDriverParamInvalid = _StandInMgmtDriverParamInvalid
-    MgmtDriverNotFound = _StandInMgmtDriverNotFound
-    MgmtDriverRemoteCommandError = _StandInMgmtDriverRemoteCommandError
-    MgmtDriverRemoteCommandTimeOut = _StandInMgmtDriverRemoteCommandTimeOut
+def without_tacker():
+    """Give the stand-ins in this process, even where tacker is installed.
+
+    For a process of its own whose failure Tacker reads from its stderr,
+    never by an exception's class: the v2 scripts.  Tacker's exceptions
+    module brings webob, oslo.serialization and Tacker's package, about
+    0.04 s of CPU at each start of such a process (one per hook of every
+    v2 LCM operation).  Call it before this module's classes are used
+    (the script's first step, before it imports the v2 adapter).
+
+    :raises RuntimeError: Tacker's classes are in use already.
+    """
+    global _standalone
+    if _chosen is not None and _chosen['TACKER_AVAILABLE']:
+        raise RuntimeError('tacker_compat: Tacker\'s classes are in use '
+                           'already')
+    _standalone = True
+
+
+def _tacker_classes():  # pragma: no cover - exercised by tests/integration
+    try:
+        exceptions = importlib.import_module('tacker.common.exceptions')
+        base = importlib.import_module(
+            'tacker.vnfm.mgmt_drivers.vnflcm_abstract_driver')
+    except ImportError:
+        return None
+    chosen = {name: getattr(exceptions, name) for name in _EXCEPTIONS}
+    chosen[_BASE] = getattr(base, _BASE)
+    chosen['TACKER_AVAILABLE'] = True
+    return chosen
+
+
+def _stand_ins():
+    chosen = {name: globals()['_StandIn' + name]
+              for name in _EXCEPTIONS + (_BASE,)}
+    chosen['TACKER_AVAILABLE'] = False
+    return chosen
+
+
+def __getattr__(name):
+    """Tacker's class *name* where tacker is installed (and not
+    :func:`without_tacker`), else its stand-in; ``TACKER_AVAILABLE``:
+    True when the classes are Tacker's own."""
+    global _chosen
+    if name not in _EXCEPTIONS + (_BASE, 'TACKER_AVAILABLE'):
+        raise AttributeError('module %r has no attribute %r' % (__name__,
+                                                                name))
+    if _chosen is None:
+        _chosen = (not _standalone and _tacker_classes()) or _stand_ins()
+    return _chosen[name]

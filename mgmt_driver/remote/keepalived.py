@@ -29,8 +29,6 @@ import functools
 import ipaddress
 import re
 
-import jinja2
-
 from mgmt_driver.common import exceptions
 from mgmt_driver.common import safetext
 from mgmt_driver.model import params
@@ -246,6 +244,7 @@ def _interface_of(interfaces, name):
 
 @functools.lru_cache(maxsize=1)
 def _template():
+    import jinja2  # as loadbalancer._template: only a render needs it
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(loadbalancer.TEMPLATE_DIR),
         undefined=jinja2.StrictUndefined, autoescape=False,

@@ -30,8 +30,6 @@ import os
 import re
 import shlex
 
-import jinja2
-
 from mgmt_driver.common import conf as kconf
 from mgmt_driver.common import exceptions
 from mgmt_driver.common import safetext
@@ -299,6 +297,9 @@ def _bind_lines(layout, first, last):
 
 @functools.lru_cache(maxsize=1)
 def _template():
+    # Imported here: only an operation that configures the LB renders,
+    # and jinja2 costs every process that imports this module otherwise.
+    import jinja2
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(TEMPLATE_DIR),
         undefined=jinja2.StrictUndefined, autoescape=False,

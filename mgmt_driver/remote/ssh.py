@@ -11,6 +11,7 @@ socket errors are translated here and nowhere else.
 
 import codecs
 import dataclasses
+import importlib
 import io
 import math
 import os
@@ -22,9 +23,6 @@ import threading
 import time
 import uuid
 
-import paramiko
-import tenacity
-
 from mgmt_driver.common import conf as kconf
 from mgmt_driver.common import deadline as deadlines
 from mgmt_driver.common import exceptions
@@ -35,6 +33,26 @@ from mgmt_driver.remote import escalation
 from mgmt_driver.state import sharedfiles
 
 LOG = safetext.logger(__name__)
+
+
+class _Deferred:
+    """A module imported on the first use of one of its attributes.
+
+    paramiko (with invoke, which it imports when installed) costs about
+    0.1 s of CPU to import: a process that opens no connection (a v2
+    hook with nothing to do, most ``kubespray-mgmt`` commands) does not
+    pay it.  The import statement's lock makes a first use from two
+    threads at once safe.
+    """
+
+    def __init__(self, name):
+        self._name = name
+
+    def __getattr__(self, attr):
+        return getattr(importlib.import_module(self._name), attr)
+
+
+paramiko = _Deferred('paramiko')
 
 #: Exit code of coreutils ``timeout`` when it had to stop the command.
 REMOTE_TIMEOUT_EXIT = 124
@@ -525,10 +543,12 @@ class _Output:
 
 #: Chunks read from one stream before the deadline is checked again.
 _DRAIN_CHUNKS = 16
-#: What an SFTP operation raises on a failure of the host or the link
-#: (paramiko.SFTPError is no SSHException: a malformed packet).
-_SFTP_ERRORS = (OSError, EOFError, paramiko.SSHException,
-                paramiko.SFTPError)
+
+
+def _sftp_errors():
+    """What an SFTP operation raises on a failure of the host or the
+    link (paramiko.SFTPError is no SSHException: a malformed packet)."""
+    return (OSError, EOFError, paramiko.SSHException, paramiko.SFTPError)
 
 
 def _drain(chan, out, err):
@@ -663,6 +683,7 @@ class Connection(connection.Connection):
             self._on_new_key(self.host, self.port, key_line(key))
 
     def _connect_with_retries(self):
+        import tenacity  # as paramiko: only a connection needs it
         settings = self.settings
         retrying = tenacity.Retrying(
             stop=tenacity.stop_after_attempt(settings.connect_retries + 1),
@@ -978,7 +999,7 @@ class Connection(connection.Connection):
     def _remove_quietly(sftp, path):
         try:
             sftp.remove(path)
-        except _SFTP_ERRORS:
+        except _sftp_errors():
             pass  # the listing shows what is left (etcdsnapshots)
 
     def read_file(self, path, missing_ok=False):

@@ -13,6 +13,10 @@ the cluster and takes the next one out (``mgmt_driver.operations.rolling``).
 import sys
 
 if __name__ == '__main__':
+    # Tacker reads a failure from stderr, never by its class: Tacker's
+    # exceptions module need not be imported (see tacker_compat).
+    from mgmt_driver.common import tacker_compat
+    tacker_compat.without_tacker()
     from mgmt_driver.adapters import v2
 
     sys.exit(v2.coordinate_main())

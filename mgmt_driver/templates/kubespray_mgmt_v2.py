@@ -11,6 +11,10 @@ copies it into the package as ``Scripts/kubespray_mgmt_v2.py``.
 import sys
 
 if __name__ == '__main__':
+    # Tacker reads a failure from stderr, never by its class: Tacker's
+    # exceptions module need not be imported (see tacker_compat).
+    from mgmt_driver.common import tacker_compat
+    tacker_compat.without_tacker()
     from mgmt_driver.adapters import v2
 
     sys.exit(v2.main())

@@ -11,9 +11,11 @@ from tacker.common import exceptions as tacker_exceptions  # noqa: E402
 from tacker.vnfm.mgmt_drivers import vnflcm_abstract_driver  # noqa: E402
 
 from mgmt_driver import kubespray_mgmt  # noqa: E402
+from mgmt_driver.adapters import v2  # noqa: E402
 from mgmt_driver.common import exceptions  # noqa: E402
 from mgmt_driver.common import tacker_compat  # noqa: E402
 from mgmt_driver.remote import ssh  # noqa: E402
+from tests.unit import test_startup  # noqa: E402
 
 
 def test_tacker_classes_are_used():
@@ -53,3 +55,22 @@ def test_entry_point_loads_through_tackers_driver_manager():
         'tacker.tacker.mgmt.drivers', ['mgmt-drivers-kubespray'])
     assert manager.invoke('mgmt-drivers-kubespray', 'get_type') == \
         'mgmt-drivers-kubespray'
+
+
+def test_v2_scripts_do_not_import_tacker():
+    # Tacker reads a v2 script's failure from its stderr: the stand-ins
+    # say the same, and Tacker's modules are not worth their start-up.
+    names = test_startup.DEFERRED + ('tacker',)
+    assert test_startup.script_run(v2.script_path(), names, {
+        'operation': 'modify_information_start',
+        'vnf_instance': {'id': 'i-1'}, 'request': {}}) == ([0], {})
+    assert test_startup.script_run(v2.coordinate_script_path(), names,
+                                   'not a mapping') == ([1], None)
+
+
+def test_without_tacker_refuses_once_tackers_classes_are_in_use():
+    assert tacker_compat.TACKER_AVAILABLE
+    with pytest.raises(RuntimeError, match='in use already'):
+        tacker_compat.without_tacker()
+    assert tacker_compat.MgmtDriverOtherError is \
+        tacker_exceptions.MgmtDriverOtherError

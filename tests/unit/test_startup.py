@@ -1,0 +1,98 @@
+"""What a process of the driver imports before it does anything.
+
+Tacker v2 starts a Python process for each hook of each LCM operation
+(``Scripts/kubespray_mgmt_v2.py``), and every ``kubespray-mgmt`` command
+is one: what their entry modules import, each of them pays in CPU and
+latency, also when the hook has nothing to do.  The libraries below are
+imported only by the code that uses them (an SSH connection, a rendered
+load-balancer configuration); this test fails if one of them is imported
+eagerly again.  A fresh interpreter: this process has imported them all.
+"""
+
+import json
+import pickle
+import subprocess
+import sys
+
+import paramiko
+import pytest
+
+from mgmt_driver.adapters import v2
+from mgmt_driver.remote import ssh
+
+#: Imported on first use only: paramiko (with invoke) and tenacity by
+#: :mod:`mgmt_driver.remote.ssh`'s connection, jinja2 by the renders of
+#: :mod:`mgmt_driver.remote.loadbalancer` and ``keepalived``.
+DEFERRED = ('paramiko', 'invoke', 'tenacity', 'jinja2')
+
+#: The modules each kind of process starts from.
+ENTRIES = ('mgmt_driver.adapters.v2', 'mgmt_driver.adapters.cli',
+           'mgmt_driver.kubespray_mgmt')
+
+_PROBE = '''
+import importlib, json, sys
+module = importlib.import_module(sys.argv[1])
+eval(sys.argv[2])
+print(json.dumps(sorted(name for name in sys.argv[3:] if name in sys.modules)))
+'''
+
+
+def _imported(entry, names, then='None'):
+    """Which of *names* a fresh interpreter has imported after
+    importing *entry* and evaluating *then* (``module`` is the entry)."""
+    out = subprocess.run([sys.executable, '-c', _PROBE, entry, then, *names],
+                         capture_output=True, text=True, check=True,
+                         timeout=120)
+    return json.loads(out.stdout)
+
+
+_SCRIPT_PROBE = '''
+import json, os, runpy, sys
+try:
+    runpy.run_path(sys.argv[1], run_name='__main__')
+except SystemExit as exit:
+    status = exit.code
+os.write(2, json.dumps([status] + sorted(
+    name for name in sys.argv[2:] if name in sys.modules)).encode())
+'''
+
+
+def script_run(script, names, call):
+    """Run the v2 script *script* as Tacker does, its input the pickled
+    *call*.
+
+    :returns: its exit status and which of *names* it imported, and the
+        unpickled output (None when it wrote none).
+    """
+    out = subprocess.run([sys.executable, '-c', _SCRIPT_PROBE, script,
+                          *names], input=pickle.dumps(call),
+                         capture_output=True, check=True, timeout=120)
+    return json.loads(out.stderr.decode().splitlines()[-1]), \
+        (pickle.loads(out.stdout) if out.stdout else None)
+
+
+def test_a_v2_hook_with_nothing_to_do_imports_none_of_them():
+    imported, output = script_run(
+        v2.script_path(), DEFERRED + ('tacker',),
+        {'operation': 'instantiate_start', 'vnf_instance': {'id': 'i-1'},
+         'request': {}})
+    assert imported == [0] and output == {}
+
+
+@pytest.mark.parametrize('entry', ENTRIES)
+def test_entry_does_not_import_what_only_some_operations_use(entry):
+    assert _imported(entry, DEFERRED) == []
+
+
+def test_the_first_use_imports_the_deferred_module():
+    # What a connection does first (ssh.Connection._open_transport).
+    assert 'paramiko' in _imported('mgmt_driver.remote.ssh', DEFERRED,
+                                   'module.paramiko.Transport')
+    assert _imported('mgmt_driver.remote.loadbalancer', DEFERRED,
+                     'module._template()') == ['jinja2']
+
+
+def test_ssh_names_paramikos_own_classes():
+    assert ssh.paramiko.SSHException is paramiko.SSHException
+    assert ssh._sftp_errors()[-2:] == (paramiko.SSHException,
+                                       paramiko.SFTPError)
