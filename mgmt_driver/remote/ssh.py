@@ -1116,7 +1116,12 @@ def _answered(chan, request, timeout, what):
 
     def expire():
         fired.set()
-        chan.close()
+        try:
+            chan.close()
+        except (OSError, EOFError, paramiko.SSHException):
+            # The connection died under the request: the request ends
+            # with its own error, which the caller gets as the timeout.
+            pass
 
     watchdog = threading.Timer(timeout, expire)
     watchdog.daemon = True

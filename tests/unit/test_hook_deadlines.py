@@ -345,3 +345,38 @@ def test_a_cleanup_gets_a_grace_past_the_deadline():
     with limit.cleanup():
         assert limit.bound(30, 'x') == 30
     assert limit.remaining() == 0
+
+
+def test_the_watchdog_closing_a_dead_channel_raises_nothing_in_its_thread(
+        monkeypatch):
+    """A connection that died under an unanswered request makes the
+    channel's close raise; the watchdog's thread must not die with that
+    error (pytest reported it as an unhandled thread exception), and the
+    caller still gets the timeout."""
+    unhandled = []
+    timers = []
+    monkeypatch.setattr(threading, 'excepthook', unhandled.append)
+
+    class Recorded(threading.Timer):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            timers.append(self)
+
+    monkeypatch.setattr(threading, 'Timer', Recorded)
+    closing = threading.Event()
+
+    class DeadChannel:
+        def close(self):
+            closing.set()
+            raise EOFError()
+
+    def request():
+        closing.wait(PATIENCE)
+        raise EOFError()
+
+    with pytest.raises(TimeoutError):
+        ssh._answered(DeadChannel(), request, 0.01, 'start a command')
+    for timer in timers:
+        timer.join(PATIENCE)
+    assert closing.is_set()
+    assert [type(args.exc_value) for args in unhandled] == []
