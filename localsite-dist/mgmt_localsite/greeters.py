@@ -55,11 +55,17 @@ def argv(marker, masters, workers, nodeports, site=None):
 def holder(addresses):
     """The directory of the kept site whose API servers' stand-in
     serves one of *addresses* (``--site`` of its command line), or None.
+    A stand-in in another network namespace holds other addresses of
+    the same name (a test run in a namespace of its own beside another
+    run); one whose namespace cannot be read counts.
     """
     wanted = set(addresses)
+    own = procs.netns('self')
     for pid in procs.parents():
         words = [w for w in procs.cmdline(pid) if w]
         if 'mgmt_localsite.greeters' not in words or '--site' not in words:
+            continue
+        if procs.netns(pid) not in (None, own):
             continue
         opts = parse_args(words[words.index('mgmt_localsite.greeters') + 1:])
         if wanted & set(opts.masters + opts.workers):

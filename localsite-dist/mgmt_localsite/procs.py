@@ -37,6 +37,16 @@ def gone(pid):
     return state(pid) in (None, 'Z')
 
 
+def netns(pid):
+    """The network namespace of process *pid* (``'self'`` too), as
+    ``/proc/<pid>/ns/net`` names it (``net:[INODE]``), or None when it
+    cannot be read."""
+    try:
+        return os.readlink('/proc/%s/ns/net' % pid)
+    except OSError:
+        return None
+
+
 def parents():
     """``{pid: parent pid}`` of every process."""
     found = {}

@@ -267,6 +267,27 @@ def test_a_second_site_on_the_same_loopback_is_refused(monkeypatch,
     assert greeters.holder(['127.0.53.221']) is None
 
 
+def test_a_site_in_another_network_namespace_holds_other_addresses(
+        monkeypatch):
+    """Two test runs, each in a network namespace of its own, may keep a
+    site on the same loopback block at once: those are not the same
+    addresses.  A stand-in whose namespace cannot be read still counts."""
+    from mgmt_localsite import greeters
+    from mgmt_localsite import procs
+    running = ['python3'] + greeters.argv(
+        '/tmp/kmgmt-sshd-x/scratch/site-1', ['127.0.52.221'],
+        ['127.0.52.231'], [30001], site='/tmp/first') + ['']
+    spaces = {'self': 'net:[1]', 4242: 'net:[2]'}
+    monkeypatch.setattr(procs, 'parents', lambda: {4242: 1})
+    monkeypatch.setattr(procs, 'cmdline', lambda pid: running)
+    monkeypatch.setattr(procs, 'netns', spaces.get)
+    assert greeters.holder(['127.0.52.221']) is None
+    spaces[4242] = 'net:[1]'
+    assert greeters.holder(['127.0.52.221']) == '/tmp/first'
+    del spaces[4242]
+    assert greeters.holder(['127.0.52.221']) == '/tmp/first'
+
+
 def test_site_up_says_which_addresses_it_took(tmp_path):
     from mgmt_localsite import kept
     text = kept.instructions(tmp_path, kept.addresses('127.0.52', 1, 2))
