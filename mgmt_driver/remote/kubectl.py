@@ -1235,7 +1235,7 @@ def drain_of(argv):
     no drain).  Found by the program's arguments (``NODE N KUBECTL...
     drain NODE ...``, N words of kubectl), not by a place in *argv*."""
     args = programs.args_of(argv) or []
-    if len(args) < 2 or not args[1].isdigit():
+    if len(args) < 2 or not args[1].isdecimal():
         return ''
     node, count, drain = args[0], int(args[1]), args[2:]
     if drain[count:count + 2] != ['drain', node]:

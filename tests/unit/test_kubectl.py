@@ -688,7 +688,9 @@ def test_drain_of_finds_the_drain_by_the_programs_arguments():
     # Arguments of another shape are no drain.
     for args in (['worker-1'], ['worker-1', 'x', 'kubectl', 'drain'],
                  ['worker-1', '1', 'kubectl', 'drain', 'worker-2'],
-                 ['worker-1', '2', 'kubectl', 'drain', 'worker-1']):
+                 ['worker-1', '2', 'kubectl', 'drain', 'worker-1'],
+                 # a digit int() refuses (str.isdigit() takes it)
+                 ['worker-1', '\u00b2', 'kubectl', 'drain', 'worker-1']):
         assert kubectl.drain_of(
             programs.command(kubectl.DRAIN_PROGRAM, *args)) == ''
     assert kubectl.drain_of(['kubectl', 'drain', 'worker-1']) == ''
