@@ -28,6 +28,7 @@ import re
 from mgmt_driver.common import conf as kconf
 from mgmt_driver.common import exceptions
 from mgmt_driver.common import safetext
+from mgmt_driver.common import untrusted
 from mgmt_driver.common import utctime
 from mgmt_driver.model import absence
 from mgmt_driver.model import labels
@@ -162,8 +163,9 @@ def parse_queue(output, workspace_path):
     """
     taken, waiting = None, []
     for line in output.splitlines()[:QUEUE_SHOWN + 2]:
-        if line.startswith('KR:TAKEN:') and line[9:].isdigit():
-            taken = int(line[9:])
+        if line.startswith('KR:TAKEN:') and \
+                untrusted.whole_number(line[9:], 9) is not None:
+            taken = untrusted.whole_number(line[9:], 9)
         elif line.startswith('KR:WAIT:'):
             entry = _queue_entry(line[8:], workspace_path)
             if entry is not None:

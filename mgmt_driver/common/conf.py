@@ -613,7 +613,9 @@ def hook_deadline(conf, operation):
     if value is None:
         return group.hook_deadline, 'hook_deadline'
     low, high = HOOK_DEADLINE_RANGE
-    if not value.strip().isdigit() or not low <= int(value) <= high:
+    number = value.strip()
+    if not (number.isascii() and number.isdigit() and len(number) <= 12
+            and low <= int(number) <= high):
         raise ValueError('[%s] hook_deadlines: %s:%r is not a whole number '
                          'of seconds from %d to %d' % (
                              GROUP, operation, value[:20], low, high))

@@ -71,6 +71,20 @@ class Refused(ValueError):
     """A document is not parsed; the message says why, never its text."""
 
 
+def whole_number(text, digits):
+    """*text* as a whole number when it is 1 to *digits* ASCII decimal
+    digits, else None.
+
+    ``str.isdigit()`` alone lets through what ``int()`` then refuses with
+    a ValueError (``'²'``; more than 4,300 digits), which would end a
+    hook with a traceback instead of an error naming the host or field.
+    """
+    if isinstance(text, str) and 0 < len(text) <= digits and \
+            text.isascii() and text.isdigit():
+        return int(text)
+    return None
+
+
 def entry_budget(text, per_entry=TEXT_PER_ENTRY):
     """Entries a document of *text* may hold (see the module's doc):
     :data:`MIN_ENTRIES` plus one per *per_entry* characters."""

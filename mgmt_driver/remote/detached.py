@@ -62,6 +62,7 @@ import time
 from mgmt_driver.common import deadline as deadlines
 from mgmt_driver.common import exceptions
 from mgmt_driver.common import safetext
+from mgmt_driver.common import untrusted
 from mgmt_driver.remote import programs
 from mgmt_driver.remote import ssh
 
@@ -146,8 +147,7 @@ class RunInfo:
                     ch for ch in value[:_MAX_VALUE] if ch.isprintable())
         pid = values.pop('pid', '')
         stem = values.pop('stem', '')
-        return cls(pid=int(pid) if pid.isdigit() and len(pid) < 10
-                   else None,
+        return cls(pid=untrusted.whole_number(pid, 9),
                    stem=stem if _STEM.fullmatch(stem) else None,
                    **values)
 
@@ -650,7 +650,7 @@ class DetachedRuns:
 
     def _started(self, kinds, prev, playbook):
         stem, _, pid = kinds.get('STARTED', '').partition(':')
-        if not (_STEM.fullmatch(stem) and pid.isdigit() and len(pid) < 10):
+        if not (_STEM.fullmatch(stem) and untrusted.whole_number(pid, 9)):
             raise exceptions.RemoteDataInvalid(
                 what='answer to starting %s' % playbook,
                 host=self.conn.host,
@@ -738,9 +738,8 @@ class DetachedRuns:
         kinds = dict(_markers(head))
         log = log_path(self.workspace, stem)
         if 'RC' in kinds:
-            code = kinds['RC'].strip()
-            return Outcome(int(code) if code.isdigit() and len(code) < 6
-                           else 255, tail, log)
+            code = untrusted.whole_number(kinds['RC'].strip(), 5)
+            return Outcome(255 if code is None else code, tail, log)
         if 'GONE' in kinds:
             return Outcome(None, tail, log)
         return None

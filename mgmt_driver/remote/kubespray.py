@@ -36,6 +36,7 @@ import yaml
 from mgmt_driver.common import conf as kconf
 from mgmt_driver.common import exceptions
 from mgmt_driver.common import safetext
+from mgmt_driver.common import untrusted
 from mgmt_driver.remote import detached
 from mgmt_driver.remote import inventory
 from mgmt_driver.remote import isolation
@@ -142,14 +143,14 @@ def _whole_file(rest, limit):
     """The bytes of ``<size>:<base64>`` when they are a whole file of
     at most *limit* bytes, else None."""
     size, _, data = rest.partition(':')
-    size = size.strip()
-    if not size.isdigit() or len(data) > (limit + 3) // 3 * 4:
+    size = untrusted.whole_number(size.strip(), 20)
+    if size is None or len(data) > (limit + 3) // 3 * 4:
         return None
     try:
         body = base64.b64decode(data.encode('ascii'), validate=True)
     except (binascii.Error, UnicodeError):
         return None
-    return body if len(body) == int(size) <= limit else None
+    return body if len(body) == size <= limit else None
 
 
 def _parents(name):

@@ -33,6 +33,7 @@ import shlex
 from mgmt_driver.common import conf as kconf
 from mgmt_driver.common import exceptions
 from mgmt_driver.common import safetext
+from mgmt_driver.common import untrusted
 from mgmt_driver.remote import programs
 
 LOG = safetext.logger(__name__)
@@ -462,11 +463,12 @@ def plan_change(argv):
     only reads), or None for an argv of another shape."""
     prefix = list(argv[:2]) if list(argv[:2]) == ['sudo', '-n'] else []
     words = list(argv[len(prefix) + 4:])
-    if len(words) < 3 or not words[2].isdigit():
+    checks = untrusted.whole_number(words[2], 3) if len(words) >= 3 else None
+    if checks is None:
         return None
     return 'install %s (mode %s, if it differs and passes its check), ' \
         'then %s' % (shlex.quote(words[0]), words[1], shlex.join(
-            prefix + words[3 + int(words[2]):]))
+            prefix + words[3 + checks:]))
 
 
 def _refused(conn, settings, result, marks):
@@ -475,8 +477,8 @@ def _refused(conn, settings, result, marks):
     status = [m[len('KL:CHECKRC:'):] for m in marks
               if m.startswith('KL:CHECKRC:')]
     # A status is at most 3 digits; anything else is not the check's.
-    rc = int(status[-1]) if status and status[-1].isdigit() and \
-        len(status[-1]) <= 3 else result.exit_code
+    rc = untrusted.whole_number(status[-1], 3) if status else None
+    rc = result.exit_code if rc is None else rc
     check = dataclasses.replace(result, exit_code=rc, stdout=''.join(
         line for line in result.stdout.splitlines(keepends=True)
         if not line.startswith(_MARK)))
