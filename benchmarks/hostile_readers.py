@@ -39,7 +39,7 @@ MIB = 1024 * 1024
 
 def json_before(text):
     """``kubectl.load_json`` before issue 39."""
-    data = json.loads(text)  # noqa: the old reader, measured
+    data = json.loads(text)  # the old reader, measured
     stack = [(data, 1)]
     while stack:
         value, depth = stack.pop()
