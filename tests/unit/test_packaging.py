@@ -169,4 +169,7 @@ def test_both_install_editable_side_by_side(tmp_path):
         capture_output=True, text=True, timeout=600,
         env=dict(os.environ, PBR_VERSION='0.0.0'))
     assert done.returncode == 0, done.stderr[-4000:]
-    _probe(python, source)
+    # Nor a PYTHONPATH of the caller's (a checkout on it would be found
+    # before the editable installs).
+    _probe(python, source, {k: v for k, v in os.environ.items()
+                            if k != 'PYTHONPATH'})
