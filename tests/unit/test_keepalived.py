@@ -8,6 +8,7 @@ import hashlib
 import os
 import re
 import shutil
+import socket
 import subprocess
 
 import pytest
@@ -170,8 +171,10 @@ def test_gateway_layouts_need_a_vip_and_every_interface():
 # ------------------------------------------------- the real keepalived --
 
 def _real_interface():
-    names = sorted(os.listdir('/sys/class/net')) if os.path.isdir(
-        '/sys/class/net') else []
+    # The interfaces of this process's network namespace, which
+    # keepalived sees (/sys/class/net shows those of the namespace that
+    # mounted sysfs: in a test run's own namespace, not these).
+    names = sorted(name for _, name in socket.if_nameindex())
     return next((n for n in names if n != 'lo'), None)
 
 
