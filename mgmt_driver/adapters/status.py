@@ -163,9 +163,9 @@ def parse_queue(output, workspace_path):
     """
     taken, waiting = None, []
     for line in output.splitlines()[:QUEUE_SHOWN + 2]:
-        if line.startswith('KR:TAKEN:') and \
-                untrusted.whole_number(line[9:], 9) is not None:
-            taken = untrusted.whole_number(line[9:], 9)
+        if line.startswith('KR:TAKEN:'):
+            number = untrusted.whole_number(line[9:], 9)
+            taken = taken if number is None else number
         elif line.startswith('KR:WAIT:'):
             entry = _queue_entry(line[8:], workspace_path)
             if entry is not None:
