@@ -650,7 +650,9 @@ class DetachedRuns:
 
     def _started(self, kinds, prev, playbook):
         stem, _, pid = kinds.get('STARTED', '').partition(':')
-        if not (_STEM.fullmatch(stem) and untrusted.whole_number(pid, 9)):
+        # pid 0 is no process of the run (a signal to -0 is to our own).
+        if not (_STEM.fullmatch(stem)
+                and (untrusted.whole_number(pid, 9) or 0) > 0):
             raise exceptions.RemoteDataInvalid(
                 what='answer to starting %s' % playbook,
                 host=self.conn.host,
