@@ -50,19 +50,13 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 import lifecycle  # noqa: E402
 from mgmt_localsite import lab as lab_mod  # noqa: E402
+from ssh_costs import percentile  # noqa: E402
 
 from tests.functional import fleet_site  # noqa: E402
 
 #: Where CI runs ``--quick`` (tests/functional/test_benchmarks_quick.py).
 QUICK_LANE = 'functional'
 BLOCK = 74
-
-
-def percentile(values, share):
-    """The *share* (0..1) percentile of *values*, nearest rank."""
-    ordered = sorted(values)
-    rank = max(1, -(-len(ordered) * share // 1))
-    return ordered[int(rank) - 1]
 
 
 def figures(day):
@@ -81,9 +75,9 @@ def figures(day):
         kinds[kind] = {
             'count': len(mine),
             'outcomes': dict(collections.Counter(op.outcome for op in mine)),
-            'latency_p50': percentile(latency, 0.5),
-            'latency_p99': percentile(latency, 0.99),
-            'wait_p50': percentile(wait, 0.5), 'wait_max': max(wait)}
+            'latency_p50': percentile(latency, 50),
+            'latency_p99': percentile(latency, 99),
+            'wait_p50': percentile(wait, 50), 'wait_max': max(wait)}
     return {
         'instances': len({op.instance for op in ops}),
         'operations': len(ops), 'ended': len(ended),

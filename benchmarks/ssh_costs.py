@@ -28,7 +28,8 @@ def percentile(values, percent):
     """The *percent* (an integer, 0..100) percentile of *values*, nearest
     rank: the smallest value with at least that share of *values* at or
     below it (the rank in integers), so the median (50) is never above
-    the p90."""
+    the p90.  The one rule of the benchmarks (``fleet.py`` takes it
+    from here)."""
     ordered = sorted(values)
     return ordered[max(1, -(-len(ordered) * percent // 100)) - 1]
 

@@ -126,16 +126,18 @@ class FakeConnection(connection.Connection):
         if programs.name_of(command) == loadbalancer.APPLY:
             return _LbApply(self, command, stdin).result(check)
         if programs.name_of(command) == kubectl.NODES_PROGRAM:
-            return self._kubectl_nodes(list(command[4:]), timeout, check)
+            return self._kubectl_nodes(programs.args_of(command), timeout,
+                                       check)
         if programs.name_of(command) == kubectl.DRAIN_PROGRAM:
-            return self._kubectl_drain(list(command[4:]), timeout, check)
+            return self._kubectl_drain(programs.args_of(command), timeout,
+                                       check)
         text = ssh.display_command(command, env)
         self.calls.append(('run', text))
         if stdin is not None:
             self.stdin_of[text] = stdin
         if isinstance(stdin, bytes) and \
                 programs.name_of(command) == kubespray.REPLACE:
-            self._unpack(command[4], stdin)
+            self._unpack(programs.args_of(command)[0], stdin)
         name = programs.name_of(command)
         rule = self._match(text, name and _PROGRAM_TAG % name)
         if rule is None and name == kubespray.OPEN:
@@ -242,9 +244,10 @@ class FakeConnection(connection.Connection):
         if ensure['exit_code'] or ensure['timeout']:
             return ensure
         layout = self._match('', _PROGRAM_TAG % kubespray.DETECT) or empty
-        workspace, limit = command[4], int(command[6])
+        args = programs.args_of(command)
+        workspace, limit = args[0], int(args[2])
         lines = []
-        for name in command[8:]:
+        for name in args[4:]:
             content = self.files.get('%s/%s' % (workspace, name))
             if content is None:
                 lines.append('KO:MISSING:%s\n' % name)
@@ -277,7 +280,7 @@ class FakeConnection(connection.Connection):
         its end and stopping the run are in :attr:`calls` as
         ``('follow'|'end'|'stop', stem)``.
         """
-        args = command[4:]
+        args = programs.args_of(command)
         if kind != 'start':
             self.calls.append((kind, args[1]))
             run = self.detached_runs[args[1]]
@@ -464,7 +467,7 @@ class _LbApply:
         self.conn, self.text = conn, stdin
         sudo = list(command[:2]) == ['sudo', '-n']
         self.prefix = ['sudo', '-n'] if sudo else []
-        words = list(command[len(self.prefix) + 4:])
+        words = programs.args_of(command)
         self.path, self.mode = words[:2]
         count = int(words[2])
         self.check = words[3:3 + count]

@@ -460,12 +460,19 @@ def apply_argv(settings):
 def plan_change(argv):
     """How a dry run's summary shows an :data:`APPLY` command *argv*:
     the file it installs and the command that reloads it (the check
-    only reads), or None for an argv of another shape."""
-    prefix = list(argv[:2]) if list(argv[:2]) == ['sudo', '-n'] else []
-    words = list(argv[len(prefix) + 4:])
+    only reads), or None for an argv of another shape.  Its arguments
+    are found by the program (:func:`programs.args_of`), not by a place
+    in *argv*: a wrapper before it moves them."""
+    words = programs.args_of(argv) or []
     checks = untrusted.whole_number(words[2], 3) if len(words) >= 3 else None
     if checks is None:
         return None
+    # The reload runs as the whole program does: as root when a
+    # ``sudo -n`` comes before it.
+    before = list(argv[:len(argv) - len(words)])
+    prefix = ['sudo', '-n'] if any(
+        before[i:i + 2] == ['sudo', '-n'] for i in range(len(before))) \
+        else []
     return 'install %s (mode %s, if it differs and passes its check), ' \
         'then %s' % (shlex.quote(words[0]), words[1], shlex.join(
             prefix + words[3 + checks:]))

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Prepare the external load balancer VM of a kubespray cluster: install
-# HAProxy and kubectl (and keepalived for highly available gateways) on
-# Ubuntu or Debian.  Idempotent: run it again and it
+# HAProxy, cmp (diffutils) and kubectl (and keepalived for highly
+# available gateways) on Ubuntu or Debian.  Idempotent: run it again and it
 # only installs what is missing.  The kubespray MgmtDriver runs it as root
 # (or under sudo) before it writes /etc/haproxy/haproxy.cfg itself.
 #
@@ -128,7 +128,10 @@ install_packages() {
 }
 
 install_haproxy() {
-    install_packages haproxy
+    # diffutils: the driver's lb-apply compares each new configuration
+    # with the installed one with cmp (Essential on Debian, yet a trimmed
+    # image may lack it, and then every apply fails).
+    install_packages haproxy diffutils
     # The driver replaces the configuration and reloads; the service only
     # has to run and start at boot.
     systemctl enable haproxy >/dev/null

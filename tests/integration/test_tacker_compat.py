@@ -68,6 +68,15 @@ def test_v2_scripts_do_not_import_tacker():
                                    'not a mapping') == ([1], None)
 
 
+def test_the_command_does_not_import_tacker():
+    # A command reports an error by its message and exit status: the
+    # stand-ins say the same, and Tacker's modules cost every command.
+    names = test_startup.DEFERRED + ('tacker',)
+    assert test_startup.command_run(['--version'], names) == [0]
+    assert test_startup.command_run(['params', 'check', '/nonexistent'],
+                                    names) == [1]
+
+
 def test_without_tacker_refuses_once_tackers_classes_are_in_use():
     assert tacker_compat.TACKER_AVAILABLE
     with pytest.raises(RuntimeError, match='in use already'):

@@ -111,8 +111,8 @@ def test_fresh_vm_gets_haproxy_and_kubectl(vm):
     assert proc.returncode == 0, proc.stderr
     apt = [line for line in log if line.startswith('apt-get')]
     assert sum(' update' in line for line in apt) == 2  # before, after repo
-    assert any(line.endswith('install --no-install-recommends haproxy')
-               for line in apt)
+    assert any(line.endswith('install --no-install-recommends haproxy '
+                             'diffutils') for line in apt)
     assert any(line.endswith('install kubectl') for line in apt)
     assert 'systemctl enable haproxy' in log
     assert 'systemctl start haproxy' in log
@@ -123,6 +123,18 @@ def test_fresh_vm_gets_haproxy_and_kubectl(vm):
                        '/v1.30/deb/ /\n' % (vm / 'etc' / 'keyrings' /
                                             'k8s.gpg'))
     assert (vm / 'etc' / 'keyrings' / 'k8s.gpg').read_text() == 'KEY\n'
+
+
+def test_a_vm_without_cmp_gets_diffutils_alone(vm):
+    """lb-apply compares each new file with cmp: a VM with HAProxy but
+    not diffutils (a trimmed image) gets it, and only it."""
+    assert run(vm)[0].returncode == 0
+    (vm / 'state' / 'pkg-diffutils').unlink(missing_ok=True)
+    proc, log = run(vm)
+    assert proc.returncode == 0, proc.stderr
+    assert [line for line in log if ' install ' in line] == [
+        'apt-get -y -q -o Dpkg::Options::=--force-confold install '
+        '--no-install-recommends diffutils']
 
 
 def test_second_run_installs_nothing(vm):

@@ -265,6 +265,23 @@ def test_custom_paths_and_commands_go_as_words():
     assert sudo == ['sudo', '-n'] + argv
 
 
+@pytest.mark.parametrize('wrapper', [
+    [], ['sudo', '-n'], ['env', 'LC_ALL=C', 'sudo', '-n'],
+    ['timeout', '60']])
+def test_a_dry_run_finds_the_apply_arguments_after_any_wrapper(wrapper):
+    """The summary is found by the program's arguments: a wrapper of
+    another length before ``sh -c`` (here ``env LC_ALL=C``) does not
+    move them, and a ``sudo -n`` anywhere before it runs the reload."""
+    settings = lb.ApplySettings(
+        config_path='/etc/haproxy dir/lb.cfg',
+        check_command=('/opt/haproxy/sbin/haproxy', '-c', '-f'),
+        reload_command=('systemctl', 'reload', 'haproxy'))
+    sudo = 'sudo -n ' if 'sudo' in wrapper else ''
+    assert lb.plan_change(wrapper + lb.apply_argv(settings)) == (
+        "install '/etc/haproxy dir/lb.cfg' (mode 0644, if it differs and "
+        'passes its check), then %ssystemctl reload haproxy' % sudo)
+
+
 HAPROXY_ALERT = (
     '[NOTICE]   (11) : haproxy version is 2.6.12\n'
     '[NOTICE]   (11) : path to executable is /usr/sbin/haproxy\n'

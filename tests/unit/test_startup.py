@@ -9,7 +9,9 @@ load-balancer configuration); this test fails if one of them is imported
 eagerly again.  A fresh interpreter: this process has imported them all.
 """
 
+import configparser
 import json
+import pathlib
 import pickle
 import subprocess
 import sys
@@ -27,7 +29,7 @@ DEFERRED = ('paramiko', 'invoke', 'tenacity', 'jinja2')
 
 #: The modules each kind of process starts from.
 ENTRIES = ('mgmt_driver.adapters.v2', 'mgmt_driver.adapters.cli',
-           'mgmt_driver.kubespray_mgmt')
+           'mgmt_driver.adapters.cli_entry', 'mgmt_driver.kubespray_mgmt')
 
 _PROBE = '''
 import importlib, json, sys
@@ -69,6 +71,45 @@ def script_run(script, names, call):
                          capture_output=True, check=True, timeout=120)
     return json.loads(out.stderr.decode().splitlines()[-1]), \
         (pickle.loads(out.stdout) if out.stdout else None)
+
+
+_COMMAND_PROBE = '''
+import importlib, json, os, sys
+module, _, function = sys.argv[1].partition(':')
+try:
+    status = getattr(importlib.import_module(module), function)(
+        json.loads(sys.argv[2]))
+except SystemExit as exit:
+    status = exit.code
+os.write(2, json.dumps([status] + sorted(
+    name for name in sys.argv[3:] if name in sys.modules)).encode())
+'''
+
+
+def console_script(name='kubespray-mgmt'):
+    """The ``module:function`` setup.cfg installs as command *name*."""
+    config = configparser.ConfigParser()
+    config.read(pathlib.Path(__file__).resolve().parents[2] / 'setup.cfg')
+    scripts = config['entry_points']['console_scripts'].strip()
+    return dict(line.replace(' ', '').split('=')
+                for line in scripts.splitlines())[name]
+
+
+def command_run(argv, names):
+    """Run the ``kubespray-mgmt`` command with *argv* as its console
+    script does, in a fresh interpreter.
+
+    :returns: its exit status and which of *names* it imported.
+    """
+    out = subprocess.run([sys.executable, '-c', _COMMAND_PROBE,
+                          console_script(), json.dumps(argv), *names],
+                         capture_output=True, check=True, timeout=120)
+    return json.loads(out.stderr.decode().splitlines()[-1])
+
+
+def test_the_command_imports_none_of_them():
+    # No command word: the usage, exit status 1 (bad input).
+    assert command_run([], DEFERRED + ('tacker',)) == [1]
 
 
 def test_a_v2_hook_with_nothing_to_do_imports_none_of_them():
