@@ -404,6 +404,13 @@ class Site:
         self._fix_owner()
         return lambda: held.unlink(missing_ok=True)
 
+    def held(self, playbook):
+        """Whether a run of *playbook* waits at the point :meth:`hold`
+        asked for: it took the request and is not released yet."""
+        asked = self.state_dir / (clusterstate.SLOW_PREFIX + playbook)
+        held = self.state_dir / (clusterstate.HELD_PREFIX + playbook)
+        return held.exists() and not asked.exists()
+
     def inject_failure(self, playbook, host=''):
         """Make the next run of *playbook* fail mid-run.
 
