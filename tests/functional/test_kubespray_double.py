@@ -201,7 +201,7 @@ def _members(site):
 
 def test_restore_brings_back_state_facts_runs_and_etcd(three_masters,
                                                        built):
-    """What the tests above start from: Site.restore undoes a node's
+    """What the tests below start from: Site.restore undoes a node's
     deletion, a forgotten fact cache, a playbook's record and two etcd
     members' stops (one reset: its data deleted); the members come back
     with their IDs, serving, as the site's user."""
