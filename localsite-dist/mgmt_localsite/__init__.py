@@ -234,6 +234,44 @@ class Site:
             return []
         return [json.loads(line) for line in lines if line.strip()]
 
+    # --- snapshots ----------------------------------------------------
+
+    def snapshot(self, target):
+        """Save what the double keeps of a cluster into the new
+        directory *target*: the state (``state/``: Kubernetes objects,
+        certificates, injected failures), the checkout's ``.double/``
+        (the runs log, the shared fact cache) and the real etcd members
+        (:func:`etcd.save`: stopped, copied, started again), so that
+        :meth:`restore` gives a later test the cluster a playbook built
+        without running it again.  The driver's workspaces
+        (``inventories/``), HAProxy and sshd are not part of it.
+
+        :returns: *target* as a path.
+        """
+        target = pathlib.Path(target)
+        target.mkdir(mode=0o700)
+        etcd.copy_tree(self.state_dir, target / 'state')
+        self._copy_double(self.checkout / '.double', target / 'double')
+        etcd.save(str(self.etcd_dir), str(target / 'etcd'))
+        return target
+
+    def restore(self, snapshot):
+        """Make the site what it was at :meth:`snapshot` (*snapshot* is
+        its directory): state, runs log, fact cache and etcd members,
+        whatever happened since."""
+        snapshot = pathlib.Path(snapshot)
+        shutil.rmtree(self.state_dir)
+        etcd.copy_tree(snapshot / 'state', self.state_dir)
+        shutil.rmtree(self.checkout / '.double', ignore_errors=True)
+        self._copy_double(snapshot / 'double', self.checkout / '.double')
+        etcd.restore(str(self.etcd_dir), str(snapshot / 'etcd'))
+
+    @staticmethod
+    def _copy_double(source, target):
+        # .double/ appears with the first run: absent is a state too.
+        if source.is_dir():
+            etcd.copy_tree(source, target)
+
     def record_invocations(self):
         """From now on, record every ansible-playbook invocation on the
         site (argv, inventory, extra vars, each play's hosts) for

@@ -328,6 +328,112 @@ def running_endpoints(etcd_dir):
             if running_pid(etcd_dir, a) is not None]
 
 
+# ------------------------------------------------------------- snapshots --
+
+#: What :func:`save` writes beside the members' directories.
+SAVED_MEMBERS = 'members.json'
+
+
+def copy_tree(source, target):
+    """Copy *source* to the new *target* with modes and owners (a copy
+    as root keeps the site user's files the site user's).
+
+    :raises FileExistsError: *target* exists.
+    """
+    shutil.copytree(source, target, symlinks=True)
+    for directory, dirs, files in os.walk(source):
+        for name in ['.'] + dirs + files:
+            path = os.path.normpath(os.path.join(directory, name))
+            info = os.lstat(path)
+            copy = os.path.join(target, os.path.relpath(path, source))
+            if os.geteuid() == 0:
+                os.lchown(copy, info.st_uid, info.st_gid)
+
+
+def _running_members(etcd_dir):
+    """``[{address, argv, uid, gid}]`` of the members running now: what
+    starts each again, as the account that runs it."""
+    members = []
+    for address in addresses(etcd_dir):
+        pid = running_pid(etcd_dir, address)
+        if pid is not None:
+            info = os.stat('/proc/%d' % pid)
+            argv = _cmdline(pid)
+            if argv and argv[-1] == '':  # /proc ends each argument with NUL
+                argv.pop()
+            members.append({'address': address, 'argv': argv,
+                            'uid': info.st_uid, 'gid': info.st_gid})
+    return members
+
+
+def save(etcd_dir, target):
+    """Snapshot the site's etcd as the masters' disks would be: every
+    running member stopped (SIGTERM: etcd syncs its log), all of them
+    before any is copied, so that no copy is of a live log; every
+    member's directory copied into the new *target*; the members started
+    again (:func:`restart`).
+
+    Members whose process is not running (a dead VM's disk) are copied
+    and stay stopped, here and on :func:`restore`.
+    """
+    members = _running_members(etcd_dir)
+    for member in members:
+        stop(etcd_dir, member['address'])
+    os.makedirs(target, mode=0o700)
+    for address in addresses(etcd_dir):
+        copy_tree(paths(etcd_dir, address)['dir'],
+                  os.path.join(target, address))
+    with open(os.path.join(target, SAVED_MEMBERS), 'w') as f:
+        json.dump(members, f)
+    restart(etcd_dir, members)
+
+
+def restore(etcd_dir, source):
+    """Put back what :func:`save` wrote to *source*: every member of the
+    site stopped, its directory replaced by the saved one (a member the
+    snapshot does not have is deleted), the members that ran then
+    started again with their own data, IDs and command lines."""
+    with open(os.path.join(source, SAVED_MEMBERS)) as f:
+        members = json.load(f)
+    stop_all(etcd_dir)
+    for address in addresses(etcd_dir):
+        shutil.rmtree(paths(etcd_dir, address)['dir'])
+    for address in os.listdir(source):
+        if address != SAVED_MEMBERS:
+            copy_tree(os.path.join(source, address),
+                      paths(etcd_dir, address)['dir'])
+    restart(etcd_dir, members)
+
+
+def restart(etcd_dir, members):
+    """Start *members* (:func:`save`'s records) with their command lines
+    as their accounts, then wait until each is healthy (all are started
+    first: a member of several needs the others for quorum)."""
+    for member in members:
+        where = paths(etcd_dir, member['address'])
+        with open(where['log'], 'ab') as log:
+            proc = subprocess.Popen(
+                member['argv'], stdin=subprocess.DEVNULL, stdout=log,
+                stderr=subprocess.STDOUT, start_new_session=True,
+                close_fds=True, **_as_account(member))
+        with open(where['pid'], 'w') as f:
+            f.write('%d\n' % proc.pid)
+        if os.geteuid() == 0:
+            os.chown(where['pid'], member['uid'], member['gid'])
+        _wait_exec(proc, where['data'])
+    for member in members:
+        wait_healthy(etcd_dir, member['address'])
+
+
+def _as_account(member):
+    """Popen arguments that run a member as its account (only root can
+    and must switch)."""
+    if os.geteuid() != 0 or member['uid'] == 0:
+        return {}
+    return {'user': member['uid'], 'group': member['gid'],
+            'extra_groups': []}
+
+
 # --------------------------------------------------------------- health --
 
 _NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))

@@ -137,19 +137,101 @@ def roles(site):
 
 # --- playbooks -----------------------------------------------------------
 
-def test_cluster_yml_builds_and_replaces_the_first_control_plane(
-        server, site):
+def _three_masters(server, site):
+    """cp1, cp2 and cp3 on the control plane and in etcd; cp3 in
+    kube_node too (a control-plane node that runs workloads)."""
     hosts = {'cp1': ADDRESSES[0], 'cp2': ADDRESSES[1], 'cp3': ADDRESSES[2]}
     # Explicit member names: kubespray's default etcd<index> would rename
     # members when the group is reordered (the double refuses that).
     host_vars = {'cp%d' % i: {'etcd_member_name': 'etcd%d' % i}
                  for i in (1, 2, 3)}
     host_vars['cp3']['node_labels'] = {'tier': 'edge'}
-    # cp3 is in kube_node too: a control-plane node that runs workloads.
-    cluster = Cluster(server, site, hosts, ['cp1', 'cp2', 'cp3'], ['cp3'],
-                      host_vars=host_vars)
-    ok(cluster.play('cluster.yml', extra={'kube_version': '1.33.5'}))
+    return Cluster(server, site, hosts, ['cp1', 'cp2', 'cp3'], ['cp3'],
+                   host_vars=host_vars)
 
+
+def build_once(server, make, extra=None):
+    """Body of a module's ``built`` fixture: a fresh site where
+    cluster.yml built ``make(server, site)`` (extra vars *extra*), once;
+    yields ``(site, snapshot)``, the double's state right after it
+    (Site.snapshot).  Its etcd members are stopped until a test restores
+    them (other tests' sites use the same addresses)."""
+    scratch = pathlib.Path(server.scratch)
+    site = localsite.materialise(
+        scratch / ('site-' + uuid.uuid4().hex[:8]), owner=server.user)
+    try:
+        ok(make(server, site).play('cluster.yml', extra=extra))
+        snapshot = site.snapshot(scratch / ('built-' + uuid.uuid4().hex[:8]))
+    finally:
+        site.stop_etcd()
+    yield site, snapshot
+
+
+def restored(server, built, make):
+    """Body of a test's fixture: the cluster :func:`build_once` built,
+    restored (not built again: each test starts from the same state,
+    whatever ran before), as ``make(server, site)``."""
+    site, snapshot = built
+    site.restore(snapshot)
+    try:
+        yield make(server, site)
+    finally:
+        site.stop_etcd()
+
+
+@pytest.fixture(scope='module')
+def built(server):
+    """:func:`_three_masters` built once (kube_version 1.33.5)."""
+    yield from build_once(server, _three_masters,
+                          extra={'kube_version': '1.33.5'})
+
+
+@pytest.fixture
+def three_masters(server, built):
+    """:func:`_three_masters` as cluster.yml left it."""
+    yield from restored(server, built, _three_masters)
+
+
+def _members(site):
+    """{ID: (name, peer URLs)} as the site's real etcd lists them."""
+    return {m['ID']: (m.get('name'), m.get('peerURLs'))
+            for m in etcd.member_list(etcd.running_endpoints(
+                str(site.etcd_dir)))}
+
+
+def test_restore_brings_back_state_facts_runs_and_etcd(three_masters,
+                                                       built):
+    """What the tests below start from: Site.restore undoes a node's
+    deletion, a forgotten fact cache, a playbook's record and two etcd
+    members' stops (one reset: its data deleted); the members come back
+    with their IDs, serving, as the site's user."""
+    site = three_masters.site
+    before = (site.observed_state(), site.runs(), site.cached_hosts(),
+              _members(site))
+    assert len(before[3]) == 3 and before[1][0]['playbook'] == 'cluster.yml'
+    site.tool('kubectl', 'delete', 'node', 'cp3')
+    site.clear_fact_cache()
+    with site.runs_log.open('a') as log:
+        log.write('{"playbook": "scale.yml"}\n')
+    etcd.stop(str(site.etcd_dir), ADDRESSES[2], wipe=True)
+    etcd.stop(str(site.etcd_dir), ADDRESSES[1])
+    assert (site.observed_state(), site.runs(), site.cached_hosts()) != \
+        before[:3]
+
+    site.restore(built[1])
+    assert (site.observed_state(), site.runs(), site.cached_hosts(),
+            _members(site)) == before
+    for address in ADDRESSES[:3]:
+        assert etcd.health(address) == 'healthy'
+        pid = etcd.running_pid(str(site.etcd_dir), address)
+        assert os.stat('/proc/%d' % pid).st_uid == os.stat(
+            site.state_dir).st_uid
+
+
+def test_cluster_yml_builds_and_replaces_the_first_control_plane(
+        three_masters):
+    cluster = three_masters  # built by cluster.yml (kube_version 1.33.5)
+    site = cluster.site
     assert roles(site) == {'cp1': ['control-plane'],
                            'cp2': ['control-plane'],
                            'cp3': ['control-plane', 'worker']}
@@ -278,13 +360,9 @@ def test_an_unreachable_host_stops_facts_for_every_host(server, site):
 
 
 def test_removed_etcd_members_peer_url_comes_from_cached_facts(
-        server, site):
-    hosts = {'cp1': ADDRESSES[0], 'cp2': ADDRESSES[1], 'cp3': ADDRESSES[2]}
-    host_vars = {'cp%d' % i: {'etcd_member_name': 'etcd%d' % i}
-                 for i in (1, 2, 3)}
-    cluster = Cluster(server, site, hosts, ['cp1', 'cp2', 'cp3'], [],
-                      host_vars=host_vars)
-    ok(cluster.play('cluster.yml'))
+        three_masters):
+    cluster = three_masters  # cluster.yml cached every host's facts
+    site = cluster.site
     cluster.hosts['cp3'] = DEAD  # its VM is gone; its facts are cached
     etcd.kill_at(ADDRESSES[2])
     cluster.write_inventory()

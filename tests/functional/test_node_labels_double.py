@@ -9,14 +9,13 @@ labels and taints the inventory does not name stay.  Real ansible-playbook
 and sshd; the hosts are 127.0.24.x.
 """
 
-import pathlib
-import uuid
 
-import mgmt_localsite as localsite
 import pytest
 
 from tests.functional.test_kubespray_double import Cluster
+from tests.functional.test_kubespray_double import build_once
 from tests.functional.test_kubespray_double import ok
+from tests.functional.test_kubespray_double import restored
 from tests.functional.test_kubespray_double import serve
 
 HOSTS = {'cp1': '127.0.24.20', 'w1': '127.0.24.21', 'w2': '127.0.24.22'}
@@ -35,19 +34,23 @@ def server():
     yield from serve(tuple(HOSTS.values()))
 
 
+def _cluster(server, site):
+    return Cluster(server, site, HOSTS, ['cp1'], ['w1', 'w2'],
+                   host_vars={k: dict(v) for k, v in HOST_VARS.items()})
+
+
+@pytest.fixture(scope='module')
+def built(server):
+    """cluster.yml has built cp1 (control plane), w1 and w2 (workers),
+    once for the module (the state right after it is saved)."""
+    yield from build_once(server, _cluster)
+
+
 @pytest.fixture
-def cluster(server):
-    """cluster.yml has built cp1 (control plane), w1 and w2 (workers)."""
-    site = localsite.materialise(
-        pathlib.Path(server.scratch) / ('site-' + uuid.uuid4().hex[:8]),
-        owner=server.user)
-    cluster = Cluster(server, site, HOSTS, ['cp1'], ['w1', 'w2'],
-                      host_vars={k: dict(v) for k, v in HOST_VARS.items()})
-    try:
-        ok(cluster.play('cluster.yml'))
-        yield cluster
-    finally:
-        site.stop_etcd()
+def cluster(server, built):
+    """The cluster as cluster.yml left it: restored, not built again,
+    so that each test starts from it, in any order."""
+    yield from restored(server, built, _cluster)
 
 
 def kubectl(site, *args):

@@ -4,6 +4,7 @@ Pure parts only (no etcd is started here; tests/functional/
 test_real_etcd.py runs real members).
 """
 
+import json
 import os
 import signal
 import subprocess
@@ -126,3 +127,47 @@ def test_no_members_without_an_etcd_dir(tmp_path):
     assert etcd.addresses(missing) == []
     assert etcd.stop_all(missing) == []
     assert etcd.member_names(missing) == []
+
+
+def _member_dir(etcd_dir, address, content):
+    where = etcd.paths(str(etcd_dir), address)
+    os.makedirs(os.path.join(where['data'], 'member'), mode=0o700)
+    with open(os.path.join(where['data'], 'member', 'wal'), 'w') as f:
+        f.write(content)
+    return where
+
+
+def test_copy_tree_keeps_modes_and_owners(tmp_path):
+    """A snapshot taken as root keeps the site user's files the site
+    user's (etcd refuses a data dir it cannot write)."""
+    where = _member_dir(tmp_path / 'etcd', ADDRESS, 'log')
+    wal = os.path.join(where['data'], 'member', 'wal')
+    os.chmod(wal, 0o600)
+    if os.geteuid() == 0:
+        os.chown(wal, 65534, 65534)
+    etcd.copy_tree(where['dir'], str(tmp_path / 'copy'))
+    copy = tmp_path / 'copy' / 'data' / 'member' / 'wal'
+    assert copy.read_text() == 'log'
+    assert (copy.stat().st_mode, copy.stat().st_uid) == (
+        os.stat(wal).st_mode, os.stat(wal).st_uid)
+    assert (tmp_path / 'copy' / 'data' / 'member').stat().st_mode & \
+        0o777 == 0o700
+    with pytest.raises(FileExistsError):
+        etcd.copy_tree(where['dir'], str(tmp_path / 'copy'))
+
+
+def test_restore_puts_back_every_members_data_and_only_theirs(tmp_path):
+    """Stopped members (no process: nothing to start again): restore
+    replaces each member's directory with the saved one and deletes a
+    member the snapshot does not have."""
+    etcd_dir = tmp_path / 'etcd'
+    _member_dir(etcd_dir, ADDRESS, 'saved')
+    etcd.save(str(etcd_dir), str(tmp_path / 'snap'))
+    assert json.loads((tmp_path / 'snap' / etcd.SAVED_MEMBERS)
+                      .read_text()) == []
+    wal = etcd_dir / ADDRESS / 'data' / 'member' / 'wal'
+    wal.write_text('changed')
+    _member_dir(etcd_dir, '127.0.45.11', 'new')
+    etcd.restore(str(etcd_dir), str(tmp_path / 'snap'))
+    assert wal.read_text() == 'saved'
+    assert etcd.addresses(str(etcd_dir)) == [ADDRESS]
