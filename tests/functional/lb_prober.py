@@ -10,10 +10,15 @@ from mgmt_localsite import haproxy as haproxy_site
 class Prober:
     """Connects to the LB's API port over and over from a thread:
     ``(time, backend)`` of each attempt (the backend's greeting
-    ``(name, port)``), ``None`` for a failed one."""
+    ``(name, port)``), ``None`` for a failed one.
 
-    def __init__(self, address, port):
+    :param interval: seconds between the end of one attempt and the
+        next.
+    """
+
+    def __init__(self, address, port, interval=0.02):
         self.address, self.port = address, port
+        self.interval = interval
         self.seen = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._probe, daemon=True)
@@ -26,7 +31,7 @@ class Prober:
             except OSError:
                 backend = None
             self.seen.append((time.time(), backend))
-            time.sleep(0.02)
+            time.sleep(self.interval)
 
     def __enter__(self):
         self._thread.start()

@@ -4,8 +4,9 @@ would not run while Tacker waits for a script).
 
 ``python -m tests.integration.rolling_watch probe OUT ADDRESS PORT...``
 asks each PORT of ADDRESS over and over
-(:class:`tests.functional.lb_prober.Prober`) until SIGTERM, then writes
-``{port: [[time, backend or null], ...]}`` to OUT.
+(:class:`tests.functional.lb_prober.Prober`, every :data:`PROBE_INTERVAL`)
+until SIGTERM, then writes ``{port: [[time, backend or null], ...]}``
+to OUT.
 
 ``python -m tests.integration.rolling_watch break STATE_DIR NODE`` waits
 until NODE left the local site's cluster and joined again, then stops its
@@ -31,11 +32,27 @@ import time
 from mgmt_localsite import clusterstate
 from mgmt_localsite import procs
 
+#: Seconds between two probes of a port.  A VM re-created while the LB
+#: still sends to it is out for ``test_v2_rolling.BOOT`` (0.5 s): about
+#: ten probes of each port fall in that outage, taking turns over the
+#: port's servers (three API servers, two workers), so several meet it;
+#: at 20 ms the probes of one update cost twice the CPU.
+PROBE_INTERVAL = 0.05
+#: Seconds between two looks while waiting for a state that takes
+#: seconds to come (a node leaving the cluster: a drain and a playbook
+#: run; a ``scale.yml`` run starting: a VM boot and a script start):
+#: each look reads the state file or every process's command line.
+SLOW_LOOK = 0.2
+#: Seconds between two looks when what follows must come at once (the
+#: rolling gate polls right after the node joined).
+FAST_LOOK = 0.05
+
 
 def probe(out, address, *ports):
     from tests.functional import lb_prober
 
-    probers = [lb_prober.Prober(address, int(port)) for port in ports]
+    probers = [lb_prober.Prober(address, int(port), PROBE_INTERVAL)
+               for port in ports]
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *args: stop.set())
     for prober in probers:
@@ -55,9 +72,9 @@ def _present(state_dir, node):
 
 
 def break_kubelet(state_dir, node):
-    for wanted in (False, True):
+    for wanted, look in ((False, SLOW_LOOK), (True, FAST_LOOK)):
         while _present(state_dir, node) != wanted:
-            time.sleep(0.05)
+            time.sleep(look)
     with clusterstate.transaction(state_dir) as txn:
         txn.state['nodes'][node]['kubelet_stopped'] = True
         txn.state['nodes'][node].pop('probed', None)
@@ -89,7 +106,7 @@ def _processes(*words, among=None):
 
 def kill_coordinate(state_dir, node):
     while _present(state_dir, node):
-        time.sleep(0.05)
+        time.sleep(SLOW_LOOK)
     site_root = os.path.dirname(os.path.abspath(state_dir))
     while True:
         scripts = _processes('kubespray_coordinate_v2.py',
@@ -97,7 +114,9 @@ def kill_coordinate(state_dir, node):
         if scripts and _processes('ansible-playbook', 'scale.yml',
                                   site_root + os.sep):
             break
-        time.sleep(0.05)
+        # scale.yml runs for seconds: a look every SLOW_LOOK kills the
+        # script well inside it, and each look reads all of /proc twice.
+        time.sleep(SLOW_LOOK)
     for pid in scripts:
         os.kill(pid, signal.SIGKILL)
     print('killed', flush=True)
