@@ -48,7 +48,9 @@ def day():
     fleet = fleet_site.Fleet(BLOCK, INSTANCES, spares=1)
     try:
         with fleet:
-            yield fleet_site.bad_day(fleet, OPERATIONS, WINDOW, TIMEOUT)
+            yield fleet_site.bad_day(fleet, OPERATIONS, WINDOW, TIMEOUT,
+                                     sample_period=(
+                                         fleet_site.Sampler.TEST_PERIOD))
     finally:
         fleet_site.remove(fleet)
 

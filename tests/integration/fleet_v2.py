@@ -352,16 +352,19 @@ class Conductors:
         self.processes.shutdown()
 
 
-def mixed_day(fleet, v2_instances, count, window, timeout):
+def mixed_day(fleet, v2_instances, count, window, timeout,
+              sample_period=fleet_site.Sampler.PERIOD):
     """:func:`fleet_site.bad_day` with *v2_instances* on a
-    :class:`ProcessConductor` and the others on the threaded one.
+    :class:`ProcessConductor` and the others on the threaded one
+    (*sample_period*: its sampler's).
 
     :returns: ``(day, conductors, v2fleet)``.
     """
     with V2Fleet(fleet, v2_instances) as v2fleet:
         conductors = Conductors(fleet_site.Conductor(),
                                 ProcessConductor(v2fleet), v2_instances)
-        day = fleet_site.bad_day(fleet, count, window, timeout, conductors)
+        day = fleet_site.bad_day(fleet, count, window, timeout, conductors,
+                                 sample_period)
     return day, conductors, v2fleet
 
 

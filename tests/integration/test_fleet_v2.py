@@ -55,7 +55,7 @@ def fleet():
         with fleet:
             day, conductors, v2fleet = fleet_v2.mixed_day(
                 fleet, fleet.instances[INSTANCES // 2:], OPERATIONS, WINDOW,
-                TIMEOUT)
+                TIMEOUT, fleet_site.Sampler.TEST_PERIOD)
             v2fleet.report = _report(day, v2fleet)
             print(v2fleet.report)
             yield fleet, day, conductors, v2fleet
