@@ -292,14 +292,21 @@ def kill_at(address):
     peer URL in ``/proc``, whichever site started it); its data stays,
     as a dead VM's disk does.
 
+    Only a member in this process's network namespace: ``/proc`` shows
+    every namespace's processes, and another suite run in a namespace of
+    its own serves the same addresses there (two such runs killed each
+    other's members).
+
     :returns: the PIDs killed.
     """
     flag = ['--listen-peer-urls', peer_url(address)]
+    here = _netns('self')
     killed = []
     for name in os.listdir('/proc'):
         argv = _cmdline(int(name)) if name.isdigit() else []
         if argv and os.path.basename(argv[0]) == 'etcd' and any(
-                argv[i:i + 2] == flag for i in range(len(argv) - 1)):
+                argv[i:i + 2] == flag for i in range(len(argv) - 1)) and \
+                _netns(name) == here:
             try:
                 os.kill(int(name), signal.SIGKILL)
             except ProcessLookupError:
@@ -308,6 +315,14 @@ def kill_at(address):
     for pid in killed:
         _gone(pid, 10.0)
     return killed
+
+
+def _netns(pid):
+    """The network namespace of *pid* (``'self'`` too), or None."""
+    try:
+        return os.readlink('/proc/%s/ns/net' % pid)
+    except OSError:
+        return None
 
 
 def addresses(etcd_dir):

@@ -171,3 +171,32 @@ def test_restore_puts_back_every_members_data_and_only_theirs(tmp_path):
     etcd.restore(str(etcd_dir), str(tmp_path / 'snap'))
     assert wal.read_text() == 'saved'
     assert etcd.addresses(str(etcd_dir)) == [ADDRESS]
+
+
+def _fake_member(address):
+    """A process /proc shows as the etcd member at *address* (a sleeping
+    Python named ``etcd``, with the member's peer flag)."""
+    return subprocess.Popen(
+        ['etcd', '-c', 'import time; time.sleep(60)',
+         '--listen-peer-urls', etcd.peer_url(address)],
+        executable=sys.executable)
+
+
+def test_a_crash_kills_only_the_member_of_this_network_namespace(
+        monkeypatch):
+    """Another suite run in a namespace of its own serves the same
+    addresses: its member there is not this site's VM."""
+    address = '127.0.253.77'
+    proc = _fake_member(address)
+    try:
+        here = etcd._netns('self')
+        monkeypatch.setattr(etcd, '_netns', lambda pid: here if pid ==
+                            'self' else 'net:[another]')
+        assert etcd.kill_at(address) == []
+        assert proc.poll() is None
+        monkeypatch.setattr(etcd, '_netns', lambda pid: here)
+        assert etcd.kill_at(address) == [proc.pid]
+        assert proc.wait(10) == -signal.SIGKILL
+    finally:
+        proc.kill()
+        proc.wait()
