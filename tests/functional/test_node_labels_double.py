@@ -9,7 +9,6 @@ labels and taints the inventory does not name stay.  Real ansible-playbook
 and sshd; the hosts are 127.0.24.x.
 """
 
-
 import pytest
 
 from tests.functional.test_kubespray_double import Cluster
