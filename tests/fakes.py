@@ -465,8 +465,7 @@ class _LbApply:
 
     def __init__(self, conn, command, stdin):
         self.conn, self.text = conn, stdin
-        sudo = list(command[:2]) == ['sudo', '-n']
-        self.prefix = ['sudo', '-n'] if sudo else []
+        self.prefix = loadbalancer.sudo_prefix(command)
         words = programs.args_of(command)
         self.path, self.mode = words[:2]
         count = int(words[2])

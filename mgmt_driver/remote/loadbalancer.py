@@ -467,15 +467,20 @@ def plan_change(argv):
     checks = untrusted.whole_number(words[2], 3) if len(words) >= 3 else None
     if checks is None:
         return None
-    # The reload runs as the whole program does: as root when a
-    # ``sudo -n`` comes before it.
-    before = list(argv[:len(argv) - len(words)])
-    prefix = ['sudo', '-n'] if any(
-        before[i:i + 2] == ['sudo', '-n'] for i in range(len(before))) \
-        else []
     return 'install %s (mode %s, if it differs and passes its check), ' \
         'then %s' % (shlex.quote(words[0]), words[1], shlex.join(
-            prefix + words[3 + checks:]))
+            sudo_prefix(argv) + words[3 + checks:]))
+
+
+def sudo_prefix(argv):
+    """``['sudo', '-n']`` when a ``sudo -n`` comes before the program of
+    *argv* (the reload then runs as root, as the whole program does),
+    else ``[]``."""
+    words = programs.args_of(argv) or []
+    before = list(argv[:len(argv) - len(words)])
+    return ['sudo', '-n'] if any(
+        before[i:i + 2] == ['sudo', '-n'] for i in range(len(before))) \
+        else []
 
 
 def _refused(conn, settings, result, marks):
