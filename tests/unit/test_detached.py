@@ -2,9 +2,7 @@
 (untrusted), its waiting, and how a dry run shows its commands."""
 
 import logging
-import os
 import re
-import socket
 
 import pytest
 from oslo_config import cfg
@@ -198,9 +196,23 @@ class StartRecorder:
                                  'KR:STARTED:%s:4242\n' % STEM, '', 0)
 
 
-def test_the_ansible_server_learns_no_conductor_host_or_pid(caplog):
-    """run.info's owner is a random name per run; the conductor's log
-    (not the Ansible server) maps it to the conductor's host and pid."""
+def test_the_ansible_server_learns_no_conductor_host_or_pid(caplog,
+                                                            monkeypatch):
+    """run.info's owner is a random name per run, nothing but the random
+    token; the conductor's log (not the Ansible server) maps it to the
+    conductor's host and pid.  The token, host and pid are fixed here: a
+    real pid's digits turn up in 12 random hex digits now and then."""
+    tokens = iter(['0a0b0c0d0e0f', 'f0e0d0c0b0a0'])
+    asked = []
+
+    def token_hex(nbytes):
+        asked.append(nbytes)
+        return next(tokens)
+
+    monkeypatch.setattr(detached.secrets, 'token_hex', token_hex)
+    monkeypatch.setattr(detached.socket, 'gethostname',
+                        lambda: 'conductor-7')
+    monkeypatch.setattr(detached.os, 'getpid', lambda: 4321)
     caplog.set_level(logging.INFO, logger=detached.__name__)
     conn = StartRecorder()
     runs = detached.DetachedRuns(conn, WS)
@@ -210,15 +222,21 @@ def test_the_ansible_server_learns_no_conductor_host_or_pid(caplog):
                            runs._bounds('scale_end', 'scale.yml', 60),
                            1e9) == (STEM, 4242)
     owners = [command[10] for command in conn.commands]
-    host, pid = socket.gethostname(), str(os.getpid())
+    assert owners == ['run-0a0b0c0d0e0f', 'run-f0e0d0c0b0a0']
+    assert asked == [6, 6]
     for who in owners:
-        assert re.fullmatch(r'run-[0-9a-f]{12}', who)
-        assert host not in who and pid not in who
-        assert '%s (this is %s, pid %s)' % (who, host, pid) in caplog.text
-    assert owners[0] != owners[1]
+        assert '%s (this is conductor-7, pid 4321)' % who in caplog.text
     # Nothing else in the command comes from the conductor process.
     first, second = conn.commands
     assert first[:10] + first[11:] == second[:10] + second[11:]
+    assert not any('conductor-7' in arg or '4321' in arg
+                   for command in conn.commands for arg in command)
+
+
+def test_an_owner_is_run_and_12_random_hex_digits():
+    names = {detached.owner() for _ in range(50)}
+    assert len(names) == 50
+    assert all(re.fullmatch(r'run-[0-9a-f]{12}', n) for n in names)
 
 
 def test_last_run_is_the_run_info_or_nothing():
