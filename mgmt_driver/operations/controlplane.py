@@ -81,7 +81,7 @@ def _ask_etcd(drv, masters):
             '; '.join(failures) or 'no control-plane node stays'))
 
 
-def remove(drv, cluster, names):
+def remove(drv, cluster, names, lead=()):
     """Remove control-plane nodes (for a heal), first one included.
 
     kubespray cannot remove the first control-plane node (its
@@ -97,6 +97,10 @@ def remove(drv, cluster, names):
     end ``kube-public/cluster-info`` names a live endpoint
     (:func:`mgmt_driver.operations.gateways.point_cluster_info`).
 
+    :param lead: names of control-plane nodes to put first, in this
+        order, when the first one is removed (the others keep theirs): a
+        rolling replacement leads with nodes it will not take out soon,
+        so that fewer of its steps find their node first.
     :returns: the cluster without them.
     """
     cluster = drv.in_recorded_order(cluster)
@@ -104,7 +108,10 @@ def remove(drv, cluster, names):
     names = [n.name for n in cluster.masters if n.name in chosen]
     check_masters_left(cluster, names)
     if cluster.masters[0].name in names:
-        healthy = [n for n in cluster.masters if n.name not in chosen]
+        rank = {name: i for i, name in enumerate(lead)}
+        healthy = sorted(
+            (n for n in cluster.masters if n.name not in chosen),
+            key=lambda n: rank.get(n.name, len(rank)))
         sick = [n for n in cluster.masters if n.name in chosen]
         cluster = cluster.with_masters(healthy + sick)
         drv.step('moving %s to the front of the control plane',

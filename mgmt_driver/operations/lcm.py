@@ -279,7 +279,7 @@ def _operated_on(drv, names):
 
 # Heal of single nodes.
 
-def heal_begin(drv, cluster, names, snapshot=True):
+def heal_begin(drv, cluster, names, snapshot=True, lead=()):
     """Before the VMs called *names* are re-created: take the workers
     out (their labels and taints kept for their return) and the
     control-plane nodes out of etcd and the control plane.  A gateway
@@ -288,6 +288,8 @@ def heal_begin(drv, cluster, names, snapshot=True):
     :param snapshot: take an etcd snapshot first when *names* include a
         control-plane node (a rolling replacement takes one before its
         first control-plane node only).
+    :param lead: for :func:`controlplane.remove`: who comes first when
+        the first control-plane node goes.
     :raises MgmtDriverOtherError: *names* are every control-plane node.
     """
     healed = set(names)
@@ -307,7 +309,7 @@ def heal_begin(drv, cluster, names, snapshot=True):
     if workers:
         cluster = membership.remove_workers(drv, cluster, workers, rejoin=True)
     if masters:
-        controlplane.remove(drv, cluster, masters)
+        controlplane.remove(drv, cluster, masters, lead=lead)
 
 
 def heal_finish(drv, cluster, names, vim_name, vims, new_settings=False):

@@ -177,6 +177,19 @@ class Progress:
         index = names.index(node) + 1
         return self.order[index] if index < len(self.order) else None
 
+    def lead(self):
+        """The node names a control-plane node taken out should leave
+        first in the inventory: those done in this direction, then
+        those still to do from the last in order.  kubespray removes
+        the first control-plane node only after another one was put
+        first and ``cluster.yml`` re-ran (one run over the control
+        plane); led so, only the first node of the order and the one
+        put first then pay for it, not every control-plane node."""
+        done = done_state(self.direction)
+        names = [s.node for s in self.order]
+        return ([n for n in names if self.states[n] == done] +
+                [n for n in reversed(names) if self.states[n] != done])
+
     def summary(self):
         """Which nodes are replaced, out, and not replaced: the text a
         failure reports."""
@@ -256,7 +269,8 @@ def _heal_begin(drv, cluster, progress, node, save):
     # direction only (a heal takes one before every control-plane node).
     snapshot = (node in _masters(cluster) and
                 progress.direction not in progress.snapshots)
-    lcm.heal_begin(drv, cluster, [node], snapshot=snapshot)
+    lcm.heal_begin(drv, cluster, [node], snapshot=snapshot,
+                   lead=progress.lead())
     if snapshot:
         progress.snapshots.add(progress.direction)
     progress.set(node, OUT)

@@ -323,3 +323,28 @@ def test_a_master_removal_closes_ansible_s_ssh_master_to_it(
     assert len(replaces) == 1 + first
     assert replaces[-1].endswith('/.ansible/cp 5 ' + socket_name)
     assert not [c for c in replaces[:-1] if socket_name in c]
+
+
+# ------------------ who comes first when the first master is removed
+
+@pytest.mark.parametrize('lead, first', [((), 1), (('-', 2), 2),
+                                         ((2, 1), 2), ((1, 2), 1)])
+def test_the_first_master_s_removal_puts_the_lead_first(
+        conf, monkeypatch, lead, first):  # noqa: F811
+    """Without a lead the next master in order comes first; a rolling
+    replacement names who (a name not in the cluster is passed over),
+    and the masters it does not name keep their order after it."""
+    drv, cluster, pool = _context(conf)
+    monkeypatch.setattr(gateways, 'update', lambda *args: None)
+    monkeypatch.setattr(gateways, 'point_cluster_info', lambda *args: None)
+    monkeypatch.setattr(membership, 'remove_from_kubernetes',
+                        lambda *args, **kwargs: None)
+    drv.reachable = lambda node: False  # no cluster.yml re-run
+    orders = []
+    drv.upload_inventory = lambda c, gone=(): orders.append(
+        [n.name for n in c.masters])
+    names = [n.name for n in cluster.masters]
+    lead = [names[i] if isinstance(i, int) else i for i in lead]
+    controlplane.remove(drv, cluster, [names[0]], lead=lead)
+    others = [names[first]] + [n for n in names[1:] if n != names[first]]
+    assert orders[0] == others + [names[0]]

@@ -106,8 +106,9 @@ class _Drv:
 @pytest.fixture
 def steps(monkeypatch):
     drv = _Drv()
-    def heal_begin(d, c, names, snapshot=True):
+    def heal_begin(d, c, names, snapshot=True, lead=()):
         d.calls.append(('out', names))
+        d.calls.append(('lead', list(lead)))
         if snapshot and set(names) & {'m0', 'm1', 'm2'}:
             d.calls.append(('snapshot', names))
     monkeypatch.setattr(rolling.lcm, 'heal_begin', heal_begin)
@@ -192,3 +193,48 @@ def test_one_etcd_snapshot_before_the_first_master_of_each_direction(steps):
         rolling.bring_back(drv, cluster, progress, node, lambda p: None,
                            'vim', None)
     assert _done(drv, 'snapshot') == [['m0'], ['m1']]
+
+
+@pytest.mark.parametrize('direction, states, lead', [
+    (rolling.FORWARD, {}, ['w0', 'm2', 'm1', 'm0']),
+    (rolling.FORWARD, {'m0': rolling.REPLACED, 'm1': rolling.OUT},
+     ['m0', 'w0', 'm2', 'm1']),
+    (rolling.ROLLBACK, {'m0': rolling.REPLACED, 'm1': rolling.REPLACED},
+     ['m2', 'w0', 'm1', 'm0']),
+])
+def test_the_lead_is_the_done_nodes_then_the_others_last_first(
+        direction, states, lead):
+    progress = rolling.Progress('op', _order(('m0', M), ('m1', M), ('m2', M),
+                                             ('w0', W)), states, direction)
+    assert progress.lead() == lead
+
+
+def test_a_master_taken_out_leaves_the_lead_to_the_heal(steps):
+    drv, cluster = steps
+    progress = rolling.Progress('op', _order(('m0', M), ('m1', M), ('m2', M)))
+    rolling.take_out(drv, cluster, progress, 'm0', lambda p: None)
+    assert _done(drv, 'lead') == [['m2', 'm1', 'm0']]
+
+
+def test_led_so_two_of_three_masters_are_first_when_taken_out():
+    """kubespray's inventory order through a rolling replacement of
+    three masters (a removed first master leaves the lead first, the
+    master back joins last): only the first of the order and the one
+    put first then are first when their turn comes; with the old order
+    (the next master first) every one of them was."""
+    def firsts(led):
+        order = ['m0', 'm1', 'm2']
+        progress = rolling.Progress('op', _order(*[(n, M) for n in order]))
+        count = 0
+        for node in list(order):
+            if order[0] == node:
+                count += 1
+                rank = {n: i for i, n in enumerate(progress.lead() if led
+                                                   else ())}
+                order = sorted(order[1:], key=lambda n: rank.get(n, 9))
+            else:
+                order.remove(node)
+            order.append(node)
+            progress.set(node, rolling.REPLACED)
+        return count
+    assert (firsts(True), firsts(False)) == (2, 3)

@@ -33,7 +33,7 @@ def h(conf, monkeypatch):  # noqa: F811
     harness.instantiate()
     harness.calls = calls = []
 
-    def heal_begin(drv, cluster, names, snapshot=True):
+    def heal_begin(drv, cluster, names, snapshot=True, lead=()):
         calls.append(('out',) + tuple(names))
 
     def heal_finish(drv, cluster, names, *args, **kwargs):
