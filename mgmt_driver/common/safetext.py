@@ -157,12 +157,19 @@ def _bounded(value):
 
 
 def logger(name):
-    """The logger of module *name* (oslo.log's, as ``getLogger``
-    gives it), its records' arguments bounded by :class:`BoundedArgs`:
-    the one way a module of the package gets its logger
-    (``tests/unit/test_remote_text.py`` checks it)."""
-    from oslo_log import log as oslo_logging
+    """The logger of module *name*, its records' arguments bounded by
+    :class:`BoundedArgs`: the one way a module of the package gets its
+    logger (``tests/unit/test_remote_text.py`` checks it).
+
+    oslo.log's (as its ``getLogger`` gives it) in a process that uses
+    oslo.log (Tacker's conductor imported it before any driver module);
+    elsewhere (a v2 script process, ``kubespray-mgmt``, which configure
+    the standard :mod:`logging`) the standard logger itself: the same
+    records, without importing oslo.log and what it pulls in (about a
+    tenth of a v2 script's start-up).
+    """
     plain = logging.getLogger(name)
     if not any(isinstance(f, BoundedArgs) for f in plain.filters):
         plain.addFilter(BoundedArgs())
-    return oslo_logging.getLogger(name)
+    oslo_logging = sys.modules.get('oslo_log.log')
+    return plain if oslo_logging is None else oslo_logging.getLogger(name)

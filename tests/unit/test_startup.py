@@ -27,6 +27,11 @@ from mgmt_driver.remote import ssh
 #: :mod:`mgmt_driver.remote.loadbalancer` and ``keepalived``.
 DEFERRED = ('paramiko', 'invoke', 'tenacity', 'jinja2')
 
+#: Imported only by Tacker's own process: Tacker itself, and oslo.log,
+#: whose logger adapter the driver's modules take where it is loaded
+#: (:func:`mgmt_driver.common.safetext.logger`).
+TACKERS = ('tacker', 'oslo_log.log')
+
 #: The modules each kind of process starts from.
 ENTRIES = ('mgmt_driver.adapters.v2', 'mgmt_driver.adapters.cli',
            'mgmt_driver.adapters.cli_entry', 'mgmt_driver.kubespray_mgmt')
@@ -109,12 +114,12 @@ def command_run(argv, names):
 
 def test_the_command_imports_none_of_them():
     # No command word: the usage, exit status 1 (bad input).
-    assert command_run([], DEFERRED + ('tacker',)) == [1]
+    assert command_run([], DEFERRED + TACKERS) == [1]
 
 
 def test_a_v2_hook_with_nothing_to_do_imports_none_of_them():
     imported, output = script_run(
-        v2.script_path(), DEFERRED + ('tacker',),
+        v2.script_path(), DEFERRED + TACKERS,
         {'operation': 'instantiate_start', 'vnf_instance': {'id': 'i-1'},
          'request': {}})
     assert imported == [0] and output == {}
@@ -122,7 +127,30 @@ def test_a_v2_hook_with_nothing_to_do_imports_none_of_them():
 
 @pytest.mark.parametrize('entry', ENTRIES)
 def test_entry_does_not_import_what_only_some_operations_use(entry):
-    assert _imported(entry, DEFERRED) == []
+    assert _imported(entry, DEFERRED + TACKERS) == []
+
+
+def test_a_module_s_logger_is_oslo_log_s_where_oslo_log_is_loaded():
+    """In Tacker's process (oslo.log loaded first) a driver module logs
+    through oslo.log's adapter; elsewhere through the standard logger;
+    either way its arguments are bounded."""
+    probe = ('import json, logging, sys\n'
+             'if sys.argv[1] == "oslo": import oslo_log.log\n'
+             'from mgmt_driver.remote import detached\n'
+             'from mgmt_driver.common import safetext\n'
+             'plain = logging.getLogger(detached.__name__)\n'
+             'print(json.dumps([type(detached.LOG).__name__,'
+             ' getattr(detached.LOG, "logger", detached.LOG) is plain,'
+             ' any(isinstance(f, safetext.BoundedArgs)'
+             ' for f in plain.filters)]))\n')
+    seen = {}
+    for kind in ('oslo', 'plain'):
+        out = subprocess.run([sys.executable, '-c', probe, kind],
+                             capture_output=True, text=True, check=True,
+                             timeout=120)
+        seen[kind] = json.loads(out.stdout)
+    assert seen == {'oslo': ['KeywordArgumentAdapter', True, True],
+                    'plain': ['Logger', True, True]}
 
 
 def test_the_first_use_imports_the_deferred_module():
