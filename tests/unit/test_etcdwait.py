@@ -300,6 +300,19 @@ def test_a_healed_master_s_host_key_is_recorded(conf,  # noqa: F811
 REPLACE = 'kubespray-mgmt-script: replace-workspace'
 
 
+def _removal(conf, monkeypatch):  # noqa: F811
+    """:func:`_context` for :func:`controlplane.remove` alone: nothing
+    of the gateways or Kubernetes, and no node answers (so no
+    ``cluster.yml`` re-run)."""
+    drv, cluster, pool = _context(conf)
+    monkeypatch.setattr(gateways, 'update', lambda *args: None)
+    monkeypatch.setattr(gateways, 'point_cluster_info', lambda *args: None)
+    monkeypatch.setattr(membership, 'remove_from_kubernetes',
+                        lambda *args, **kwargs: None)
+    drv.reachable = lambda node: False
+    return drv, cluster, pool
+
+
 @pytest.mark.parametrize('first', [False, True])
 def test_a_master_removal_closes_ansible_s_ssh_master_to_it(
         conf, monkeypatch, first):  # noqa: F811
@@ -307,12 +320,7 @@ def test_a_master_removal_closes_ansible_s_ssh_master_to_it(
     open, and the VM re-created at its address reached through it: the
     last inventory's command closes it (the first master's removal
     writes one before, with it still first of the moved ones)."""
-    drv, cluster, pool = _context(conf)
-    monkeypatch.setattr(gateways, 'update', lambda *args: None)
-    monkeypatch.setattr(gateways, 'point_cluster_info', lambda *args: None)
-    monkeypatch.setattr(membership, 'remove_from_kubernetes',
-                        lambda *args, **kwargs: None)
-    drv.reachable = lambda node: False  # no cluster.yml re-run
+    drv, cluster, pool = _removal(conf, monkeypatch)
     healed = cluster.masters[0 if first else 1]
     controlplane.remove(drv, cluster, [healed.name])
     replaces = [c for c in pool.connection(ANSIBLE).commands
@@ -334,12 +342,7 @@ def test_the_first_master_s_removal_puts_the_lead_first(
     """Without a lead the next master in order comes first; a rolling
     replacement names who (a name not in the cluster is passed over),
     and the masters it does not name keep their order after it."""
-    drv, cluster, pool = _context(conf)
-    monkeypatch.setattr(gateways, 'update', lambda *args: None)
-    monkeypatch.setattr(gateways, 'point_cluster_info', lambda *args: None)
-    monkeypatch.setattr(membership, 'remove_from_kubernetes',
-                        lambda *args, **kwargs: None)
-    drv.reachable = lambda node: False  # no cluster.yml re-run
+    drv, cluster, pool = _removal(conf, monkeypatch)
     orders = []
     drv.upload_inventory = lambda c, gone=(): orders.append(
         [n.name for n in c.masters])
